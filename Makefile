@@ -1,0 +1,67 @@
+# AgentCore Claude Kit — the README's commands. Every target installs what it needs through `setup`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CDK := node_modules/.bin/cdk
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+STAGE ?= dev
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-fast synth deploy destroy lint bench clean
+
+## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml requirements/dev.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## demo: synth the stack, then run the agent locally (offline) and show a two-turn, resumable session
+demo: setup
+	$(BIN)/python scripts/demo.py
+
+## test: the whole suite (unit, functional over HTTP, CDK synth + cdk-nag + cfn-lint, e2e with the real CLI)
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not infra and not e2e" $(PYTEST_ARGS)
+
+## synth: cdk synth (offline, no Docker needed), with cdk-nag; prints the time it took
+synth: setup
+	@start=$$(date +%s%N); $(CDK) synth --quiet -c stage=$(STAGE) && \
+	  echo "synth took $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
+
+## deploy: cdk deploy (needs AWS credentials and a bootstrapped account/region)
+deploy: setup
+	$(CDK) deploy -c stage=$(STAGE) --require-approval broadening
+
+destroy: setup
+	$(CDK) destroy -c stage=$(STAGE)
+
+## lint: ruff, mypy, cfn-lint on the synthesized templates, hadolint on the Dockerfile
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(CDK) synth --quiet -c stage=$(STAGE) >/dev/null
+	$(BIN)/cfn-lint cdk.out/*.template.json
+	$(BIN)/hadolint Dockerfile
+
+## bench: the benchmarks (print measured figures and ratios)
+bench: setup
+	$(BIN)/python benchmarks/warm_turn.py
+	$(BIN)/python benchmarks/overhead.py
+	$(BIN)/python benchmarks/resume.py
+
+clean:
+	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache

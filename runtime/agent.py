@@ -1,0 +1,433 @@
+"""The agent: SDK options from the agent definition, and one turn from prompt to events.
+
+Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
+
+A turn:
+1. (first turn in this process) connect: ``resume`` when the store holds the transcript, else ``session_id``;
+2. stream the prompt as one stream-json user message (never a string: string prompts close stdin and break
+   SDK MCP tools and hooks);
+3. translate SDK messages to events (``text``, ``tool_use``, ``tool_result``) within the turn timeout;
+4. on the ``ResultMessage``: cost from the price table, metrics, the session's cumulative spend, long-term
+   memory, and the ``result`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    CLIConnectionError,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ProcessError,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    project_key_for_directory,
+)
+from claude_agent_sdk.types import AgentDefinition
+
+from runtime.agent_definition import AgentDefinitionSpec
+from runtime.errors import AgentKitError, AgentProcessError, AgentResultError, BudgetExceeded, TurnTimeout
+from runtime.policy import PermissionPolicy
+from runtime.protocol import summarize
+from runtime.sessions import TurnRequest, WarmSession
+from runtime.settings import Settings
+from runtime.telemetry import Telemetry, TurnOutcome
+
+logger = logging.getLogger(__name__)
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+# The SDK's result subtypes mapped to our error codes.
+RESULT_ERROR_CODES = {
+    "error_max_turns": (
+        "max_turns_exceeded",
+        422,
+        "the agent reached the turn limit; raise max_turns or narrow the task",
+    ),
+    "error_max_budget_usd": (
+        "budget_exceeded",
+        402,
+        "the agent reached the invocation budget (max_budget_usd)",
+    ),
+    "error_during_execution": ("agent_error", 500, "the agent failed while running the turn"),
+}
+
+
+@dataclass
+class AgentDeps:
+    """Everything a turn needs from outside, injected (tests pass their own)."""
+
+    settings: Settings
+    definition: AgentDefinitionSpec
+    policy: PermissionPolicy
+    telemetry: Telemetry
+    session_store: Any = None
+    extra_mcp_servers: dict[str, Any] | None = None
+
+
+class _PrefetchedStore:
+    """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK."""
+
+    def __init__(self, inner: Any, key: dict[str, str], entries: list[Any]) -> None:
+        self._inner, self._key, self._entries = inner, key, entries
+
+    async def load(self, key: dict[str, Any]) -> Any:
+        if self._entries is not None and key.get("subpath") is None and key == self._key:
+            entries, self._entries = self._entries, None
+            return entries
+        return await self._inner.load(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class AgentTurnRunner:
+    """Implements :class:`runtime.sessions.TurnRunner` with the real Claude Agent SDK."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+        self.settings = deps.settings
+        self.cwd = deps.settings.resolved_workspace
+        self.project_key = project_key_for_directory(self.cwd)
+
+    # -- limits -----------------------------------------------------------------------------------------------
+
+    def limits_for(self, request: TurnRequest) -> tuple[int, float]:
+        """Effective (max_turns, max_budget_usd): a request may lower the configured limits, never raise them."""
+        cfg_turns = min(self.settings.max_turns, self.deps.definition.max_turns)
+        cfg_budget = min(self.settings.max_budget_usd, self.deps.definition.max_budget_usd)
+        turns = min(request.max_turns, cfg_turns) if request.max_turns else cfg_turns
+        budget = min(request.max_budget_usd, cfg_budget) if request.max_budget_usd else cfg_budget
+        return turns, round(budget, 6)
+
+    def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
+        # Limits are CLI flags: a request that lowers them needs a client started with those flags.
+        return session.client_limits != self.limits_for(request)
+
+    # -- connect ----------------------------------------------------------------------------------------------
+
+    async def connect(self, session: WarmSession, request: TurnRequest) -> ClaudeSDKClient:
+        started = time.monotonic()
+        store = self.deps.session_store
+        sid = session.claude_session_id
+        key = {"project_key": self.project_key, "session_id": sid}
+        entries = None
+        if store is not None:
+            with self.deps.telemetry.span("session.load", {"agentkit.claude_session_id": sid}):
+                try:
+                    entries = await store.load(key)
+                except Exception as exc:
+                    self.deps.telemetry.store_error("load", exc)
+                    raise AgentKitError(
+                        f"the session store could not load session {session.runtime_session_id}: {exc}. "
+                        "Retry shortly; nothing was lost.",
+                        code="session_store_unavailable",
+                        http_status=503,
+                    ) from exc
+        local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
+        resume = bool(entries) or local.exists()
+        limits = self.limits_for(request)
+        options = self.build_options(
+            session,
+            limits=limits,
+            resume=resume,
+            store=_PrefetchedStore(store, key, entries) if store is not None and entries else store,
+        )
+        client = ClaudeSDKClient(options=options)
+        try:
+            await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
+        except TimeoutError:
+            with contextlib.suppress(BaseException):
+                await client.disconnect()
+            raise TurnTimeout(
+                f"the Claude Code CLI did not start within {self.settings.turn_timeout_s:.0f} s; retry the invocation"
+            ) from None
+        except (CLIConnectionError, ProcessError, OSError) as exc:
+            raise AgentProcessError(
+                f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
+            ) from exc
+        session.client_limits = limits
+        if resume and session.turns_done == 0:
+            self.deps.telemetry.session_resumed(session)
+        logger.info(
+            "connected session %s (claude %s, resume=%s) in %.0f ms",
+            session.runtime_session_id,
+            sid,
+            resume,
+            (time.monotonic() - started) * 1000,
+        )
+        session.resumed = resume  # type: ignore[attr-defined]
+        return client
+
+    def build_options(
+        self, session: WarmSession, *, limits: tuple[int, float], resume: bool, store: Any
+    ) -> ClaudeAgentOptions:
+        d = self.deps.definition
+        mcp_servers: dict[str, Any] = dict(d.mcp_servers)
+        if d.include_sample_tools:
+            from runtime.tools import SERVER_NAME, build_sample_server
+
+            mcp_servers[SERVER_NAME] = build_sample_server()
+        mcp_servers.update(self.deps.extra_mcp_servers or {})
+        hooks = self.deps.telemetry.hooks_for(session)
+        hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[self._pre_tool_policy]))
+        options = ClaudeAgentOptions(
+            system_prompt=d.system_prompt,
+            tools=list(d.builtin_tools),
+            allowed_tools=[t for t in d.allowed_tools if t not in d.disallowed_tools],
+            disallowed_tools=list(d.disallowed_tools),
+            mcp_servers=mcp_servers,
+            permission_mode="default",
+            can_use_tool=self._can_use_tool,
+            hooks=hooks,
+            max_turns=limits[0],
+            max_budget_usd=limits[1],
+            model=self.settings.model,
+            cwd=str(self.cwd),
+            cli_path=self.settings.cli_path,
+            env=self.settings.cli_env(),
+            setting_sources=[],
+            include_partial_messages=True,
+            max_buffer_size=8 * 1024 * 1024,
+            effort=d.effort,
+            agents={
+                name: AgentDefinition(
+                    description=s.description,
+                    prompt=s.prompt,
+                    tools=list(s.tools) if s.tools else None,
+                    model=s.model,
+                )
+                for name, s in d.subagents.items()
+            }
+            or None,
+            session_store=store,
+            resume=session.claude_session_id if resume else None,
+            session_id=None if resume else session.claude_session_id,
+            user=session.actor_id,
+        )
+        return options
+
+    # -- permission gate ----------------------------------------------------------------------------------------
+
+    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        decision = self.deps.policy.decide(tool_name, tool_input)
+        if decision.allowed:
+            return PermissionResultAllow()
+        self.deps.telemetry.tool_denied(tool_name)
+        return PermissionResultDeny(message=decision.message)
+
+    async def _pre_tool_policy(
+        self, hook_input: dict[str, Any], tool_use_id: str | None, context: Any
+    ) -> dict[str, Any]:
+        tool_name = str(hook_input.get("tool_name", ""))
+        decision = self.deps.policy.decide(tool_name, hook_input.get("tool_input") or {})
+        if decision.allowed:
+            return {}
+        self.deps.telemetry.tool_denied(tool_name)
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.message,
+            }
+        }
+
+    # -- one turn -----------------------------------------------------------------------------------------------
+
+    async def run_turn(
+        self, session: WarmSession, client: ClaudeSDKClient, request: TurnRequest, emit: Emit
+    ) -> None:
+        telemetry = self.deps.telemetry
+        spent = await telemetry.session_spend(session)
+        budget = self.settings.session_budget_usd
+        if budget and spent >= budget:
+            telemetry.invocation_error("budget_exceeded")
+            telemetry.budget_exceeded(session, "session")
+            raise BudgetExceeded(
+                f"session {session.runtime_session_id} has spent ${spent:.4f} of its ${budget:.2f} budget. "
+                "Start a new session or raise AGENTKIT_SESSION_BUDGET_USD."
+            )
+        started = time.monotonic()
+        state = _TurnState(started=started)
+        with telemetry.turn_span(session, request) as span:
+            prompt_uuid = str(uuid.uuid4())
+            await client.query(_prompt_stream(request.prompt, session.claude_session_id, prompt_uuid))
+            result: ResultMessage | None = None
+            try:
+                async with asyncio.timeout(self.settings.turn_timeout_s):
+                    async for message in _guarded(client.receive_response()):
+                        if isinstance(message, ResultMessage):
+                            result = message
+                            break
+                        await self._translate(message, state, emit)
+            except TimeoutError:
+                telemetry.invocation_error("turn_timeout")
+                raise TurnTimeout(
+                    f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
+                    "The session stays usable: send the next turn, or narrow the task."
+                ) from None
+            except _CLIGone as exc:
+                telemetry.invocation_error("agent_process_error")
+                raise AgentProcessError(
+                    f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
+                    "reconnects on the next invocation; retry it."
+                ) from None
+            outcome = TurnOutcome(
+                result=result,
+                text=result.result if result.result is not None else "".join(state.text),
+                latency_ms=(time.monotonic() - started) * 1000,
+                ttft_ms=state.ttft_ms,
+                tools=state.tool_names_used,
+                prompt=request.prompt,
+            )
+            figures = await telemetry.turn_finished(session, request, outcome, span)
+        subtype = result.subtype
+        if result.is_error and subtype in RESULT_ERROR_CODES or (result.is_error and subtype != "success"):
+            code, status, hint = RESULT_ERROR_CODES.get(subtype, ("agent_error", 500, "the agent failed"))
+            if code == "budget_exceeded":
+                telemetry.budget_exceeded(session, "invocation")
+            telemetry.invocation_error(code)
+            detail = "; ".join(result.errors or []) or subtype
+            await emit(
+                {
+                    **AgentKitError(f"{hint} ({detail}).", code=code, http_status=status).to_event(),
+                    "partial": figures | {"subtype": subtype},
+                }
+            )
+            return
+        if result.is_error:
+            telemetry.invocation_error("model_error")
+            raise AgentResultError(
+                f"the model call failed (HTTP {result.api_error_status or '?'}): {outcome.text or 'no detail'}. "
+                "Retry later; check the model id and Bedrock quotas if it persists.",
+                code="model_error",
+                http_status=502,
+            )
+        await emit(
+            {
+                "type": "result",
+                "session_id": session.runtime_session_id,
+                "claude_session_id": result.session_id or session.claude_session_id,
+                "text": outcome.text,
+                "subtype": subtype,
+                "num_turns": result.num_turns,
+                "duration_ms": result.duration_ms,
+                "resumed": bool(getattr(session, "resumed", False)) and session.turns_done == 0,
+                **figures,
+            }
+        )
+
+    async def _translate(self, message: Any, state: _TurnState, emit: Emit) -> None:
+        if isinstance(message, StreamEvent):
+            event = message.event
+            if event.get("type") == "content_block_delta":
+                delta = event.get("delta") or {}
+                if delta.get("type") == "text_delta" and delta.get("text"):
+                    state.streamed = True
+                    state.mark_first_token()
+                    await emit({"type": "text", "text": delta["text"]})
+        elif isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    state.text.append(block.text)
+                    if not state.streamed and block.text:
+                        state.mark_first_token()
+                        await emit({"type": "text", "text": block.text})
+                elif isinstance(block, ToolUseBlock):
+                    state.tools[block.id] = block.name
+                    state.tool_names_used.append(block.name)
+                    await emit(
+                        {
+                            "type": "tool_use",
+                            "id": block.id,
+                            "name": block.name,
+                            "input_summary": summarize(block.input),
+                        }
+                    )
+            state.streamed = False
+        elif isinstance(message, UserMessage) and isinstance(message.content, list):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    await emit(
+                        {
+                            "type": "tool_result",
+                            "id": block.tool_use_id,
+                            "name": state.tools.get(block.tool_use_id, ""),
+                            "ok": not bool(block.is_error),
+                            "summary": summarize(block.content),
+                        }
+                    )
+        elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
+            self.deps.telemetry.store_error("append", RuntimeError(str(message.data)))
+
+
+@dataclass
+class _TurnState:
+    started: float
+    ttft_ms: float | None = None
+    streamed: bool = False
+
+    def __post_init__(self) -> None:
+        self.text: list[str] = []
+        self.tools: dict[str, str] = {}
+        self.tool_names_used: list[str] = []
+
+    def mark_first_token(self) -> None:
+        if self.ttft_ms is None:
+            self.ttft_ms = (time.monotonic() - self.started) * 1000
+
+
+class _CLIGone(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def _guarded(messages: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Yield messages; a CLI that dies or closes its stream before the result becomes :class:`_CLIGone`."""
+    try:
+        async for message in messages:
+            yield message
+    except (CLIConnectionError, ProcessError) as exc:
+        raise _CLIGone(str(exc) or type(exc).__name__) from exc
+    except BaseExceptionGroup as group:  # anyio task groups wrap the connection error
+        if group.subgroup((CLIConnectionError, ProcessError)) is not None:
+            raise _CLIGone(str(group.exceptions[0])) from group
+        raise
+    raise _CLIGone("the output stream ended without a result")
+
+
+async def _prompt_stream(prompt: str, session_id: str, prompt_uuid: str) -> AsyncIterator[dict[str, Any]]:
+    yield {
+        "type": "user",
+        "message": {"role": "user", "content": prompt},
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": prompt_uuid,
+    }
+
+
+def bundled_cli_path() -> Path | None:
+    """The SDK's bundled CLI, when present."""
+    import claude_agent_sdk
+
+    candidate = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return candidate if candidate.exists() else None

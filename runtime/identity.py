@@ -1,0 +1,77 @@
+"""Who is calling, and which Claude session a runtime session maps to.
+
+The Claude session id is ``uuid5(NAMESPACE, runtime_session_id)`` for anonymous callers and
+``uuid5(NAMESPACE, actor + "\\n" + runtime_session_id)`` when the caller's actor is known, so
+
+- any process can resume any session from the store without an index, and
+- an actor presenting another actor's runtime session id lands in a different, empty conversation.
+
+The actor comes only from the authenticated request, never from the body:
+
+1. the JWT ``sub`` of the ``Authorization: Bearer`` header. AgentCore validates the token (JWT inbound
+   auth) before the request reaches the runtime, so the runtime only decodes it. Outside AgentCore the
+   header is not verified: do not expose the runtime port directly.
+2. else the trusted header named by ``AGENTKIT_ACTOR_HEADER`` (an
+   ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header that only our own callers — e.g. the webhook
+   worker — set; with IAM inbound auth only principals allowed to invoke the runtime can send it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Mapping
+
+from runtime.errors import InvalidRequest
+
+SESSION_NAMESPACE = uuid.UUID("6f1f8a3e-7c43-5b8e-9a51-0c2d4e6b7a90")
+ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
+
+
+def claude_session_id(runtime_session_id: str, actor_id: str | None = None) -> str:
+    """The deterministic Claude session id of a runtime session (contract)."""
+    name = f"{actor_id}\n{runtime_session_id}" if actor_id else runtime_session_id
+    return str(uuid.uuid5(SESSION_NAMESPACE, name))
+
+
+def normalise_actor(raw: str) -> str:
+    """An actor id safe for AgentCore Memory (``[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}``); long or odd ids are hashed."""
+    raw = raw.strip()
+    if ACTOR_RE.match(raw):
+        return raw
+    return "actor-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+def resolve_actor(headers: Mapping[str, str] | None, *, actor_header: str | None) -> str | None:
+    """The caller's actor id from the forwarded headers, or ``None`` when anonymous."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    auth = lowered.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        sub = _jwt_subject(auth[7:].strip())
+        if sub:
+            return normalise_actor(sub)
+    if actor_header:
+        value = lowered.get(actor_header.lower())
+        if value:
+            return normalise_actor(value)
+    return None
+
+
+def _jwt_subject(token: str) -> str | None:
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise InvalidRequest(
+            "the Authorization bearer token is not a JWT; send the token your identity provider issued"
+        )
+    try:
+        padded = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(padded))
+    except (ValueError, json.JSONDecodeError):
+        raise InvalidRequest("the Authorization bearer token has an unreadable payload") from None
+    sub = claims.get("sub") if isinstance(claims, dict) else None
+    return sub if isinstance(sub, str) and sub else None

@@ -1,0 +1,248 @@
+"""Permission policy: the final gate on every tool call.
+
+Wired twice into the SDK (see :mod:`runtime.agent`): as ``can_use_tool`` for tools the CLI would ask about,
+and as a ``PreToolUse`` hook for tools that are pre-allowed, so no tool call bypasses it.
+
+Rules:
+- A tool runs only if the agent definition lists it (built-in tools are off unless listed). MCP tools may be
+  listed one by one (``mcp__server__tool``) or per server (``mcp__server`` / ``mcp__server__*``).
+- ``Bash`` runs only allowlisted programs. The command is parsed (:mod:`runtime.shell`): every simple command
+  in pipelines, lists, subshells and substitutions must pass; output redirection is refused (except to
+  ``/dev/null``); risky flags of allowed programs (``find -exec``, ``sed -i``, ``git push`` …) are refused.
+- File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files.
+
+Every denial message tells the agent what it may do instead.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from runtime.shell import SimpleCommand, UnsupportedShell, parse_commands
+
+SENSITIVE_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    "service-account*.json",
+)
+SENSITIVE_SUFFIXES: tuple[str, ...] = (".aws/credentials", ".aws/config", ".ssh/authorized_keys")
+
+DEFAULT_BASH_ALLOWLIST: frozenset[str] = frozenset(
+    {
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "find",
+        "sort",
+        "uniq",
+        "cut",
+        "echo",
+        "pwd",
+        "date",
+        "jq",
+        "diff",
+        "tr",
+        "basename",
+        "dirname",
+        "git",
+        "true",
+        "false",
+        "stat",
+        "file",
+    }
+)
+
+FILE_TOOLS: Mapping[str, tuple[str, ...]] = {
+    "Read": ("file_path",),
+    "Write": ("file_path",),
+    "Edit": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "NotebookEdit": ("notebook_path",),
+    "Glob": ("path",),
+    "Grep": ("path",),
+}
+
+# Flags that turn an otherwise read-only program into one that writes, deletes or runs other programs.
+_FORBIDDEN_FLAGS: Mapping[str, tuple[str, ...]] = {
+    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
+    "sed": ("-i", "--in-place"),
+    "sort": ("-o", "--output"),
+    "tail": ("-f", "--follow", "-F"),
+}
+_GIT_READ_ONLY = frozenset(
+    {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "describe"}
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one tool call. ``message`` is what the agent is told on denial."""
+
+    allowed: bool
+    message: str = ""
+
+    @classmethod
+    def allow(cls) -> Decision:
+        return cls(True)
+
+    @classmethod
+    def deny(cls, message: str) -> Decision:
+        return cls(False, message)
+
+
+class PermissionPolicy:
+    """Decides tool calls. Pure and synchronous: no I/O besides path normalisation."""
+
+    def __init__(
+        self,
+        *,
+        allowed_tools: Iterable[str],
+        workspace: Path,
+        bash_allowlist: Iterable[str] = DEFAULT_BASH_ALLOWLIST,
+    ) -> None:
+        self.allowed_tools = frozenset(allowed_tools)
+        self.workspace = Path(os.path.abspath(workspace))
+        self.bash_allowlist = frozenset(bash_allowlist)
+
+    # -- entry point --------------------------------------------------------------------------------------------
+
+    def decide(self, tool_name: str, tool_input: Mapping[str, Any]) -> Decision:
+        if not self._tool_listed(tool_name):
+            listed = ", ".join(sorted(self.allowed_tools)) or "none"
+            return Decision.deny(
+                f"The tool '{tool_name}' is not enabled for this agent. Tools you may use: {listed}."
+            )
+        if tool_name == "Bash":
+            return self._decide_bash(str(tool_input.get("command", "")))
+        if tool_name in FILE_TOOLS:
+            for key in FILE_TOOLS[tool_name]:
+                value = tool_input.get(key)
+                if value:
+                    problem = self.path_problem(str(value))
+                    if problem:
+                        return Decision.deny(f"{tool_name} refused: {problem}")
+        return Decision.allow()
+
+    # -- tools --------------------------------------------------------------------------------------------------
+
+    def _tool_listed(self, tool_name: str) -> bool:
+        if tool_name in self.allowed_tools:
+            return True
+        if tool_name.startswith("mcp__"):
+            server = "__".join(tool_name.split("__")[:2])
+            return server in self.allowed_tools or f"{server}__*" in self.allowed_tools
+        return False
+
+    # -- bash ---------------------------------------------------------------------------------------------------
+
+    def _decide_bash(self, command: str) -> Decision:
+        allowed = ", ".join(sorted(self.bash_allowlist))
+        if not command.strip():
+            return Decision.deny("Bash refused: the command is empty. Send one command line.")
+        try:
+            commands = parse_commands(command)
+        except UnsupportedShell as exc:
+            return Decision.deny(
+                f"Bash refused: {exc}. Use plain commands joined by pipes or ';' from this list: {allowed}."
+            )
+        for simple in commands:
+            problem = self._command_problem(simple)
+            if problem:
+                return Decision.deny(
+                    f"Bash refused: {problem}. You may run only these programs, on files inside "
+                    f"{self.workspace}: {allowed}."
+                )
+        return Decision.allow()
+
+    def _command_problem(self, cmd: SimpleCommand) -> str | None:
+        if cmd.assignments:
+            return f"setting environment variables ({cmd.assignments[0].split('=')[0]}=…) is not allowed"
+        for op, target in cmd.redirects:
+            if op.startswith(">") or op in ("&>", "<>"):
+                if target != "/dev/null" and not (op == ">&" and target.isdigit()):
+                    return f"writing to files ('{op} {target}') is not allowed; print to stdout instead"
+            elif op == "<":
+                problem = self.path_problem(target)
+                if problem:
+                    return problem
+        if not cmd.words:
+            return None
+        program = cmd.name
+        if "$" in program:
+            return "the program name may not come from a variable or substitution"
+        if "/" in program:
+            return f"run programs by name, not by path ('{program}')"
+        if program not in self.bash_allowlist:
+            return f"'{program}' is not an allowed program"
+        args = cmd.words[1:]
+        if any("$" in arg for arg in args):
+            return "arguments built from variables or command substitutions are not allowed; write them out"
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            if flag in _FORBIDDEN_FLAGS.get(program, ()) or (program == "sed" and arg.startswith("-i")):
+                return f"'{program} {arg}' can modify files or run programs"
+        if program == "git":
+            sub = next((a for a in args if not a.startswith("-")), "")
+            if sub not in _GIT_READ_ONLY:
+                return f"'git {sub}' is not read-only; allowed git subcommands: {', '.join(sorted(_GIT_READ_ONLY))}"
+            if any(a.startswith(("-c", "--exec-path", "--output")) for a in args):
+                return "git configuration overrides and output files are not allowed"
+        for arg in args:
+            candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+            if _looks_like_path(candidate):
+                problem = self.path_problem(candidate)
+                if problem:
+                    return problem
+        return None
+
+    # -- paths --------------------------------------------------------------------------------------------------
+
+    def path_problem(self, raw: str) -> str | None:
+        """Why ``raw`` may not be touched, or ``None`` when it is inside the workspace and not sensitive."""
+        if "$" in raw:
+            return f"paths built from variables or substitutions ('{raw}') are not allowed"
+        expanded = os.path.expanduser(raw)
+        candidate = Path(expanded) if os.path.isabs(expanded) else self.workspace / expanded
+        resolved = Path(os.path.normpath(candidate))
+        if _is_sensitive(resolved):
+            return (
+                f"'{raw}' is a sensitive file (secrets, keys or credentials) and may not be read or written"
+            )
+        try:
+            real = Path(os.path.realpath(resolved))
+        except OSError:
+            real = resolved
+        for path in (resolved, real):
+            if path != self.workspace and self.workspace not in path.parents:
+                return f"'{raw}' is outside the workspace {self.workspace}; use paths inside it"
+        return None
+
+
+def _is_sensitive(path: Path) -> bool:
+    name = path.name
+    if any(fnmatch.fnmatch(name, pattern) for pattern in SENSITIVE_PATTERNS):
+        return True
+    posix = PurePosixPath(path.as_posix()).as_posix()
+    return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
+
+
+def _looks_like_path(arg: str) -> bool:
+    if arg.startswith("-"):
+        return False
+    return (
+        "/" in arg
+        or arg.startswith((".", "~"))
+        or any(fnmatch.fnmatch(arg, pattern) for pattern in SENSITIVE_PATTERNS)
+    )

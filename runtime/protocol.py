@@ -1,0 +1,139 @@
+"""The invocation contract: request parsing at the boundary and the SSE / JSON event schema.
+
+Request body (``POST /invocations``)::
+
+    {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?}
+
+Unknown fields are rejected. Streaming replies are ``data: <event>`` lines; the last event is ``result`` or ``error``:
+
+=============  =======================================================================================
+``text``       ``{"type": "text", "text": str}`` — a piece of the assistant's answer
+``tool_use``   ``{"type": "tool_use", "id": str, "name": str, "input_summary": str}``
+``tool_result````{"type": "tool_result", "id": str, "name": str, "ok": bool, "summary": str}``
+``result``     ``{"type": "result", "session_id", "claude_session_id", "text", "cost_usd", "sdk_cost_usd",
+               "usage", "num_turns", "subtype", "duration_ms", "resumed"}``
+``error``      ``{"type": "error", "code": str, "message": str}``
+=============  =======================================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runtime.errors import InvalidRequest, InvalidSessionId, PromptTooLarge
+
+SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{32,255}$")
+MAX_METADATA_KEYS = 15
+MAX_SUMMARY_CHARS = 160
+
+
+class InvocationRequest(BaseModel):
+    """A validated invocation body."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    prompt: str = Field(min_length=1)
+    stream: bool = True
+    max_turns: int | None = Field(default=None, gt=0)
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_METADATA_KEYS:
+            raise ValueError(f"at most {MAX_METADATA_KEYS} keys")
+        return value
+
+
+def parse_body(raw: bytes, *, max_prompt_chars: int) -> InvocationRequest:
+    """Parse and validate raw request bytes. Raises :class:`InvalidRequest` / :class:`PromptTooLarge`."""
+    # A body far beyond the prompt limit is refused before JSON parsing (4 bytes per char worst case + envelope).
+    if len(raw) > max_prompt_chars * 4 + 64 * 1024:
+        raise PromptTooLarge(
+            f"request body is {len(raw)} bytes; prompts are limited to {max_prompt_chars} characters. "
+            "Shorten the prompt or split the work over several turns of one session."
+        )
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidRequest(
+            f"body is not valid UTF-8 JSON ({exc}). Send a JSON object such as "
+            '{"prompt": "Summarise the open issues", "stream": true}.'
+        ) from None
+    return parse_payload(data, max_prompt_chars=max_prompt_chars)
+
+
+def parse_payload(data: Any, *, max_prompt_chars: int) -> InvocationRequest:
+    """Validate an already-decoded payload into an :class:`InvocationRequest`."""
+    if not isinstance(data, dict):
+        raise InvalidRequest(
+            f"body must be a JSON object, got {type(data).__name__}. "
+            'Send {"prompt": "...", "stream": true}.'
+        )
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and len(prompt) > max_prompt_chars:
+        raise PromptTooLarge(
+            f"prompt has {len(prompt)} characters; the limit is {max_prompt_chars}. "
+            "Shorten it or split the work over several turns of one session."
+        )
+    try:
+        return InvocationRequest.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequest(_explain(exc)) from None
+
+
+def _explain(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "body"
+        if error["type"] == "extra_forbidden":
+            problems.append(
+                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata)"
+            )
+        elif error["type"] == "missing":
+            problems.append(f"'{loc}' is required")
+        else:
+            problems.append(f"'{loc}': {error['msg']}")
+    return (
+        "invalid invocation body: " + "; ".join(problems) + '. Example: {"prompt": "Hello", "stream": true}.'
+    )
+
+
+def resolve_session_id(header_value: str | None) -> tuple[str, bool]:
+    """Validate the runtime session id header, or generate one. Returns ``(session_id, generated)``."""
+    if header_value is None or header_value == "":
+        return f"agentkit-{uuid.uuid4().hex}", True
+    if not SESSION_ID_RE.match(header_value):
+        raise InvalidSessionId(
+            f"{SESSION_HEADER} must be 33-256 characters of letters, digits and '-', '_', '.', ':' "
+            f"starting with a letter or digit (got {len(header_value)} characters). "
+            "Omit the header to get a new session id in the reply, or send e.g. 'agentkit-' + 32 hex digits."
+        )
+    return header_value, False
+
+
+def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
+    """A short one-line rendering of a tool input or result, for progress events and logs."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,240 @@
+"""Warm sessions: one connected ``ClaudeSDKClient`` per runtime session, owned by one asyncio task.
+
+Why a task per session: the SDK client keeps an anyio task group open from ``connect()`` to ``disconnect()``,
+so every operation on it must happen in the task that connected it. Each :class:`WarmSession` therefore runs
+a small actor loop that owns its client and takes turns from a FIFO queue, which also gives the ordering
+guarantee: concurrent invocations on one session run one after another in arrival order, none lost, none
+interleaved.
+
+- The first turn in this process connects with ``session_id=<claude session id>`` or, when the store already
+  holds the transcript, ``resume=<claude session id>`` (see :mod:`runtime.identity`).
+- Each turn has a timeout; a timed-out or crashed CLI is disconnected, the turn ends with an error event, and
+  the next turn reconnects transparently (resuming from the store).
+- A session idle for ``idle_timeout_s`` closes its client and leaves the registry. ``close_all()`` (SIGTERM)
+  closes every client.
+
+The turn logic itself (prompt → events) is injected as a :class:`TurnRunner`, so this module is about
+lifecycle only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.errors import AgentKitError, SessionBusy
+
+logger = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+_END = object()
+
+
+class ClientHandle(Protocol):
+    """What a session needs from a connected SDK client (``ClaudeSDKClient`` satisfies it)."""
+
+    async def disconnect(self) -> None: ...
+
+
+@dataclass
+class TurnRequest:
+    """One invocation queued on a session. Events go to ``events``; the last one is result or error."""
+
+    prompt: str
+    max_turns: int | None = None
+    max_budget_usd: float | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    events: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+
+
+class TurnRunner(Protocol):
+    """Connects clients and runs turns. Implemented by :class:`runtime.agent.AgentTurnRunner`."""
+
+    async def connect(self, session: WarmSession, request: TurnRequest) -> Any: ...
+
+    def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool: ...
+
+    async def run_turn(
+        self,
+        session: WarmSession,
+        client: Any,
+        request: TurnRequest,
+        emit: Callable[[Event], Awaitable[None]],
+    ) -> None: ...
+
+
+class WarmSession:
+    """One runtime session (per actor): its identity, its warm client and its turn queue."""
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        runtime_session_id: str,
+        claude_session_id: str,
+        actor_id: str | None,
+        runner: TurnRunner,
+        registry: SessionRegistry,
+    ) -> None:
+        self.key = key
+        self.runtime_session_id = runtime_session_id
+        self.claude_session_id = claude_session_id
+        self.actor_id = actor_id
+        self.runner = runner
+        self.registry = registry
+        self.client: Any = None
+        self.client_limits: tuple[int | None, float | None] | None = None
+        self.turns_done = 0
+        self.closing = False
+        self._queue: asyncio.Queue[TurnRequest | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- public ---------------------------------------------------------------------------------------------
+
+    def submit(self, request: TurnRequest) -> None:
+        """Queue a turn. Raises :class:`SessionBusy` when too many are waiting."""
+        if self._queue.qsize() >= self.registry.max_queued:
+            raise SessionBusy(
+                f"{self._queue.qsize()} invocations are already waiting on this session; "
+                "wait for them to finish or use another session id."
+            )
+        self._queue.put_nowait(request)
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
+
+    async def close(self) -> None:
+        """Stop after the queued turns and close the client."""
+        self.closing = True
+        self._queue.put_nowait(None)
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    # -- actor loop -----------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    request = await asyncio.wait_for(self._queue.get(), timeout=self.registry.idle_timeout_s)
+                except TimeoutError:
+                    if not self._queue.empty():
+                        continue
+                    # No await between this check and leaving the registry: a new submit either came
+                    # before (queue not empty) or will create a fresh session.
+                    self.closing = True
+                    self.registry._forget(self)
+                    logger.info("session %s idle, closing its client", self.runtime_session_id)
+                    break
+                if request is None:
+                    break
+                await self._serve(request)
+        finally:
+            self.registry._forget(self)
+            await self._drop_client()
+            while not self._queue.empty():
+                pending = self._queue.get_nowait()
+                if pending is not None:
+                    pending.events.put_nowait(
+                        AgentKitError(
+                            "the runtime is shutting down; retry the invocation",
+                            code="shutting_down",
+                            http_status=503,
+                        ).to_event()
+                    )
+                    pending.events.put_nowait(_END)
+
+    async def _serve(self, request: TurnRequest) -> None:
+        async def emit(event: Event) -> None:
+            request.events.put_nowait(event)
+
+        self.registry.active_turns += 1
+        try:
+            if self.client is not None and self.runner.wants_reconnect(self, request):
+                await self._drop_client()
+            if self.client is None:
+                self.client = await self.runner.connect(self, request)
+            await self.runner.run_turn(self, self.client, request, emit)
+            self.turns_done += 1
+        except AgentKitError as exc:
+            await self._drop_client()
+            await emit(exc.to_event())
+        except Exception as exc:  # the session must survive anything a turn throws
+            logger.exception("turn failed on session %s", self.runtime_session_id)
+            await self._drop_client()
+            await emit(AgentKitError(f"internal error: {type(exc).__name__}: {exc}").to_event())
+        finally:
+            self.registry.active_turns -= 1
+            request.events.put_nowait(_END)
+
+    async def _drop_client(self) -> None:
+        client, self.client, self.client_limits = self.client, None, None
+        if client is None:
+            return
+        try:
+            await asyncio.wait_for(client.disconnect(), timeout=15)
+        except BaseException as exc:  # noqa: BLE001 - a dying CLI may raise anything on the way out
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            logger.debug("ignored error while closing a client: %r", exc)
+
+
+class SessionRegistry:
+    """All warm sessions of this process, keyed by (actor, runtime session)."""
+
+    def __init__(self, *, runner: TurnRunner, idle_timeout_s: float, max_queued: int) -> None:
+        self.runner = runner
+        self.idle_timeout_s = idle_timeout_s
+        self.max_queued = max_queued
+        self.active_turns = 0
+        self._sessions: dict[str, WarmSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, key: str) -> WarmSession | None:
+        return self._sessions.get(key)
+
+    async def invoke(
+        self,
+        *,
+        key: str,
+        runtime_session_id: str,
+        claude_session_id: str,
+        actor_id: str | None,
+        request: TurnRequest,
+    ) -> AsyncIterator[Event]:
+        """Queue ``request`` on its session and yield its events as they arrive (last: result or error)."""
+        session = self._sessions.get(key)
+        if session is None or session.closing:
+            session = WarmSession(
+                key=key,
+                runtime_session_id=runtime_session_id,
+                claude_session_id=claude_session_id,
+                actor_id=actor_id,
+                runner=self.runner,
+                registry=self,
+            )
+            self._sessions[key] = session
+        session.submit(request)
+        return _drain(request.events)
+
+    async def close_all(self) -> None:
+        sessions = list(self._sessions.values())
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+    def _forget(self, session: WarmSession) -> None:
+        if self._sessions.get(session.key) is session:
+            del self._sessions[session.key]
+
+
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
+    while True:
+        item = await queue.get()
+        if item is _END:
+            return
+        yield item

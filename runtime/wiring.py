@@ -1,0 +1,133 @@
+"""Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
+
+Imports the Claude Agent SDK (via :mod:`runtime.agent`), so the server calls it lazily on the first
+invocation. Outside dependencies (boto3 clients) are created here and only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from runtime.agent import AgentDeps, AgentTurnRunner
+from runtime.agent_definition import AgentDefinitionSpec
+from runtime.costs import load_price_table
+from runtime.errors import ConfigurationError
+from runtime.metrics import make_metrics
+from runtime.policy import PermissionPolicy
+from runtime.sessions import SessionRegistry
+from runtime.settings import Settings
+from runtime.telemetry import Telemetry
+from runtime.tracing import Tracing
+
+logger = logging.getLogger(__name__)
+
+ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
+
+
+def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> SessionRegistry:
+    """The session registry with every dependency wired from settings."""
+    settings.ensure_dirs()
+    if definition is None:
+        agent_file = os.environ.get(ENV_AGENT_FILE)
+        definition = AgentDefinitionSpec.from_file(Path(agent_file)) if agent_file else AgentDefinitionSpec()
+    emf_stream = None
+    if settings.metrics == "emf" and settings.emf_file:
+        settings.emf_file.parent.mkdir(parents=True, exist_ok=True)
+        emf_stream = open(settings.emf_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    metrics = make_metrics(
+        settings.metrics,
+        namespace=settings.metrics_namespace,
+        agent=settings.agent_name,
+        emf_stream=emf_stream,
+    )
+    store = build_store(settings, on_error=lambda exc: metrics.record_event("SessionStoreErrors"))
+    recall = None
+    recall_hook_factory = None
+    if settings.memory_id and settings.recall_namespaces:
+        from runtime.recall import MemoryRecall, make_recall_hook
+
+        recall = MemoryRecall(
+            client=_agentcore_client(settings),
+            memory_id=settings.memory_id,
+            namespaces=list(settings.recall_namespaces),
+            timeout_s=settings.recall_timeout_ms / 1000,
+        )
+        recall_hook_factory = _matcher_factory(make_recall_hook)
+    telemetry = Telemetry(
+        metrics=metrics,
+        tracing=Tracing(agent=settings.agent_name),
+        prices=load_price_table(),
+        model=settings.model,
+        state_store=store,
+        recall=recall,
+        recall_hook_factory=recall_hook_factory,
+    )
+    extra_servers: dict[str, Any] = {}
+    if settings.gateway_url:
+        from runtime.gateway_tools import build_gateway_mcp_server
+
+        extra_servers["gateway"] = build_gateway_mcp_server(settings.gateway_url, region=settings.aws_region)
+    deps = AgentDeps(
+        settings=settings,
+        definition=definition,
+        policy=PermissionPolicy(
+            allowed_tools=definition.permitted_tools,
+            workspace=settings.resolved_workspace,
+            bash_allowlist=definition.bash_allowlist,
+        ),
+        telemetry=telemetry,
+        session_store=store,
+        extra_mcp_servers=extra_servers,
+    )
+    registry = SessionRegistry(
+        runner=AgentTurnRunner(deps), idle_timeout_s=settings.idle_timeout_s, max_queued=settings.max_queued
+    )
+
+    async def aclose_dependencies() -> None:
+        closer = getattr(store, "close", None)
+        if closer is not None:
+            await closer()
+        await telemetry.aclose()
+
+    registry.aclose_dependencies = aclose_dependencies  # type: ignore[attr-defined]
+    return registry
+
+
+def build_store(settings: Settings, *, on_error: Any = None) -> Any:
+    """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so failed writes are spooled, not lost."""
+    url = settings.resolved_session_store
+    if url is None:
+        return None
+    from runtime.session_store import store_from_url
+    from runtime.spool import SpoolingSessionStore
+
+    client = _agentcore_client(settings) if url.startswith("agentcore://") else None
+    try:
+        inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return SpoolingSessionStore(inner, spool_dir=settings.resolved_state_dir / "spool", on_error=on_error)
+
+
+def _agentcore_client(settings: Settings) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # Endpoint overrides come from AWS_ENDPOINT_URL_BEDROCK_AGENTCORE (boto3's own variable).
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=settings.aws_region,
+        config=Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10),
+    )
+
+
+def _matcher_factory(make_hook: Any) -> Any:
+    from claude_agent_sdk import HookMatcher
+
+    def factory(recall: Any, *, actor_id: str, session_id: str) -> Any:
+        return HookMatcher(matcher=None, hooks=[make_hook(recall, actor_id=actor_id, session_id=session_id)])
+
+    return factory
