@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
         try:
             await asyncio.wrap_future(future)
+            logging.getLogger(__name__).info("shutdown complete: every Claude session closed")
         except Exception as exc:  # shutdown must finish
             logging.getLogger(__name__).warning("error while closing sessions: %s", exc)
 

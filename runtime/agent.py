@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from claude_agent_sdk import (
     UserMessage,
     project_key_for_directory,
 )
-from claude_agent_sdk.types import AgentDefinition
+from claude_agent_sdk.types import AgentDefinition, CanUseToolShadowedWarning
 
 from runtime.agent_definition import AgentDefinitionSpec
 from runtime.errors import AgentKitError, AgentProcessError, AgentResultError, BudgetExceeded, TurnTimeout
@@ -52,6 +53,9 @@ from runtime.settings import Settings
 from runtime.telemetry import Telemetry, TurnOutcome
 
 logger = logging.getLogger(__name__)
+
+# Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
+warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -165,6 +169,7 @@ class AgentTurnRunner:
                 f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
             ) from exc
         session.client_limits = limits
+        session.usage_baseline = {}  # type: ignore[attr-defined]  # a new CLI process counts from zero
         if resume and session.turns_done == 0:
             self.deps.telemetry.session_resumed(session)
         logger.info(
@@ -290,8 +295,20 @@ class AgentTurnRunner:
                     f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
                     "reconnects on the next invocation; retry it."
                 ) from None
+            # The CLI reports modelUsage and total_cost_usd cumulatively per process: price the difference.
+            baseline = getattr(session, "usage_baseline", None) or {}
+            model_usage = usage_delta(result.model_usage or {}, baseline.get("model_usage") or {})
+            sdk_cost = None
+            if result.total_cost_usd is not None:
+                sdk_cost = round(result.total_cost_usd - float(baseline.get("total_cost_usd") or 0.0), 6)
+            session.usage_baseline = {  # type: ignore[attr-defined]
+                "model_usage": result.model_usage or {},
+                "total_cost_usd": result.total_cost_usd or 0.0,
+            }
             outcome = TurnOutcome(
                 result=result,
+                model_usage=model_usage,
+                sdk_cost_usd=sdk_cost,
                 text=result.result if result.result is not None else "".join(state.text),
                 latency_ms=(time.monotonic() - started) * 1000,
                 ttft_ms=state.ttft_ms,
@@ -393,6 +410,30 @@ class _TurnState:
     def mark_first_token(self) -> None:
         if self.ttft_ms is None:
             self.ttft_ms = (time.monotonic() - self.started) * 1000
+
+
+def usage_delta(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """Per-model usage of the latest turn from two cumulative ``modelUsage`` snapshots of one CLI process."""
+    delta: dict[str, Any] = {}
+    for model, entry in current.items():
+        before = previous.get(model) or {}
+        diff = dict(entry)
+        for field_name, value in entry.items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and field_name in _CUMULATIVE:
+                diff[field_name] = value - (before.get(field_name) or 0)
+        if any(diff.get(f) for f in _CUMULATIVE):
+            delta[model] = diff
+    return delta
+
+
+_CUMULATIVE = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+    "webSearchRequests",
+    "costUSD",
+)
 
 
 class _CLIGone(Exception):

@@ -29,6 +29,8 @@ class TurnOutcome:
     """What a finished turn produced (the SDK ``ResultMessage`` plus timings)."""
 
     result: Any
+    model_usage: dict[str, Any]
+    sdk_cost_usd: float | None
     text: str
     latency_ms: float
     ttft_ms: float | None
@@ -136,12 +138,12 @@ class Telemetry:
         """Price the turn, emit its metrics and span attributes, persist spend; returns the reply figures."""
         result = outcome.result
         cost: TurnCost = compute_turn_cost(
-            result.model_usage, result.usage, default_model=self.model, table=self.prices
+            outcome.model_usage, result.usage, default_model=self.model, table=self.prices
         )
         record_turn_result(
             span,
             cost,
-            sdk_cost_usd=result.total_cost_usd,
+            sdk_cost_usd=outcome.sdk_cost_usd,
             num_turns=result.num_turns,
             subtype=result.subtype,
             is_error=result.is_error,
@@ -156,7 +158,7 @@ class Telemetry:
                 session_id=session.runtime_session_id,
                 caller=session.actor_id,
                 claude_session_id=session.claude_session_id,
-                sdk_cost_usd=result.total_cost_usd,
+                sdk_cost_usd=outcome.sdk_cost_usd,
                 num_turns=result.num_turns,
                 subtype=result.subtype,
                 is_error=result.is_error,
@@ -182,7 +184,7 @@ class Telemetry:
             )
         return {
             "cost_usd": round(cost.total_cost_usd, 6),
-            "sdk_cost_usd": result.total_cost_usd,
+            "sdk_cost_usd": outcome.sdk_cost_usd,
             "cost_complete": cost.complete,
             "session_cost_usd": round(spent, 6),
             "usage": {
