@@ -226,7 +226,6 @@ class AgentTurnRunner:
             session_store=store,
             resume=session.claude_session_id if resume else None,
             session_id=None if resume else session.claude_session_id,
-            user=session.actor_id,
         )
         return options
 

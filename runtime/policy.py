@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runtime.shell import SimpleCommand, UnsupportedShell, parse_commands
+from runtime.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
 
 SENSITIVE_PATTERNS: tuple[str, ...] = (
     ".env",
@@ -150,7 +150,7 @@ class PermissionPolicy:
     def _decide_bash(self, command: str) -> Decision:
         allowed = ", ".join(sorted(self.bash_allowlist))
         if not command.strip():
-            return Decision.deny("Bash refused: the command is empty. Send one command line.")
+            return Decision.deny(f"Bash refused: the command is empty. You may run these programs: {allowed}.")
         try:
             commands = parse_commands(command)
         except UnsupportedShell as exc:
@@ -180,25 +180,25 @@ class PermissionPolicy:
         if not cmd.words:
             return None
         program = cmd.name
-        if "$" in program:
+        if VAR in program or SUBST in program:
             return "the program name may not come from a variable or substitution"
         if "/" in program:
             return f"run programs by name, not by path ('{program}')"
         if program not in self.bash_allowlist:
             return f"'{program}' is not an allowed program"
         args = cmd.words[1:]
-        if any("$" in arg for arg in args):
+        if any(VAR in arg or SUBST in arg for arg in args):
             return "arguments built from variables or command substitutions are not allowed; write them out"
         for arg in args:
             flag = arg.split("=", 1)[0]
             if flag in _FORBIDDEN_FLAGS.get(program, ()) or (program == "sed" and arg.startswith("-i")):
                 return f"'{program} {arg}' can modify files or run programs"
         if program == "git":
+            if any(a.startswith(("-c", "--config-env", "--exec-path", "--output", "-C", "--git-dir")) for a in args):
+                return "git configuration overrides, other repositories and output files are not allowed"
             sub = next((a for a in args if not a.startswith("-")), "")
             if sub not in _GIT_READ_ONLY:
                 return f"'git {sub}' is not read-only; allowed git subcommands: {', '.join(sorted(_GIT_READ_ONLY))}"
-            if any(a.startswith(("-c", "--exec-path", "--output")) for a in args):
-                return "git configuration overrides and output files are not allowed"
         for arg in args:
             candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
             if _looks_like_path(candidate):
@@ -211,7 +211,7 @@ class PermissionPolicy:
 
     def path_problem(self, raw: str) -> str | None:
         """Why ``raw`` may not be touched, or ``None`` when it is inside the workspace and not sensitive."""
-        if "$" in raw:
+        if VAR in raw or SUBST in raw:
             return f"paths built from variables or substitutions ('{raw}') are not allowed"
         expanded = os.path.expanduser(raw)
         candidate = Path(expanded) if os.path.isabs(expanded) else self.workspace / expanded

@@ -119,7 +119,7 @@ def resolve_session_id(header_value: str | None) -> tuple[str, bool]:
         return f"agentkit-{uuid.uuid4().hex}", True
     if not SESSION_ID_RE.match(header_value):
         raise InvalidSessionId(
-            f"{SESSION_HEADER} must be 33-256 characters of letters, digits and '-', '_', '.', ':' "
+            f"{SESSION_HEADER} must be 33-256 characters of letters, digits and '-', '.', ':' "
             f"starting with a letter or digit (got {len(header_value)} characters). "
             "Omit the header to get a new session id in the reply, or send e.g. 'agentkit-' + 32 hex digits."
         )
@@ -128,7 +128,9 @@ def resolve_session_id(header_value: str | None) -> tuple[str, bool]:
 
 def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
     """A short one-line rendering of a tool input or result, for progress events and logs."""
-    if isinstance(value, str):
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "text" in v for v in value):
+        text = " ".join(str(v["text"]) for v in value)  # MCP content blocks: show their text
+    elif isinstance(value, str):
         text = value
     else:
         try:

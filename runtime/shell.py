@@ -29,6 +29,10 @@ class SimpleCommand:
         return self.words[0] if self.words else ""
 
 
+#: Placeholders for expansions in parsed words. They contain a NUL, which literal shell text cannot.
+VAR = "\x00VAR"
+SUBST = "\x00SUBST"
+
 _SEPARATORS = (";", "&&", "||", "|&", "|", "&", "\n")
 _REDIRECTS = (">>", ">&", "<&", "<>", ">|", "&>", "<", ">")
 
@@ -74,7 +78,7 @@ class _Parser:
             elif ch in "<>" and self.text.startswith(("<(", ">("), self.pos):
                 inner, self.pos = self._balanced(self.pos + 2, "(", ")")
                 self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-                self._add_word("/dev/fd/63")
+                self._add_word(SUBST)
             elif self._redirect_operator():
                 pass
             else:
@@ -151,7 +155,7 @@ class _Parser:
             elif ch == "`":
                 inner, self.pos = self._backtick(self.pos + 1)
                 self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-                out.append("$SUBST")
+                out.append(SUBST)
             elif ch == "$":
                 out.append(self._dollar())
             else:
@@ -174,7 +178,7 @@ class _Parser:
             elif ch == "`":
                 inner, self.pos = self._backtick(self.pos + 1)
                 self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-                out.append("$SUBST")
+                out.append(SUBST)
             elif ch == "$":
                 out.append(self._dollar())
             else:
@@ -189,19 +193,19 @@ class _Parser:
         if text.startswith("$(", self.pos):
             inner, self.pos = self._balanced(self.pos + 2, "(", ")")
             self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-            return "$SUBST"
+            return SUBST
         if text.startswith("${", self.pos):
             inner, self.pos = self._balanced(self.pos + 2, "{", "}")
             if any(c in inner for c in "$`(:=?/#%"):
                 raise UnsupportedShell("parameter expansion with operators is not supported")
-            return "$VAR"
+            return VAR
         self.pos += 1
         start = self.pos
         while self.pos < len(text) and (text[self.pos].isalnum() or text[self.pos] == "_"):
             self.pos += 1
         if self.pos == start and self.pos < len(text) and text[self.pos] in "?$!#@*-0123456789":
             self.pos += 1
-        return "$VAR" if self.pos > start else "$"
+        return VAR if self.pos > start else "$"
 
     def _balanced(self, start: int, opener: str, closer: str) -> tuple[str, int]:
         depth, i, quote = 1, start, ""

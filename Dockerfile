@@ -1,0 +1,42 @@
+# AgentCore runtime image for the Claude Agent SDK agent.
+# Built for linux/arm64 by CDK (DockerImageAsset or CodeBuild); the platform is not pinned here.
+# The claude-agent-sdk wheel bundles the Claude Code CLI for aarch64, so no Node is installed.
+FROM python:3.11.14-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+
+# Dependencies first (fully pinned), so code changes do not reinstall them.
+COPY requirements/runtime.txt /app/requirements/runtime.txt
+RUN pip install --no-cache-dir --only-binary=:all: -r /app/requirements/runtime.txt
+
+# The CLI refuses bypass-permissions as root: run as an unprivileged user with writable state dirs.
+RUN groupadd --system --gid 10001 agent \
+    && useradd --system --uid 10001 --gid agent --create-home --home-dir /home/agent --shell /usr/sbin/nologin agent \
+    && mkdir -p /home/agent/.claude /home/agent/tmp /home/agent/.cache /home/agent/state \
+    && chown -R agent:agent /home/agent
+
+COPY runtime/ /app/runtime/
+
+ENV HOME=/home/agent \
+    AGENTKIT_HOST=0.0.0.0 \
+    AGENTKIT_PORT=8080 \
+    AGENTKIT_STATE_DIR=/home/agent/state \
+    CLAUDE_CONFIG_DIR=/home/agent/.claude \
+    CLAUDE_CODE_TMPDIR=/home/agent/tmp \
+    XDG_CACHE_HOME=/home/agent/.cache \
+    DISABLE_AUTOUPDATER=1 \
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+    OTEL_PYTHON_DISTRO=aws_distro \
+    OTEL_PYTHON_CONFIGURATOR=aws_configurator
+
+USER 10001:10001
+EXPOSE 8080
+
+# AgentCore Runtime presets the OTLP exporter environment (traces/logs to CloudWatch); the ADOT distro
+# auto-instruments the server, boto3 and HTTP clients.
+CMD ["opentelemetry-instrument", "python", "-m", "runtime"]

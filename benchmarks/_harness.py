@@ -1,0 +1,260 @@
+"""Shared pieces of the benchmark scripts: machine banner, timing helpers, CLI set-ups, per-call ``query()``.
+
+Not a benchmark itself. Every figure a script prints is measured in that run; nothing is hard-coded.
+
+Two CLI set-ups (``--cli``):
+
+- ``fake``: ``tests/fakes/fake_claude.py`` behind a ``#!{sys.executable} -S`` wrapper (no model, no network);
+- ``real``: the Claude Code CLI bundled in claude-agent-sdk, pointed at the local Bedrock Runtime stand-in
+  (:mod:`standins`), so only the model is scripted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import http.client
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from standins import BedrockStandIn, Reply  # noqa: E402
+from tests.fakes.cli import write_fake_cli  # noqa: E402
+from tests.fakes.runtime_server import RuntimeServer, free_port  # noqa: E402
+
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+SAMPLE_TOOL = "mcp__kit__list_overdue_invoices"
+
+
+def banner(title: str) -> None:
+    """Print the title, the date and the machine (``uname -m``, core count, Python)."""
+    print(title)
+    print(
+        f"date {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} · machine {platform.machine()} · "
+        f"nproc {os.cpu_count()} · Python {platform.python_version()} · {platform.system()} {platform.release()}"
+    )
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f} ms"
+
+
+def median(samples: list[float]) -> float:
+    if not samples:
+        raise ValueError("no samples")
+    return statistics.median(samples)
+
+
+def describe(label: str, samples: list[float]) -> str:
+    """One aligned line: median, min, max and sample count."""
+    return (
+        f"{label:<52} median {ms(median(samples))}  (min {min(samples) * 1000:.1f}, "
+        f"max {max(samples) * 1000:.1f}, n={len(samples)})"
+    )
+
+
+def verdict(ratio: float, *, at_least: float | None = None, at_most: float | None = None) -> str:
+    if at_least is not None:
+        return f"target ≥ {at_least:g}: {'met' if ratio >= at_least else 'MISSED'}"
+    if at_most is not None:
+        return f"target ≤ {at_most:g}: {'met' if ratio <= at_most else 'MISSED'}"
+    raise ValueError("give at_least or at_most")
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@dataclass
+class CliSetup:
+    """How to run one CLI: env for the runtime server, options for in-process SDK clients.
+
+    ``text_turn`` / ``tool_turn`` return the prompt for one turn and script the stand-in when there is one.
+    """
+
+    kind: str
+    tmp: Path
+    server_env: dict[str, str]
+    cli_path: str | None
+    cli_env: dict[str, str]
+    bedrock: BedrockStandIn | None = None
+    counter: list[int] = field(default_factory=lambda: [0])
+
+    def text_turn(self) -> str:
+        self.counter[0] += 1
+        if self.bedrock is not None:
+            self.bedrock.enqueue(Reply.text(f"Answer {self.counter[0]}."))
+        return f"question {self.counter[0]}"
+
+    def tool_turn(self) -> str:
+        self.counter[0] += 1
+        if self.bedrock is not None:
+            self.bedrock.enqueue(
+                Reply.tool_use(SAMPLE_TOOL, {"as_of": "2026-11-01"}), Reply.text("Three invoices are overdue.")
+            )
+            return f"question {self.counter[0]}: which invoices are overdue?"
+        return f"question {self.counter[0]} [tool:{SAMPLE_TOOL} {{}}]"
+
+
+@contextmanager
+def cli_setup(kind: str, tmp: Path) -> Iterator[CliSetup]:
+    """A :class:`CliSetup` for ``kind`` (``fake`` | ``real``); starts and stops the stand-in for ``real``."""
+    if kind == "fake":
+        cli = write_fake_cli(tmp)
+        yield CliSetup(
+            kind="fake",
+            tmp=tmp,
+            server_env={"AGENTKIT_CLI_PATH": str(cli)},
+            cli_path=str(cli),
+            cli_env={"CLAUDE_CONFIG_DIR": str(tmp / "sdk-claude")},
+        )
+        return
+    if kind != "real":
+        raise ValueError(f"--cli must be 'fake' or 'real', got {kind!r}")
+    import claude_agent_sdk
+    from standins import cli_env
+
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    if not bundled.exists():
+        raise SystemExit("this claude-agent-sdk wheel has no bundled CLI; use --cli fake")
+    with BedrockStandIn() as bedrock:
+        yield CliSetup(
+            kind="real",
+            tmp=tmp,
+            server_env={"AGENTKIT_BEDROCK_ENDPOINT": bedrock.url, "AGENTKIT_MODEL": MODEL},
+            cli_path=None,
+            cli_env=cli_env(bedrock.url, MODEL, cache_home=tmp / "sdk-cache", config_dir=tmp / "sdk-claude"),
+            bedrock=bedrock,
+        )
+
+
+def start_server(setup: CliSetup, name: str, **env: str) -> RuntimeServer:
+    """A runtime server (``python -m runtime``) for ``setup`` with its own state dir; started."""
+    state = setup.tmp / name
+    full_env = {
+        **setup.server_env,
+        "AGENTKIT_STATE_DIR": str(state),
+        "AGENTKIT_SESSION_STORE": "off",
+        "AGENTKIT_METRICS": "off",
+        **env,
+    }
+    return RuntimeServer(env=full_env, log_path=setup.tmp / f"{name}.log").start(timeout=60)
+
+
+def warm_turn(server: RuntimeServer, session: str, prompt: str) -> float:
+    """Seconds for one streamed turn over HTTP (request sent → last SSE event read). Raises on a non-result."""
+    start = time.perf_counter()
+    reply = server.invoke(prompt, session=session)
+    elapsed = time.perf_counter() - start
+    if reply.status != 200 or not reply.events or reply.last.get("type") != "result":
+        raise RuntimeError(f"turn failed: {reply.status} {reply.last}")
+    return elapsed
+
+
+async def _prompt(text: str) -> AsyncIterator[dict[str, Any]]:
+    yield {
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": None,
+        "session_id": "default",
+    }
+
+
+async def per_call_query(setup: CliSetup, prompt: str) -> float:
+    """Seconds for one ``query()`` with a fresh CLI process, as per-invocation samples do (in-process, no HTTP)."""
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+
+    options = ClaudeAgentOptions(
+        cli_path=setup.cli_path,
+        cwd=str(setup.tmp),
+        env=setup.cli_env,
+        setting_sources=[],
+        permission_mode="default",
+    )
+    start = time.perf_counter()
+    result = None
+    async for message in query(prompt=_prompt(prompt), options=options):
+        if isinstance(message, ResultMessage):
+            result = message
+    elapsed = time.perf_counter() - start
+    if result is None or result.is_error:
+        raise RuntimeError(f"query() failed: {result}")
+    return elapsed
+
+
+async def sdk_turn(client: Any, prompt: str) -> float:
+    """Seconds for one turn on an already connected ``ClaudeSDKClient``."""
+    from claude_agent_sdk import ResultMessage
+
+    start = time.perf_counter()
+    await client.query(_prompt(prompt))
+    async for message in client.receive_response():
+        if isinstance(message, ResultMessage):
+            if message.is_error:
+                raise RuntimeError(f"turn failed: {message.result}")
+            return time.perf_counter() - start
+    raise RuntimeError("no result")
+
+
+def time_to_healthy(
+    argv: list[str], *, env: Mapping[str, str], port: int, cwd: Path, timeout: float = 30.0
+) -> float:
+    """Seconds from ``Popen(argv)`` to the first ``GET /ping`` answering 200 (polled every 5 ms); kills it."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - start < timeout:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{argv} exited with {proc.returncode} before /ping answered")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/ping")
+                status = conn.getresponse().status
+                conn.close()
+                if status == 200:
+                    return time.perf_counter() - start
+            except (ConnectionError, OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.005)
+        raise TimeoutError(f"{argv} not healthy after {timeout}s")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+__all__ = [
+    "MODEL",
+    "ROOT",
+    "SAMPLE_TOOL",
+    "CliSetup",
+    "RuntimeServer",
+    "banner",
+    "cli_setup",
+    "describe",
+    "free_port",
+    "median",
+    "ms",
+    "per_call_query",
+    "sdk_turn",
+    "socket",
+    "start_server",
+    "time_to_healthy",
+    "timed",
+    "verdict",
+    "warm_turn",
+]

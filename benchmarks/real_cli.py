@@ -1,0 +1,190 @@
+"""Real-CLI benchmark (issue 5, item 5): the bundled Claude Code CLI against the local Bedrock stand-in.
+
+Only the model is scripted (it answers at once), so the figures are the cost of everything around it.
+In one run:
+
+1. **warm text turn through our runtime** (HTTP, ``python -m runtime``, SQLite session store, EMF metrics to
+   a file — the embedded defaults) vs **per-call ``query()``** (a new CLI process per invocation, what
+   published samples do; in-process, no HTTP). Ratio per-call / warm, target ≥ 6.
+2. **warm tool turn** through our runtime (two model calls and the in-process SDK MCP tool).
+3. **our runtime's overhead over a raw connected ``ClaudeSDKClient``** with the same agent (system prompt,
+   tools, SDK MCP server, CLI environment), in this process with no HTTP, store or metrics. Ratio
+   runtime / raw, target ≤ 1.10.
+4. **time from process start to a healthy ``/ping``**: ``python -m runtime`` vs a bare
+   ``BedrockAgentCoreApp`` hello-world written to a temp file here. Ratio, target ≤ 1.2.
+
+Turn kinds that are compared run interleaved, one of each per round.
+
+Run: ``.venv/bin/python benchmarks/real_cli.py [-n 20] [--per-call 8] [--starts 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _harness import (
+    ROOT,
+    CliSetup,
+    banner,
+    cli_setup,
+    describe,
+    free_port,
+    median,
+    per_call_query,
+    sdk_turn,
+    start_server,
+    time_to_healthy,
+    verdict,
+    warm_turn,
+)
+
+from tests.fakes.runtime_server import session_id
+
+HELLO_APP = """\
+from bedrock_agentcore.runtime import BedrockAgentCoreApp
+
+app = BedrockAgentCoreApp()
+
+
+@app.entrypoint
+def invoke(payload):
+    return {"hello": "world"}
+
+
+if __name__ == "__main__":
+    import os
+
+    app.run(port=int(os.environ["PORT"]), host="127.0.0.1")
+"""
+
+
+def raw_client_options(setup: CliSetup, workspace: Path) -> Any:
+    """The runtime's agent as plain SDK options: same prompt, tools, MCP server and CLI env; none of our layer."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from runtime.agent_definition import AgentDefinitionSpec
+    from runtime.settings import Settings
+    from runtime.tools import SERVER_NAME, build_sample_server
+
+    definition = AgentDefinitionSpec()
+    settings = Settings.from_env(
+        {},
+        bedrock_endpoint=setup.server_env["AGENTKIT_BEDROCK_ENDPOINT"],
+        state_dir=setup.tmp / "raw-state",
+        workspace=workspace,
+    )
+    settings.ensure_dirs()
+    return ClaudeAgentOptions(
+        system_prompt=definition.system_prompt,
+        tools=list(definition.builtin_tools),
+        allowed_tools=list(definition.allowed_tools),
+        disallowed_tools=list(definition.disallowed_tools),
+        mcp_servers={SERVER_NAME: build_sample_server()},
+        permission_mode="default",
+        model=settings.model,
+        cwd=str(workspace),
+        env=settings.cli_env(),
+        setting_sources=[],
+        include_partial_messages=True,
+    )
+
+
+def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.AbstractEventLoop) -> None:
+    from claude_agent_sdk import ClaudeSDKClient
+
+    server = start_server(
+        setup,
+        "runtime",
+        AGENTKIT_SESSION_STORE=f"sqlite:///{setup.tmp / 'sessions.db'}",
+        AGENTKIT_METRICS="emf",
+        AGENTKIT_EMF_FILE=str(setup.tmp / "metrics.emf.jsonl"),
+    )
+    raw = ClaudeSDKClient(options=raw_client_options(setup, setup.tmp / "raw-workspace"))
+    try:
+        session = session_id("bench-real")
+        warm_turn(server, session, setup.text_turn())  # spawns the CLI
+        loop.run_until_complete(raw.connect())
+        loop.run_until_complete(sdk_turn(raw, setup.text_turn()))
+        loop.run_until_complete(per_call_query(setup, setup.text_turn()))
+
+        ours, raw_turns, tool_turns, per_call = [], [], [], []
+        for i in range(n):
+            ours.append(warm_turn(server, session, setup.text_turn()))
+            raw_turns.append(loop.run_until_complete(sdk_turn(raw, setup.text_turn())))
+            tool_turns.append(warm_turn(server, session, setup.tool_turn()))
+            if i < per_call_n:
+                per_call.append(loop.run_until_complete(per_call_query(setup, setup.text_turn())))
+    finally:
+        loop.run_until_complete(raw.disconnect())
+        server.stop()
+
+    print(describe("warm text turn, our runtime over HTTP", ours))
+    print(describe("per-call query() (new CLI process each)", per_call))
+    ratio = median(per_call) / median(ours)
+    print(f"  -> per-call / warm: {ratio:.1f}x  ({verdict(ratio, at_least=6)})")
+    print(describe("warm tool turn, our runtime over HTTP", tool_turns))
+    print(describe("warm text turn, raw connected ClaudeSDKClient", raw_turns))
+    overhead = median(ours) / median(raw_turns)
+    print(
+        f"  -> runtime / raw client: {overhead:.3f}  ({verdict(overhead, at_most=1.10)}; "
+        f"+{(median(ours) - median(raw_turns)) * 1000:.1f} ms for HTTP, SSE, policy hooks, store flush, EMF)"
+    )
+
+
+def bench_ping(setup: CliSetup, *, starts: int) -> None:
+    hello = setup.tmp / "hello_app.py"
+    hello.write_text(HELLO_APP)
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    ours_s, bare_s = [], []
+    for i in range(starts):
+        port = free_port()
+        env = {
+            **base,
+            **setup.server_env,
+            "PYTHONPATH": str(ROOT),
+            "AGENTKIT_HOST": "127.0.0.1",
+            "AGENTKIT_PORT": str(port),
+            "AGENTKIT_STATE_DIR": str(setup.tmp / f"ping-{i}"),
+            "AGENTKIT_METRICS": "off",
+        }
+        ours_s.append(time_to_healthy([sys.executable, "-m", "runtime"], env=env, port=port, cwd=ROOT))
+        port = free_port()
+        bare_s.append(
+            time_to_healthy(
+                [sys.executable, str(hello)], env={**base, "PORT": str(port)}, port=port, cwd=setup.tmp
+            )
+        )
+    print(describe("start -> /ping healthy, python -m runtime", ours_s))
+    print(describe("start -> /ping healthy, bare BedrockAgentCoreApp", bare_s))
+    ratio = median(ours_s) / median(bare_s)
+    print(f"  -> runtime / bare app: {ratio:.2f}  ({verdict(ratio, at_most=1.2)})")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=20, help="warm turns of each kind (default 20)")
+    parser.add_argument("--per-call", type=int, default=8, help="per-call query() samples (default 8)")
+    parser.add_argument("--starts", type=int, default=5, help="process starts of each app (default 5)")
+    args = parser.parse_args()
+    if min(args.n, args.per_call, args.starts) < 1:
+        parser.error("-n, --per-call and --starts must be at least 1")
+
+    banner("real Claude Code CLI (bundled) against the local Bedrock stand-in; the model is scripted")
+    loop = asyncio.new_event_loop()
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup("real", Path(tmp)) as setup:
+            bench_turns(setup, n=args.n, per_call_n=min(args.per_call, args.n), loop=loop)
+            bench_ping(setup, starts=args.starts)
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""GitHub Actions → AWS through OIDC: an invoker role limited to one repository and one runtime.
+
+Creates (optionally) the account's GitHub OIDC provider (``token.actions.githubusercontent.com``,
+audience ``sts.amazonaws.com``; an account holds at most one, so pass ``create_provider=False``
+when it exists) and a role that:
+
+* can be assumed only with a GitHub OIDC token whose ``aud`` is ``sts.amazonaws.com`` and whose
+  ``sub`` matches ``repo:<owner>/<repo>:*`` — or, narrower, the given branches
+  (``repo:o/r:ref:refs/heads/<b>``), environments (``repo:o/r:environment:<e>``) and, when
+  ``allow_pull_requests``, ``repo:o/r:pull_request``;
+* may call ``bedrock-agentcore:InvokeAgentRuntime`` (and ``StopRuntimeSession`` unless disabled) on
+  this runtime ARN and its endpoints — all of them, or only ``runtime_endpoint_names`` — and,
+  unless disabled, ``cloudformation:DescribeStacks`` on this stack so ``agentkit invoke --stack``
+  can read the runtime ARN from the outputs.
+
+Outputs the role ARN (``GitHubOidcRoleArn``) for the workflow's ``role-to-assume``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
+GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REF_PART = re.compile(r"^[A-Za-z0-9_./*-]+$")
+
+
+def github_subjects(
+    repository: str,
+    *,
+    branches: Sequence[str] = (),
+    environments: Sequence[str] = (),
+    allow_pull_requests: bool = False,
+) -> list[str]:
+    """``sub`` patterns the trust policy accepts (StringLike). Raises ``ValueError`` on bad input."""
+    if not _REPO.match(repository):
+        raise ValueError(f"repository must look like 'owner/repo', got {repository!r}")
+    for value in (*branches, *environments):
+        if not value or not _REF_PART.match(value):
+            raise ValueError(f"invalid branch/environment filter {value!r}")
+    if not branches and not environments and not allow_pull_requests:
+        return [f"repo:{repository}:*"]
+    subjects = [f"repo:{repository}:ref:refs/heads/{b}" for b in branches]
+    subjects += [f"repo:{repository}:environment:{e}" for e in environments]
+    if allow_pull_requests:
+        subjects.append(f"repo:{repository}:pull_request")
+    return subjects
+
+
+def nag_resource_name(scope: Construct, value: str) -> str:
+    """How cdk-nag spells a (possibly tokenized) resource in a finding id, e.g. ``<Rt12.AgentRuntimeArn>``."""
+    resolved: Any = cdk.Stack.of(scope).resolve(value)
+
+    def render(node: Any) -> str:
+        if isinstance(node, str):
+            return node
+        if isinstance(node, dict) and "Fn::GetAtt" in node:
+            logical, attr = node["Fn::GetAtt"]
+            return f"<{logical}.{attr}>"
+        if isinstance(node, dict) and "Ref" in node:
+            return f"<{node['Ref']}>"
+        if isinstance(node, dict) and "Fn::Join" in node:
+            sep, parts = node["Fn::Join"]
+            return sep.join(render(p) for p in parts)
+        raise ValueError(f"cannot render {node!r} for a cdk-nag acknowledgement")
+
+    return render(resolved)
+
+
+class GitHubOidcInvoker(Construct):
+    """OIDC provider (optional) + a role GitHub Actions in ``repository`` can assume to invoke the runtime.
+
+    Attributes: ``role``, ``provider_arn``, ``subjects``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        repository: str,
+        runtime_arn: str,
+        create_provider: bool = True,
+        branches: Sequence[str] = (),
+        environments: Sequence[str] = (),
+        allow_pull_requests: bool = False,
+        runtime_endpoint_names: Sequence[str] | None = None,
+        allow_stop_session: bool = True,
+        allow_describe_stack: bool = True,
+        role_name: str | None = None,
+        max_session_duration: cdk.Duration | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.subjects = github_subjects(
+            repository, branches=branches, environments=environments, allow_pull_requests=allow_pull_requests
+        )
+        stack = cdk.Stack.of(self)
+        if create_provider:
+            provider = iam.OidcProviderNative(
+                self, "Provider", url=f"https://{GITHUB_OIDC_HOST}", client_ids=[GITHUB_OIDC_AUDIENCE]
+            )
+            self.provider_arn = provider.oidc_provider_arn
+        else:
+            self.provider_arn = stack.format_arn(
+                service="iam", region="", resource="oidc-provider", resource_name=GITHUB_OIDC_HOST
+            )
+
+        self.role = iam.Role(
+            self,
+            "InvokerRole",
+            role_name=role_name,
+            description=f"GitHub Actions in {repository} may invoke the AgentCore runtime",
+            max_session_duration=max_session_duration or cdk.Duration.hours(1),
+            assumed_by=iam.WebIdentityPrincipal(
+                self.provider_arn,
+                conditions={
+                    "StringEquals": {f"{GITHUB_OIDC_HOST}:aud": GITHUB_OIDC_AUDIENCE},
+                    "StringLike": {f"{GITHUB_OIDC_HOST}:sub": self.subjects},
+                },
+            ),
+        )
+        actions = ["bedrock-agentcore:InvokeAgentRuntime"]
+        if allow_stop_session:
+            actions.append("bedrock-agentcore:StopRuntimeSession")
+        endpoints = (
+            [f"{runtime_arn}/runtime-endpoint/{name}" for name in runtime_endpoint_names]
+            if runtime_endpoint_names is not None
+            else [f"{runtime_arn}/runtime-endpoint/*"]
+        )
+        self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=[runtime_arn, *endpoints]))
+        reasons = []
+        if runtime_endpoint_names is None:
+            reasons.append(
+                (
+                    f"AwsSolutions-IAM5[Resource::{nag_resource_name(self, endpoints[0])}]",
+                    "Any endpoint (qualifier) of this one runtime; pass runtime_endpoint_names to narrow it.",
+                )
+            )
+        if allow_describe_stack:
+            stack_arn = stack.format_arn(
+                service="cloudformation", resource="stack", resource_name=f"{stack.stack_name}/*"
+            )
+            self.role.add_to_policy(
+                iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack_arn])
+            )
+            reasons.append(
+                (
+                    f"AwsSolutions-IAM5[Resource::{nag_resource_name(self, stack_arn)}]",
+                    "A stack ARN ends in a generated id; the grant is this one stack's DescribeStacks"
+                    " (agentkit --stack reads the runtime ARN from its outputs).",
+                )
+            )
+        for rule, reason in reasons:
+            cdk.Validations.of(self.role).acknowledge(
+                cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason)
+            )
+
+        cdk.CfnOutput(
+            self,
+            "GitHubOidcRoleArn",
+            value=self.role.role_arn,
+            description="role-to-assume for aws-actions/configure-aws-credentials",
+        )

@@ -1,0 +1,302 @@
+"""Typed, validated configuration for the CDK app.
+
+Only ``app.py`` reads CDK context; it hands the raw ``agentkit`` context object and the selected stage name to
+:func:`load_config`, which returns a frozen :class:`AppConfig`. Constructs receive typed values from it and
+never touch context themselves.
+
+Raises:
+    ConfigError: any invalid value. The message names the offending key (dotted path under ``agentkit``) and
+        the allowed values, e.g. ``agentkit.model: 'anthropic.claude-x' is not an inference profile id;
+        allowed: ids starting with one of us., eu., apac., global., ...``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+"""AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
+
+# System-defined cross-region inference profiles: the geography prefix decides which Regions the profile may
+# route a request to, hence which foundation-model ARNs the runtime role must be allowed to invoke.
+PROFILE_REGIONS: dict[str, tuple[str, ...]] = {
+    "us": ("us-east-1", "us-east-2", "us-west-2"),
+    "us-gov": ("us-gov-east-1", "us-gov-west-1"),
+    "eu": ("eu-central-1", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-3"),
+    "apac": (
+        "ap-northeast-1",
+        "ap-northeast-2",
+        "ap-northeast-3",
+        "ap-south-1",
+        "ap-south-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-southeast-4",
+    ),
+    "jp": ("ap-northeast-1", "ap-northeast-3"),
+    "au": ("ap-southeast-2", "ap-southeast-4"),
+    "global": (),  # routed to any commercial Region: see infra.runtime.model_invoke_resources
+}
+PROFILE_ID_PATTERN = re.compile(
+    r"^(?P<geo>"
+    + "|".join(sorted(PROFILE_REGIONS, key=len, reverse=True))
+    + r")\.(?P<model>anthropic\.claude-[a-z0-9.-]+(?::\d+)?)$"
+)
+STAGES = ("dev", "prod")
+METRICS_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_./#:-]{1,255}$")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; ``key`` is its dotted path, ``allowed`` describes valid values."""
+
+    def __init__(self, key: str, message: str, *, allowed: str) -> None:
+        self.key = key
+        self.allowed = allowed
+        super().__init__(f"{key}: {message}; allowed: {allowed}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def inference_profile_parts(profile_id: str) -> tuple[str, str]:
+    """Split ``us.anthropic.claude-...`` into ``("us", "anthropic.claude-...")``.
+
+    Raises:
+        ValueError: when ``profile_id`` is not a system-defined Claude inference profile id.
+    """
+    match = PROFILE_ID_PATTERN.match(profile_id)
+    if not match:
+        raise ValueError(
+            f"{profile_id!r} is not an inference profile id (a bare foundation-model id fails on demand)"
+        )
+    return match["geo"], match["model"]
+
+
+class StageConfig(_Model):
+    """Per-stage settings: budgets, retention, removal policy, alarm thresholds, runtime lifecycle."""
+
+    daily_budget_usd: float = Field(gt=0)
+    log_retention_days: Literal[1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653]
+    removal_policy: Literal["destroy", "retain"]
+    error_rate_alarm_percent: float = Field(gt=0, le=100)
+    p99_latency_alarm_ms: int = Field(gt=0)
+    idle_timeout_minutes: int = Field(ge=1, le=480)
+    max_lifetime_hours: int = Field(ge=1, le=8)
+    memory_event_expiry_days: int = Field(ge=7, le=365)
+
+
+class JwtAuthConfig(_Model):
+    discovery_url: str = Field(pattern=r"^https://.+/\.well-known/openid-configuration$")
+    allowed_clients: tuple[str, ...] = ()
+    allowed_audience: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _needs_clients_or_audience(self) -> JwtAuthConfig:
+        if not self.allowed_clients and not self.allowed_audience:
+            raise ValueError("set allowed_clients or allowed_audience (non-empty list)")
+        return self
+
+
+class AuthConfig(_Model):
+    mode: Literal["iam", "jwt"] = "iam"
+    jwt: JwtAuthConfig | None = None
+
+    @model_validator(mode="after")
+    def _jwt_needs_settings(self) -> AuthConfig:
+        if self.mode == "jwt" and self.jwt is None:
+            raise ValueError(
+                "mode 'jwt' needs a 'jwt' object with discovery_url and allowed_clients/audience"
+            )
+        return self
+
+
+class NetworkConfig(_Model):
+    """``public`` (default) or ``vpc``; VPC ids are given explicitly so synth needs no AWS lookup."""
+
+    mode: Literal["public", "vpc"] = "public"
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    subnet_ids: tuple[str, ...] = ()
+    availability_zones: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _vpc_needs_ids(self) -> NetworkConfig:
+        if self.mode == "vpc" and (not self.vpc_id or not self.subnet_ids):
+            raise ValueError("mode 'vpc' needs vpc_id and a non-empty subnet_ids list")
+        if self.mode == "vpc" and len(self.availability_zones) != len(self.subnet_ids):
+            raise ValueError("availability_zones must list one zone per subnet id")
+        for subnet in self.subnet_ids:
+            if not re.match(r"^subnet-[0-9a-f]{8,17}$", subnet):
+                raise ValueError(f"subnet id {subnet!r} is not of the form subnet-<hex>")
+        return self
+
+
+class MemoryConfig(_Model):
+    customer_managed_key: bool = False
+
+
+class GatewayConfig(_Model):
+    enabled: bool = True
+    authorizer: Literal["iam", "jwt"] = "iam"
+    jwt: JwtAuthConfig | None = None
+    invoices_tool: bool = True
+
+    @model_validator(mode="after")
+    def _jwt_needs_settings(self) -> GatewayConfig:
+        if self.authorizer == "jwt" and self.jwt is None:
+            raise ValueError("authorizer 'jwt' needs a 'jwt' object with discovery_url and clients/audience")
+        return self
+
+
+class ObservabilityConfig(_Model):
+    alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    transaction_search: bool = False
+    """Account-level: enables CloudWatch Transaction Search (X-Ray spans to CloudWatch Logs). Opt in once."""
+
+
+class WebhookConfig(_Model):
+    """Hook for ``infra.webhook.GitHubIssueWebhook`` (built when ``enabled``)."""
+
+    enabled: bool = False
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_login: str = ""
+    create_secrets: bool = True
+
+
+class GithubOidcConfig(_Model):
+    """Hook for ``infra.ci_access.GitHubOidcInvoker`` (built when ``enabled``)."""
+
+    enabled: bool = False
+    repository: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    create_provider: bool = True
+    """An account holds one GitHub OIDC provider: set false when it already exists."""
+    branches: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
+    allow_pull_requests: bool = False
+
+    @model_validator(mode="after")
+    def _needs_repository(self) -> GithubOidcConfig:
+        if self.enabled and not self.repository:
+            raise ValueError("enabled github_oidc needs repository 'owner/name'")
+        return self
+
+
+class AppConfig(_Model):
+    """The whole validated configuration, resolved for one stage."""
+
+    stage: Literal["dev", "prod"]
+    project_name: str = Field(default="agentkit", pattern=r"^[a-z][a-z0-9]{1,20}$")
+    account: str | None = Field(default=None, pattern=r"^\d{12}$")
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
+    metrics_namespace: str = "AgentCoreClaudeKit"
+    agent_name: str = Field(default="agentkit", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    image_build: Literal["local", "codebuild"] = "local"
+    actor_header: str = Field(
+        default="X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor",
+        pattern=r"^X-Amzn-Bedrock-AgentCore-Runtime-Custom-[A-Za-z0-9-]+$",
+    )
+    auth: AuthConfig = AuthConfig()
+    network: NetworkConfig = NetworkConfig()
+    memory: MemoryConfig = MemoryConfig()
+    gateway: GatewayConfig = GatewayConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
+    webhook: WebhookConfig = WebhookConfig()
+    github_oidc: GithubOidcConfig = GithubOidcConfig()
+    settings: StageConfig
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_profile(cls, value: str) -> str:
+        inference_profile_parts(value)
+        return value
+
+    @field_validator("extra_models")
+    @classmethod
+    def _extra_are_profiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            inference_profile_parts(item)
+        return value
+
+    @field_validator("metrics_namespace")
+    @classmethod
+    def _namespace_ok(cls, value: str) -> str:
+        if not METRICS_NAMESPACE_PATTERN.match(value) or value.startswith("AWS/"):
+            raise ValueError(f"{value!r} is not a custom CloudWatch namespace (1-255 chars, not 'AWS/...')")
+        return value
+
+    @property
+    def runtime_name(self) -> str:
+        """``<project>_<stage>``: valid under :data:`RUNTIME_NAME_PATTERN` by construction of both parts."""
+        return f"{self.project_name}_{self.stage}"
+
+    @property
+    def resource_prefix(self) -> str:
+        return f"{self.project_name}-{self.stage}"
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return (self.model, *[m for m in self.extra_models if m != self.model])
+
+
+_ALLOWED_HINTS = {
+    "literal_error": None,  # pydantic lists the literal choices itself
+    "greater_than": "a number greater than {gt}",
+    "greater_than_equal": "a number >= {ge}",
+    "less_than_equal": "a number <= {le}",
+    "string_pattern_mismatch": "strings matching {pattern}",
+    "extra_forbidden": "the keys documented in infra/config.py",
+    "missing": "a value must be given",
+}
+
+
+def _allowed_for(error: Mapping[str, Any]) -> str:
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    if kind == "literal_error":
+        return str(ctx.get("expected", "see infra/config.py"))
+    hint = _ALLOWED_HINTS.get(kind)
+    if hint:
+        try:
+            return hint.format(**ctx)
+        except (KeyError, IndexError):
+            return hint
+    if "inference profile" in str(error.get("msg", "")):
+        return "inference profile ids starting with " + ", ".join(f"{p}." for p in PROFILE_REGIONS)
+    return "see infra/config.py"
+
+
+def load_config(raw: Mapping[str, Any] | None, *, stage: str) -> AppConfig:
+    """Validate the ``agentkit`` context object for ``stage`` and return the typed config.
+
+    ``raw`` holds shared keys plus ``stages: {dev: {...}, prod: {...}}``; the chosen stage's object becomes
+    ``AppConfig.settings`` and may override shared keys under ``overrides``.
+
+    Raises:
+        ConfigError: unknown stage, missing stage settings, or any invalid key (named with its dotted path).
+    """
+    if stage not in STAGES:
+        raise ConfigError("stage", f"{stage!r} is not a stage", allowed=", ".join(STAGES))
+    data = dict(raw or {})
+    stages = data.pop("stages", None)
+    if not isinstance(stages, Mapping) or stage not in stages:
+        raise ConfigError(f"agentkit.stages.{stage}", "stage settings are missing", allowed="an object")
+    stage_data = dict(stages[stage])
+    overrides = stage_data.pop("overrides", {}) or {}
+    merged = {**data, **overrides, "stage": stage, "settings": stage_data}
+    try:
+        return AppConfig.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(part) for part in first["loc"]]
+        if loc and loc[0] == "settings":
+            loc = ["stages", stage, *loc[1:]]
+        key = ".".join(["agentkit", *loc])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(key, message, allowed=_allowed_for(first)) from exc

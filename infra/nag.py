@@ -1,0 +1,143 @@
+"""cdk-nag (v3 validation-plugin API) wiring and every acknowledgement, each with its reason.
+
+Acknowledgements are attached to the narrowest construct they concern, so a new resource elsewhere that trips
+the same rule is still reported. ``synth`` fails on any unacknowledged AwsSolutions finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+from constructs import IConstruct
+
+Ack = tuple[str, str]
+
+
+def add_checks(app: cdk.App) -> None:
+    """Register AwsSolutions checks as a validation plugin on ``app`` (runs at ``app.synth()``)."""
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+
+def acknowledge(scope: IConstruct, acks: Iterable[Ack]) -> None:
+    """Acknowledge ``(rule id, reason)`` pairs on ``scope`` and its children."""
+    for rule_id, reason in acks:
+        if len(reason) < 20:
+            raise ValueError(f"acknowledgement {rule_id} needs a real reason, got {reason!r}")
+        cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
+
+
+def iam5(resource: str, reason: str) -> Ack:
+    return (f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason)
+
+
+def iam5_action(action: str, reason: str) -> Ack:
+    return (f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]", reason)
+
+
+XRAY_STAR = "X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling* support no resource-level permissions."
+ECR_TOKEN_STAR = (
+    "ecr:GetAuthorizationToken supports no resource-level permissions; pulls are scoped to one repo."
+)
+METRICS_STAR = (
+    "cloudwatch:PutMetricData supports no resource-level permissions; the statement is conditioned on "
+    "cloudwatch:namespace equal to the agent's namespace."
+)
+RUNTIME_LOGS = (
+    "AgentCore names the runtime's log group /aws/bedrock-agentcore/runtimes/<runtime id>-<endpoint>; the id "
+    "gets a random suffix at creation, so the ARN is scoped to this runtime's name prefix with a wildcard "
+    "suffix."
+)
+DESCRIBE_LOG_GROUPS = "logs:DescribeLogGroups is a list call that only accepts log-group:* as resource."
+WORKLOAD_IDENTITY = (
+    "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
+    "scoped to that prefix."
+)
+
+
+FUNCTION_VERSIONS = (
+    "The L2 gateway target grants lambda:InvokeFunction on the function and its versions/aliases (<arn>:*); "
+    "that is one function of ours."
+)
+L1_PINNED = (
+    "Pinned to python3.13 because the Powertools layer is resolved from the public SSM parameter for "
+    "python3.13/arm64; bump both together."
+)
+
+
+MEMORY_KEY = (
+    "The L2 Memory grants its service role the KMS data-key/re-encrypt action families on our one key only."
+)
+CODEBUILD_DEFAULTS = (
+    "CodeBuild's default log-group and report-group grants are scoped to this project's name; the suffix is "
+    "created per build."
+)
+CODEBUILD_KMS = (
+    "The build project produces no artifacts (it pushes to ECR, which encrypts at rest) and its logs hold no "
+    "secrets; the AWS-managed S3/CodeBuild encryption is sufficient."
+)
+
+
+def _as_nag_renders(value: str, pseudo: str) -> str:
+    """cdk-nag prints unresolved pseudo parameters (env-agnostic stacks) as ``<AWS::Name>``."""
+    return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
+
+
+def acknowledge_stack(stack: cdk.Stack) -> None:
+    """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
+    region = _as_nag_renders(stack.region, "Region")
+    account = _as_nag_renders(stack.account, "AccountId")
+    logs_prefix = f"arn:<AWS::Partition>:logs:{region}:{account}:log-group"
+    agent = stack.node.try_find_child("Agent")
+    if agent is not None:
+        name = agent.node.find_child("Runtime").agent_runtime_name
+        runtime_logs = f"{logs_prefix}:/aws/bedrock-agentcore/runtimes/{name}-*"
+        acknowledge(
+            agent.node.find_child("ExecutionRole"),
+            [
+                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR}"),
+                iam5(runtime_logs, RUNTIME_LOGS),
+                iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
+                iam5(f"{logs_prefix}:*", DESCRIBE_LOG_GROUPS),
+                iam5(
+                    f"arn:<AWS::Partition>:bedrock-agentcore:{region}:{account}:workload-identity-directory"
+                    f"/default/workload-identity/{name}-*",
+                    WORKLOAD_IDENTITY,
+                ),
+            ],
+        )
+    gateway = stack.node.try_find_child("Gateway")
+    if gateway is not None:
+        invoices = gateway.node.try_find_child("Invoices")
+        if invoices is not None:
+            function_id = stack.get_logical_id(invoices.node.find_child("Function").node.default_child)
+            acknowledge(
+                gateway.node.find_child("Gateway").node.find_child("ServiceRole"),
+                [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
+            )
+            acknowledge(invoices.node.find_child("Role"), [iam5("*", XRAY_STAR)])
+            acknowledge(invoices.node.find_child("Function"), [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])
+    memory = stack.node.try_find_child("Memory")
+    if memory is not None and memory.node.try_find_child("Key") is not None:
+        acknowledge(
+            memory.node.find_child("Memory").node.find_child("ServiceRole"),
+            [iam5_action("kms:ReEncrypt*", MEMORY_KEY), iam5_action("kms:GenerateDataKey*", MEMORY_KEY)],
+        )
+    image = stack.node.try_find_child("Image")
+    if image is not None and image.node.try_find_child("Project") is not None:
+        project = image.node.find_child("Project")
+        project_id = stack.get_logical_id(project.node.default_child)
+        acknowledge(
+            project,
+            [
+                iam5(f"{logs_prefix}:/aws/codebuild/<{project_id}>:*", CODEBUILD_DEFAULTS),
+                iam5(
+                    f"arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
+                    CODEBUILD_DEFAULTS,
+                ),
+                iam5("*", ECR_TOKEN_STAR),
+                ("AwsSolutions::AwsSolutions-CB4", CODEBUILD_KMS),
+            ],
+        )
+        acknowledge(image.node.find_child("Trigger"), [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])

@@ -1,0 +1,344 @@
+"""GitHub issue webhook: Function URL receiver → SQS (+DLQ) → worker → AgentCore runtime → issue comment.
+
+Resources: receiver Lambda with a Function URL (auth NONE: GitHub cannot SigV4-sign, so the
+``X-Hub-Signature-256`` HMAC is verified in code), an SSE + TLS-only SQS queue with a DLQ, a
+worker Lambda fed by the queue (partial batch failures), a DynamoDB idempotency table (PITR, TTL),
+two Secrets Manager secrets (webhook secret, GitHub token), log groups with retention.
+
+Lambda code lives in ``infra/functions/webhook`` and is shipped as a plain asset (no Docker, no pip
+at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
+the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<version>`` (synth stays
+offline), or pass ``powertools_layer_arn``. The Lambda runtime's boto3 must know the
+``bedrock-agentcore`` service (boto3 >= 1.39.8; current Lambda Python runtimes ship newer).
+
+IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
+UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the webhook secret;
+worker — ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``,
+``secretsmanager:GetSecretValue`` on the token secret, SQS consume on the queue; both — write to
+their own log group, X-Ray put.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
+DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+DEFAULT_WEBHOOK_SECRET_NAME = "agentkit/github-webhook-secret"
+DEFAULT_TOKEN_SECRET_NAME = "agentkit/github-token"
+POWERTOOLS_VERSION = "3.37.0"  # keep in step with pyproject's aws-lambda-powertools pin
+
+
+def powertools_layer_parameter(
+    *, runtime: lambda_.Runtime, architecture: lambda_.Architecture, version: str
+) -> str:
+    """Public SSM parameter holding the Powertools layer ARN for this runtime/architecture/version."""
+    return f"/aws/service/powertools/python/{architecture.name}/{runtime.name}/{version}"
+
+
+def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
+    """Acknowledge one cdk-nag (AwsSolutions) finding on ``scope``, with the reason on record."""
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+class GitHubIssueWebhook(Construct):
+    """Receive GitHub issue events, run the agent, answer on the issue.
+
+    Attributes: ``url`` (Function URL to paste into GitHub), ``queue``, ``dead_letter_queue``,
+    ``table``, ``receiver``, ``worker``, ``webhook_secret``, ``token_secret``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        runtime_arn: str,
+        runtime_endpoint_name: str | None = None,
+        webhook_secret_name: str = DEFAULT_WEBHOOK_SECRET_NAME,
+        github_token_secret_name: str = DEFAULT_TOKEN_SECRET_NAME,
+        create_secrets: bool = True,
+        trigger_label: str = "agent",
+        trigger_mention: str = "/agent",
+        bot_login: str = "",
+        github_api_url: str = "https://api.github.com",
+        actor_header: str = DEFAULT_ACTOR_HEADER,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY,
+        worker_timeout: cdk.Duration | None = None,
+        max_concurrency: int = 5,
+        max_receive_count: int = 3,
+        max_body_bytes: int = 1024 * 1024,
+        metrics_namespace: str = "AgentCoreClaudeKit",
+        python_runtime: lambda_.Runtime | None = None,
+        architecture: lambda_.Architecture | None = None,
+        powertools_layer_arn: str | None = None,
+        powertools_version: str = POWERTOOLS_VERSION,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not trigger_label and not trigger_mention:
+            raise ValueError("GitHubIssueWebhook needs trigger_label and/or trigger_mention")
+        if not 2 <= max_concurrency <= 1000:
+            raise ValueError("max_concurrency must be between 2 and 1000 (SQS event source limit)")
+        runtime = python_runtime or lambda_.Runtime.PYTHON_3_14
+        arch = architecture or lambda_.Architecture.ARM_64
+        worker_timeout = worker_timeout or cdk.Duration.minutes(10)
+        if not 60 <= worker_timeout.to_seconds() <= 900:
+            raise ValueError("worker_timeout must be between 1 and 15 minutes")
+
+        # ---- secrets
+        self.webhook_secret, webhook_secret_ref = self._secret(
+            "WebhookSecret",
+            webhook_secret_name,
+            create=create_secrets,
+            removal_policy=removal_policy,
+            description="GitHub webhook secret (generated; paste it into the repository's webhook settings).",
+        )
+        self.token_secret, token_secret_ref = self._secret(
+            "GitHubToken",
+            github_token_secret_name,
+            create=create_secrets,
+            removal_policy=removal_policy,
+            description="GitHub token used to post replies (placeholder; replace with put-secret-value).",
+        )
+
+        # ---- queue + DLQ + idempotency table
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+            removal_policy=removal_policy,
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Tasks",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=cdk.Duration.seconds(min(6 * worker_timeout.to_seconds(), 43_200)),
+            retention_period=cdk.Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=max_receive_count
+            ),
+            removal_policy=removal_policy,
+        )
+        self.table = dynamodb.Table(
+            self,
+            "Idempotency",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expiration",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=removal_policy,
+        )
+
+        # ---- shared Lambda settings
+        layer_arn = powertools_layer_arn or ssm.StringParameter.value_for_string_parameter(
+            self, powertools_layer_parameter(runtime=runtime, architecture=arch, version=powertools_version)
+        )
+        powertools = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
+        code = lambda_.Code.from_asset(str(FUNCTION_DIR), exclude=["__pycache__", "*.pyc"])
+        common_env = {"POWERTOOLS_METRICS_NAMESPACE": metrics_namespace, "LOG_LEVEL": "INFO"}
+
+        # ---- receiver
+        self.receiver = self._function(
+            "Receiver",
+            handler="receiver.handler",
+            code=code,
+            runtime=runtime,
+            architecture=arch,
+            layer=powertools,
+            timeout=cdk.Duration.seconds(15),
+            log_retention=log_retention,
+            removal_policy=removal_policy,
+            description="GitHub webhook receiver: verify signature, enqueue once per delivery",
+            environment={
+                **common_env,
+                "POWERTOOLS_SERVICE_NAME": "github-webhook",
+                "QUEUE_URL": self.queue.queue_url,
+                "IDEMPOTENCY_TABLE": self.table.table_name,
+                "WEBHOOK_SECRET_NAME": webhook_secret_ref,
+                "TRIGGER_LABEL": trigger_label,
+                "TRIGGER_MENTION": trigger_mention,
+                "BOT_LOGIN": bot_login,
+                "MAX_BODY_BYTES": str(max_body_bytes),
+            },
+        )
+        self.queue.grant_send_messages(self.receiver)
+        self.receiver.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                ],
+                resources=[self.table.table_arn],
+            )
+        )
+        self.webhook_secret.grant_read(self.receiver)
+        self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
+        self.url = self.function_url.url
+
+        # ---- worker
+        worker_env = {
+            **common_env,
+            "POWERTOOLS_SERVICE_NAME": "github-webhook-worker",
+            "AGENT_RUNTIME_ARN": runtime_arn,
+            "GITHUB_TOKEN_SECRET_NAME": token_secret_ref,
+            "GITHUB_API_URL": github_api_url,
+            "ACTOR_HEADER": actor_header,
+            "INVOKE_READ_TIMEOUT_SECONDS": str(int(worker_timeout.to_seconds()) - 30),
+        }
+        if runtime_endpoint_name:
+            worker_env["AGENT_RUNTIME_QUALIFIER"] = runtime_endpoint_name
+        self.worker = self._function(
+            "Worker",
+            handler="worker.handler",
+            code=code,
+            runtime=runtime,
+            architecture=arch,
+            layer=powertools,
+            timeout=worker_timeout,
+            log_retention=log_retention,
+            removal_policy=removal_policy,
+            description="GitHub webhook worker: invoke the AgentCore runtime, post the answer on the issue",
+            environment=worker_env,
+        )
+        self.worker.add_event_source(
+            event_sources.SqsEventSource(
+                self.queue, batch_size=1, report_batch_item_failures=True, max_concurrency=max_concurrency
+            )
+        )
+        self.worker.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock-agentcore:InvokeAgentRuntime"],
+                # Exactly the endpoint this worker calls (the unqualified call goes to DEFAULT).
+                resources=[
+                    runtime_arn,
+                    f"{runtime_arn}/runtime-endpoint/{runtime_endpoint_name or 'DEFAULT'}",
+                ],
+            )
+        )
+        self.token_secret.grant_read(self.worker)
+
+        cdk.CfnOutput(self, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
+        cdk.CfnOutput(self, "WebhookSecretName", value=webhook_secret_ref)
+        cdk.CfnOutput(self, "GitHubTokenSecretName", value=token_secret_ref)
+        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.dead_letter_queue.queue_url)
+
+    # ------------------------------------------------------------------ helpers
+    def _secret(
+        self,
+        construct_id: str,
+        name: str,
+        *,
+        create: bool,
+        removal_policy: cdk.RemovalPolicy,
+        description: str,
+    ) -> tuple[secretsmanager.ISecret, str]:
+        if not create:
+            secret = secretsmanager.Secret.from_secret_name_v2(self, construct_id, name)
+            return secret, name
+        created = secretsmanager.Secret(
+            self,
+            construct_id,
+            secret_name=name,
+            description=description,
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                exclude_punctuation=True, password_length=40
+            ),
+            removal_policy=removal_policy,
+        )
+        _acknowledge(
+            created,
+            "AwsSolutions-SMG4",
+            "A GitHub webhook secret or token cannot be rotated by a rotation Lambda; rotate it in GitHub and"
+            " put the new value into this secret (docs/webhook.md).",
+        )
+        return created, created.secret_arn
+
+    def _function(
+        self,
+        construct_id: str,
+        *,
+        handler: str,
+        code: lambda_.Code,
+        runtime: lambda_.Runtime,
+        architecture: lambda_.Architecture,
+        layer: lambda_.ILayerVersion,
+        timeout: cdk.Duration,
+        log_retention: logs.RetentionDays,
+        removal_policy: cdk.RemovalPolicy,
+        description: str,
+        environment: dict[str, str],
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self, f"{construct_id}Logs", retention=log_retention, removal_policy=removal_policy
+        )
+        # Own role without AWSLambdaBasicExecutionRole: logs go only to this function's log group.
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{construct_id} of the GitHub issue webhook",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        )
+        # X-Ray actions have no resource-level permissions. They live in their own policy so the
+        # '*' acknowledgement covers exactly them; any other '*' grant on the role is still flagged.
+        xray = iam.Policy(
+            self,
+            f"{construct_id}Tracing",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
+                )
+            ],
+        )
+        _acknowledge(
+            xray,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions.",
+        )
+        fn = lambda_.Function(
+            self,
+            construct_id,
+            runtime=runtime,
+            architecture=architecture,
+            handler=handler,
+            code=code,
+            layers=[layer],
+            role=role,
+            timeout=timeout,
+            memory_size=256,
+            log_group=log_group,
+            description=description,
+            environment=environment,
+        )
+        # Active tracing set on the L1 so the L2 does not add its X-Ray '*' statement to the default policy.
+        cfn = fn.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode="Active")
+        fn.node.add_dependency(xray)
+        return fn

@@ -1,0 +1,202 @@
+"""``make demo``: the kit's main job on embedded defaults, offline.
+
+1. ``cdk synth`` of the stack as it stands, and a summary of what ``cdk deploy`` would create.
+2. The runtime (``python -m runtime``) started locally with the REAL bundled Claude Code CLI, pointed at a
+   local Bedrock Runtime stand-in (the only simulated part: the model's replies are scripted), a SQLite
+   session store and EMF metrics written to a file.
+3. A two-turn conversation on one session that calls a tool, with the streamed events printed.
+4. The runtime process is killed and a new one started with an empty CLI config dir: the third turn
+   resumes the session from the store.
+5. A cost summary computed from the EMF metrics the runtime emitted.
+
+Options: ``--skip-synth``, ``--fake-cli`` (use the test fake CLI instead of the real one), ``--keep`` (keep
+the state directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from standins import BedrockStandIn, Reply, Usage  # noqa: E402
+from tests.fakes.runtime_server import RuntimeServer  # noqa: E402
+
+BOLD, DIM, CYAN, YELLOW, GREEN, RESET = (
+    ("\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m") if sys.stdout.isatty() else ("",) * 6
+)
+SESSION = "demo-session-0001-invoices-review-2026"
+
+
+def banner(text: str) -> None:
+    print(f"\n{BOLD}== {text}{RESET}", flush=True)
+
+
+def synth_summary() -> None:
+    banner("1/5  cdk synth (offline, no Docker needed)")
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(cdk), "synth", "--quiet", "-c", "stage=dev"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
+        raise SystemExit(f"cdk synth failed (exit {proc.returncode})")
+    print(f"synthesized in {time.monotonic() - started:.1f} s (cdk-nag AwsSolutions checks ran during synth)")
+    for template in sorted((ROOT / "cdk.out").glob("*.template.json")):
+        resources = json.loads(template.read_text()).get("Resources", {})
+        counts = Counter(r["Type"] for r in resources.values())
+        print(f"{template.name}: {len(resources)} resources")
+        for rtype, n in sorted(counts.items()):
+            if rtype.startswith(("AWS::BedrockAgentCore", "AWS::CloudWatch", "AWS::Lambda::Function", "AWS::SNS",
+                                 "AWS::DynamoDB", "AWS::IAM::Role", "AWS::Logs::LogGroup", "AWS::SQS")):
+                print(f"  {n:3d} × {rtype}")
+
+
+def print_events(reply) -> dict:
+    result = {}
+    for event in reply.events:
+        kind = event["type"]
+        if kind == "text":
+            print(event["text"], end="", flush=True)
+        elif kind == "tool_use":
+            print(f"\n{CYAN}  → tool {event['name']}({event['input_summary']}){RESET}")
+        elif kind == "tool_result":
+            status = "ok" if event["ok"] else "ERROR"
+            print(f"{CYAN}  ← {status}: {event['summary'][:100]}{RESET}")
+        elif kind == "result":
+            result = event
+            print(
+                f"\n{DIM}  [result] subtype={event['subtype']} turns={event['num_turns']} "
+                f"cost=${event['cost_usd']:.6f} (SDK says ${event['sdk_cost_usd'] or 0:.6f}) "
+                f"tokens in/out/cache-read/cache-write={event['usage']['input_tokens']}/"
+                f"{event['usage']['output_tokens']}/{event['usage']['cache_read_input_tokens']}/"
+                f"{event['usage']['cache_creation_input_tokens']} resumed={event['resumed']}{RESET}"
+            )
+        elif kind == "error":
+            print(f"\n{YELLOW}  [error] {event['code']}: {event['message']}{RESET}")
+    return result
+
+
+def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
+    print(f"\n{BOLD}you ›{RESET} {prompt}\n{BOLD}agent ›{RESET} ", end="")
+    started = time.monotonic()
+    reply = server.invoke(prompt, session=SESSION, timeout=120)
+    result = print_events(reply)
+    print(f"{DIM}  turn {n}: {(time.monotonic() - started) * 1000:.0f} ms over HTTP{RESET}")
+    return result
+
+
+def cost_summary(emf_file: Path) -> None:
+    banner("5/5  cost summary from the EMF metrics the runtime emitted")
+    totals: Counter[str] = Counter()
+    turns = 0
+    for line in emf_file.read_text().splitlines():
+        doc = json.loads(line)
+        directives = doc.get("_aws", {}).get("CloudWatchMetrics", [])
+        names = {m["Name"] for d in directives for m in d["Metrics"]}
+        if "CostUSD" in names:
+            turns += 1
+        for name in ("CostUSD", "InputTokens", "OutputTokens", "CacheReadTokens", "CacheWriteTokens", "ToolCalls"):
+            if name in names:
+                value = doc[name]
+                totals[name] += sum(value) if isinstance(value, list) else value
+    print(f"{emf_file.name}: {turns} turns")
+    print(f"  cost            ${totals['CostUSD']:.6f}  (Bedrock list prices, runtime/costs.py)")
+    print(f"  input tokens    {totals['InputTokens']:.0f}")
+    print(f"  output tokens   {totals['OutputTokens']:.0f}")
+    print(f"  cache read      {totals['CacheReadTokens']:.0f}")
+    print(f"  cache write     {totals['CacheWriteTokens']:.0f}")
+    print(f"  tool calls      {totals['ToolCalls']:.0f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-synth", action="store_true")
+    parser.add_argument("--fake-cli", action="store_true", help="use the test fake CLI instead of the bundled one")
+    parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    args = parser.parse_args()
+    started = time.monotonic()
+    if not args.skip_synth:
+        synth_summary()
+
+    state = Path(tempfile.mkdtemp(prefix="agentkit-demo-"))
+    emf_file = state / "metrics.emf.jsonl"
+    store = f"sqlite:///{state / 'sessions.db'}"
+    with BedrockStandIn() as bedrock:
+        banner("2/5  local runtime: real Claude Code CLI → local Bedrock stand-in (SIMULATED: scripted model)")
+        env = {
+            "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
+            "AGENTKIT_STATE_DIR": str(state),
+            "AGENTKIT_SESSION_STORE": store,
+            "AGENTKIT_METRICS": "emf",
+            "AGENTKIT_EMF_FILE": str(emf_file),
+            "CLAUDE_CONFIG_DIR": str(state / "claude-a"),
+        }
+        if args.fake_cli:
+            from tests.fakes.cli import write_fake_cli
+
+            env["AGENTKIT_CLI_PATH"] = str(write_fake_cli(state))
+        print(f"Bedrock stand-in: {bedrock.url}   session store: {store}   metrics: {emf_file}")
+        print("Everything else is real: HTTP server, Claude Agent SDK, Claude Code CLI, hooks, policy, store.")
+
+        server = RuntimeServer(env=env, log_path=state / "runtime-a.log").start()
+        try:
+            banner("3/5  two turns on one session (one warm CLI process)")
+            usage = Usage(input_tokens=1800, output_tokens=160, cache_creation_input_tokens=2400,
+                          cache_read_input_tokens=9600)
+            bedrock.enqueue(
+                Reply.tool_use("mcp__kit__list_overdue_invoices", {"as_of": "2026-11-22"},
+                               text="Let me look up the overdue invoices.", usage=usage),
+                Reply.text(
+                    "Three invoices are overdue, $24,000.75 in total. The oldest is INV-1001 (Acme Corp, "
+                    "$12,500, due 2026-09-30), then Hooli (INV-1005, $7,300.25) and Globex (INV-1002, "
+                    "$4,200.50). Initech's INV-1003 is not due until 2026-11-30.",
+                    usage=usage,
+                ),
+            )
+            turn(server, 1, "Analyze my overdue invoices.")
+            bedrock.enqueue(Reply.text("Start with Acme Corp: it owes $12,500 and is 53 days overdue.", usage=usage))
+            turn(server, 2, "Which customer should I call first?")
+            cli_starts = sum(1 for r in bedrock.requests if r.operation == "inference-profiles")
+            print(f"{GREEN}CLI processes started so far: {cli_starts} (two turns, one warm process){RESET}")
+        finally:
+            server.kill()  # like a reaped microVM: nothing is flushed on the way out
+
+        banner("4/5  the microVM is gone: a NEW runtime process with an EMPTY CLI config dir resumes the session")
+        env["CLAUDE_CONFIG_DIR"] = str(state / "claude-b")
+        server = RuntimeServer(env=env, log_path=state / "runtime-b.log").start()
+        try:
+            bedrock.enqueue(Reply.text("You asked me to analyze your overdue invoices; Acme Corp is first.", usage=usage))
+            result = turn(server, 3, "Remind me: what did I ask you first?")
+            messages = bedrock.model_requests[-1].body["messages"]
+            print(
+                f"{GREEN}resumed={result.get('resumed')}: the model received {len(messages)} messages, "
+                f"the first turns restored from the SQLite store{RESET}"
+            )
+        finally:
+            server.stop()
+    time.sleep(0.2)
+    cost_summary(emf_file)
+    print(f"\n{DIM}demo finished in {time.monotonic() - started:.1f} s; the model was scripted (standins/bedrock.py){RESET}")
+    if args.keep:
+        print(f"state kept in {state}")
+    else:
+        shutil.rmtree(state, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Synthesize each stack variant ONCE per test session (CDK synth costs seconds)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def base_context() -> dict[str, Any]:
+    return copy.deepcopy(json.loads((ROOT / "cdk.json").read_text())["context"])
+
+
+@dataclass
+class Synth:
+    template: Any  # aws_cdk.assertions.Template
+    raw: dict[str, Any]
+    template_path: Path
+    stack: Any
+    config: Any
+
+
+def synth(tmp: Path, *, stage: str, overrides: dict[str, Any], account: str | None) -> Synth:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from infra import nag
+    from infra.config import load_config
+    from infra.stack import AgentKitStack
+
+    context = base_context()
+    context["agentkit"].update(overrides)
+    app = cdk.App(outdir=str(tmp), context=context)
+    config = load_config(app.node.try_get_context("agentkit"), stage=stage)
+    env = cdk.Environment(account=account, region="us-east-1") if account else None
+    stack = AgentKitStack(app, f"AgentKit-{stage}", config=config, env=env)
+    nag.add_checks(app)
+    assembly = app.synth()  # raises ValidationFailed on any unacknowledged cdk-nag finding
+    artifact = assembly.get_stack_by_name(stack.stack_name)
+    path = Path(assembly.directory) / artifact.template_file
+    return Synth(Template.from_json(artifact.template), artifact.template, path, stack, config)
+
+
+PROD_OVERRIDES = {
+    "image_build": "codebuild",
+    "auth": {
+        "mode": "jwt",
+        "jwt": {
+            "discovery_url": "https://issuer.example.com/.well-known/openid-configuration",
+            "allowed_clients": ["client-1"],
+        },
+    },
+    "network": {
+        "mode": "vpc",
+        "vpc_id": "vpc-0123456789abcdef0",
+        "subnet_ids": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+        "availability_zones": ["us-east-1a", "us-east-1b"],
+    },
+    "observability": {"alarm_email": "ops@example.com", "transaction_search": True},
+}
+
+
+@pytest.fixture(scope="session")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """Defaults as `make synth` runs them: dev stage, local image, env-agnostic (no account)."""
+    return synth(tmp_path_factory.mktemp("dev"), stage="dev", overrides={}, account=None)
+
+
+@pytest.fixture(scope="session")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """prod stage with every option on: CodeBuild image, JWT auth, VPC, CMK, email, Transaction Search."""
+    return synth(
+        tmp_path_factory.mktemp("prod"), stage="prod", overrides=PROD_OVERRIDES, account="123456789012"
+    )

@@ -1,0 +1,110 @@
+"""infra.config: typed validation with errors that name the key and the allowed values."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra.config import ConfigError, load_config
+from tests.infra.conftest import base_context
+
+
+def raw() -> dict:
+    return copy.deepcopy(base_context()["agentkit"])
+
+
+def test_defaults_load_for_both_stages() -> None:
+    dev = load_config(raw(), stage="dev")
+    prod = load_config(raw(), stage="prod")
+    assert dev.runtime_name == "agentkit_dev"
+    assert dev.settings.removal_policy == "destroy" and prod.settings.removal_policy == "retain"
+    assert prod.settings.daily_budget_usd > dev.settings.daily_budget_usd
+    assert prod.settings.log_retention_days > dev.settings.log_retention_days
+    assert prod.memory.customer_managed_key and not dev.memory.customer_managed_key  # stage override
+
+
+def test_unknown_stage_names_allowed_values() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(raw(), stage="qa")
+    assert err.value.key == "stage"
+    assert "dev, prod" in str(err.value)
+
+
+def test_bare_foundation_model_is_rejected_with_key() -> None:
+    data = raw()
+    data["model"] = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.model"
+    assert "inference profile" in str(err.value)
+    assert "us." in err.value.allowed and "global." in err.value.allowed
+
+
+def test_extra_models_are_checked_too() -> None:
+    data = raw()
+    data["extra_models"] = ["us.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-3"]
+    with pytest.raises(ConfigError, match=r"agentkit\.extra_models"):
+        load_config(data, stage="dev")
+
+
+@pytest.mark.parametrize("budget", [0, -5])
+def test_budget_must_be_positive(budget: float) -> None:
+    data = raw()
+    data["stages"]["dev"]["daily_budget_usd"] = budget
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.stages.dev.daily_budget_usd"
+    assert "greater than 0" in err.value.allowed
+
+
+def test_project_name_keeps_runtime_name_valid() -> None:
+    data = raw()
+    data["project_name"] = "My-Agent"
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.project_name"
+
+
+def test_literal_errors_list_choices() -> None:
+    data = raw()
+    data["image_build"] = "docker"
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.image_build"
+    assert "'local'" in err.value.allowed and "'codebuild'" in err.value.allowed
+
+
+def test_retention_must_be_a_cloudwatch_value() -> None:
+    data = raw()
+    data["stages"]["prod"]["log_retention_days"] = 10
+    with pytest.raises(ConfigError, match=r"agentkit\.stages\.prod\.log_retention_days"):
+        load_config(data, stage="prod")
+
+
+def test_unknown_key_is_rejected() -> None:
+    data = raw()
+    data["modle"] = "x"
+    with pytest.raises(ConfigError, match=r"agentkit\.modle"):
+        load_config(data, stage="dev")
+
+
+def test_jwt_mode_requires_settings() -> None:
+    data = raw()
+    data["auth"] = {"mode": "jwt"}
+    with pytest.raises(ConfigError, match=r"agentkit\.auth"):
+        load_config(data, stage="dev")
+
+
+def test_github_oidc_requires_repository() -> None:
+    data = raw()
+    data["github_oidc"] = {"enabled": True}
+    with pytest.raises(ConfigError, match=r"agentkit\.github_oidc"):
+        load_config(data, stage="dev")
+
+
+def test_missing_stage_settings() -> None:
+    data = raw()
+    del data["stages"]["prod"]
+    with pytest.raises(ConfigError, match=r"agentkit\.stages\.prod"):
+        load_config(data, stage="prod")

@@ -1,0 +1,398 @@
+"""Synthesized stacks: every construct's important properties and the stack-level grants (no logical ids)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from tests.infra.conftest import Synth
+
+pytestmark = pytest.mark.infra
+
+
+def resources(s: Synth, cfn_type: str) -> list[dict[str, Any]]:
+    return [r for r in s.raw["Resources"].values() if r["Type"] == cfn_type]
+
+
+def runtime_props(s: Synth) -> dict[str, Any]:
+    (runtime,) = resources(s, "AWS::BedrockAgentCore::Runtime")
+    return runtime["Properties"]
+
+
+def runtime_statements(s: Synth) -> list[dict[str, Any]]:
+    role_arn = runtime_props(s)["RoleArn"]["Fn::GetAtt"][0]
+    statements = []
+    for policy in resources(s, "AWS::IAM::Policy"):
+        if {"Ref": role_arn} in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def by_sid(s: Synth, sid: str) -> dict[str, Any]:
+    (statement,) = [st for st in runtime_statements(s) if st.get("Sid") == sid]
+    return statement
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+# --- runtime -------------------------------------------------------------------------------------------
+
+
+def test_runtime_basics(dev: Synth) -> None:
+    dev.template.has_resource_properties(
+        "AWS::BedrockAgentCore::Runtime",
+        {
+            "AgentRuntimeName": "agentkit_dev",
+            "ProtocolConfiguration": "HTTP",
+            "NetworkConfiguration": {"NetworkMode": "PUBLIC"},
+            "LifecycleConfiguration": {"IdleRuntimeSessionTimeout": 900, "MaxLifetime": 7200},
+            "RequestHeaderConfiguration": {
+                "RequestHeaderAllowlist": ["X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"]
+            },
+        },
+    )
+    assert "AuthorizerConfiguration" not in runtime_props(dev)  # IAM (SigV4) is the default
+
+
+def test_runtime_environment(dev: Synth) -> None:
+    env = runtime_props(dev)["EnvironmentVariables"]
+    memory_ref = dumps(env["AGENTKIT_MEMORY_ID"])
+    assert "Memory" in memory_ref
+    assert env["AGENTKIT_SESSION_STORE"]["Fn::Join"][1][0] == "agentcore://"
+    assert env["AGENTKIT_METRICS"] == "emf"
+    assert env["AGENTKIT_METRICS_NAMESPACE"] == "AgentCoreClaudeKit"
+    assert env["AGENTKIT_MODEL"] == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert env["AGENTKIT_SMALL_MODEL"] == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert env["AGENTKIT_RECALL_NAMESPACES"] == "/agentkit/facts/{actorId},/agentkit/preferences/{actorId}"
+    assert env["AGENTKIT_ACTOR_HEADER"] == "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+    assert "GatewayUrl" in dumps(env["AGENTKIT_GATEWAY_URL"])
+    assert env["AWS_REGION"] == {"Ref": "AWS::Region"}
+
+
+def test_bedrock_endpoint_is_never_deployed(dev: Synth, prod: Synth) -> None:
+    for s in (dev, prod):
+        assert "AGENTKIT_BEDROCK_ENDPOINT" not in runtime_props(s)["EnvironmentVariables"]
+        assert "AGENTKIT_BEDROCK_ENDPOINT" not in s.template_path.read_text()
+
+
+def test_runtime_construct_refuses_bedrock_endpoint() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_bedrockagentcore as agentcore
+    from aws_cdk import aws_ecr as ecr
+    from aws_cdk import aws_logs as logs
+
+    from infra.config import AuthConfig
+    from infra.runtime import AgentRuntime
+
+    stack = cdk.Stack(cdk.App(), "S")
+    repo = ecr.Repository.from_repository_name(stack, "R", "r")
+    with pytest.raises(ValueError, match="AGENTKIT_BEDROCK_ENDPOINT"):
+        AgentRuntime(
+            stack,
+            "A",
+            runtime_name="x",
+            artifact=agentcore.AgentRuntimeArtifact.from_ecr_repository(repo, "t"),
+            image_repository=repo,
+            environment={"AGENTKIT_BEDROCK_ENDPOINT": "http://127.0.0.1:1"},
+            model_profiles=["us.anthropic.claude-sonnet-4-5-20250929-v1:0"],
+            metrics_namespace="N",
+            auth=AuthConfig(),
+            idle_timeout=cdk.Duration.minutes(5),
+            max_lifetime=cdk.Duration.hours(1),
+            log_retention=logs.RetentionDays.ONE_WEEK,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            endpoint_name="dev",
+        )
+
+
+def test_tracing_and_log_delivery_with_retention(dev: Synth, prod: Synth) -> None:
+    dev.template.has_resource_properties("AWS::Logs::DeliverySource", {"LogType": "TRACES"})
+    dev.template.has_resource_properties("AWS::Logs::DeliverySource", {"LogType": "APPLICATION_LOGS"})
+    dev.template.has_resource_properties("AWS::Logs::DeliverySource", {"LogType": "USAGE_LOGS"})
+    dev.template.has_resource_properties(
+        "AWS::Logs::DeliveryDestination", {"DeliveryDestinationType": "XRAY"}
+    )
+    dev.template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 14})
+    prod.template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+    for group in resources(dev, "AWS::Logs::LogGroup"):
+        assert group["Properties"]["RetentionInDays"] == 14
+        assert group["DeletionPolicy"] == "Delete"
+    for group in resources(prod, "AWS::Logs::LogGroup"):
+        assert group["DeletionPolicy"] == "Retain"
+
+
+def test_endpoint_per_stage(dev: Synth, prod: Synth) -> None:
+    dev.template.has_resource_properties("AWS::BedrockAgentCore::RuntimeEndpoint", {"Name": "dev"})
+    prod.template.has_resource_properties("AWS::BedrockAgentCore::RuntimeEndpoint", {"Name": "prod"})
+
+
+def test_prod_jwt_auth_and_vpc(prod: Synth) -> None:
+    prod.template.has_resource_properties(
+        "AWS::BedrockAgentCore::Runtime",
+        {
+            "AuthorizerConfiguration": {
+                "CustomJWTAuthorizer": {
+                    "DiscoveryUrl": "https://issuer.example.com/.well-known/openid-configuration",
+                    "AllowedClients": ["client-1"],
+                }
+            },
+            "NetworkConfiguration": {
+                "NetworkMode": "VPC",
+                "NetworkModeConfig": Match.object_like(
+                    {"Subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]}
+                ),
+            },
+        },
+    )
+
+
+# --- IAM least privilege -----------------------------------------------------------------------------
+
+
+def test_model_access_only_on_profiles_and_their_models(dev: Synth) -> None:
+    statement = by_sid(dev, "InvokeConfiguredModels")
+    assert sorted(as_list(statement["Action"])) == [
+        "bedrock:InvokeModel",
+        "bedrock:InvokeModelWithResponseStream",
+    ]
+    rendered = [dumps(r) for r in statement["Resource"]]
+    assert all("*" not in r for r in rendered)
+    for model in ("claude-sonnet-4-5-20250929-v1:0", "claude-haiku-4-5-20251001-v1:0"):
+        assert sum(f"inference-profile/us.anthropic.{model}" in r for r in rendered) == 1
+        for region in ("us-east-1", "us-east-2", "us-west-2"):
+            assert sum(f"bedrock:{region}::foundation-model/anthropic.{model}" in r for r in rendered) == 1
+    assert len(rendered) == 8
+
+
+def test_no_bedrock_wildcards_anywhere(dev: Synth, prod: Synth) -> None:
+    for s in (dev, prod):
+        for policy in resources(s, "AWS::IAM::Policy"):
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = as_list(st["Action"])
+                assert "bedrock:*" not in actions and "*" not in actions
+                if any(a.startswith("bedrock:") for a in actions):
+                    assert "*" not in as_list(st["Resource"])
+
+
+def test_memory_actions_only_on_memory_arn(dev: Synth) -> None:
+    statement = by_sid(dev, "AgentMemoryData")
+    assert sorted(statement["Action"]) == sorted(
+        [
+            "bedrock-agentcore:CreateEvent",
+            "bedrock-agentcore:ListEvents",
+            "bedrock-agentcore:GetEvent",
+            "bedrock-agentcore:DeleteEvent",
+            "bedrock-agentcore:RetrieveMemoryRecords",
+            "bedrock-agentcore:ListSessions",
+        ]
+    )
+    assert set(statement["Resource"]["Fn::GetAtt"][1:]) == {"MemoryArn"}
+
+
+def test_metrics_conditioned_on_namespace(dev: Synth) -> None:
+    statement = by_sid(dev, "AgentMetrics")
+    assert statement["Action"] == "cloudwatch:PutMetricData"
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": "AgentCoreClaudeKit"}}
+    others = [st for st in runtime_statements(dev) if "cloudwatch:PutMetricData" in as_list(st["Action"])]
+    assert others == [statement]  # the L2's bedrock-agentcore namespace grant was dropped
+
+
+def test_gateway_invoke_only_on_gateway(dev: Synth) -> None:
+    statement = by_sid(dev, "InvokeToolsGateway")
+    assert statement["Action"] == "bedrock-agentcore:InvokeGateway"
+    assert statement["Resource"]["Fn::GetAtt"][1] == "GatewayArn"
+
+
+def test_logs_only_to_our_runtime_groups(dev: Synth) -> None:
+    for st in runtime_statements(dev):
+        actions = as_list(st["Action"])
+        if any(a in actions for a in ("logs:PutLogEvents", "logs:CreateLogStream", "logs:CreateLogGroup")):
+            assert "/aws/bedrock-agentcore/runtimes/agentkit_dev-*" in dumps(st["Resource"])
+
+
+def test_ecr_pull_only_from_our_repository(dev: Synth, prod: Synth) -> None:
+    for s in (dev, prod):
+        pulls = [st for st in runtime_statements(s) if "ecr:BatchGetImage" in as_list(st["Action"])]
+        assert len(pulls) == 1 and "*" not in as_list(pulls[0]["Resource"])
+        tokens = [st for st in runtime_statements(s) if "ecr:GetAuthorizationToken" in as_list(st["Action"])]
+        assert as_list(tokens[0]["Action"]) == ["ecr:GetAuthorizationToken"]
+    prod_pull = next(st for st in runtime_statements(prod) if "ecr:BatchGetImage" in as_list(st["Action"]))
+    assert "Repository" in dumps(prod_pull["Resource"])  # our CodeBuild repository
+
+
+def test_xray_writes_present(dev: Synth) -> None:
+    assert "xray:PutTraceSegments" in by_sid(dev, "XRayWrite")["Action"]
+
+
+def test_cmk_memory_in_prod(prod: Synth) -> None:
+    prod.template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    prod.template.has_resource_properties(
+        "AWS::BedrockAgentCore::Memory", {"EncryptionKeyArn": Match.any_value()}
+    )
+    assert by_sid(prod, "AgentMemoryKey")["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
+
+
+# --- memory --------------------------------------------------------------------------------------------
+
+
+def test_memory_strategies_and_expiry(dev: Synth, prod: Synth) -> None:
+    dev.template.has_resource_properties(
+        "AWS::BedrockAgentCore::Memory",
+        {
+            "EventExpiryDuration": 30,
+            "MemoryStrategies": Match.array_with(
+                [
+                    {
+                        "SemanticMemoryStrategy": Match.object_like(
+                            {"Namespaces": ["/agentkit/facts/{actorId}"]}
+                        )
+                    },
+                    {
+                        "UserPreferenceMemoryStrategy": Match.object_like(
+                            {"Namespaces": ["/agentkit/preferences/{actorId}"]}
+                        )
+                    },
+                    {
+                        "SummaryMemoryStrategy": Match.object_like(
+                            {"Namespaces": ["/agentkit/summaries/{actorId}/{sessionId}"]}
+                        )
+                    },
+                ]
+            ),
+        },
+    )
+    prod.template.has_resource_properties("AWS::BedrockAgentCore::Memory", {"EventExpiryDuration": 90})
+
+
+# --- gateway -------------------------------------------------------------------------------------------
+
+
+def test_gateway_uses_explicit_iam_and_no_cognito(dev: Synth) -> None:
+    dev.template.has_resource_properties(
+        "AWS::BedrockAgentCore::Gateway", {"AuthorizerType": "AWS_IAM", "ProtocolType": "MCP"}
+    )
+    dev.template.resource_count_is("AWS::Cognito::UserPool", 0)
+
+
+def test_gateway_lambda_target_with_inline_tools(dev: Synth) -> None:
+    (target,) = resources(dev, "AWS::BedrockAgentCore::GatewayTarget")
+    text = dumps(target["Properties"])
+    assert "list_overdue_invoices" in text and "get_invoice" in text
+    assert "GATEWAY_IAM_ROLE" in text
+
+
+def test_invoice_function_and_table(dev: Synth) -> None:
+    dev.template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "app.handler",
+            "Architectures": ["arm64"],
+            "TracingConfig": {"Mode": "Active"},
+            "Environment": {"Variables": Match.object_like({"INVOICES_TABLE": Match.any_value()})},
+        },
+    )
+    dev.template.has_resource_properties(
+        "AWS::DynamoDB::GlobalTable",
+        {"GlobalSecondaryIndexes": [Match.object_like({"IndexName": "by_status"})]},
+    )
+
+
+# --- observability -------------------------------------------------------------------------------------
+
+
+def test_alarms_to_topic(dev: Synth, prod: Synth) -> None:
+    dev.template.resource_count_is("AWS::CloudWatch::Alarm", 3)
+    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {"Threshold": 10, "EvaluationPeriods": 1})
+    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {"Threshold": 120000})
+    prod.template.has_resource_properties("AWS::CloudWatch::Alarm", {"Threshold": 100})
+    for alarm in resources(dev, "AWS::CloudWatch::Alarm"):
+        assert "AlarmTopic" in dumps(alarm["Properties"]["AlarmActions"])
+    dev.template.resource_count_is("AWS::SNS::Subscription", 0)
+    prod.template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"}
+    )
+
+
+def test_dashboard_content(dev: Synth) -> None:
+    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
+    body = dumps(dashboard["Properties"]["DashboardBody"])
+    for needle in (
+        "CostUSD",
+        "CacheReadTokens",
+        "InvocationLatencyMs",
+        "ToolCalls",
+        "ToolErrors",
+        "BudgetExceeded",
+        "AWS/Bedrock-AgentCore",
+        "Invocations",
+        "SystemErrors",
+        "Throttles",
+        "p99",
+        "gen-ai-observability",
+    ):
+        assert needle in body, needle
+
+
+def test_transaction_search_is_opt_in(dev: Synth, prod: Synth) -> None:
+    dev.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 0)
+    prod.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 1)
+
+
+# --- image build ---------------------------------------------------------------------------------------
+
+
+def test_local_image_is_an_arm64_docker_asset(dev: Synth) -> None:
+    assets = json.loads(
+        next(dev.template_path.parent.glob(f"{dev.stack.stack_name}.assets.json")).read_text()
+    )
+    (image,) = assets["dockerImages"].values()
+    assert image["source"]["platform"] == "linux/arm64"
+    staged = dev.template_path.parent / image["source"]["directory"]
+    assert (staged / "Dockerfile").is_file() and (staged / "runtime").is_dir()
+    for excluded in ("infra", "tests", "cdk.out", ".venv", "node_modules"):
+        assert not (staged / excluded).exists(), excluded
+
+
+def test_codebuild_image_mode(prod: Synth) -> None:
+    prod.template.has_resource_properties(
+        "AWS::CodeBuild::Project",
+        {"Environment": Match.object_like({"Type": "ARM_CONTAINER", "PrivilegedMode": True})},
+    )
+    prod.template.has_resource_properties(
+        "AWS::ECR::Repository", {"ImageScanningConfiguration": {"ScanOnPush": True}}
+    )
+    (build,) = resources(prod, "Custom::AgentImageBuild")
+    (runtime,) = [
+        k for k, v in prod.raw["Resources"].items() if v["Type"] == "AWS::BedrockAgentCore::Runtime"
+    ]
+    build_id = next(k for k, v in prod.raw["Resources"].items() if v["Type"] == "Custom::AgentImageBuild")
+    assert build_id in prod.raw["Resources"][runtime]["DependsOn"]
+    uri = dumps(runtime_props(prod)["AgentRuntimeArtifact"])
+    assert build["Properties"]["ImageTag"] in uri
+
+
+# --- outputs -------------------------------------------------------------------------------------------
+
+
+def test_outputs(dev: Synth) -> None:
+    outputs = dev.raw["Outputs"]
+    for name in (
+        "RuntimeArn",
+        "RuntimeEndpointArn",
+        "MemoryId",
+        "GatewayUrl",
+        "DashboardUrl",
+        "InvokeCommand",
+    ):
+        assert name in outputs, name
+    command = dumps(outputs["InvokeCommand"]["Value"])
+    assert "agentkit invoke --runtime-arn " in command and "AgentRuntimeArn" in command

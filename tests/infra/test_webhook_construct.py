@@ -1,0 +1,369 @@
+"""CDK: GitHubIssueWebhook and GitHubOidcInvoker synth nag-clean and cfn-lint-clean, with least privilege.
+
+Small test stacks hold only these constructs. Assertions use ``Template``/``Match`` on properties,
+never logical IDs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from infra.ci_access import GitHubOidcInvoker, github_subjects
+from infra.webhook import GitHubIssueWebhook
+
+pytestmark = pytest.mark.infra
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+RUNTIME_ARN = f"arn:aws:bedrock-agentcore:{REGION}:{ACCOUNT}:runtime/agentkit_rt-AbCdEf1234"
+
+
+def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
+    app = cdk.App(outdir=str(outdir))
+    env = cdk.Environment(account=ACCOUNT, region=REGION)
+    literal = cdk.Stack(app, "WebhookLiteral", env=env)
+    GitHubIssueWebhook(literal, "Webhook", runtime_arn=RUNTIME_ARN, runtime_endpoint_name="prod")
+    GitHubOidcInvoker(literal, "Ci", repository="octo/kit", runtime_arn=RUNTIME_ARN)
+
+    # Runtime ARN as a token (as the real stack passes it), secrets referenced by name, narrow trust.
+    tokens = cdk.Stack(app, "WebhookTokens", env=env)
+    runtime = cdk.CfnResource(
+        tokens,
+        "Runtime",
+        type="AWS::BedrockAgentCore::Runtime",
+        properties={
+            "AgentRuntimeName": "agentkit_rt",
+            "AgentRuntimeArtifact": {
+                "ContainerConfiguration": {"ContainerUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/r:1"}
+            },
+            "NetworkConfiguration": {"NetworkMode": "PUBLIC"},
+            "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/rt",
+        },
+    )
+    arn = runtime.get_att("AgentRuntimeArn").to_string()
+    GitHubIssueWebhook(
+        tokens,
+        "Webhook",
+        runtime_arn=arn,
+        runtime_endpoint_name=None,
+        create_secrets=False,
+        trigger_label="",
+        trigger_mention="@agentkit",
+        bot_login="agentkit-bot",
+        log_retention=cdk.aws_logs.RetentionDays.ONE_WEEK,
+        removal_policy=cdk.RemovalPolicy.RETAIN,
+    )
+    GitHubOidcInvoker(
+        tokens,
+        "Ci",
+        repository="octo/kit",
+        runtime_arn=arn,
+        create_provider=False,
+        branches=["main"],
+        allow_pull_requests=True,
+        runtime_endpoint_names=["DEFAULT"],
+    )
+    return app, {"literal": literal, "tokens": tokens}
+
+
+@pytest.fixture(scope="module")
+def synthed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    outdir = tmp_path_factory.mktemp("cdkout")
+    app, stacks = _stacks(outdir)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises RuntimeError("ValidationFailed ...") on any unacknowledged cdk-nag finding
+    templates = {
+        name: Template.from_json(json.loads((outdir / f"{stack.artifact_id}.template.json").read_text()))
+        for name, stack in stacks.items()
+    }
+    return {"outdir": outdir, "templates": templates, "stacks": stacks}
+
+
+def _policy_statements(template: Template) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for res in template.find_resources("AWS::IAM::Policy").values():
+        out.extend(res["Properties"]["PolicyDocument"]["Statement"])
+    return out
+
+
+def test_nag_clean_and_report_has_no_errors(synthed: dict[str, Any]) -> None:
+    report = synthed["outdir"] / "validation-report.json"
+    if report.exists():
+        assert '"status": "failure"' not in report.read_text().lower()
+
+
+def test_nag_catches_an_unacknowledged_wildcard(tmp_path: Path) -> None:
+    """The nag gate is live: an extra '*' grant on the worker fails synth."""
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Bad", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    hook = GitHubIssueWebhook(stack, "Webhook", runtime_arn=RUNTIME_ARN)
+    hook.worker.add_to_role_policy(cdk.aws_iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="Validation"):
+        app.synth()
+
+
+def test_cfn_lint_clean(synthed: dict[str, Any]) -> None:
+    files = [str(synthed["outdir"] / f"{s.artifact_id}.template.json") for s in synthed["stacks"].values()]
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), *files], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_function_url_is_public_and_signature_checked_in_code(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    t.resource_count_is("AWS::Lambda::Url", 1)
+    t.has_resource_properties("AWS::Lambda::Url", {"AuthType": "NONE"})
+    t.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "receiver.handler",
+            "Runtime": "python3.14",
+            "Architectures": ["arm64"],
+            "TracingConfig": {"Mode": "Active"},
+            "Layers": [Match.any_value()],
+            "Environment": {
+                "Variables": Match.object_like(
+                    {"TRIGGER_LABEL": "agent", "TRIGGER_MENTION": "/agent", "MAX_BODY_BYTES": "1048576"}
+                )
+            },
+        },
+    )
+
+
+def test_queue_sse_tls_and_dlq(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    t.resource_count_is("AWS::SQS::Queue", 2)
+    for queue in t.find_resources("AWS::SQS::Queue").values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    t.has_resource_properties(
+        "AWS::SQS::Queue",
+        {"RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": 3}},
+    )
+    t.has_resource_properties(
+        "AWS::SQS::QueuePolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    t.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BatchSize": 1,
+            "ScalingConfig": {"MaximumConcurrency": 5},
+        },
+    )
+
+
+def test_idempotency_table_pitr_and_ttl(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    t.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
+        },
+    )
+
+
+def test_log_groups_have_retention(synthed: dict[str, Any]) -> None:
+    for name, days in (("literal", 30), ("tokens", 7)):
+        groups = synthed["templates"][name].find_resources("AWS::Logs::LogGroup")
+        assert len(groups) == 2 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
+
+
+def test_worker_may_invoke_only_this_runtime_endpoint(synthed: dict[str, Any]) -> None:
+    statements = _policy_statements(synthed["templates"]["literal"])
+    invoke = [s for s in statements if "bedrock-agentcore" in json.dumps(s["Action"])]
+    # One statement for the worker, one for the OIDC role.
+    worker = next(s for s in invoke if s["Action"] == "bedrock-agentcore:InvokeAgentRuntime")
+    assert worker["Resource"] == [RUNTIME_ARN, f"{RUNTIME_ARN}/runtime-endpoint/prod"]
+    assert not any(s["Resource"] == "*" and "bedrock" in json.dumps(s["Action"]) for s in statements)
+    assert all(":*" not in json.dumps(s["Action"]) for s in statements)
+
+
+def test_unqualified_worker_targets_default_endpoint(synthed: dict[str, Any]) -> None:
+    statements = _policy_statements(synthed["templates"]["tokens"])
+    worker = next(s for s in statements if s["Action"] == "bedrock-agentcore:InvokeAgentRuntime")
+    runtime_ref, endpoint = worker["Resource"]
+    assert runtime_ref["Fn::GetAtt"][1] == "AgentRuntimeArn"
+    assert endpoint["Fn::Join"][1] == [runtime_ref, "/runtime-endpoint/DEFAULT"]
+
+
+def test_secrets_are_scoped_per_function(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    t.resource_count_is("AWS::SecretsManager::Secret", 2)
+    t.has_resource_properties(
+        "AWS::SecretsManager::Secret",
+        {"Name": "agentkit/github-webhook-secret", "GenerateSecretString": Match.object_like({})},
+    )
+    reads = [s for s in _policy_statements(t) if "secretsmanager:GetSecretValue" in s["Action"]]
+    assert len(reads) == 2 and all(isinstance(s["Resource"], dict) and "Ref" in s["Resource"] for s in reads)
+    # By-name references: no secrets created, ARN pattern limited to the name.
+    t2 = synthed["templates"]["tokens"]
+    t2.resource_count_is("AWS::SecretsManager::Secret", 0)
+    reads2 = [
+        json.dumps(s["Resource"])
+        for s in _policy_statements(t2)
+        if "secretsmanager:GetSecretValue" in s["Action"]
+    ]
+    assert any("secret:agentkit/github-token-??????" in r for r in reads2)
+    assert any("secret:agentkit/github-webhook-secret-??????" in r for r in reads2)
+
+
+def test_powertools_layer_resolved_from_public_ssm_parameter(synthed: dict[str, Any]) -> None:
+    params = synthed["templates"]["literal"].to_json()["Parameters"]
+    assert any(
+        p.get("Default") == "/aws/service/powertools/python/arm64/python3.14/3.37.0" for p in params.values()
+    )
+
+
+def test_oidc_provider_and_repo_scoped_trust(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    t.has_resource_properties(
+        "AWS::IAM::OIDCProvider",
+        {"Url": "https://token.actions.githubusercontent.com", "ClientIdList": ["sts.amazonaws.com"]},
+    )
+    t.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Action": "sts:AssumeRoleWithWebIdentity",
+                            "Condition": {
+                                "StringEquals": {
+                                    "token.actions.githubusercontent.com:aud": "sts.amazonaws.com"
+                                },
+                                "StringLike": {
+                                    "token.actions.githubusercontent.com:sub": ["repo:octo/kit:*"]
+                                },
+                            },
+                        }
+                    )
+                ]
+            }
+        },
+    )
+    outputs = t.find_outputs("*")
+    assert any("GitHubOidcRoleArn" in k for k in outputs)
+
+
+def test_oidc_role_narrow_filters_and_existing_provider(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["tokens"]
+    t.resource_count_is("AWS::IAM::OIDCProvider", 0)
+    t.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Principal": {"Federated": Match.any_value()},
+                            "Condition": Match.object_like(
+                                {
+                                    "StringLike": {
+                                        "token.actions.githubusercontent.com:sub": [
+                                            "repo:octo/kit:ref:refs/heads/main",
+                                            "repo:octo/kit:pull_request",
+                                        ]
+                                    }
+                                }
+                            ),
+                        }
+                    )
+                ]
+            }
+        },
+    )
+    federated = json.dumps(t.find_resources("AWS::IAM::Role"))
+    assert "oidc-provider/token.actions.githubusercontent.com" in federated
+
+
+def test_oidc_role_permissions_are_invoke_only(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    roles = t.find_resources(
+        "AWS::IAM::Role",
+        {
+            "Properties": {
+                "AssumeRolePolicyDocument": {
+                    "Statement": [Match.object_like({"Action": "sts:AssumeRoleWithWebIdentity"})]
+                }
+            }
+        },
+    )
+    [role_id] = roles
+    policies = [
+        p
+        for p in t.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    actions = sorted(
+        a
+        for p in policies
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    )
+    assert actions == [
+        "bedrock-agentcore:InvokeAgentRuntime",
+        "bedrock-agentcore:StopRuntimeSession",
+        "cloudformation:DescribeStacks",
+    ]
+    invoke = next(
+        s
+        for p in policies
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "bedrock-agentcore:InvokeAgentRuntime" in s["Action"]
+    )
+    assert invoke["Resource"] == [RUNTIME_ARN, f"{RUNTIME_ARN}/runtime-endpoint/*"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, ["repo:o/r:*"]),
+        ({"environments": ["prod"]}, ["repo:o/r:environment:prod"]),
+        (
+            {"branches": ["main", "release/*"]},
+            ["repo:o/r:ref:refs/heads/main", "repo:o/r:ref:refs/heads/release/*"],
+        ),
+    ],
+)
+def test_github_subjects(kwargs: dict[str, Any], expected: list[str]) -> None:
+    assert github_subjects("o/r", **kwargs) == expected
+
+
+@pytest.mark.parametrize("repo", ["octo", "octo/kit/extra", "octo/*", "", "a b/c"])
+def test_bad_repository_is_rejected(repo: str) -> None:
+    with pytest.raises(ValueError, match="owner/repo"):
+        github_subjects(repo)
+
+
+def test_webhook_rejects_no_trigger() -> None:
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(ValueError, match="trigger"):
+        GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, trigger_label="", trigger_mention="")

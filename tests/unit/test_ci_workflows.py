@@ -1,0 +1,165 @@
+"""The GitHub Actions workflow and composite action: parse, hold the keys they need, and run their shell."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runtime.client import validate_session_id
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW = ROOT / ".github/workflows/agent-pr-review.yml"
+ACTION = ROOT / ".github/actions/agentkit-invoke/action.yml"
+EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict), f"{path} is not a mapping"
+    return data
+
+
+def _steps(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if "runs" in doc:
+        return list(doc["runs"]["steps"])
+    return [step for job in doc["jobs"].values() for step in job["steps"]]
+
+
+def _step(doc: dict[str, Any], name_part: str) -> dict[str, Any]:
+    matches = [s for s in _steps(doc) if name_part in s.get("name", "")]
+    assert len(matches) == 1, f"expected one step named like {name_part!r}"
+    return matches[0]
+
+
+def test_workflow_runs_on_pull_requests_with_oidc_permissions() -> None:
+    workflow = _load(WORKFLOW)
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert "pull_request" in triggers and "pull_request_target" not in triggers
+    assert workflow["permissions"] == {"id-token": "write", "contents": "read", "pull-requests": "write"}
+    for job in workflow["jobs"].values():
+        assert "permissions" not in job or job["permissions"] == workflow["permissions"]
+        assert "github.repository" in job["if"], "fork pull requests must be skipped"
+
+
+def test_workflow_wires_the_composite_action_with_role_and_runtime() -> None:
+    workflow = _load(WORKFLOW)
+    agent = _step(workflow, "Ask the agent")
+    assert agent["uses"] == "./.github/actions/agentkit-invoke"
+    assert agent["with"]["role-to-assume"] == "${{ vars.AGENTKIT_INVOKER_ROLE_ARN }}"
+    assert agent["with"]["runtime-arn"] == "${{ vars.AGENTKIT_RUNTIME_ARN }}"
+    assert "steps.session.outputs.id" in agent["with"]["session-id"]
+    assert "steps.prompt.outputs.file" in agent["with"]["prompt-file"]
+    action_inputs = set(_load(ACTION)["inputs"])
+    assert set(agent["with"]) <= action_inputs, set(agent["with"]) - action_inputs
+    prompt = _step(workflow, "Build the prompt")["run"]
+    assert 'git diff --no-color "origin/${BASE_REF}...HEAD"' in prompt and "head -c" in prompt
+    post = _step(workflow, "Post the answer")
+    assert "gh pr comment" in post["run"] and post["env"]["GH_TOKEN"] == "${{ github.token }}"
+
+
+def test_composite_action_assumes_the_role_and_runs_agentkit() -> None:
+    action = _load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    creds = [
+        s
+        for s in _steps(action)
+        if str(s.get("uses", "")).startswith("aws-actions/configure-aws-credentials@")
+    ]
+    assert len(creds) == 1 and creds[0]["with"]["role-to-assume"] == "${{ inputs.role-to-assume }}"
+    invoke = _step(action, "Invoke the agent")["run"]
+    for flag in ("--runtime-arn", "--prompt-file", "--session", "--qualifier", "--max-budget-usd"):
+        assert flag in invoke
+    assert set(action["outputs"]) == {"exit-code", "session-id", "answer-file"}
+    for output in action["outputs"].values():
+        assert output["value"].startswith("${{ steps.invoke.outputs.")
+    for step in _steps(action):
+        assert "uses" in step or step.get("shell") == "bash", "composite run steps need an explicit shell"
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_expressions_reference_declared_inputs_and_steps(path: Path) -> None:
+    doc = _load(path)
+    text = path.read_text(encoding="utf-8")
+    declared_inputs = set(doc.get("inputs", {}))
+    step_ids = {s["id"] for s in _steps(doc) if "id" in s}
+    for expr in EXPR.findall(text):
+        for name in re.findall(r"\binputs\.([A-Za-z0-9_-]+)", expr):
+            assert name in declared_inputs, f"{path.name}: undeclared input {name!r}"
+        for name in re.findall(r"\bsteps\.([A-Za-z0-9_-]+)\.outputs", expr):
+            assert name in step_ids, f"{path.name}: unknown step id {name!r}"
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_run_scripts_are_valid_bash_and_take_untrusted_data_only_through_env(path: Path) -> None:
+    for step in _steps(_load(path)):
+        script = step.get("run")
+        if script is None:
+            continue
+        assert not EXPR.search(script), (
+            f"{step['name']}: use env: for ${{{{ }}}} values, not inline expressions"
+        )
+        result = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, f"{step['name']}: {result.stderr}"
+    for step in _steps(_load(path)):
+        uses = step.get("uses", "")
+        assert not uses or uses.startswith("./") or re.search(r"@v\d+$|@[0-9a-f]{40}$", uses), uses
+
+
+@pytest.mark.parametrize(
+    ("repo", "number"), [("octo-org/my.repo", "42"), ("a/b", "1"), ("x" * 39 + "/" + "y" * 100, "9")]
+)
+def test_session_step_derives_a_valid_stable_session_id(tmp_path: Path, repo: str, number: str) -> None:
+    script = _step(_load(WORKFLOW), "Derive the session id")["run"]
+
+    def run() -> str:
+        out = tmp_path / "out"
+        out.write_text("")
+        env = {"PATH": os.environ["PATH"], "REPO": repo, "PR_NUMBER": number, "GITHUB_OUTPUT": str(out)}
+        subprocess.run(["bash", "-e", "-c", script], env=env, check=True)
+        (line,) = out.read_text().splitlines()
+        return line.removeprefix("id=")
+
+    first = run()
+    assert validate_session_id(first) == first and first == run()
+    assert first.startswith("pr-") and f"-{number}-" in first
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_prompt_step_truncates_the_diff(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@e"
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("base\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    (repo / "a.txt").write_text("base\n" + "changed line\n" * 500)
+    git("commit", "-qam", "change")
+    step = _step(_load(WORKFLOW), "Build the prompt")
+    out = tmp_path / "out"
+    run_env = {
+        **env,
+        "BASE_REF": "main",
+        "PR_TITLE": "$(touch pwned) `rm -rf /`",
+        "MAX_DIFF_BYTES": "1000",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(out),
+    }
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=run_env, check=True)
+    prompt = Path(out.read_text().strip().removeprefix("file=")).read_text()
+    assert "Title: $(touch pwned) `rm -rf /`" in prompt and not (repo / "pwned").exists()
+    assert "+changed line" in prompt and "(diff truncated: showing 1000 of" in prompt
+    assert len(prompt.encode()) < 1600

@@ -1,0 +1,100 @@
+"""``agentkit cost`` backend: CostUSD written through the cloudwatch sink is read back per day and model."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from runtime.cost_report import CostRow, cost_report, format_table, list_models
+from runtime.costs import compute_turn_cost
+from runtime.metrics import CloudWatchMetrics, TurnRecord
+
+NS = "AgentKitCost"
+SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+HAIKU = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+TODAY = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+YESTERDAY = TODAY - dt.timedelta(days=1)
+
+
+@pytest.fixture
+def cloudwatch(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        yield boto3.client("cloudwatch", region_name="us-east-1")
+
+
+def _write(client, agent: str, when: dt.datetime, model: str, input_tokens: int) -> None:
+    async def run() -> None:
+        sink = CloudWatchMetrics(namespace=NS, agent=agent, client=client, now=when.timestamp)
+        cost = compute_turn_cost({model: {"inputTokens": input_tokens}}, None, default_model=model)
+        sink.record_turn(TurnRecord(model=model, cost=cost, invocation_latency_ms=1.0))
+        await sink.close()
+        assert sink.stats["sent"] > 0 and not sink.stats["failed_batches"]
+
+    asyncio.run(run())
+
+
+def test_cost_per_day_and_model(cloudwatch) -> None:
+    # Sonnet us. (regional): 3.30 per M input tokens; Haiku global: 1.00
+    _write(cloudwatch, "demo", YESTERDAY + dt.timedelta(hours=3), SONNET, 1_000_000)  # 3.30
+    _write(cloudwatch, "demo", YESTERDAY + dt.timedelta(hours=9), SONNET, 500_000)  # 1.65
+    _write(cloudwatch, "demo", YESTERDAY + dt.timedelta(hours=9), HAIKU, 2_000_000)  # 2.00
+    _write(cloudwatch, "demo", TODAY + dt.timedelta(minutes=1), SONNET, 100_000)  # 0.33
+    _write(cloudwatch, "other-agent", TODAY + dt.timedelta(minutes=1), SONNET, 9_000_000)  # not ours
+
+    assert list_models(cloudwatch_client=cloudwatch, namespace=NS, agent="demo") == sorted([SONNET, HAIKU])
+    rows = cost_report(
+        cloudwatch_client=cloudwatch,
+        namespace=NS,
+        agent="demo",
+        start=YESTERDAY + dt.timedelta(hours=5),  # aligned down to midnight
+        end=TODAY + dt.timedelta(days=1),
+    )
+    assert [(r.start, r.model) for r in rows] == [(YESTERDAY, HAIKU), (YESTERDAY, SONNET), (TODAY, SONNET)]
+    assert [r.cost_usd for r in rows] == pytest.approx([2.0, 4.95, 0.33])
+
+    table = format_table(rows)
+    lines = table.splitlines()
+    assert lines[0].split() == ["period", "model", "cost", "(USD)"]
+    assert any(
+        YESTERDAY.strftime("%Y-%m-%d") in line and SONNET in line and "4.9500" in line for line in lines
+    )
+    assert any("(period total)" in line and "6.9500" in line for line in lines)
+    assert lines[-1].split() == ["total", "7.2800"]
+
+
+def test_hourly_periods_and_named_models(cloudwatch) -> None:
+    _write(cloudwatch, "demo", TODAY + dt.timedelta(minutes=10), SONNET, 1_000_000)
+    _write(cloudwatch, "demo", TODAY + dt.timedelta(hours=2, minutes=5), SONNET, 1_000_000)
+    rows = cost_report(
+        cloudwatch_client=cloudwatch,
+        namespace=NS,
+        agent="demo",
+        start=TODAY,
+        end=TODAY + dt.timedelta(hours=4),
+        period="hour",
+        models=[SONNET, "never-used"],
+    )
+    assert rows == [
+        CostRow(TODAY, SONNET, pytest.approx(3.3)),
+        CostRow(TODAY + dt.timedelta(hours=2), SONNET, pytest.approx(3.3)),
+    ]
+    hour_label = (TODAY + dt.timedelta(hours=2)).strftime("%Y-%m-%d %H:00")
+    assert hour_label in format_table(rows, period="hour")
+
+
+def test_empty_and_bad_arguments(cloudwatch) -> None:
+    rows = cost_report(cloudwatch_client=cloudwatch, namespace=NS, agent="demo", start=YESTERDAY, end=TODAY)
+    assert rows == []
+    assert "No CostUSD data" in format_table(rows)
+    with pytest.raises(ValueError, match="period"):
+        cost_report(
+            cloudwatch_client=cloudwatch, namespace=NS, agent="d", start=TODAY, end=TODAY, period="week"
+        )  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="after start"):
+        cost_report(cloudwatch_client=cloudwatch, namespace=NS, agent="d", start=TODAY, end=YESTERDAY)

@@ -1,0 +1,332 @@
+"""Session stores: SDK conformance for SQLite and AgentCore Memory (moto), plus the properties moto hides.
+
+moto's ``list_events`` never pages and returns events in write order; the wrapper clients below page its
+answer and reverse it so the store must follow ``nextToken`` and order by its own sequence numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import itertools
+import json
+import multiprocessing
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import boto3
+import botocore
+import pytest
+from botocore.exceptions import ClientError
+from claude_agent_sdk.testing import run_session_store_conformance
+from moto import mock_aws
+
+from runtime.session_store import (
+    AgentCoreMemorySessionStore,
+    SessionStoreError,
+    SqliteSessionStore,
+    actor_id_for,
+    session_id_for,
+    store_from_url,
+)
+
+_ids = itertools.count()
+KEY = {"project_key": "proj", "session_id": "0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"}
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def memory_id() -> str:
+    return f"mem-{next(_ids):010d}"
+
+
+def entries(n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [{"type": "user", "uuid": f"u{i}", "n": i} for i in range(start, start + n)]
+
+
+@pytest.fixture
+def moto_client():
+    with mock_aws():
+        yield boto3.client("bedrock-agentcore", region_name="us-east-1")
+
+
+class PagingClient:
+    """Pages moto's (unpaged) list_events answer ``page`` events at a time, newest first, with nextToken."""
+
+    def __init__(self, inner: Any, page: int = 2, reverse: bool = True) -> None:
+        self.inner, self.page, self.reverse = inner, page, reverse
+        self.list_calls: list[dict[str, Any]] = []
+        self.create_calls: list[dict[str, Any]] = []
+        self.fail_creates: list[int] = []  # 1-based create_event call numbers that raise ThrottledException
+
+    def list_events(self, **kw: Any) -> dict[str, Any]:
+        self.list_calls.append(dict(kw))
+        token = kw.pop("nextToken", None)
+        kw.pop("maxResults", None)
+        events = self.inner.list_events(**kw)["events"]
+        if self.reverse:
+            events = events[::-1]
+        start = int(token) if token else 0
+        out: dict[str, Any] = {"events": events[start : start + self.page]}
+        if start + self.page < len(events):
+            out["nextToken"] = str(start + self.page)
+        return out
+
+    def create_event(self, **kw: Any) -> dict[str, Any]:
+        self.create_calls.append(kw)
+        if len(self.create_calls) in self.fail_creates:
+            raise ClientError(
+                {
+                    "Error": {"Code": "ThrottledException", "Message": "Rate exceeded"},
+                    "ResponseMetadata": {"HTTPStatusCode": 429},
+                },
+                "CreateEvent",
+            )
+        return self.inner.create_event(**kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+# ---------------------------------------------------------------------------- conformance
+def test_sqlite_conformance(tmp_path: Path) -> None:
+    counter = itertools.count()
+    run(run_session_store_conformance(lambda: SqliteSessionStore(tmp_path / f"{next(counter)}.db")))
+
+
+def test_agentcore_conformance_on_moto(moto_client: Any) -> None:
+    run(run_session_store_conformance(lambda: AgentCoreMemorySessionStore(memory_id(), client=moto_client)))
+
+
+def test_agentcore_conformance_with_paging_and_reversed_order(moto_client: Any) -> None:
+    run(
+        run_session_store_conformance(
+            lambda: AgentCoreMemorySessionStore(memory_id(), client=PagingClient(moto_client, page=1))
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- paging / order
+def test_load_follows_next_token_across_pages(moto_client: Any) -> None:
+    paging = PagingClient(moto_client, page=3)
+    mid = memory_id()
+    writer = AgentCoreMemorySessionStore(mid, client=paging)
+    for i in range(10):
+        run(writer.append(KEY, entries(1, start=i)))
+    # The wrapper really pages: a single call sees only the first 3 events.
+    first = paging.list_events(
+        memoryId=mid, actorId=actor_id_for("proj"), sessionId=session_id_for(KEY["session_id"])
+    )
+    assert len(first["events"]) == 3 and "nextToken" in first
+    paging.list_calls.clear()
+    reader = AgentCoreMemorySessionStore(mid, client=paging)  # fresh process: no cache
+    assert run(reader.load(KEY)) == entries(10)
+    assert sum(1 for c in paging.list_calls if "nextToken" in c) == 3  # 10 events / 3 per page → 4 pages
+
+
+def test_equal_timestamps_keep_append_order_across_processes(moto_client: Any) -> None:
+    paging = PagingClient(moto_client, page=2)  # reversed service order too
+    mid = memory_id()
+    frozen = lambda: 1_800_000_000.0  # noqa: E731 - every event gets the same timestamp
+    a = AgentCoreMemorySessionStore(mid, client=paging, clock=frozen)
+    run(a.append(KEY, entries(3)))
+    run(a.append(KEY, entries(2, start=3)))
+    b = AgentCoreMemorySessionStore(mid, client=paging, clock=frozen)  # another process, same clock
+    run(b.append(KEY, entries(2, start=5)))
+    stamps = {
+        e["eventTimestamp"]
+        for e in moto_client.list_events(
+            memoryId=mid,
+            actorId=actor_id_for("proj"),
+            sessionId=session_id_for(KEY["session_id"]),
+            includePayloads=True,
+        )["events"]
+    }
+    assert len(stamps) == 1
+    assert run(AgentCoreMemorySessionStore(mid, client=paging).load(KEY)) == entries(7)
+
+
+# ---------------------------------------------------------------------------- limits
+def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
+    spy = PagingClient(moto_client, page=100, reverse=False)
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=spy)
+    big = {"type": "assistant", "uuid": "big", "text": "é" * 250_001}
+    run(store.append(KEY, [entries(1)[0], big, *entries(1, start=1)]))
+    items = [p["blob"] for call in spy.create_calls for p in call["payload"]]
+    chunks = [i for i in items if i.get("u") == "big"]
+    assert len(chunks) == 3
+    assert all(len(i["d"]) <= 100_000 for i in items if i["k"] == "e")
+    assert all(list(p) == ["blob"] for call in spy.create_calls for p in call["payload"])
+    assert all(call["extractionMode"] == "SKIP" for call in spy.create_calls)
+    assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == [
+        entries(1)[0],
+        big,
+        *entries(1, start=1),
+    ]
+
+
+def test_many_entries_split_into_events_of_at_most_100_items(moto_client: Any) -> None:
+    spy = PagingClient(moto_client, page=100, reverse=False)
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10_000)
+    batch = [{"type": "user", "uuid": f"u{i}", "text": "x" * 25} for i in range(120)]  # ≥ 4 chunks each
+    run(store.append(KEY, batch))
+    transcript_calls = [c for c in spy.create_calls if c["sessionId"] != "index"]
+    assert len(transcript_calls) > 4
+    assert all(len(c["payload"]) <= 100 for c in transcript_calls)
+    assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == batch
+
+
+def test_ids_fit_the_service_patterns_and_are_distinct() -> None:
+    model_dir = Path(botocore.__file__).parent / "data" / "bedrock-agentcore"
+    model_file = next(model_dir.glob("*/service-2.json*"))
+    opener = gzip.open if model_file.suffix == ".gz" else open
+    with opener(model_file, "rt") as f:
+        shapes = json.load(f)["shapes"]
+
+    def fits(shape: str, value: str) -> bool:
+        spec = shapes[shape]
+        return spec["min"] <= len(value) <= spec["max"] and re.fullmatch(spec["pattern"], value) is not None
+
+    keys = ["proj", "-work-main", "a/b:c d", "ü" * 120, "x" * 300, "p_1", "p-1"]
+    actors = [actor_id_for(k) for k in keys]
+    assert all(fits("ActorId", a) for a in actors) and len(set(actors)) == len(keys)
+    sessions = [
+        session_id_for("0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"),
+        session_id_for("0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11", "subagents/agent-a1b2c3d4e5f6"),
+        session_id_for("s" * 99),
+        session_id_for("s", "_x"),
+        session_id_for("s_x", None),
+        session_id_for("weird id/ü"),
+    ]
+    assert all(fits("SessionId", s) for s in sessions) and len(set(sessions)) == len(sessions)
+    assert "index" not in sessions
+    with pytest.raises(ValueError, match="subpath"):
+        session_id_for("s", "")
+
+
+# ---------------------------------------------------------------------------- idempotency / errors
+def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> None:
+    mid = memory_id()
+    for make in (
+        lambda: AgentCoreMemorySessionStore(mid, client=moto_client),
+        lambda: SqliteSessionStore(tmp_path / "s.db"),
+    ):
+        store = make()
+        run(store.append(KEY, entries(3)))
+        run(store.append(KEY, entries(4)))  # u0..u2 again plus u3
+        run(make().append(KEY, entries(2, start=2)))  # another process re-sends u2 and u3
+        no_uuid = {"type": "title", "text": "t"}
+        run(store.append(KEY, [no_uuid]))
+        run(store.append(KEY, [no_uuid]))
+        assert run(make().load(KEY)) == [*entries(4), no_uuid, no_uuid]
+
+
+def test_throttling_surfaces_and_retry_loses_nothing(moto_client: Any) -> None:
+    spy = PagingClient(moto_client, page=100, reverse=False)
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10)
+    run(store.append(KEY, entries(1)))
+    # Next batch needs several events; the 2nd of them is throttled after the 1st landed.
+    spy.fail_creates = [len(spy.create_calls) + 2]
+    batch = [{"type": "user", "uuid": f"v{i}", "text": "y" * 8} for i in range(4)]
+    with pytest.raises(SessionStoreError) as info:
+        run(store.append(KEY, batch))
+    assert info.value.retryable and info.value.aws_code == "ThrottledException"
+    assert "CreateEvent" in str(info.value) or "create_event" in str(info.value)
+    assert isinstance(info.value.__cause__, ClientError)
+    run(store.append(KEY, batch))  # the SDK / spool retries the same batch
+    assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == [*entries(1), *batch]
+
+
+def test_non_retryable_error_is_marked(moto_client: Any) -> None:
+    class Denied(PagingClient):
+        def create_event(self, **kw: Any) -> dict[str, Any]:
+            raise ClientError(
+                {
+                    "Error": {"Code": "AccessDeniedException", "Message": "no"},
+                    "ResponseMetadata": {"HTTPStatusCode": 403},
+                },
+                "CreateEvent",
+            )
+
+    store = AgentCoreMemorySessionStore(memory_id(), client=Denied(moto_client))
+    with pytest.raises(SessionStoreError) as info:
+        run(store.append(KEY, entries(1)))
+    assert not info.value.retryable and info.value.aws_code == "AccessDeniedException"
+
+
+# ---------------------------------------------------------------------------- state
+def test_state_last_write_wins_and_outlives_the_instance(moto_client: Any, tmp_path: Path) -> None:
+    mid = memory_id()
+    for make in (
+        lambda: AgentCoreMemorySessionStore(mid, client=moto_client),
+        lambda: SqliteSessionStore(tmp_path / "state.db"),
+    ):
+        store = make()
+        assert run(store.get_state("s1")) is None
+        run(store.put_state("s1", {"cost_usd": 0.01}))
+        run(store.put_state("s1", {"cost_usd": 0.03}))
+        run(store.put_state("s2", {"cost_usd": 9.0}))
+        fresh = make()
+        assert run(fresh.get_state("s1")) == {"cost_usd": 0.03}
+        run(fresh.put_state("s1", {"cost_usd": 0.05}))
+        assert run(make().get_state("s1")) == {"cost_usd": 0.05}
+        assert run(make().get_state("s2")) == {"cost_usd": 9.0}
+    # AgentCore prunes superseded state events so get_state stays one short read.
+    left = moto_client.list_events(memoryId=mid, actorId="agentkit-state", sessionId=session_id_for("s1"))[
+        "events"
+    ]
+    assert len(left) == 1
+
+
+# ---------------------------------------------------------------------------- SQLite processes
+def _writer(path: str, tag: str, n: int) -> None:
+    store = SqliteSessionStore(Path(path))
+    for i in range(n):
+        asyncio.run(store.append(KEY, [{"type": "user", "uuid": f"{tag}{i}", "i": i}]))
+
+
+def test_sqlite_is_safe_for_several_processes(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    SqliteSessionStore(Path(path))
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(path, tag, 40)) for tag in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    loaded = run(SqliteSessionStore(Path(path)).load(KEY))
+    for tag in ("a", "b"):
+        mine = [e["i"] for e in loaded if e["uuid"].startswith(tag)]
+        assert mine == list(range(40))  # all there, each writer's order kept
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# ---------------------------------------------------------------------------- factory
+def test_store_from_url(tmp_path: Path, moto_client: Any) -> None:
+    default = store_from_url("", state_dir=tmp_path)
+    assert isinstance(default, SqliteSessionStore) and default.path == tmp_path / "sessions.db"
+    explicit = store_from_url(f"sqlite://{tmp_path}/x/s.db", state_dir=tmp_path)
+    assert isinstance(explicit, SqliteSessionStore) and explicit.path == tmp_path / "x" / "s.db"
+    ac = store_from_url("agentcore://agentkit_mem-AbCdEf1234", state_dir=tmp_path, client=moto_client)
+    assert isinstance(ac, AgentCoreMemorySessionStore) and ac.memory_id == "agentkit_mem-AbCdEf1234"
+    arn = "arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/agentkit_mem-AbCdEf1234"
+    assert store_from_url(f"agentcore://{arn}", state_dir=tmp_path).memory_id == arn
+    for bad, message in [
+        ("sqlite://relative.db", "absolute path"),
+        ("sqlite:///", "absolute path"),
+        ("agentcore://", "memory-id"),
+        ("agentcore://bad id", "memory-id"),
+        ("redis://localhost", "unsupported"),
+        ("/abs/path.db", "unsupported"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            store_from_url(bad, state_dir=tmp_path)

@@ -1,0 +1,111 @@
+"""Session registry lifecycle: FIFO per session, isolation, idle eviction, recovery after a failed turn.
+
+The registry is the unit under test; the turn runner is its collaborator, replaced by a recording one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+from runtime.errors import AgentProcessError, SessionBusy
+from runtime.sessions import SessionRegistry, TurnRequest
+
+
+class RecordingRunner:
+    def __init__(self) -> None:
+        self.connects: list[str] = []
+        self.disconnects: list[str] = []
+        self.log: list[tuple[str, str, str]] = []
+
+    async def connect(self, session: Any, request: TurnRequest) -> Any:
+        self.connects.append(session.key)
+        runner = self
+
+        class Client:
+            async def disconnect(self) -> None:
+                runner.disconnects.append(session.key)
+
+        return Client()
+
+    def wants_reconnect(self, session: Any, request: TurnRequest) -> bool:
+        return False
+
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        self.log.append(("start", session.key, request.prompt))
+        if request.prompt == "fail":
+            raise AgentProcessError("CLI died")
+        await asyncio.sleep(0.02)
+        self.log.append(("end", session.key, request.prompt))
+        await emit({"type": "result", "text": request.prompt})
+
+
+async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[dict]:
+    events = await registry.invoke(
+        key=key, runtime_session_id=key, claude_session_id=key, actor_id=None, request=TurnRequest(prompt=prompt)
+    )
+    return [e async for e in events]
+
+
+async def test_turns_on_one_session_run_in_arrival_order_without_interleaving() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
+    results = await asyncio.gather(*(_collect(registry, "s1", f"p{i}") for i in range(5)))
+    assert [r[-1]["text"] for r in results] == [f"p{i}" for i in range(5)]
+    assert runner.log == [(kind, "s1", f"p{i}") for i in range(5) for kind in ("start", "end")]
+    assert runner.connects == ["s1"]
+    await registry.close_all()
+    assert runner.disconnects == ["s1"]
+
+
+async def test_sessions_run_concurrently_and_separately() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
+    await asyncio.gather(_collect(registry, "a", "x"), _collect(registry, "b", "y"))
+    assert sorted(runner.connects) == ["a", "b"]
+    starts = [i for i, entry in enumerate(runner.log) if entry[0] == "start"]
+    assert starts == [0, 1]  # both started before either ended
+    await registry.close_all()
+
+
+async def test_failed_turn_yields_error_event_and_next_turn_reconnects() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
+    failed = await _collect(registry, "s", "fail")
+    assert failed == [{"type": "error", "code": "agent_process_error", "message": "CLI died"}]
+    ok = await _collect(registry, "s", "again")
+    assert ok[-1]["text"] == "again"
+    assert runner.connects == ["s", "s"] and runner.disconnects == ["s"]
+    await registry.close_all()
+
+
+async def test_idle_session_is_evicted_and_recreated() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=0.05, max_queued=10)
+    await _collect(registry, "s", "one")
+    await asyncio.sleep(0.2)
+    assert len(registry) == 0 and runner.disconnects == ["s"]
+    await _collect(registry, "s", "two")
+    assert runner.connects == ["s", "s"]
+    await registry.close_all()
+
+
+async def test_too_many_waiting_turns_are_refused() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=2)
+    first = asyncio.ensure_future(_collect(registry, "s", "a"))
+    while not runner.log:  # "a" is running; the queue is empty again
+        await asyncio.sleep(0.001)
+    await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
+                          request=TurnRequest(prompt="b"))
+    await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
+                          request=TurnRequest(prompt="c"))
+    with pytest.raises(SessionBusy, match="already waiting"):
+        await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
+                              request=TurnRequest(prompt="d"))
+    await first
+    await registry.close_all()
