@@ -18,7 +18,9 @@ from infra.stack import AgentKitStack
 
 
 def main() -> None:
-    app = cdk.App()
+    # The built-in CloudFormation validation plugin costs ~2 s per synth and duplicates cfn-lint, which
+    # `make lint` and tests/infra/test_lint.py run on every template; cdk-nag stays on (nag.add_checks).
+    app = cdk.App(builtin_cloud_formation_validation=False)
     stage = str(app.node.try_get_context("stage") or "dev")
     try:
         config = load_config(app.node.try_get_context("agentkit"), stage=stage)

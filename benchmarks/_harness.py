@@ -11,7 +11,6 @@ Two CLI set-ups (``--cli``):
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import http.client
 import os
@@ -127,6 +126,7 @@ def cli_setup(kind: str, tmp: Path) -> Iterator[CliSetup]:
     if kind != "real":
         raise ValueError(f"--cli must be 'fake' or 'real', got {kind!r}")
     import claude_agent_sdk
+
     from standins import cli_env
 
     bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

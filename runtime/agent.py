@@ -22,7 +22,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -91,7 +91,8 @@ class _PrefetchedStore:
     """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK."""
 
     def __init__(self, inner: Any, key: dict[str, str], entries: list[Any]) -> None:
-        self._inner, self._key, self._entries = inner, key, entries
+        self._inner, self._key = inner, key
+        self._entries: list[Any] | None = entries
 
     async def load(self, key: dict[str, Any]) -> Any:
         if self._entries is not None and key.get("subpath") is None and key == self._key:
@@ -135,7 +136,7 @@ class AgentTurnRunner:
         key = {"project_key": self.project_key, "session_id": sid}
         entries = None
         if store is not None:
-            with self.deps.telemetry.span("session.load", {"agentkit.claude_session_id": sid}):
+            with self.deps.telemetry.session_span("load", claude_session_id=sid):
                 try:
                     entries = await store.load(key)
                 except Exception as exc:
@@ -169,7 +170,7 @@ class AgentTurnRunner:
                 f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
             ) from exc
         session.client_limits = limits
-        session.usage_baseline = {}  # type: ignore[attr-defined]  # a new CLI process counts from zero
+        session.usage_baseline = {}  # a new CLI process counts from zero
         if resume and session.turns_done == 0:
             self.deps.telemetry.session_resumed(session)
         logger.info(
@@ -179,7 +180,7 @@ class AgentTurnRunner:
             resume,
             (time.monotonic() - started) * 1000,
         )
-        session.resumed = resume  # type: ignore[attr-defined]
+        session.resumed = resume
         return client
 
     def build_options(
@@ -193,7 +194,8 @@ class AgentTurnRunner:
             mcp_servers[SERVER_NAME] = build_sample_server()
         mcp_servers.update(self.deps.extra_mcp_servers or {})
         hooks = self.deps.telemetry.hooks_for(session)
-        hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[self._pre_tool_policy]))
+        policy_hook: Any = self._pre_tool_policy
+        hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[policy_hook]))
         options = ClaudeAgentOptions(
             system_prompt=d.system_prompt,
             tools=list(d.builtin_tools),
@@ -202,7 +204,7 @@ class AgentTurnRunner:
             mcp_servers=mcp_servers,
             permission_mode="default",
             can_use_tool=self._can_use_tool,
-            hooks=hooks,
+            hooks=cast(Any, hooks),
             max_turns=limits[0],
             max_budget_usd=limits[1],
             model=self.settings.model,
@@ -295,12 +297,14 @@ class AgentTurnRunner:
                     "reconnects on the next invocation; retry it."
                 ) from None
             # The CLI reports modelUsage and total_cost_usd cumulatively per process: price the difference.
-            baseline = getattr(session, "usage_baseline", None) or {}
+            if result is None:  # unreachable: _guarded raises when the stream ends without a result
+                raise AgentProcessError("the turn ended without a result; retry the invocation")
+            baseline = session.usage_baseline
             model_usage = usage_delta(result.model_usage or {}, baseline.get("model_usage") or {})
             sdk_cost = None
             if result.total_cost_usd is not None:
                 sdk_cost = round(result.total_cost_usd - float(baseline.get("total_cost_usd") or 0.0), 6)
-            session.usage_baseline = {  # type: ignore[attr-defined]
+            session.usage_baseline = {
                 "model_usage": result.model_usage or {},
                 "total_cost_usd": result.total_cost_usd or 0.0,
             }
@@ -316,7 +320,7 @@ class AgentTurnRunner:
             )
             figures = await telemetry.turn_finished(session, request, outcome, span)
         subtype = result.subtype
-        if result.is_error and subtype in RESULT_ERROR_CODES or (result.is_error and subtype != "success"):
+        if (result.is_error and subtype in RESULT_ERROR_CODES) or (result.is_error and subtype != "success"):
             code, status, hint = RESULT_ERROR_CODES.get(subtype, ("agent_error", 500, "the agent failed"))
             if code == "budget_exceeded":
                 telemetry.budget_exceeded(session, "invocation")
@@ -346,7 +350,7 @@ class AgentTurnRunner:
                 "subtype": subtype,
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
-                "resumed": bool(getattr(session, "resumed", False)) and session.turns_done == 0,
+                "resumed": session.resumed and session.turns_done == 0,
                 **figures,
             }
         )

@@ -49,6 +49,7 @@ DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
 EVENTS = frozenset({"BudgetExceeded", "InvocationErrors", "SessionResumed", "SessionStoreErrors"})
 
 COUNT, MS, NONE = "Count", "Milliseconds", "None"
+MAX_VALUES_PER_DATUM = 150  # PutMetricData limit on distinct Values per datum
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,10 +331,12 @@ class CloudWatchMetrics(BaseMetrics):
     """``cloudwatch``: ``PutMetricData`` from a background asyncio task.
 
     ``record_*`` append to a bounded in-memory buffer and return at once: when the buffer holds
-    ``max_queue`` datums, new ones are dropped and counted (``stats["dropped"]``). The sender task starts on
-    the first record made inside a running event loop, wakes every ``flush_interval_s`` (or when a batch is
-    full), and sends up to ``batch_size`` datums per call in a worker thread. A failed call is logged and
-    counted (``stats["failed_batches"]``, ``stats["failed_datums"]``); its datums are not retried beyond the
+    ``max_queue`` samples, new ones are dropped and counted (``stats["dropped"]``). Samples of one metric,
+    dimension set and minute are sent as one datum with ``Values``/``Counts`` (percentiles still work), so
+    the payload stays small. The sender task starts on the first record made inside a running event loop,
+    wakes every ``flush_interval_s`` (or when ``batch_size`` series are waiting), and sends up to
+    ``batch_size`` datums per call in a worker thread. A failed call is logged and
+    counted (``stats["failed_batches"]``, ``stats["failed_samples"]``); its datums are not retried beyond the
     client's own retry policy. Session id and caller are logged at DEBUG, never sent as dimensions.
 
     IAM: ``cloudwatch:PutMetricData``.
@@ -357,7 +360,9 @@ class CloudWatchMetrics(BaseMetrics):
         self._max_queue = max_queue
         self._batch_size = batch_size
         self._interval = flush_interval_s
-        self._buffer: collections.deque[dict[str, Any]] = collections.deque()
+        # (name, unit, dimensions, minute) → {value: count}; insertion-ordered
+        self._buffer: dict[tuple[str, str, tuple[tuple[str, str], ...], int], dict[float, int]] = {}
+        self._pending = 0
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -366,41 +371,33 @@ class CloudWatchMetrics(BaseMetrics):
 
     @property
     def pending(self) -> int:
-        """Datums buffered and not yet sent."""
-        return len(self._buffer)
+        """Samples buffered and not yet sent."""
+        return self._pending
 
-    def datums(self, doc: MetricDoc) -> list[dict[str, Any]]:
-        """``MetricData`` entries for ``doc``: its dimension set plus the ``[Agent]`` roll-up."""
-        when = dt.datetime.fromtimestamp(doc.timestamp, tz=dt.UTC)
-        dim_sets = [doc.dimensions]
+    def samples(self, doc: MetricDoc) -> list[tuple[str, str, tuple[tuple[str, str], ...], float]]:
+        """(name, unit, dimensions, value) for ``doc``: its dimension set plus the ``[Agent]`` roll-up."""
+        dim_sets = [tuple(doc.dimensions.items())]
         if set(doc.dimensions) != {"Agent"}:
-            dim_sets.append({"Agent": self.agent})
-        return [
-            {
-                "MetricName": name,
-                "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
-                "Timestamp": when,
-                "Value": float(value),
-                "Unit": unit,
-            }
-            for dims in dim_sets
-            for name, unit, value in doc.metrics
-        ]
+            dim_sets.append((("Agent", self.agent),))
+        return [(name, unit, dims, float(value)) for dims in dim_sets for name, unit, value in doc.metrics]
 
     def _emit(self, doc: MetricDoc) -> None:
+        samples = self.samples(doc)
         if self._closing:
-            self.stats["dropped"] += len(self.datums(doc))
+            self.stats["dropped"] += len(samples)
             return
         if doc.properties:
             logger.debug("metrics %s %s", doc.dimensions, doc.properties)
-        items = self.datums(doc)
+        minute = int(doc.timestamp // 60 * 60)
         with self._lock:
-            room = self._max_queue - len(self._buffer)
-            accepted = items[: max(room, 0)]
-            self._buffer.extend(accepted)
+            accepted = samples[: max(self._max_queue - self._pending, 0)]
+            for name, unit, dims, value in accepted:
+                series = self._buffer.setdefault((name, unit, dims, minute), {})
+                series[value] = series.get(value, 0) + 1
+            self._pending += len(accepted)
             full = len(self._buffer) >= self._batch_size
-        if len(accepted) < len(items):
-            self.stats["dropped"] += len(items) - len(accepted)
+        if len(accepted) < len(samples):
+            self.stats["dropped"] += len(samples) - len(accepted)
         self._ensure_sender(wake=full)
 
     def _ensure_sender(self, *, wake: bool) -> None:
@@ -430,24 +427,48 @@ class CloudWatchMetrics(BaseMetrics):
             self._wake.clear()
             await self._drain()
 
-    def _take(self) -> list[dict[str, Any]]:
+    def _take(self) -> tuple[list[dict[str, Any]], int]:
+        """Up to ``batch_size`` datums (``Values``/``Counts``, ≤ 150 distinct values each) and their sample count."""
+        batch: list[dict[str, Any]] = []
+        taken = 0
         with self._lock:
-            n = min(self._batch_size, len(self._buffer))
-            return [self._buffer.popleft() for _ in range(n)]
+            while self._buffer and len(batch) < self._batch_size:
+                key = next(iter(self._buffer))
+                (name, unit, dims, minute), series = key, self._buffer.pop(key)
+                items = list(series.items())
+                for i in range(0, len(items), MAX_VALUES_PER_DATUM):
+                    chunk = items[i : i + MAX_VALUES_PER_DATUM]
+                    batch.append(
+                        {
+                            "MetricName": name,
+                            "Dimensions": [{"Name": k, "Value": v} for k, v in dims],
+                            "Timestamp": dt.datetime.fromtimestamp(minute, tz=dt.UTC),
+                            "Values": [v for v, _ in chunk],
+                            "Counts": [float(c) for _, c in chunk],
+                            "Unit": unit,
+                        }
+                    )
+                    taken += sum(c for _, c in chunk)
+            self._pending -= taken
+        return batch, taken
 
     async def _drain(self) -> None:
-        while batch := self._take():
-            await asyncio.to_thread(self._send, batch)
+        while True:
+            batch, samples = self._take()
+            if not batch:
+                return
+            await asyncio.to_thread(self._send, batch, samples)
 
-    def _send(self, batch: list[dict[str, Any]]) -> None:
+    def _send(self, batch: list[dict[str, Any]], samples: int) -> None:
         try:
             self._client.put_metric_data(Namespace=self.namespace, MetricData=batch)
         except Exception as exc:
             self.stats["failed_batches"] += 1
-            self.stats["failed_datums"] += len(batch)
-            logger.warning("metrics: PutMetricData failed (%d datums dropped): %s", len(batch), exc)
+            self.stats["failed_samples"] += samples
+            logger.warning("metrics: PutMetricData failed (%d samples dropped): %s", samples, exc)
         else:
-            self.stats["sent"] += len(batch)
+            self.stats["sent"] += samples
+            self.stats["datums"] += len(batch)
 
     async def flush(self) -> None:
         """Send everything buffered now (in this loop). Never raises."""

@@ -150,7 +150,9 @@ class PermissionPolicy:
     def _decide_bash(self, command: str) -> Decision:
         allowed = ", ".join(sorted(self.bash_allowlist))
         if not command.strip():
-            return Decision.deny(f"Bash refused: the command is empty. You may run these programs: {allowed}.")
+            return Decision.deny(
+                f"Bash refused: the command is empty. You may run these programs: {allowed}."
+            )
         try:
             commands = parse_commands(command)
         except UnsupportedShell as exc:
@@ -194,7 +196,10 @@ class PermissionPolicy:
             if flag in _FORBIDDEN_FLAGS.get(program, ()) or (program == "sed" and arg.startswith("-i")):
                 return f"'{program} {arg}' can modify files or run programs"
         if program == "git":
-            if any(a.startswith(("-c", "--config-env", "--exec-path", "--output", "-C", "--git-dir")) for a in args):
+            if any(
+                a.startswith(("-c", "--config-env", "--exec-path", "--output", "-C", "--git-dir"))
+                for a in args
+            ):
                 return "git configuration overrides, other repositories and output files are not allowed"
             sub = next((a for a in args if not a.startswith("-")), "")
             if sub not in _GIT_READ_ONLY:

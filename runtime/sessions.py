@@ -90,6 +90,9 @@ class WarmSession:
         self.client_limits: tuple[int | None, float | None] | None = None
         self.turns_done = 0
         self.closing = False
+        self.resumed = False  # the current client resumed a stored transcript
+        self.usage_baseline: dict[str, Any] = {}  # the CLI's cumulative usage at the last result
+        self.spent_usd: float | None = None  # cumulative session cost, loaded from the store on first use
         self._queue: asyncio.Queue[TurnRequest | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -177,7 +180,7 @@ class WarmSession:
             return
         try:
             await asyncio.wait_for(client.disconnect(), timeout=15)
-        except BaseException as exc:  # noqa: BLE001 - a dying CLI may raise anything on the way out
+        except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             logger.debug("ignored error while closing a client: %r", exc)

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, compute_turn_cost
 from runtime.metrics import BaseMetrics, NullMetrics, TurnRecord
@@ -65,11 +65,11 @@ class Telemetry:
     # -- spans --------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def span(self, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
-        op = name.split(".", 1)[-1]
-        with self.tracing.session_op(
-            op, session_id=str(attributes.get("agentkit.claude_session_id", ""))
-        ) as s:  # type: ignore[arg-type]
+    def session_span(
+        self, op: Literal["load", "flush", "resume"], *, claude_session_id: str
+    ) -> Iterator[Any]:
+        """A span around a session-store operation."""
+        with self.tracing.session_op(op, session_id=claude_session_id) as s:
             yield s
 
     @contextlib.contextmanager
@@ -79,9 +79,9 @@ class Telemetry:
                 session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
             ),
             self.tracing.turn(model=self.model, claude_session_id=session.claude_session_id) as span,
+            self.tools.bind(span, claude_session_id=session.claude_session_id),
         ):
-            with self.tools.bind(span, claude_session_id=session.claude_session_id):
-                yield span
+            yield span
 
     # -- hooks --------------------------------------------------------------------------------------------
 
@@ -120,8 +120,8 @@ class Telemetry:
     async def session_spend(self, session: Any) -> float:
         """The session's cumulative cost so far (persisted with the session, survives a new microVM)."""
         if self.state_store is None:
-            return float(getattr(session, "spent_usd", 0.0))
-        if not hasattr(session, "spent_usd"):
+            return float(session.spent_usd or 0.0)
+        if session.spent_usd is None:
             try:
                 state = await self.state_store.get_state(session.claude_session_id) or {}
             except Exception as exc:

@@ -67,9 +67,15 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     extra_servers: dict[str, Any] = {}
     if settings.gateway_url:
+        import boto3
+
         from runtime.gateway_tools import build_gateway_mcp_server
 
-        extra_servers["gateway"] = build_gateway_mcp_server(settings.gateway_url, region=settings.aws_region)
+        extra_servers["gateway"] = build_gateway_mcp_server(
+            settings.gateway_url,
+            session=boto3.Session(region_name=settings.aws_region),
+            region=settings.aws_region,
+        )
     deps = AgentDeps(
         settings=settings,
         definition=definition,

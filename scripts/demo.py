@@ -33,7 +33,9 @@ from standins import BedrockStandIn, Reply, Usage  # noqa: E402
 from tests.fakes.runtime_server import RuntimeServer  # noqa: E402
 
 BOLD, DIM, CYAN, YELLOW, GREEN, RESET = (
-    ("\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m") if sys.stdout.isatty() else ("",) * 6
+    ("\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m")
+    if sys.stdout.isatty()
+    else ("",) * 6
 )
 SESSION = "demo-session-0001-invoices-review-2026"
 
@@ -60,9 +62,19 @@ def synth_summary() -> None:
         counts = Counter(r["Type"] for r in resources.values())
         print(f"{template.name}: {len(resources)} resources")
         for rtype, n in sorted(counts.items()):
-            if rtype.startswith(("AWS::BedrockAgentCore", "AWS::CloudWatch", "AWS::Lambda::Function", "AWS::SNS",
-                                 "AWS::DynamoDB", "AWS::IAM::Role", "AWS::Logs::LogGroup", "AWS::SQS")):
-                print(f"  {n:3d} × {rtype}")
+            if rtype.startswith(
+                (
+                    "AWS::BedrockAgentCore",
+                    "AWS::CloudWatch",
+                    "AWS::Lambda::Function",
+                    "AWS::SNS",
+                    "AWS::DynamoDB",
+                    "AWS::IAM::Role",
+                    "AWS::Logs::LogGroup",
+                    "AWS::SQS",
+                )
+            ):
+                print(f"  {n:3d} x {rtype}")
 
 
 def print_events(reply) -> dict:
@@ -91,7 +103,7 @@ def print_events(reply) -> dict:
 
 
 def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
-    print(f"\n{BOLD}you ›{RESET} {prompt}\n{BOLD}agent ›{RESET} ", end="")
+    print(f"\n{BOLD}you >{RESET} {prompt}\n{BOLD}agent >{RESET} ", end="")
     started = time.monotonic()
     reply = server.invoke(prompt, session=SESSION, timeout=120)
     result = print_events(reply)
@@ -109,7 +121,14 @@ def cost_summary(emf_file: Path) -> None:
         names = {m["Name"] for d in directives for m in d["Metrics"]}
         if "CostUSD" in names:
             turns += 1
-        for name in ("CostUSD", "InputTokens", "OutputTokens", "CacheReadTokens", "CacheWriteTokens", "ToolCalls"):
+        for name in (
+            "CostUSD",
+            "InputTokens",
+            "OutputTokens",
+            "CacheReadTokens",
+            "CacheWriteTokens",
+            "ToolCalls",
+        ):
             if name in names:
                 value = doc[name]
                 totals[name] += sum(value) if isinstance(value, list) else value
@@ -125,7 +144,9 @@ def cost_summary(emf_file: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-synth", action="store_true")
-    parser.add_argument("--fake-cli", action="store_true", help="use the test fake CLI instead of the bundled one")
+    parser.add_argument(
+        "--fake-cli", action="store_true", help="use the test fake CLI instead of the bundled one"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the state directory")
     args = parser.parse_args()
     started = time.monotonic()
@@ -136,7 +157,9 @@ def main() -> int:
     emf_file = state / "metrics.emf.jsonl"
     store = f"sqlite:///{state / 'sessions.db'}"
     with BedrockStandIn() as bedrock:
-        banner("2/5  local runtime: real Claude Code CLI → local Bedrock stand-in (SIMULATED: scripted model)")
+        banner(
+            "2/5  local runtime: real Claude Code CLI → local Bedrock stand-in (SIMULATED: scripted model)"
+        )
         env = {
             "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
             "AGENTKIT_STATE_DIR": str(state),
@@ -150,16 +173,26 @@ def main() -> int:
 
             env["AGENTKIT_CLI_PATH"] = str(write_fake_cli(state))
         print(f"Bedrock stand-in: {bedrock.url}   session store: {store}   metrics: {emf_file}")
-        print("Everything else is real: HTTP server, Claude Agent SDK, Claude Code CLI, hooks, policy, store.")
+        print(
+            "Everything else is real: HTTP server, Claude Agent SDK, Claude Code CLI, hooks, policy, store."
+        )
 
         server = RuntimeServer(env=env, log_path=state / "runtime-a.log").start()
         try:
             banner("3/5  two turns on one session (one warm CLI process)")
-            usage = Usage(input_tokens=1800, output_tokens=160, cache_creation_input_tokens=2400,
-                          cache_read_input_tokens=9600)
+            usage = Usage(
+                input_tokens=1800,
+                output_tokens=160,
+                cache_creation_input_tokens=2400,
+                cache_read_input_tokens=9600,
+            )
             bedrock.enqueue(
-                Reply.tool_use("mcp__kit__list_overdue_invoices", {"as_of": "2026-11-22"},
-                               text="Let me look up the overdue invoices.", usage=usage),
+                Reply.tool_use(
+                    "mcp__kit__list_overdue_invoices",
+                    {"as_of": "2026-11-22"},
+                    text="Let me look up the overdue invoices.",
+                    usage=usage,
+                ),
                 Reply.text(
                     "Three invoices are overdue, $24,000.75 in total. The oldest is INV-1001 (Acme Corp, "
                     "$12,500, due 2026-09-30), then Hooli (INV-1005, $7,300.25) and Globex (INV-1002, "
@@ -168,18 +201,24 @@ def main() -> int:
                 ),
             )
             turn(server, 1, "Analyze my overdue invoices.")
-            bedrock.enqueue(Reply.text("Start with Acme Corp: it owes $12,500 and is 53 days overdue.", usage=usage))
+            bedrock.enqueue(
+                Reply.text("Start with Acme Corp: it owes $12,500 and is 53 days overdue.", usage=usage)
+            )
             turn(server, 2, "Which customer should I call first?")
             cli_starts = sum(1 for r in bedrock.requests if r.operation == "inference-profiles")
             print(f"{GREEN}CLI processes started so far: {cli_starts} (two turns, one warm process){RESET}")
         finally:
             server.kill()  # like a reaped microVM: nothing is flushed on the way out
 
-        banner("4/5  the microVM is gone: a NEW runtime process with an EMPTY CLI config dir resumes the session")
+        banner(
+            "4/5  the microVM is gone: a NEW runtime process with an EMPTY CLI config dir resumes the session"
+        )
         env["CLAUDE_CONFIG_DIR"] = str(state / "claude-b")
         server = RuntimeServer(env=env, log_path=state / "runtime-b.log").start()
         try:
-            bedrock.enqueue(Reply.text("You asked me to analyze your overdue invoices; Acme Corp is first.", usage=usage))
+            bedrock.enqueue(
+                Reply.text("You asked me to analyze your overdue invoices; Acme Corp is first.", usage=usage)
+            )
             result = turn(server, 3, "Remind me: what did I ask you first?")
             messages = bedrock.model_requests[-1].body["messages"]
             print(
@@ -190,7 +229,9 @@ def main() -> int:
             server.stop()
     time.sleep(0.2)
     cost_summary(emf_file)
-    print(f"\n{DIM}demo finished in {time.monotonic() - started:.1f} s; the model was scripted (standins/bedrock.py){RESET}")
+    print(
+        f"\n{DIM}demo finished in {time.monotonic() - started:.1f} s; the model was scripted (standins/bedrock.py){RESET}"
+    )
     if args.keep:
         print(f"state kept in {state}")
     else:

@@ -33,16 +33,31 @@ class MemoryStandIn:
                     ns = body.get("namespace", "")
                     standin.retrieved_namespaces.append(ns)
                     summaries = [
-                        {"memoryRecordId": f"rec-{i}", "content": {"text": text}, "memoryStrategyId": "semantic",
-                         "namespaces": [ns], "createdAt": time.time(), "score": 0.9 - i / 10}
+                        {
+                            "memoryRecordId": f"rec-{i}",
+                            "content": {"text": text},
+                            "memoryStrategyId": "semantic",
+                            "namespaces": [ns],
+                            "createdAt": time.time(),
+                            "score": 0.9 - i / 10,
+                        }
                         for i, text in enumerate(standin.records.get(ns, []))
                     ]
                     self._send({"memoryRecordSummaries": summaries})
                 elif parts[-1] == "events":
                     standin.events.append(body)
-                    self._send({"event": {"memoryId": parts[1], "actorId": body.get("actorId"),
-                                          "sessionId": body.get("sessionId"), "eventId": uuid.uuid4().hex,
-                                          "eventTimestamp": time.time(), "payload": body.get("payload", [])}})
+                    self._send(
+                        {
+                            "event": {
+                                "memoryId": parts[1],
+                                "actorId": body.get("actorId"),
+                                "sessionId": body.get("sessionId"),
+                                "eventId": uuid.uuid4().hex,
+                                "eventTimestamp": time.time(),
+                                "payload": body.get("payload", []),
+                            }
+                        }
+                    )
                 else:
                     self._send({"message": f"not implemented: {self.path}"}, status=404)
 

@@ -89,7 +89,10 @@ def test_a_new_process_with_an_empty_config_dir_resumes_from_the_store(
 
 
 def test_session_budget_stops_spend_and_survives_a_restart(tmp_path: Path) -> None:
-    env = {"AGENTKIT_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}", "AGENTKIT_SESSION_BUDGET_USD": "0.012"}
+    env = {
+        "AGENTKIT_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
+        "AGENTKIT_SESSION_BUDGET_USD": "0.012",
+    }
     sid = session_id("budget")
     srv = _server(tmp_path, "claude-a", **env).start()
     one = srv.invoke("one", session=sid, stream=False)
@@ -124,9 +127,15 @@ def test_actor_b_can_neither_resume_nor_recall_actor_a(tmp_path: Path) -> None:
         sid = session_id("shared")  # both present the same runtime session id
         srv = _server(tmp_path, "claude-a", **env).start()
         try:
-            a1 = srv.invoke("remember Falcon", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}).body
-            a2 = srv.invoke("what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}).body
-            b1 = srv.invoke("what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "bob"}).body
+            a1 = srv.invoke(
+                "remember Falcon", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}
+            ).body
+            a2 = srv.invoke(
+                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}
+            ).body
+            b1 = srv.invoke(
+                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "bob"}
+            ).body
         finally:
             srv.stop()
     assert "context=Relevant long-term memory" in a2["text"]  # alice's records reached her turn
@@ -137,4 +146,6 @@ def test_actor_b_can_neither_resume_nor_recall_actor_a(tmp_path: Path) -> None:
     # Each turn's prompt and answer went to long-term memory as conversational events, under its own actor.
     actors = {e["actorId"] for e in memory.events}
     assert actors == {"alice", "bob"}
-    assert all(p["conversational"]["role"] in ("USER", "ASSISTANT") for e in memory.events for p in e["payload"])
+    assert all(
+        p["conversational"]["role"] in ("USER", "ASSISTANT") for e in memory.events for p in e["payload"]
+    )

@@ -38,7 +38,7 @@ def synth(tmp: Path, *, stage: str, overrides: dict[str, Any], account: str | No
 
     context = base_context()
     context["agentkit"].update(overrides)
-    app = cdk.App(outdir=str(tmp), context=context)
+    app = cdk.App(outdir=str(tmp), context=context, builtin_cloud_formation_validation=False)  # as app.py
     config = load_config(app.node.try_get_context("agentkit"), stage=stage)
     env = cdk.Environment(account=account, region="us-east-1") if account else None
     stack = AgentKitStack(app, f"AgentKit-{stage}", config=config, env=env)
@@ -79,4 +79,16 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """prod stage with every option on: CodeBuild image, JWT auth, VPC, CMK, email, Transaction Search."""
     return synth(
         tmp_path_factory.mktemp("prod"), stage="prod", overrides=PROD_OVERRIDES, account="123456789012"
+    )
+
+
+@pytest.fixture(scope="session")
+def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """dev with the optional front doors on: GitHub issue webhook and GitHub OIDC invoker role."""
+    overrides = {
+        "webhook": {"enabled": True},
+        "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
+    }
+    return synth(
+        tmp_path_factory.mktemp("optional"), stage="dev", overrides=overrides, account="123456789012"
     )

@@ -37,14 +37,14 @@ def test_acknowledgements_need_reasons() -> None:
         nag.acknowledge(cdk.Stack(cdk.App(), "S"), [("AwsSolutions::AwsSolutions-L1", "ok")])
 
 
-def test_stacks_are_nag_clean(dev: Synth, prod: Synth) -> None:
+def test_stacks_are_nag_clean(dev: Synth, prod: Synth, optional: Synth) -> None:
     # The fixtures synthesize with AwsSolutionsChecks registered; any unacknowledged finding raises there.
     report = dev.template_path.parent / "validation-report.json"
     assert not report.exists() or "failure" not in report.read_text().lower()
-    assert dev.raw["Resources"] and prod.raw["Resources"]
+    assert dev.raw["Resources"] and prod.raw["Resources"] and optional.raw["Resources"]
 
 
-@pytest.mark.parametrize("variant", ["dev", "prod"])
+@pytest.mark.parametrize("variant", ["dev", "prod", "optional"])
 def test_cfn_lint_clean(variant: str, request: pytest.FixtureRequest) -> None:
     synth: Synth = request.getfixturevalue(variant)
     result = subprocess.run(

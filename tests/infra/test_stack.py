@@ -396,3 +396,22 @@ def test_outputs(dev: Synth) -> None:
         assert name in outputs, name
     command = dumps(outputs["InvokeCommand"]["Value"])
     assert "agentkit invoke --runtime-arn " in command and "AgentRuntimeArn" in command
+
+
+# --- optional front doors ------------------------------------------------------------------------------
+
+
+def test_optional_constructs_are_off_by_default(dev: Synth) -> None:
+    dev.template.resource_count_is("AWS::SQS::Queue", 0)
+    assert "WebhookUrl" not in dev.raw["Outputs"]
+    assert not [r for r in resources(dev, "AWS::IAM::Role") if "sts:AssumeRoleWithWebIdentity" in dumps(r)]
+
+
+def test_webhook_and_oidc_behind_flags(optional: Synth) -> None:
+    assert "WebhookUrl" in optional.raw["Outputs"]
+    optional.template.has_resource_properties("AWS::Lambda::Url", {"AuthType": "NONE"})
+    oidc_roles = [
+        r for r in resources(optional, "AWS::IAM::Role") if "sts:AssumeRoleWithWebIdentity" in dumps(r)
+    ]
+    assert len(oidc_roles) == 1
+    assert "repo:acme/agent:ref:refs/heads/main" in dumps(oidc_roles[0])

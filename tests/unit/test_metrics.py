@@ -319,7 +319,7 @@ def test_cloudwatch_outage_is_counted_and_never_raises(caplog: pytest.LogCapture
 
     sink, record_s = asyncio.run(run())
     assert sink.stats["failed_batches"] >= 1
-    assert sink.stats["failed_datums"] > 0 and sink.stats["sent"] == 0
+    assert sink.stats["failed_samples"] > 0 and sink.stats["sent"] == 0
     assert "PutMetricData failed" in caplog.text
     assert record_s < 1.0  # recording never waited on the network (a generous bound, not a benchmark)
 
@@ -342,3 +342,15 @@ def test_cloudwatch_options_are_validated(cloudwatch) -> None:
         CloudWatchMetrics(namespace=NS, agent="demo", client=cloudwatch, batch_size=5000)
     with pytest.raises(ValueError, match="namespace"):
         CloudWatchMetrics(namespace="", agent="demo", client=cloudwatch)
+
+
+def test_cloudwatch_aggregates_samples_per_series_and_minute(cloudwatch) -> None:
+    sink = CloudWatchMetrics(namespace=NS, agent="demo", client=cloudwatch, now=lambda: NOW)
+    for i in range(100):
+        sink.record_tool(ToolRecord(tool="Bash", outcome="ok", latency_ms=1.0 + i % 2))
+    assert sink.pending == 600  # 3 metrics x 2 dimension sets x 100 calls
+    asyncio.run(sink.close())
+    assert sink.stats["sent"] == 600
+    assert sink.stats["datums"] == 6  # one Values/Counts datum per metric and dimension set
+    assert _sum(cloudwatch, "ToolLatencyMs", {"Agent": "demo", "Tool": "Bash"}) == (150.0, 100.0)
+    assert _exact_sum(cloudwatch, "ToolCalls", {"Agent": "demo"}) == 100.0

@@ -67,13 +67,17 @@ BASH_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("command", "allowed", "fragment"), BASH_TABLE, ids=[c or "<empty>" for c, _, _ in BASH_TABLE])
+@pytest.mark.parametrize(
+    ("command", "allowed", "fragment"), BASH_TABLE, ids=[c or "<empty>" for c, _, _ in BASH_TABLE]
+)
 def test_bash_decisions(policy: PermissionPolicy, command: str, allowed: bool, fragment: str) -> None:
     decision = policy.decide("Bash", {"command": command})
     assert decision.allowed is allowed, decision.message
     if not allowed:
         assert fragment in decision.message
-        assert "You may" in decision.message or "Use plain commands" in decision.message  # says what to do instead
+        assert (
+            "You may" in decision.message or "Use plain commands" in decision.message
+        )  # says what to do instead
 
 
 def test_every_denial_names_an_alternative(policy: PermissionPolicy) -> None:
@@ -85,8 +89,10 @@ def test_every_denial_names_an_alternative(policy: PermissionPolicy) -> None:
     ]:
         decision = policy.decide(tool, tool_input)
         assert not decision.allowed
-        assert ("Tools you may use" in decision.message) or ("inside" in decision.message) or (
-            "You may run" in decision.message
+        assert (
+            ("Tools you may use" in decision.message)
+            or ("inside" in decision.message)
+            or ("You may run" in decision.message)
         )
 
 
@@ -105,14 +111,23 @@ def test_every_denial_names_an_alternative(policy: PermissionPolicy) -> None:
         ("mcp__gateway__anything", {}, False),
     ],
 )
-def test_tool_and_path_decisions(policy: PermissionPolicy, tool: str, tool_input: dict, allowed: bool) -> None:
+def test_tool_and_path_decisions(
+    policy: PermissionPolicy, tool: str, tool_input: dict, allowed: bool
+) -> None:
     assert policy.decide(tool, tool_input).allowed is allowed
 
 
 def test_risky_flags_of_allowlisted_programs(tmp_path: Path) -> None:
-    policy = PermissionPolicy(allowed_tools={"Bash"}, workspace=tmp_path, bash_allowlist={"sed", "sort", "tail"})
+    policy = PermissionPolicy(
+        allowed_tools={"Bash"}, workspace=tmp_path, bash_allowlist={"sed", "sort", "tail"}
+    )
     assert policy.decide("Bash", {"command": "sed -n 1,5p notes.txt"}).allowed
-    for command in ("sed -i s/a/b/ notes.txt", "sed --in-place=.bak s/a/b/ x", "sort -o out.txt in.txt", "tail -f log"):
+    for command in (
+        "sed -i s/a/b/ notes.txt",
+        "sed --in-place=.bak s/a/b/ x",
+        "sort -o out.txt in.txt",
+        "tail -f log",
+    ):
         decision = policy.decide("Bash", {"command": command})
         assert not decision.allowed and "can modify files or run programs" in decision.message, command
 
@@ -125,7 +140,7 @@ def test_symlink_out_of_the_workspace_is_refused(policy: PermissionPolicy, tmp_p
 
 
 def test_parser_finds_every_simple_command() -> None:
-    names = [c.name for c in parse_commands("a | b; c && (d || e) & f $(g `h`) \"$(i)\"")]
+    names = [c.name for c in parse_commands('a | b; c && (d || e) & f $(g `h`) "$(i)"')]
     assert sorted(names) == list("abcdefghi")
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.anyio
-
 from runtime.errors import AgentProcessError, SessionBusy
 from runtime.sessions import SessionRegistry, TurnRequest
+
+pytestmark = pytest.mark.anyio
 
 
 class RecordingRunner:
@@ -46,7 +46,11 @@ class RecordingRunner:
 
 async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[dict]:
     events = await registry.invoke(
-        key=key, runtime_session_id=key, claude_session_id=key, actor_id=None, request=TurnRequest(prompt=prompt)
+        key=key,
+        runtime_session_id=key,
+        claude_session_id=key,
+        actor_id=None,
+        request=TurnRequest(prompt=prompt),
     )
     return [e async for e in events]
 
@@ -100,12 +104,19 @@ async def test_too_many_waiting_turns_are_refused() -> None:
     first = asyncio.ensure_future(_collect(registry, "s", "a"))
     while not runner.log:  # "a" is running; the queue is empty again
         await asyncio.sleep(0.001)
-    await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
-                          request=TurnRequest(prompt="b"))
-    await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
-                          request=TurnRequest(prompt="c"))
+    await registry.invoke(
+        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="b")
+    )
+    await registry.invoke(
+        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="c")
+    )
     with pytest.raises(SessionBusy, match="already waiting"):
-        await registry.invoke(key="s", runtime_session_id="s", claude_session_id="s", actor_id=None,
-                              request=TurnRequest(prompt="d"))
+        await registry.invoke(
+            key="s",
+            runtime_session_id="s",
+            claude_session_id="s",
+            actor_id=None,
+            request=TurnRequest(prompt="d"),
+        )
     await first
     await registry.close_all()

@@ -43,7 +43,11 @@ def test_inference_profiles_are_accepted(model: str) -> None:
 
 @pytest.mark.parametrize(
     "model",
-    ["anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5", "arn:aws:bedrock:us-east-1::foundation-model/x"],
+    [
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "claude-sonnet-4-5",
+        "arn:aws:bedrock:us-east-1::foundation-model/x",
+    ],
 )
 def test_foundation_model_ids_are_refused_with_a_fix(model: str) -> None:
     with pytest.raises(ConfigurationError) as info:
@@ -85,7 +89,9 @@ def test_claude_config_dir_env_is_honoured(tmp_path: Path) -> None:
 
 
 def test_body_parsing() -> None:
-    req = parse_body(b'{"prompt": "hi", "stream": false, "max_turns": 3, "metadata": {"k": "v"}}', max_prompt_chars=10)
+    req = parse_body(
+        b'{"prompt": "hi", "stream": false, "max_turns": 3, "metadata": {"k": "v"}}', max_prompt_chars=10
+    )
     assert (req.prompt, req.stream, req.max_turns, req.metadata) == ("hi", False, 3, {"k": "v"})
     assert parse_body(b'{"prompt": "hi"}', max_prompt_chars=10).stream is True
     with pytest.raises(PromptTooLarge):
@@ -93,7 +99,10 @@ def test_body_parsing() -> None:
     with pytest.raises(InvalidRequest, match="unknown field 'foo'"):
         parse_body(b'{"prompt": "hi", "foo": 1}', max_prompt_chars=10)
     with pytest.raises(InvalidRequest, match="at most 15 keys"):
-        parse_body(json.dumps({"prompt": "hi", "metadata": {str(i): "v" for i in range(16)}}).encode(), max_prompt_chars=10)
+        parse_body(
+            json.dumps({"prompt": "hi", "metadata": {str(i): "v" for i in range(16)}}).encode(),
+            max_prompt_chars=10,
+        )
 
 
 def test_session_ids() -> None:
@@ -124,7 +133,10 @@ def _jwt(claims: dict) -> str:
 
 def test_actor_comes_from_jwt_sub_then_trusted_header() -> None:
     header = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
-    assert resolve_actor({"Authorization": f"Bearer {_jwt({'sub': 'user-123'})}"}, actor_header=header) == "user-123"
+    assert (
+        resolve_actor({"Authorization": f"Bearer {_jwt({'sub': 'user-123'})}"}, actor_header=header)
+        == "user-123"
+    )
     assert resolve_actor({header: "github:octo-user"}, actor_header=header) == "github:octo-user"
     assert resolve_actor({header: "x"}, actor_header=None) is None  # header not trusted unless configured
     assert resolve_actor({}, actor_header=header) is None
