@@ -16,7 +16,7 @@ setup: $(VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml requirements/dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
