@@ -15,12 +15,11 @@ import datetime as dt
 import http.client
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,12 +72,6 @@ def verdict(ratio: float, *, at_least: float | None = None, at_most: float | Non
     raise ValueError("give at_least or at_most")
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 @dataclass
 class CliSetup:
     """How to run one CLI: env for the runtime server, options for in-process SDK clients.
@@ -104,7 +97,8 @@ class CliSetup:
         self.counter[0] += 1
         if self.bedrock is not None:
             self.bedrock.enqueue(
-                Reply.tool_use(SAMPLE_TOOL, {"as_of": "2026-11-01"}), Reply.text("Three invoices are overdue.")
+                Reply.tool_use(SAMPLE_TOOL, {"as_of": "2026-11-01"}),
+                Reply.text("Three invoices are overdue."),
             )
             return f"question {self.counter[0]}: which invoices are overdue?"
         return f"question {self.counter[0]} [tool:{SAMPLE_TOOL} {{}}]"
@@ -216,7 +210,9 @@ def time_to_healthy(
 ) -> float:
     """Seconds from ``Popen(argv)`` to the first ``GET /ping`` answering 200 (polled every 5 ms); kills it."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         while time.perf_counter() - start < timeout:
             if proc.poll() is not None:
@@ -251,10 +247,8 @@ __all__ = [
     "ms",
     "per_call_query",
     "sdk_turn",
-    "socket",
     "start_server",
     "time_to_healthy",
-    "timed",
     "verdict",
     "warm_turn",
 ]

@@ -17,14 +17,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _harness import CliSetup, RuntimeServer, cli_setup, describe, free_port, median, start_server, verdict, warm_turn
+from _harness import (
+    RuntimeServer,
+    cli_setup,
+    describe,
+    free_port,
+    median,
+    start_server,
+    verdict,
+    warm_turn,
+)
 
 from tests.fakes.runtime_server import session_id
 
 # Installed into the "on" server through PYTHONPATH: the OpenTelemetry SDK tracer provider with a batch
-# processor (as ADOT uses) and an in-memory exporter; at exit it writes the span names it collected.
+# processor (as ADOT uses) and an in-memory exporter; at exit it writes the span names it collected. uvicorn
+# re-raises SIGTERM after its graceful shutdown (so atexit would not run): the report hangs off that signal.
 _SITECUSTOMIZE = """\
-import atexit, json, os
+import atexit, json, os, signal, sys
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -43,12 +53,17 @@ def _report():
         json.dump(names, out)
 
 
+def _on_term(signum, frame):
+    _report()
+    sys.exit(0)
+
+
 atexit.register(_report)
+signal.signal(signal.SIGTERM, _on_term)
 """
 
 
 def _compare(
-    setup: CliSetup,
     servers: dict[str, RuntimeServer],
     *,
     n: int,
@@ -91,15 +106,17 @@ def telemetry_full_turn(*, cli: str = "fake", n: int = 40) -> dict[str, float]:
             "off": start_server(setup, "off", AGENTKIT_METRICS="off"),
         }
         try:
-            text = _compare(setup, servers, n=n, turn=setup.text_turn)
-            tool = _compare(setup, servers, n=n, turn=setup.tool_turn)
+            text = _compare(servers, n=n, turn=setup.text_turn)
+            tool = _compare(servers, n=n, turn=setup.tool_turn)
         finally:
             for server in servers.values():
                 server.stop()
         spans = json.loads(spans_file.read_text()) if spans_file.exists() else None
         emf_lines = len(emf_file.read_text().splitlines()) if emf_file.exists() else 0
 
-    print(f"full warm turn through the runtime, {cli} CLI, metrics + spans ON vs OFF (n={n} each, interleaved)")
+    print(
+        f"full warm turn through the runtime, {cli} CLI, metrics + spans ON vs OFF (n={n} each, interleaved)"
+    )
     for kind, samples in (("text", text), ("tool", tool)):
         print(describe(f"warm {kind} turn, telemetry ON", samples["on"]))
         print(describe(f"warm {kind} turn, telemetry OFF", samples["off"]))
@@ -158,7 +175,7 @@ def store_warm_turn(*, cli: str = "fake", n: int = 30, memory_id: str = "agentki
                 "nostore": start_server(setup, "nostore", AGENTKIT_SESSION_STORE="off"),
             }
             try:
-                samples = _compare(setup, servers, n=n, turn=setup.text_turn)
+                samples = _compare(servers, n=n, turn=setup.text_turn)
             finally:
                 for server in servers.values():
                     server.stop()
@@ -168,11 +185,15 @@ def store_warm_turn(*, cli: str = "fake", n: int = 30, memory_id: str = "agentki
     finally:
         moto.terminate()
         moto.wait(timeout=10)
-    print(f"warm text turn through the runtime, {cli} CLI, AgentCore store (moto server) vs no store (n={n} each)")
+    print(
+        f"warm text turn through the runtime, {cli} CLI, AgentCore store (moto server) vs no store (n={n} each)"
+    )
     print(describe("warm turn, AGENTKIT_SESSION_STORE=agentcore://", samples["agentcore"]))
     print(describe("warm turn, AGENTKIT_SESSION_STORE=off", samples["nostore"]))
     ratio = median(samples["agentcore"]) / median(samples["nostore"])
-    print(f"  -> store / no store: {ratio:.3f}  ({verdict(ratio, at_most=1.10)}); {entries} transcript entries in the store")
+    print(
+        f"  -> store / no store: {ratio:.3f}  ({verdict(ratio, at_most=1.10)}); {entries} transcript entries in the store"
+    )
     return ratio
 
 

@@ -12,9 +12,14 @@ with ``TurnCostTracker`` and records it. Configurations:
 Printed: per-turn CPU cost of the telemetry work alone (µs, tight loop without the wait) and the wall-clock
 ratio of N warm turns against ``off``. Target: ratio ≤ 1.05.
 
-Part 2 (TODO, the lead): the same ratio on a real warm turn through the runtime (fake CLI / Bedrock stand-in).
+Part 2 (``telemetry_full_turn`` in ``benchmarks/_runtime_overhead.py``): the same ratio on a full warm turn
+through the runtime (``python -m runtime`` over HTTP, ``--cli fake`` or ``real``, text and tool turns, two
+servers interleaved): ``AGENTKIT_METRICS=emf`` to a file plus an OpenTelemetry SDK tracer provider (batch
+processor, in-memory exporter, installed through a ``sitecustomize`` on ``PYTHONPATH``) vs
+``AGENTKIT_METRICS=off`` and the API's no-op tracer. ``--skip-full`` runs part 1 only.
 
-Run: ``.venv/bin/python benchmarks/overhead.py [--turns 200] [--turn-ms 15] [--tools 2]``
+Run: ``.venv/bin/python benchmarks/overhead.py [--turns 200] [--turn-ms 15] [--tools 2]
+[--cli fake|real] [--full-turns 40] [--skip-full]``
 """
 
 from __future__ import annotations
@@ -229,4 +234,14 @@ if __name__ == "__main__":
     parser.add_argument("--turn-ms", type=float, default=15.0, help="simulated warm-turn latency")
     parser.add_argument("--tools", type=int, default=2, help="tool calls per turn")
     parser.add_argument("--repeat", type=int, default=3)
-    sys.exit(run(parser.parse_args()))
+    parser.add_argument("--cli", choices=("fake", "real"), default="fake", help="CLI for part 2")
+    parser.add_argument("--full-turns", type=int, default=40, help="part 2: turns of each kind per config")
+    parser.add_argument("--skip-full", action="store_true", help="skip part 2 (full turns via the runtime)")
+    cli_args = parser.parse_args()
+    exit_code = run(cli_args)
+    if not cli_args.skip_full:
+        from _runtime_overhead import telemetry_full_turn  # part 2 (benchmarks/_runtime_overhead.py)
+
+        print()
+        telemetry_full_turn(cli=cli_args.cli, n=cli_args.full_turns)
+    sys.exit(exit_code)

@@ -118,7 +118,10 @@ def like_runtime_options(setup: CliSetup, workspace: Path) -> Any:
     return dataclasses.replace(
         raw_client_options(setup, workspace),
         can_use_tool=allow,
-        hooks={event: [HookMatcher(matcher=None, hooks=[no_op])] for event in ("PreToolUse", "PostToolUse")},
+        hooks={
+            event: [HookMatcher(matcher=None, hooks=[no_op])]  # type: ignore[list-item]
+            for event in ("PreToolUse", "PostToolUse")
+        },
         max_turns=25,
         max_budget_usd=1.0,
         session_store=SqliteSessionStore(setup.tmp / "raw-sessions.db"),
@@ -219,7 +222,10 @@ def main() -> int:
     banner("real Claude Code CLI (bundled) against the local Bedrock stand-in; the model is scripted")
     loop = asyncio.new_event_loop()
     try:
-        with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup("real", Path(tmp)) as setup:
+        with (
+            tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp,
+            cli_setup("real", Path(tmp)) as setup,
+        ):
             bench_turns(setup, n=args.n, per_call_n=min(args.per_call, args.n), loop=loop)
             bench_ping(setup, starts=args.starts)
     finally:

@@ -4,10 +4,10 @@ Part 1 (here): ``load()`` of a 500-entry transcript from each store, measured in
 cache, as after a microVM is replaced). SQLite on local disk; AgentCore Memory through moto's server on
 127.0.0.1 (real HTTP, botocore signing and parsing; no service-side latency). Target: ≤ 1 s.
 
-Part 2 (TODO, needs the runtime): the added latency of a warm turn with the AgentCore store against no
-store, as a ratio (target ≤ 1.10). See :func:`warm_turn_overhead`.
+Part 2: the added latency of a warm turn with the AgentCore store (moto server) against no store, as a
+ratio (target ≤ 1.10), measured through the real runtime over HTTP. See :func:`warm_turn_overhead`.
 
-Run: ``.venv/bin/python benchmarks/resume.py [--entries 500] [--repeat 5]``
+Run: ``.venv/bin/python benchmarks/resume.py [--entries 500] [--repeat 5] [--cli fake|real] [--turns 30]``
 """
 
 from __future__ import annotations
@@ -127,23 +127,25 @@ async def bench_agentcore(entries: list[dict[str, Any]], repeat: int) -> None:
         server.stop()
 
 
-async def warm_turn_overhead() -> float | None:
-    """TODO(lead): part 2 — ratio of warm-turn latency with the AgentCore store vs. no store (target ≤ 1.10).
+async def warm_turn_overhead(*, cli: str = "fake", turns: int = 30) -> float | None:
+    """Part 2: ratio of warm-turn latency with the AgentCore store vs. no store (target ≤ 1.10).
 
-    Plan: start the runtime's turn runner (runtime.agent) twice against the fake CLI / Bedrock stand-in,
-    once with ``session_store=None`` and once with
-    ``SpoolingSessionStore(AgentCoreMemorySessionStore(mid, client=<moto server client>), spool_dir=...)``;
-    run one warm-up turn, then N (≥ 20) warm turns on the same connected client; return
-    ``median(with_store) / median(without_store)``. The SDK flushes the mirror on the result message
-    (``session_store_flush="batched"``), so the store's cost shows up only if the runner awaits it.
+    Two ``python -m runtime`` servers (``AGENTKIT_SESSION_STORE=agentcore://<id>`` with
+    ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE`` at a moto server process, and ``off``), the same CLI, ``turns``
+    interleaved warm turns each; ratio of medians. Implemented by ``store_warm_turn`` in
+    ``benchmarks/_runtime_overhead.py`` (which prints the figures).
     """
-    return None
+    from _runtime_overhead import store_warm_turn
+
+    return await asyncio.to_thread(store_warm_turn, cli=cli, n=turns)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cli", choices=("fake", "real"), default="fake", help="CLI for part 2")
+    parser.add_argument("--turns", type=int, default=30, help="part 2: warm turns per configuration")
     args = parser.parse_args()
     entries = transcript(args.entries)
     size_kb = sum(len(str(e)) for e in entries) / 1024
@@ -153,7 +155,7 @@ async def main() -> None:
     )
     await bench_sqlite(entries, args.repeat)
     await bench_agentcore(entries, args.repeat)
-    ratio = await warm_turn_overhead()
+    ratio = await warm_turn_overhead(cli=args.cli, turns=args.turns)
     print(
         "warm-turn overhead ratio (AgentCore store / no store):",
         f"{ratio:.3f}" if ratio is not None else "not measured yet (TODO part 2)",

@@ -46,7 +46,10 @@ def main() -> int:
 
     banner(f"warm turn vs per-call query() — {args.cli} CLI, n={args.n}")
     loop = asyncio.new_event_loop()
-    with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup(args.cli, Path(tmp)) as setup:
+    with (
+        tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp,
+        cli_setup(args.cli, Path(tmp)) as setup,
+    ):
         server = start_server(setup, "runtime")
         try:
             session = session_id("bench-warm")

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
         try:
             await asyncio.wrap_future(future)
+            _flush_traces()
             logging.getLogger(__name__).info("shutdown complete: every Claude session closed")
         except Exception as exc:  # shutdown must finish
             logging.getLogger(__name__).warning("error while closing sessions: %s", exc)
@@ -47,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     app.run(port=settings.port, host=settings.host)
     return 0
+
+
+def _flush_traces() -> None:
+    """Export buffered spans now: uvicorn re-raises SIGTERM after shutdown, so atexit hooks never run."""
+    from opentelemetry import trace
+
+    flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+    if flush is not None:
+        flush(5000)
 
 
 if __name__ == "__main__":

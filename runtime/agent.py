@@ -45,7 +45,8 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import AgentDefinition, CanUseToolShadowedWarning
 
 from runtime.agent_definition import AgentDefinitionSpec
-from runtime.errors import AgentKitError, AgentProcessError, AgentResultError, BudgetExceeded, TurnTimeout
+from runtime.budgets import BudgetPolicy, error_for_result
+from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
 from runtime.policy import PermissionPolicy
 from runtime.protocol import summarize
 from runtime.sessions import TurnRequest, WarmSession
@@ -59,21 +60,6 @@ warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
-# The SDK's result subtypes mapped to our error codes.
-RESULT_ERROR_CODES = {
-    "error_max_turns": (
-        "max_turns_exceeded",
-        422,
-        "the agent reached the turn limit; raise max_turns or narrow the task",
-    ),
-    "error_max_budget_usd": (
-        "budget_exceeded",
-        402,
-        "the agent reached the invocation budget (max_budget_usd)",
-    ),
-    "error_during_execution": ("agent_error", 500, "the agent failed while running the turn"),
-}
-
 
 @dataclass
 class AgentDeps:
@@ -83,6 +69,7 @@ class AgentDeps:
     definition: AgentDefinitionSpec
     policy: PermissionPolicy
     telemetry: Telemetry
+    budgets: BudgetPolicy
     session_store: Any = None
     extra_mcp_servers: dict[str, Any] | None = None
 
@@ -115,13 +102,19 @@ class AgentTurnRunner:
 
     # -- limits -----------------------------------------------------------------------------------------------
 
-    def limits_for(self, request: TurnRequest) -> tuple[int, float]:
-        """Effective (max_turns, max_budget_usd): a request may lower the configured limits, never raise them."""
-        cfg_turns = min(self.settings.max_turns, self.deps.definition.max_turns)
-        cfg_budget = min(self.settings.max_budget_usd, self.deps.definition.max_budget_usd)
-        turns = min(request.max_turns, cfg_turns) if request.max_turns else cfg_turns
-        budget = min(request.max_budget_usd, cfg_budget) if request.max_budget_usd else cfg_budget
-        return turns, round(budget, 6)
+    def limits_for(self, request: TurnRequest) -> tuple[int | None, float | None]:
+        """Effective (max_turns, max_budget_usd) CLI flags for a request.
+
+        Raises:
+            InvalidRequest: the request asks for more than the configured ceilings (it may only lower them).
+        """
+        limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
+        budget = round(limits.max_budget_usd, 6) if limits.max_budget_usd is not None else None
+        return limits.max_turns, budget
+
+    def check_request(self, request: TurnRequest) -> None:
+        """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
+        self.limits_for(request)
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         # Limits are CLI flags: a request that lowers them needs a client started with those flags.
@@ -170,8 +163,10 @@ class AgentTurnRunner:
                 f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
             ) from exc
         session.client_limits = limits
-        session.usage_baseline = {}  # a new CLI process counts from zero
-        if resume and session.turns_done == 0:
+        # A new CLI process counts usage and cost from zero.
+        session.sdk_cost_baseline = 0.0
+        session.cost_tracker = self.deps.telemetry.cost_tracker()
+        if resume:
             self.deps.telemetry.session_resumed(session)
         logger.info(
             "connected session %s (claude %s, resume=%s) in %.0f ms",
@@ -184,7 +179,7 @@ class AgentTurnRunner:
         return client
 
     def build_options(
-        self, session: WarmSession, *, limits: tuple[int, float], resume: bool, store: Any
+        self, session: WarmSession, *, limits: tuple[int | None, float | None], resume: bool, store: Any
     ) -> ClaudeAgentOptions:
         d = self.deps.definition
         mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -260,17 +255,15 @@ class AgentTurnRunner:
 
     async def run_turn(
         self, session: WarmSession, client: ClaudeSDKClient, request: TurnRequest, emit: Emit
-    ) -> None:
+    ) -> Awaitable[None]:
+        """Run one turn, emitting its events; returns the post-turn work (persistence) to run after the reply."""
         telemetry = self.deps.telemetry
-        spent = await telemetry.session_spend(session)
-        budget = self.settings.session_budget_usd
-        if budget and spent >= budget:
+        try:
+            self.deps.budgets.check_session(await telemetry.session_spend(session))
+        except BudgetExceeded:
             telemetry.invocation_error("budget_exceeded")
             telemetry.budget_exceeded(session, "session")
-            raise BudgetExceeded(
-                f"session {session.runtime_session_id} has spent ${spent:.4f} of its ${budget:.2f} budget. "
-                "Start a new session or raise AGENTKIT_SESSION_BUDGET_USD."
-            )
+            raise
         started = time.monotonic()
         state = _TurnState(started=started)
         with telemetry.turn_span(session, request) as span:
@@ -296,21 +289,15 @@ class AgentTurnRunner:
                     f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
                     "reconnects on the next invocation; retry it."
                 ) from None
-            # The CLI reports modelUsage and total_cost_usd cumulatively per process: price the difference.
             if result is None:  # unreachable: _guarded raises when the stream ends without a result
                 raise AgentProcessError("the turn ended without a result; retry the invocation")
-            baseline = session.usage_baseline
-            model_usage = usage_delta(result.model_usage or {}, baseline.get("model_usage") or {})
+            # The CLI reports total_cost_usd (like modelUsage) cumulatively per process: keep the difference.
             sdk_cost = None
             if result.total_cost_usd is not None:
-                sdk_cost = round(result.total_cost_usd - float(baseline.get("total_cost_usd") or 0.0), 6)
-            session.usage_baseline = {
-                "model_usage": result.model_usage or {},
-                "total_cost_usd": result.total_cost_usd or 0.0,
-            }
+                sdk_cost = round(result.total_cost_usd - session.sdk_cost_baseline, 6)
+                session.sdk_cost_baseline = result.total_cost_usd
             outcome = TurnOutcome(
                 result=result,
-                model_usage=model_usage,
                 sdk_cost_usd=sdk_cost,
                 text=result.result if result.result is not None else "".join(state.text),
                 latency_ms=(time.monotonic() - started) * 1000,
@@ -319,41 +306,43 @@ class AgentTurnRunner:
                 prompt=request.prompt,
             )
             figures = await telemetry.turn_finished(session, request, outcome, span)
-        subtype = result.subtype
-        if (result.is_error and subtype in RESULT_ERROR_CODES) or (result.is_error and subtype != "success"):
-            code, status, hint = RESULT_ERROR_CODES.get(subtype, ("agent_error", 500, "the agent failed"))
-            if code == "budget_exceeded":
+        error = error_for_result(
+            result.subtype,
+            is_error=result.is_error,
+            errors=result.errors,
+            api_error_status=result.api_error_status,
+        )
+        if error is not None:
+            # The turn ended but failed: report it with what it cost. The CLI process stays usable.
+            if error.code == "budget_exceeded":
                 telemetry.budget_exceeded(session, "invocation")
-            telemetry.invocation_error(code)
-            detail = "; ".join(result.errors or []) or subtype
+            telemetry.invocation_error(error.code)
+            detail = "" if result.subtype != "success" else f" {outcome.text}"
+            if error.code == "model_error":
+                detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
             await emit(
                 {
-                    **AgentKitError(f"{hint} ({detail}).", code=code, http_status=status).to_event(),
-                    "partial": figures | {"subtype": subtype},
+                    "type": "error",
+                    "code": error.code,
+                    "message": f"{error.message}.{detail}".rstrip(),
+                    "partial": figures | {"subtype": result.subtype},
                 }
             )
-            return
-        if result.is_error:
-            telemetry.invocation_error("model_error")
-            raise AgentResultError(
-                f"the model call failed (HTTP {result.api_error_status or '?'}): {outcome.text or 'no detail'}. "
-                "Retry later; check the model id and Bedrock quotas if it persists.",
-                code="model_error",
-                http_status=502,
-            )
+            return telemetry.persist_turn(session, outcome)
         await emit(
             {
                 "type": "result",
                 "session_id": session.runtime_session_id,
                 "claude_session_id": result.session_id or session.claude_session_id,
                 "text": outcome.text,
-                "subtype": subtype,
+                "subtype": result.subtype,
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
-                "resumed": session.resumed and session.turns_done == 0,
+                "resumed": session.resumed and session.client_turns == 0,
                 **figures,
             }
         )
+        return telemetry.persist_turn(session, outcome)
 
     async def _translate(self, message: Any, state: _TurnState, emit: Emit) -> None:
         if isinstance(message, StreamEvent):
@@ -413,30 +402,6 @@ class _TurnState:
     def mark_first_token(self) -> None:
         if self.ttft_ms is None:
             self.ttft_ms = (time.monotonic() - self.started) * 1000
-
-
-def usage_delta(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
-    """Per-model usage of the latest turn from two cumulative ``modelUsage`` snapshots of one CLI process."""
-    delta: dict[str, Any] = {}
-    for model, entry in current.items():
-        before = previous.get(model) or {}
-        diff = dict(entry)
-        for field_name, value in entry.items():
-            if isinstance(value, int | float) and not isinstance(value, bool) and field_name in _CUMULATIVE:
-                diff[field_name] = value - (before.get(field_name) or 0)
-        if any(diff.get(f) for f in _CUMULATIVE):
-            delta[model] = diff
-    return delta
-
-
-_CUMULATIVE = (
-    "inputTokens",
-    "outputTokens",
-    "cacheReadInputTokens",
-    "cacheCreationInputTokens",
-    "webSearchRequests",
-    "costUSD",
-)
 
 
 class _CLIGone(Exception):

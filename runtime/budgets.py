@@ -145,7 +145,7 @@ class BudgetPolicy:
         if remaining is not None and remaining <= 0:
             raise BudgetExceeded(
                 f"the session has spent ${spent_usd:.4f} of its ${self.session_budget_usd:.2f} budget; "
-                "start a new session or raise session_budget_usd in the config"
+                "start a new session or raise AGENTKIT_SESSION_BUDGET_USD"
             )
 
     def effective_limits(

@@ -114,6 +114,9 @@ def build_app(
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,
             )
+            checker = getattr(registry.runner, "check_request", None)
+            if checker is not None:
+                checker(turn)
             events = await registry.invoke(
                 key=claude_session_id(session_id, actor),
                 runtime_session_id=session_id,

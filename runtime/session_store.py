@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -86,7 +87,8 @@ class SqliteSessionStore:
     """``SessionStore`` in one SQLite file (WAL), safe for several processes.
 
     Order is the global autoincrement ``seq``; an entry's ``uuid`` is unique per key (re-appends are ignored).
-    Blocking SQLite work runs in a worker thread with a fresh connection per call.
+    Blocking SQLite work runs in a worker thread on one long-lived connection per store (serialized by a
+    lock): reopening per call would make every close of a WAL database checkpoint and fsync (~20 ms).
 
     Args:
         path: database file; parent directories are created.
@@ -104,23 +106,37 @@ class SqliteSessionStore:
         self._busy_ms = busy_timeout_ms
         self._clock = clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None)
-        try:
-            db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
-            db.execute("PRAGMA synchronous=NORMAL")
-            yield db
-        except sqlite3.Error as exc:
-            raise SessionStoreError(
-                f"SQLite session store {self.path} failed: {exc}", aws_code=type(exc).__name__, retryable=True
-            ) from exc
-        finally:
-            db.close()
+        with self._lock:
+            try:
+                if self._db is None:
+                    db = sqlite3.connect(
+                        self.path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False
+                    )
+                    db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
+                    db.execute("PRAGMA synchronous=NORMAL")
+                    self._db = db
+                yield self._db
+            except sqlite3.Error as exc:
+                raise SessionStoreError(
+                    f"SQLite session store {self.path} failed: {exc}",
+                    aws_code=type(exc).__name__,
+                    retryable=True,
+                ) from exc
+
+    async def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def work() -> T:

@@ -64,7 +64,9 @@ class TurnRunner(Protocol):
         client: Any,
         request: TurnRequest,
         emit: Callable[[Event], Awaitable[None]],
-    ) -> None: ...
+    ) -> Awaitable[None] | None:
+        """Run the turn; may return work to finish after the reply is complete (before the next turn)."""
+        ...
 
 
 class WarmSession:
@@ -88,10 +90,12 @@ class WarmSession:
         self.registry = registry
         self.client: Any = None
         self.client_limits: tuple[int | None, float | None] | None = None
-        self.turns_done = 0
+        self.turns_done = 0  # turns completed in this process
+        self.client_turns = 0  # turns completed on the current client
         self.closing = False
         self.resumed = False  # the current client resumed a stored transcript
-        self.usage_baseline: dict[str, Any] = {}  # the CLI's cumulative usage at the last result
+        self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
+        self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
         self.spent_usd: float | None = None  # cumulative session cost, loaded from the store on first use
         self._queue: asyncio.Queue[TurnRequest | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -156,23 +160,36 @@ class WarmSession:
             request.events.put_nowait(event)
 
         self.registry.active_turns += 1
+        after: Awaitable[None] | None = None
+        completed = False
         try:
             if self.client is not None and self.runner.wants_reconnect(self, request):
                 await self._drop_client()
             if self.client is None:
                 self.client = await self.runner.connect(self, request)
-            await self.runner.run_turn(self, self.client, request, emit)
-            self.turns_done += 1
+                self.client_turns = 0
+            after = await self.runner.run_turn(self, self.client, request, emit)
+            completed = True
         except AgentKitError as exc:
-            await self._drop_client()
+            if exc.http_status >= 500:  # the client may be broken (dead CLI, timeout): start afresh next turn
+                await self._drop_client()
             await emit(exc.to_event())
         except Exception as exc:  # the session must survive anything a turn throws
             logger.exception("turn failed on session %s", self.runtime_session_id)
             await self._drop_client()
             await emit(AgentKitError(f"internal error: {type(exc).__name__}: {exc}").to_event())
         finally:
-            self.registry.active_turns -= 1
             request.events.put_nowait(_END)
+        try:
+            if after is not None:
+                await after  # persistence: after the reply, before this session's next turn
+        except Exception:
+            logger.exception("post-turn work failed on session %s", self.runtime_session_id)
+        finally:
+            if completed:
+                self.turns_done += 1
+                self.client_turns += 1
+            self.registry.active_turns -= 1
 
     async def _drop_client(self) -> None:
         client, self.client, self.client_limits = self.client, None, None

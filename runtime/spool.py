@@ -298,6 +298,11 @@ class SpoolingSessionStore:
         if self._file is not None:
             self._file.close()
             self._file = None
+        inner_close = getattr(self.inner, "close", None)
+        if inner_close is not None:
+            result = inner_close()
+            if asyncio.iscoroutine(result):
+                await result
             if delivered:
                 with contextlib.suppress(FileNotFoundError):
                     self._path.unlink()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, compute_turn_cost
+from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker
 from runtime.metrics import BaseMetrics, NullMetrics, TurnRecord
 from runtime.tool_hooks import ToolTelemetry
 from runtime.tracing import Tracing, record_turn_result
@@ -29,7 +29,6 @@ class TurnOutcome:
     """What a finished turn produced (the SDK ``ResultMessage`` plus timings)."""
 
     result: Any
-    model_usage: dict[str, Any]
     sdk_cost_usd: float | None
     text: str
     latency_ms: float
@@ -79,9 +78,18 @@ class Telemetry:
                 session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
             ),
             self.tracing.turn(model=self.model, claude_session_id=session.claude_session_id) as span,
-            self.tools.bind(span, claude_session_id=session.claude_session_id),
+            self.tools.bind(
+                span,
+                claude_session_id=session.claude_session_id,
+                session_id=session.runtime_session_id,
+                caller=session.actor_id,
+            ),
         ):
             yield span
+
+    def cost_tracker(self) -> TurnCostTracker:
+        """A fresh tracker for a new CLI process (its usage counters are cumulative)."""
+        return TurnCostTracker(default_model=self.model, table=self.prices)
 
     # -- hooks --------------------------------------------------------------------------------------------
 
@@ -135,11 +143,12 @@ class Telemetry:
     async def turn_finished(
         self, session: Any, request: Any, outcome: TurnOutcome, span: Any
     ) -> dict[str, Any]:
-        """Price the turn, emit its metrics and span attributes, persist spend; returns the reply figures."""
+        """Price the turn, emit its metrics and span attributes, count the spend; returns the reply figures.
+
+        Persisting happens in :meth:`persist_turn`, after the reply has gone out.
+        """
         result = outcome.result
-        cost: TurnCost = compute_turn_cost(
-            outcome.model_usage, result.usage, default_model=self.model, table=self.prices
-        )
+        cost: TurnCost = session.cost_tracker.price(result.model_usage, result.usage)
         record_turn_result(
             span,
             cost,
@@ -166,22 +175,6 @@ class Telemetry:
         )
         spent = await self.session_spend(session) + cost.total_cost_usd
         session.spent_usd = spent
-        if self.state_store is not None:
-            try:
-                await self.state_store.put_state(
-                    session.claude_session_id, {"spent_usd": spent, "turns": session.turns_done + 1}
-                )
-            except Exception as exc:
-                self.store_error("put_state", exc)
-        if self.recall is not None and session.actor_id is not None and not result.is_error:
-            self._in_background(
-                self.recall.record_turn(
-                    actor_id=session.actor_id,
-                    session_id=session.claude_session_id,
-                    user_text=outcome.prompt,
-                    assistant_text=outcome.text,
-                )
-            )
         return {
             "cost_usd": round(cost.total_cost_usd, 6),
             "sdk_cost_usd": outcome.sdk_cost_usd,
@@ -194,6 +187,29 @@ class Telemetry:
                 "cache_creation_input_tokens": cost.cache_write_tokens,
             },
         }
+
+    async def persist_turn(self, session: Any, outcome: TurnOutcome) -> None:
+        """Save the session's spend (it must outlive the microVM) and feed long-term memory. Never raises.
+
+        Runs after the reply is complete but before the session's next turn (the session actor awaits it).
+        """
+        if self.state_store is not None:
+            try:
+                await self.state_store.put_state(
+                    session.claude_session_id,
+                    {"spent_usd": session.spent_usd, "turns": session.turns_done + 1},
+                )
+            except Exception as exc:
+                self.store_error("put_state", exc)
+        if self.recall is not None and session.actor_id is not None and not outcome.result.is_error:
+            self._in_background(
+                self.recall.record_turn(
+                    actor_id=session.actor_id,
+                    session_id=session.claude_session_id,
+                    user_text=outcome.prompt,
+                    assistant_text=outcome.text,
+                )
+            )
 
     def _in_background(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

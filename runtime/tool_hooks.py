@@ -44,7 +44,16 @@ class _Pending:
     tool: str
     started: float
     span: Span | None
+    session_id: str | None  # the Claude session id from the hook input
+    runtime_session_id: str | None = None
+    caller: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    context: Context | None
     session_id: str | None
+    caller: str | None
 
 
 class ToolTelemetry:
@@ -73,39 +82,48 @@ class ToolTelemetry:
         self.session_id = session_id
         self.caller = caller
         self._pending: dict[str, _Pending] = {}
-        self._parents: dict[str | None, Context] = {}
+        self._bindings: dict[str | None, _Binding] = {}
         self._lock = threading.Lock()
         self.errors = 0  # internal failures swallowed by the callbacks
 
     # --- parent span binding ------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def bind(self, parent: Span | Context | None, *, claude_session_id: str | None = None) -> Iterator[None]:
-        """Make tool spans children of ``parent`` (the turn span) while the block runs.
+    def bind(
+        self,
+        parent: Span | Context | None,
+        *,
+        claude_session_id: str | None = None,
+        session_id: str | None = None,
+        caller: str | None = None,
+    ) -> Iterator[None]:
+        """Make tool spans children of ``parent`` (the turn span) while the block runs, and tag the tool
+        metrics with ``session_id`` / ``caller`` (properties; default: the constructor's values).
 
         With ``claude_session_id`` the binding applies to hook calls whose ``input["session_id"]`` matches
-        (one telemetry shared by many sessions); without it, to every call. On exit, tool calls still open for
-        that binding are closed as abandoned (interrupted turn).
+        (one telemetry shared by many sessions); without it, to every call. On exit, tool calls still open
+        for that binding are closed as abandoned (interrupted turn).
         """
         ctx = parent if isinstance(parent, Context) or parent is None else trace.set_span_in_context(parent)
         key = claude_session_id
+        binding = _Binding(ctx, session_id or self.session_id, caller or self.caller)
         with self._lock:
-            previous = self._parents.get(key)
-            if ctx is not None:
-                self._parents[key] = ctx
+            previous = self._bindings.get(key)
+            self._bindings[key] = binding
         try:
             yield
         finally:
             with self._lock:
                 if previous is None:
-                    self._parents.pop(key, None)
+                    self._bindings.pop(key, None)
                 else:
-                    self._parents[key] = previous
+                    self._bindings[key] = previous
             self.abandon_pending(claude_session_id=claude_session_id)
 
-    def _parent_for(self, session_id: str | None) -> Context | None:
+    def _binding_for(self, claude_session_id: Any) -> _Binding:
         with self._lock:
-            ctx = self._parents.get(session_id)
-            return ctx if ctx is not None else self._parents.get(None)
+            found = self._bindings.get(claude_session_id) if isinstance(claude_session_id, str) else None
+            found = found or self._bindings.get(None)
+        return found or _Binding(None, self.session_id, self.caller)
 
     # --- hook callbacks -----------------------------------------------------------------------------------
     async def pre_tool_use(
@@ -139,10 +157,13 @@ class ToolTelemetry:
             self._swallow("PostToolUseFailure")
         return {}
 
-    def record_denied(self, tool_name: str, *, tool_use_id: str | None = None) -> None:
+    def record_denied(
+        self, tool_name: str, *, tool_use_id: str | None = None, claude_session_id: str | None = None
+    ) -> None:
         """Count a call refused by the permission policy (``can_use_tool``); closes its span if open."""
         try:
             pending = self._pop(tool_use_id) if tool_use_id else None
+            binding = self._binding_for(claude_session_id or (pending.session_id if pending else None))
             if pending is not None and pending.span is not None:
                 pending.span.set_attribute("agentkit.tool.denied", True)
                 Tracing.end_tool(pending.span, error="denied by permission policy")
@@ -150,9 +171,9 @@ class ToolTelemetry:
                 ToolRecord(
                     tool=tool_name or "unknown",
                     outcome="denied",
-                    session_id=self.session_id,
+                    session_id=binding.session_id,
                     tool_use_id=tool_use_id,
-                    caller=self.caller,
+                    caller=binding.caller,
                 )
             )
         except Exception:
@@ -205,14 +226,14 @@ class ToolTelemetry:
         key = self._key(input, tool_use_id)
         tool = str(input.get("tool_name") or "unknown")
         session_id = input.get("session_id")
+        binding = self._binding_for(session_id)
         span = None
         if self._tracing is not None:
-            span = self._tracing.start_tool(
-                tool_name=tool, tool_use_id=key, parent=self._parent_for(session_id)
-            )
+            span = self._tracing.start_tool(tool_name=tool, tool_use_id=key, parent=binding.context)
+        pending = _Pending(tool, self._clock(), span, session_id, binding.session_id, binding.caller)
         evicted: list[tuple[str, _Pending]] = []
         with self._lock:
-            self._pending[key] = _Pending(tool=tool, started=self._clock(), span=span, session_id=session_id)
+            self._pending[key] = pending
             while len(self._pending) > MAX_PENDING:
                 oldest = next(iter(self._pending))
                 evicted.append((oldest, self._pending.pop(oldest)))
@@ -233,7 +254,10 @@ class ToolTelemetry:
         if pending is None:
             # No PreToolUse seen (e.g. hooks attached mid-turn): count it, no span, CLI duration if given.
             tool = str(input.get("tool_name") or "unknown")
-            pending = _Pending(tool=tool, started=float("nan"), span=None, session_id=input.get("session_id"))
+            binding = self._binding_for(input.get("session_id"))
+            pending = _Pending(
+                tool, float("nan"), None, input.get("session_id"), binding.session_id, binding.caller
+            )
         self._complete(key, pending, error=error, duration_ms=duration_ms)
 
     def _complete(self, key: str, pending: _Pending, *, error: str | None, duration_ms: float | None) -> None:
@@ -247,9 +271,9 @@ class ToolTelemetry:
                 tool=pending.tool,
                 outcome="error" if error else "ok",
                 latency_ms=latency,
-                session_id=self.session_id,
+                session_id=pending.runtime_session_id or self.session_id,
                 tool_use_id=key,
-                caller=self.caller,
+                caller=pending.caller or self.caller,
             )
         )
 

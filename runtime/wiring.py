@@ -13,6 +13,7 @@ from typing import Any
 
 from runtime.agent import AgentDeps, AgentTurnRunner
 from runtime.agent_definition import AgentDefinitionSpec
+from runtime.budgets import BudgetPolicy
 from runtime.costs import load_price_table
 from runtime.errors import ConfigurationError
 from runtime.metrics import make_metrics
@@ -85,6 +86,11 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
             bash_allowlist=definition.bash_allowlist,
         ),
         telemetry=telemetry,
+        budgets=BudgetPolicy(
+            max_turns=min(settings.max_turns, definition.max_turns),
+            max_budget_usd=min(settings.max_budget_usd, definition.max_budget_usd),
+            session_budget_usd=settings.session_budget_usd or None,
+        ),
         session_store=store,
         extra_mcp_servers=extra_servers,
     )

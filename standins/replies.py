@@ -370,6 +370,10 @@ def _sample_value(name: str, schema: Mapping[str, Any], prompt: str) -> Any:
         return []
     if kind == "object":
         return {}
+    lowered = name.lower()
+    if schema.get("format") == "date" or "date" in lowered or lowered in ("as_of", "since", "until"):
+        found = re.search(r"\b\d{4}-\d{2}-\d{2}\b", prompt)
+        return found.group() if found else "2026-11-22"  # a fixed date keeps the stand-in deterministic
     ident = re.search(r"\b[A-Za-z]{2,}-\d+\b", prompt)
     if ident:
         return ident.group()

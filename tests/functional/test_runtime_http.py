@@ -199,16 +199,18 @@ def test_cli_gets_bedrock_routing_environment(server: RuntimeServer) -> None:
 
 def test_request_may_lower_limits_but_not_raise_them(server: RuntimeServer) -> None:
     sid = session_id("limits")
-    server.invoke("default limits", session=sid, stream=False)
-    server.invoke("lower", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25})
-    server.invoke("higher", session=sid, stream=False, extra={"max_turns": 500, "max_budget_usd": 99.0})
-    starts = [e for e in fake_log(server) if e["event"] == "start" and "higher" not in str(e)]
-    argvs = [
-        s["argv"] for s in starts if any(sid_part in str(s) for sid_part in ("--resume=", "--session-id="))
-    ]
-    flags = [(a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1]) for a in argvs[-3:]]
-    assert ("3", "0.25") in flags
-    assert all(int(t) <= 25 and float(b) <= 1.0 for t, b in flags)
+    first = server.invoke("default limits", session=sid, stream=False).body
+    lowered = server.invoke("lower", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25})
+    assert lowered.status == 200
+    starts = [e for e in fake_log(server) if e["event"] == "start" and e["session_id"] == first["claude_session_id"]]
+    flags = [(a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1]) for a in (s["argv"] for s in starts)]
+    assert flags == [("25", "1.0"), ("3", "0.25")]  # the lower limits need a CLI started with them
+    assert "history=1" in lowered.body["text"]  # ... which resumed the same conversation
+    raised = server.invoke("higher", session=sid, stream=False, extra={"max_turns": 500})
+    assert raised.status == 400 and raised.body["code"] == "invalid_request"
+    assert "may only lower it" in raised.body["message"]
+    after = server.invoke("still fine", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25})
+    assert "history=2" in after.body["text"]
 
 
 # -- failures --------------------------------------------------------------------------------------------
@@ -230,7 +232,8 @@ def test_crash_mid_turn_gives_an_error_and_the_next_turn_recovers(server: Runtim
 
 def test_error_result_maps_to_a_clear_code(server: RuntimeServer) -> None:
     reply = server.invoke("[error] fail", session=session_id("err"), stream=False)
-    assert reply.status == 500 and reply.body["code"] == "agent_error"
+    assert reply.status == 500 and reply.body["code"] == "execution_error"
+    assert "cost_usd" in reply.body["partial"]  # a failed turn still reports what it cost
     reply = server.invoke("[max_turns] loop", session=session_id("maxturns"), stream=False)
     assert reply.status == 422 and reply.body["code"] == "max_turns_exceeded"
     reply = server.invoke("[max_budget] spend", session=session_id("maxbudget"))

@@ -189,3 +189,34 @@ def test_hooks_merge_into_agent_options(setup) -> None:
         assert len(matcher.hooks) == 1 and asyncio.iscoroutinefunction(matcher.hooks[0])
     options = ClaudeAgentOptions(hooks=hooks)  # type: ignore[arg-type]
     assert options.hooks is hooks
+
+
+def test_shared_telemetry_tags_each_session(setup) -> None:
+    _, tracing, exporter, out, _ = setup
+    shared = ToolTelemetry(EmfMetrics(namespace="T", agent="demo", stream=out), tracing)
+
+    def hook_input(event: str, claude_session: str, tid: str) -> dict[str, object]:
+        return {**_base(event, "Bash", tid), "session_id": claude_session}
+
+    async def main() -> None:
+        with (
+            tracing.turn(model="a") as span_a,
+            shared.bind(span_a, claude_session_id="claude-a", session_id="rt-a", caller="alice"),
+            tracing.turn(model="b") as span_b,
+            shared.bind(span_b, claude_session_id="claude-b", session_id="rt-b", caller="bob"),
+        ):
+            await shared.pre_tool_use(hook_input("PreToolUse", "claude-a", "ta"), "ta", None)
+            await shared.pre_tool_use(hook_input("PreToolUse", "claude-b", "tb"), "tb", None)
+            await shared.post_tool_use(hook_input("PostToolUse", "claude-b", "tb"), "tb", None)
+            await shared.post_tool_use(hook_input("PostToolUse", "claude-a", "ta"), "ta", None)
+            shared.record_denied("Write", claude_session_id="claude-a")
+
+    asyncio.run(main())
+    b, a, denied = _docs(out)
+    assert (a["SessionId"], a["Caller"], a["ToolUseId"]) == ("rt-a", "alice", "ta")
+    assert (b["SessionId"], b["Caller"], b["ToolUseId"]) == ("rt-b", "bob", "tb")
+    assert (denied["SessionId"], denied["ToolDenied"]) == ("rt-a", [1.0])
+    spans = {s.name: s for s in exporter.get_finished_spans() if s.name.startswith("chat")}
+    tools = [s for s in exporter.get_finished_spans() if s.name == "execute_tool Bash"]
+    parents = {s.attributes["gen_ai.tool.call.id"]: s.parent.span_id for s in tools}
+    assert parents == {"ta": spans["chat a"].context.span_id, "tb": spans["chat b"].context.span_id}
