@@ -200,16 +200,25 @@ def test_cli_gets_bedrock_routing_environment(server: RuntimeServer) -> None:
 def test_request_may_lower_limits_but_not_raise_them(server: RuntimeServer) -> None:
     sid = session_id("limits")
     first = server.invoke("default limits", session=sid, stream=False).body
-    lowered = server.invoke("lower", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25})
+    lowered = server.invoke(
+        "lower", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25}
+    )
     assert lowered.status == 200
-    starts = [e for e in fake_log(server) if e["event"] == "start" and e["session_id"] == first["claude_session_id"]]
-    flags = [(a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1]) for a in (s["argv"] for s in starts)]
+    starts = [
+        e for e in fake_log(server) if e["event"] == "start" and e["session_id"] == first["claude_session_id"]
+    ]
+    flags = [
+        (a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1])
+        for a in (s["argv"] for s in starts)
+    ]
     assert flags == [("25", "1.0"), ("3", "0.25")]  # the lower limits need a CLI started with them
     assert "history=1" in lowered.body["text"]  # ... which resumed the same conversation
     raised = server.invoke("higher", session=sid, stream=False, extra={"max_turns": 500})
     assert raised.status == 400 and raised.body["code"] == "invalid_request"
     assert "may only lower it" in raised.body["message"]
-    after = server.invoke("still fine", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25})
+    after = server.invoke(
+        "still fine", session=sid, stream=False, extra={"max_turns": 3, "max_budget_usd": 0.25}
+    )
     assert "history=2" in after.body["text"]
 
 

@@ -25,7 +25,12 @@ print(json.dumps({"status": status, "sdk_imported": "claude_agent_sdk" in sys.mo
 
 def test_ping_is_served_without_importing_the_sdk(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", PROBE, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["status"] == "Healthy"
