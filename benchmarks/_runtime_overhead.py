@@ -155,7 +155,9 @@ def _moto_server() -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("moto server did not start")
 
 
-def store_warm_turn(*, cli: str = "fake", n: int = 30, memory_id: str = "agentkit_mem-Bench12345") -> float:
+def store_warm_turn(
+    *, cli: str = "fake", n: int = 30, memory_id: str = "agentkit_mem-Bench12345", write_behind: bool = False
+) -> float:
     """Warm text turn with the AgentCore Memory store (moto server) vs no store; prints figures, returns the ratio.
 
     Both servers: ``AGENTKIT_METRICS=off``. The store server: ``AGENTKIT_SESSION_STORE=agentcore://<id>``,
@@ -171,6 +173,7 @@ def store_warm_turn(*, cli: str = "fake", n: int = 30, memory_id: str = "agentki
                     "agentcore",
                     AGENTKIT_SESSION_STORE=f"agentcore://{memory_id}",
                     AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=url,
+                    AGENTKIT_STORE_WRITE_BEHIND="1" if write_behind else "0",
                 ),
                 "nostore": start_server(setup, "nostore", AGENTKIT_SESSION_STORE="off"),
             }
@@ -185,8 +188,10 @@ def store_warm_turn(*, cli: str = "fake", n: int = 30, memory_id: str = "agentki
     finally:
         moto.terminate()
         moto.wait(timeout=10)
+    mode = "write-behind" if write_behind else "synchronous writes (default)"
     print(
-        f"warm text turn through the runtime, {cli} CLI, AgentCore store (moto server) vs no store (n={n} each)"
+        f"warm text turn through the runtime, {cli} CLI, AgentCore store (moto server, {mode}) "
+        f"vs no store (n={n} each)"
     )
     print(describe("warm turn, AGENTKIT_SESSION_STORE=agentcore://", samples["agentcore"]))
     print(describe("warm turn, AGENTKIT_SESSION_STORE=off", samples["nostore"]))

@@ -127,7 +127,9 @@ async def bench_agentcore(entries: list[dict[str, Any]], repeat: int) -> None:
         server.stop()
 
 
-async def warm_turn_overhead(*, cli: str = "fake", turns: int = 30) -> float | None:
+async def warm_turn_overhead(
+    *, cli: str = "fake", turns: int = 30, write_behind: bool = False
+) -> float | None:
     """Part 2: ratio of warm-turn latency with the AgentCore store vs. no store (target ≤ 1.10).
 
     Two ``python -m runtime`` servers (``AGENTKIT_SESSION_STORE=agentcore://<id>`` with
@@ -137,7 +139,7 @@ async def warm_turn_overhead(*, cli: str = "fake", turns: int = 30) -> float | N
     """
     from _runtime_overhead import store_warm_turn
 
-    return await asyncio.to_thread(store_warm_turn, cli=cli, n=turns)
+    return await asyncio.to_thread(store_warm_turn, cli=cli, n=turns, write_behind=write_behind)
 
 
 async def main() -> None:
@@ -155,11 +157,10 @@ async def main() -> None:
     )
     await bench_sqlite(entries, args.repeat)
     await bench_agentcore(entries, args.repeat)
-    ratio = await warm_turn_overhead(cli=args.cli, turns=args.turns)
-    print(
-        "warm-turn overhead ratio (AgentCore store / no store):",
-        f"{ratio:.3f}" if ratio is not None else "not measured yet (TODO part 2)",
-    )
+    for write_behind in (False, True):
+        ratio = await warm_turn_overhead(cli=args.cli, turns=args.turns, write_behind=write_behind)
+        mode = "write-behind" if write_behind else "synchronous"
+        print(f"warm-turn overhead ratio (AgentCore store, {mode} / no store): {ratio:.3f}")
 
 
 if __name__ == "__main__":

@@ -196,6 +196,9 @@ class AppConfig(_Model):
     model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
     metrics_namespace: str = "AgentCoreClaudeKit"
+    # PutMetricData from a background task is the default: it needs no log-side EMF extraction, which
+    # AgentCore's stdout log capture does not document. "emf" writes Powertools EMF lines to stdout instead.
+    metrics_sink: Literal["cloudwatch", "emf"] = "cloudwatch"
     agent_name: str = Field(default="agentkit", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     image_build: Literal["local", "codebuild"] = "local"
     actor_header: str = Field(

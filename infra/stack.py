@@ -1,7 +1,7 @@
 """The one stack: composes image, memory, runtime, gateway, observability (+ optional webhook / CI access).
 
 Runtime container environment (see DESIGN.md §4): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
-``AGENTKIT_METRICS=emf``, ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
+``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
@@ -40,7 +40,7 @@ def runtime_environment(
         "AGENTKIT_SESSION_STORE": f"agentcore://{memory_id}",
         "AGENTKIT_MEMORY_ID": memory_id,
         "AGENTKIT_RECALL_NAMESPACES": ",".join(RECALL_NAMESPACES),
-        "AGENTKIT_METRICS": "emf",
+        "AGENTKIT_METRICS": config.metrics_sink,
         "AGENTKIT_METRICS_NAMESPACE": config.metrics_namespace,
         "AGENTKIT_MODEL": config.model,
         "AGENTKIT_AGENT_NAME": config.agent_name,

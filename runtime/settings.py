@@ -11,6 +11,7 @@ Environment variables (all optional):
 ``AGENTKIT_CLI_PATH``           Claude Code CLI to spawn (default: the SDK's bundled CLI)
 ``AGENTKIT_SESSION_STORE``      ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | ``off``
 ``AGENTKIT_STATE_DIR``          local state (SQLite store, spool, CLI config) (default ``./.agentkit``)
+``AGENTKIT_STORE_WRITE_BEHIND`` ``1``: journal store writes locally, deliver in the background (default ``0``)
 ``AGENTKIT_METRICS``            ``emf`` | ``cloudwatch`` | ``off`` (default ``emf``)
 ``AGENTKIT_METRICS_NAMESPACE``  CloudWatch namespace (default ``AgentCoreClaudeKit``)
 ``AGENTKIT_EMF_FILE``           write EMF lines to this file instead of stdout (the demo uses it)
@@ -55,6 +56,7 @@ ENV_PORT = "AGENTKIT_PORT"
 ENV_CLI_PATH = "AGENTKIT_CLI_PATH"
 ENV_SESSION_STORE = "AGENTKIT_SESSION_STORE"
 ENV_STATE_DIR = "AGENTKIT_STATE_DIR"
+ENV_STORE_WRITE_BEHIND = "AGENTKIT_STORE_WRITE_BEHIND"
 ENV_METRICS = "AGENTKIT_METRICS"
 ENV_METRICS_NAMESPACE = "AGENTKIT_METRICS_NAMESPACE"
 ENV_EMF_FILE = "AGENTKIT_EMF_FILE"
@@ -94,6 +96,7 @@ _ENV_FIELDS: dict[str, str] = {
     "cli_path": ENV_CLI_PATH,
     "session_store": ENV_SESSION_STORE,
     "state_dir": ENV_STATE_DIR,
+    "store_write_behind": ENV_STORE_WRITE_BEHIND,
     "metrics": ENV_METRICS,
     "metrics_namespace": ENV_METRICS_NAMESPACE,
     "emf_file": ENV_EMF_FILE,
@@ -134,6 +137,7 @@ class Settings(BaseModel):
     cli_path: str | None = None
     session_store: str | None = None
     state_dir: Path = Path(".agentkit")
+    store_write_behind: bool = False
     metrics: Literal["emf", "cloudwatch", "off"] = "emf"
     metrics_namespace: str = Field(default="AgentCoreClaudeKit", min_length=1, max_length=255)
     emf_file: Path | None = None

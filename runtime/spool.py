@@ -61,6 +61,9 @@ class SpoolingSessionStore:
         spool_dir: directory for the journal ``spool-<pid>-<rand>.jsonl`` (created).
         on_error: called with each exception of a failed inner write (initial or retry); must not raise.
         retry_initial_s / retry_max_s: backoff of the background redelivery (doubles per failure).
+        write_behind: journal every write locally and deliver it in the background at once, so a turn never
+            waits for the remote store (``AGENTKIT_STORE_WRITE_BEHIND``). The SDK then sees the transcript as
+            saved once it is on local disk; a microVM lost in the delivery window loses that tail.
 
     Other ``SessionStore`` methods delegate to ``inner``; their exceptions propagate.
     """
@@ -73,6 +76,7 @@ class SpoolingSessionStore:
         on_error: Callable[[BaseException], None] | None = None,
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
+        write_behind: bool = False,
     ) -> None:
         self.inner = inner
         self.spool_dir = Path(spool_dir)
@@ -85,6 +89,7 @@ class SpoolingSessionStore:
         self._task: asyncio.Task[None] | None = None
         self._delivering = False
         self._adopted = False
+        self._write_behind = write_behind
 
     # ------------------------------------------------------------------ journal
     def _journal(self) -> IO[str]:
@@ -191,8 +196,19 @@ class SpoolingSessionStore:
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._task = loop.create_task(self._retry_loop(), name="session-store-spool-retry")
 
+    async def _deliver_now(self) -> None:
+        if not await self._deliver():
+            await self._retry_loop()
+
     async def _write_or_spool(self, batch: _Batch, blocked: bool) -> None:
         self._adopt_orphans()
+        if self._write_behind:
+            # Journal locally and return; delivery starts at once in the background.
+            self._spool(batch)
+            loop = asyncio.get_running_loop()
+            if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+                self._task = loop.create_task(self._deliver_now(), name="session-store-write-behind")
+            return
         if not blocked:
             try:
                 if batch.entries is not None:

@@ -121,7 +121,12 @@ def build_store(settings: Settings, *, on_error: Any = None) -> Any:
         inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
-    return SpoolingSessionStore(inner, spool_dir=settings.resolved_state_dir / "spool", on_error=on_error)
+    return SpoolingSessionStore(
+        inner,
+        spool_dir=settings.resolved_state_dir / "spool",
+        on_error=on_error,
+        write_behind=settings.store_write_behind,
+    )
 
 
 def _agentcore_client(settings: Settings) -> Any:

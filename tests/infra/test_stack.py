@@ -68,7 +68,7 @@ def test_runtime_environment(dev: Synth) -> None:
     memory_ref = dumps(env["AGENTKIT_MEMORY_ID"])
     assert "Memory" in memory_ref
     assert env["AGENTKIT_SESSION_STORE"]["Fn::Join"][1][0] == "agentcore://"
-    assert env["AGENTKIT_METRICS"] == "emf"
+    assert env["AGENTKIT_METRICS"] == "cloudwatch"
     assert env["AGENTKIT_METRICS_NAMESPACE"] == "AgentCoreClaudeKit"
     assert env["AGENTKIT_MODEL"] == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert env["AGENTKIT_SMALL_MODEL"] == "us.anthropic.claude-haiku-4-5-20251001-v1:0"

@@ -150,3 +150,37 @@ def test_other_methods_delegate_and_errors_propagate(tmp_path: Path) -> None:
         await store.close()
 
     asyncio.run(scenario())
+
+
+class SlowStore(SqliteSessionStore):
+    """A real SQLite store whose appends wait for a gate: a remote store that is slow right now."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate = asyncio.Event()
+
+    async def append(self, key: Any, entries: list[Any]) -> None:
+        await self.gate.wait()
+        await super().append(key, entries)
+
+
+def test_write_behind_returns_before_the_remote_write_and_loses_nothing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        inner = SlowStore(tmp_path / "s.db")
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", write_behind=True)
+        for i in range(3):
+            await asyncio.wait_for(store.append(KEY, batch(2 * i)), timeout=1)  # would hang if it waited
+        await store.put_state("sess", {"spent_usd": 0.5})
+        assert await inner.load(KEY) is None  # nothing delivered yet ...
+        assert [e["n"] for e in await store.load(KEY) or []] == list(range(6))  # ... but nothing is missing
+        assert await store.get_state("sess") == {"spent_usd": 0.5}
+        inner.gate.set()
+        for _ in range(100):
+            if store.pending_count == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert [e["n"] for e in await inner.load(KEY) or []] == list(range(6))
+        assert await inner.get_state("sess") == {"spent_usd": 0.5}
+        await store.close()
+
+    asyncio.run(scenario())
