@@ -30,6 +30,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import os
 import math
 import sys
 import threading
@@ -517,6 +518,7 @@ def make_metrics(
 
             cloudwatch_client = boto3.client(
                 "cloudwatch",
+                region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
                 config=Config(
                     retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5
                 ),

@@ -105,7 +105,17 @@ def build_app(
             request = parse_payload(payload, max_prompt_chars=settings.max_prompt_chars)
             session_id, _generated = resolve_session_id(context.session_id)
             actor = resolve_actor(context.request_headers, actor_header=settings.actor_header)
-            registry = await runtime.get_registry()
+            try:
+                registry = await runtime.get_registry()
+            except AgentKitError:
+                raise
+            except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
+                logger.exception("could not build the runtime")
+                raise AgentKitError(
+                    f"the runtime could not start its dependencies: {type(exc).__name__}: {exc}. "
+                    "Check the runtime logs and its AGENTKIT_* settings.",
+                    code="configuration_error",
+                ) from exc
             from runtime.sessions import TurnRequest
 
             turn = TurnRequest(

@@ -38,8 +38,10 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
     if settings.metrics == "emf" and settings.emf_file:
         settings.emf_file.parent.mkdir(parents=True, exist_ok=True)
         emf_stream = open(settings.emf_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    cloudwatch_client = _cloudwatch_client(settings) if settings.metrics == "cloudwatch" else None
     metrics = make_metrics(
         settings.metrics,
+        cloudwatch_client=cloudwatch_client,
         namespace=settings.metrics_namespace,
         agent=settings.agent_name,
         emf_stream=emf_stream,
@@ -126,6 +128,18 @@ def build_store(settings: Settings, *, on_error: Any = None) -> Any:
         spool_dir=settings.resolved_state_dir / "spool",
         on_error=on_error,
         write_behind=settings.store_write_behind,
+    )
+
+
+def _cloudwatch_client(settings: Settings) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # Endpoint overrides come from AWS_ENDPOINT_URL_CLOUDWATCH; short timeouts: metrics never hold a turn.
+    return boto3.client(
+        "cloudwatch",
+        region_name=settings.aws_region,
+        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5),
     )
 
 

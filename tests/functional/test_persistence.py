@@ -6,33 +6,17 @@ Real ``python -m runtime`` processes, real claude-agent-sdk, the fake Claude CLI
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from tests.fakes.cli import write_fake_cli
 from tests.fakes.memory_standin import MemoryStandIn
-from tests.fakes.runtime_server import RuntimeServer, free_port, read_log, session_id
+from tests.fakes.runtime_server import RuntimeServer, read_log, session_id
+from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
-def _memory_id(endpoint: str) -> str:
-    control = boto3.client("bedrock-agentcore-control", region_name="us-east-1", endpoint_url=endpoint)
-    return control.create_memory(name="agentkit_test", eventExpiryDuration=30)["memory"]["id"]
 
 
 def _server(tmp: Path, config_dir: str, **env: str) -> RuntimeServer:
@@ -52,7 +36,7 @@ def _store_env(kind: str, tmp: Path, moto: str) -> dict[str, str]:
     if kind == "sqlite":
         return {"AGENTKIT_SESSION_STORE": f"sqlite:///{tmp / 'sessions.db'}"}
     return {
-        "AGENTKIT_SESSION_STORE": f"agentcore://{_memory_id(moto)}",
+        "AGENTKIT_SESSION_STORE": f"agentcore://{create_memory(moto)}",
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": moto,
     }
 
