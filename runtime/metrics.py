@@ -30,8 +30,8 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import os
 import math
+import os
 import sys
 import threading
 import time
