@@ -152,12 +152,8 @@ class _Parser:
                 self.pos = end + 1
             elif ch == '"':
                 out.append(self._double_quoted())
-            elif ch == "`":
-                inner, self.pos = self._backtick(self.pos + 1)
-                self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-                out.append(SUBST)
-            elif ch == "$":
-                out.append(self._dollar())
+            elif ch in "`$":
+                out.append(self._expansion(ch))
             else:
                 out.append(ch)
                 self.pos += 1
@@ -175,16 +171,20 @@ class _Parser:
             if ch == "\\" and text[self.pos + 1 : self.pos + 2] in ('"', "\\", "$", "`", "\n"):
                 out.append(text[self.pos + 1])
                 self.pos += 2
-            elif ch == "`":
-                inner, self.pos = self._backtick(self.pos + 1)
-                self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
-                out.append(SUBST)
-            elif ch == "$":
-                out.append(self._dollar())
+            elif ch in "`$":
+                out.append(self._expansion(ch))
             else:
                 out.append(ch)
                 self.pos += 1
         raise UnsupportedShell("unterminated double quote")
+
+    def _expansion(self, ch: str) -> str:
+        """A backtick substitution or a ``$`` expansion at ``self.pos`` (also valid inside double quotes)."""
+        if ch == "`":
+            inner, self.pos = self._backtick(self.pos + 1)
+            self.commands.extend(parse_commands(inner, _depth=self.depth + 1))
+            return SUBST
+        return self._dollar()
 
     def _dollar(self) -> str:
         text = self.text
