@@ -4,144 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 
 from runtime.gateway_tools import GatewayClient, GatewayError, build_gateway_mcp_server
-
-ACCESS_KEY, SECRET_KEY, REGION = "AKIDGATEWAYTEST", "gateway-secret", "us-east-1"
-TOOLS = [
-    {"name": "invoices___list_overdue_invoices", "description": "overdue", "inputSchema": {"type": "object"}},
-    {
-        "name": "invoices___get_invoice",
-        "description": "one",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"invoice_id": {"type": "string"}},
-            "required": ["invoice_id"],
-        },
-    },
-]
-
-
-class FakeSession:
-    """Stands in for boto3.Session: only get_credentials() is used."""
-
-    def __init__(self, secret: str = SECRET_KEY, token: str | None = None) -> None:
-        self.credentials = Credentials(ACCESS_KEY, secret, token)
-
-    def get_credentials(self) -> Credentials:
-        return self.credentials
-
-
-def signature_ok(handler: BaseHTTPRequestHandler, body: bytes) -> bool:
-    """Recompute the SigV4 signature server-side with the known secret and compare."""
-    auth = handler.headers.get("Authorization", "")
-    if not auth.startswith("AWS4-HMAC-SHA256 "):
-        return False
-    parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 ") :].split(","))
-    scope = parts["Credential"].split("/")
-    if scope[0] != ACCESS_KEY or scope[2:] != [REGION, "bedrock-agentcore", "aws4_request"]:
-        return False
-    signed = parts["SignedHeaders"].split(";")
-    headers = {name: handler.headers[name] for name in signed if name != "host"}
-    url = f"http://{handler.headers['Host']}{handler.path}"
-    request = AWSRequest(method="POST", url=url, data=body, headers=headers)
-    request.context["timestamp"] = handler.headers["X-Amz-Date"]
-    signer = SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "bedrock-agentcore", REGION)
-    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
-    return expected == parts["Signature"]
-
-
-class GatewayStandIn(BaseHTTPRequestHandler):
-    received: list[dict[str, Any]]
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(
-        self, status: int, payload: Any, *, sse: bool = False, headers: dict[str, str] | None = None
-    ) -> None:
-        if sse:
-            progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/progress"})
-            data = f"event: message\ndata: {progress}\n\n"
-            data += f"event: message\ndata: {json.dumps(payload)}\n\n"
-            raw, ctype = data.encode(), "text/event-stream"
-        else:
-            raw, ctype = (json.dumps(payload).encode() if payload is not None else b""), "application/json"
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(raw)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if not signature_ok(self, body):
-            self._send(403, {"message": "The request signature we calculated does not match"})
-            return
-        message = json.loads(body)
-        self.received.append({"message": message, "session": self.headers.get("Mcp-Session-Id")})
-        method, rid = message.get("method"), message.get("id")
-        if rid is None:
-            self._send(202, None)
-        elif method == "initialize":
-            result = {
-                "protocolVersion": "2025-03-26",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "gw"},
-            }
-            self._send(
-                200, {"jsonrpc": "2.0", "id": rid, "result": result}, headers={"Mcp-Session-Id": "sess-1"}
-            )
-        elif method == "tools/list":
-            if (message.get("params") or {}).get("cursor") == "page2":
-                self._send(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[1:]}}, sse=True)
-            else:
-                self._send(
-                    200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "page2"}}
-                )
-        elif method == "tools/call":
-            params = message["params"]
-            if params["name"] not in {t["name"] for t in TOOLS}:
-                self._send(
-                    200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool"}}
-                )
-                return
-            text = json.dumps({"tool": params["name"], "arguments": params["arguments"]})
-            self._send(
-                200,
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "result": {"content": [{"type": "text", "text": text}], "isError": False},
-                },
-                sse=True,
-            )
+from tests.fakes.gateway_standin import REGION, TOOLS, FakeSession, serve_gateway
 
 
 @pytest.fixture
 def gateway() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    received: list[dict[str, Any]] = []
-    handler = type("Handler", (GatewayStandIn,), {"received": received})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serve_gateway() as served:
+        yield served
 
 
 def test_signed_list_follows_cursor_and_sse(gateway: tuple[str, list]) -> None:
