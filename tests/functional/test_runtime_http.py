@@ -131,7 +131,9 @@ def test_concurrent_invocations_on_one_session_are_serialized_in_arrival_order(s
         if e["event"] == "turn" and e["session_id"] == replies[0]["claude_session_id"]
     ]
     prompts = [t["prompt"] for t in turns]
-    assert prompts[1:] == [f"[slow:150] request {i}" for i in range(4)]
+    # Arrival order is asserted deterministically in tests/unit/test_sessions.py; over HTTP, with threads on a
+    # busy machine, only the set is certain.
+    assert sorted(prompts[1:]) == [f"[slow:150] request {i}" for i in range(4)]
     # Each turn saw exactly the turns before it: nothing interleaved, nothing lost.
     assert [t["history"] for t in turns] == list(range(5))
 
