@@ -46,6 +46,7 @@ from claude_agent_sdk.types import AgentDefinition, CanUseToolShadowedWarning
 
 from runtime.agent_definition import AgentDefinitionSpec
 from runtime.budgets import BudgetPolicy, error_for_result
+from runtime.costs import compute_turn_cost
 from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
 from runtime.policy import PermissionPolicy
 from runtime.protocol import summarize
@@ -54,6 +55,9 @@ from runtime.settings import Settings
 from runtime.telemetry import Telemetry, TurnOutcome
 
 logger = logging.getLogger(__name__)
+
+#: The CLI process's --max-budget-usd is this many invocation budgets (or the session budget, if larger).
+PROCESS_BUDGET_FACTOR = 10
 
 # Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
@@ -103,22 +107,43 @@ class AgentTurnRunner:
     # -- limits -----------------------------------------------------------------------------------------------
 
     def limits_for(self, request: TurnRequest) -> tuple[int | None, float | None]:
-        """Effective (max_turns, max_budget_usd) CLI flags for a request.
+        """The CLI flags for a request: ``(--max-turns, --max-budget-usd)``.
+
+        ``--max-turns`` counts per turn, so it is the invocation's limit. ``--max-budget-usd`` counts the CLI
+        *process's* cumulative cost (measured with the real CLI), so on a warm client it cannot be the
+        invocation budget: it is a process-wide backstop (:meth:`process_budget`), and the invocation budget
+        is enforced by :meth:`run_turn` from the streamed usage.
 
         Raises:
             InvalidRequest: the request asks for more than the configured ceilings (it may only lower them).
         """
         limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
-        budget = round(limits.max_budget_usd, 6) if limits.max_budget_usd is not None else None
-        return limits.max_turns, budget
+        return limits.max_turns, self.process_budget()
+
+    def process_budget(self) -> float | None:
+        """The CLI process's cumulative budget: room for many invocations, a backstop against runaways."""
+        budgets = self.deps.budgets
+        if budgets.max_budget_usd is None:
+            return None
+        return round(
+            max(budgets.max_budget_usd * PROCESS_BUDGET_FACTOR, budgets.session_budget_usd or 0.0), 6
+        )
 
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
         self.limits_for(request)
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
-        # Limits are CLI flags: a request that lowers them needs a client started with those flags.
-        return session.client_limits != self.limits_for(request)
+        flags = self.limits_for(request)
+        if session.client_limits != flags:  # a request that lowers max_turns needs a CLI started with it
+            return True
+        # A process close to its cumulative budget is replaced (resuming the session) so that this
+        # invocation still has its full budget.
+        invocation = self.deps.budgets.effective_limits(
+            request.max_turns, request.max_budget_usd
+        ).max_budget_usd
+        cap = flags[1]
+        return cap is not None and invocation is not None and session.sdk_cost_baseline + invocation > cap
 
     # -- connect ----------------------------------------------------------------------------------------------
 
@@ -259,13 +284,16 @@ class AgentTurnRunner:
         """Run one turn, emitting its events; returns the post-turn work (persistence) to run after the reply."""
         telemetry = self.deps.telemetry
         try:
-            self.deps.budgets.check_session(await telemetry.session_spend(session))
+            spent = await telemetry.session_spend(session)
+            limits = self.deps.budgets.effective_limits(
+                request.max_turns, request.max_budget_usd, session_spent_usd=spent
+            )
         except BudgetExceeded:
             telemetry.invocation_error("budget_exceeded")
             telemetry.budget_exceeded(session, "session")
             raise
         started = time.monotonic()
-        state = _TurnState(started=started)
+        state = _TurnState(started=started, client=client, budget=limits.max_budget_usd)
         with telemetry.turn_span(session, request) as span:
             prompt_uuid = str(uuid.uuid4())
             await client.query(_prompt_stream(request.prompt, session.claude_session_id, prompt_uuid))
@@ -312,6 +340,11 @@ class AgentTurnRunner:
             errors=result.errors,
             api_error_status=result.api_error_status,
         )
+        if state.budget_hit:
+            error = BudgetExceeded(
+                f"the invocation reached its max_budget_usd of ${state.budget:.4f} (spent ${state.running_cost:.4f})"
+                " and was stopped; raise max_budget_usd (up to AGENTKIT_MAX_BUDGET_USD) or narrow the task"
+            )
         if error is not None:
             # The turn ended but failed: report it with what it cost. The CLI process stays usable.
             if error.code == "budget_exceeded":
@@ -344,10 +377,29 @@ class AgentTurnRunner:
         )
         return telemetry.persist_turn(session, outcome)
 
+    async def _count_call(self, event: dict[str, Any], state: _TurnState) -> None:
+        """Price each model call as it completes; interrupt the turn once it is over its budget."""
+        if event["type"] == "message_start":
+            state.call_usage = dict((event.get("message") or {}).get("usage") or {})
+            return
+        usage = {**state.call_usage, **(event.get("usage") or {})}
+        state.call_usage = {}
+        state.running_cost += compute_turn_cost(
+            None, usage, default_model=self.settings.model, table=self.deps.telemetry.prices
+        ).total_cost_usd
+        if state.budget is not None and state.running_cost >= state.budget and not state.budget_hit:
+            state.budget_hit = True
+            logger.info(
+                "invocation budget $%.4f reached ($%.4f); interrupting", state.budget, state.running_cost
+            )
+            await state.client.interrupt()
+
     async def _translate(self, message: Any, state: _TurnState, emit: Emit) -> None:
         if isinstance(message, StreamEvent):
             event = message.event
-            if event.get("type") == "content_block_delta":
+            if event.get("type") in ("message_start", "message_delta"):
+                await self._count_call(event, state)
+            elif event.get("type") == "content_block_delta":
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta" and delta.get("text"):
                     state.streamed = True
@@ -391,13 +443,18 @@ class AgentTurnRunner:
 @dataclass
 class _TurnState:
     started: float
+    client: Any = None
+    budget: float | None = None  # this invocation's max_budget_usd (already capped by the session budget)
     ttft_ms: float | None = None
     streamed: bool = False
+    running_cost: float = 0.0  # priced per model call from the streamed usage
+    budget_hit: bool = False
 
     def __post_init__(self) -> None:
         self.text: list[str] = []
         self.tools: dict[str, str] = {}
         self.tool_names_used: list[str] = []
+        self.call_usage: dict[str, Any] = {}
 
     def mark_first_token(self) -> None:
         if self.ttft_ms is None:

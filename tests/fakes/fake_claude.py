@@ -643,6 +643,10 @@ class FakeClaude:
 
     # -- model calls and results ----------------------------------------------------------------------
     def model_call(self, blocks: list[dict[str, Any]], stop_reason: str) -> None:
+        if (
+            self.interrupt.is_set()
+        ):  # like the real CLI: an interrupt stops the turn before the next model call
+            raise Interrupted
         self.calls += 1
         self.total_calls += 1
         self.total_cost += CALL_COST_USD

@@ -213,7 +213,9 @@ def test_request_may_lower_limits_but_not_raise_them(server: RuntimeServer) -> N
         (a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1])
         for a in (s["argv"] for s in starts)
     ]
-    assert flags == [("25", "1.0"), ("3", "0.25")]  # the lower limits need a CLI started with them
+    # max_turns counts per turn: a lower one needs a CLI started with it. --max-budget-usd counts the whole
+    # process, so it is a backstop (10 invocation budgets); the invocation budget is enforced by the runtime.
+    assert flags == [("25", "10.0"), ("3", "10.0")]
     assert "history=1" in lowered.body["text"]  # ... which resumed the same conversation
     raised = server.invoke("higher", session=sid, stream=False, extra={"max_turns": 500})
     assert raised.status == 400 and raised.body["code"] == "invalid_request"
@@ -337,6 +339,26 @@ def test_sigterm_closes_every_client_cleanly(tmp_path: Path) -> None:
     exits = {e["pid"] for e in read_log(tmp_path / "fake.log") if e["event"] == "exit"}
     assert pids <= exits
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_invocation_budget_stops_a_runaway_turn_and_warm_sessions_outlive_the_process_budget(
+    tmp_path: Path,
+) -> None:
+    # Each fake model call costs $0.00797 at our prices ($0.007245 by the CLI's). Invocation budget $0.01:
+    # the process backstop is 10 x $0.01 = $0.10 of the CLI's cumulative cost.
+    with make_server(tmp_path, AGENTKIT_MAX_BUDGET_USD="0.01", AGENTKIT_SESSION_BUDGET_USD="0") as srv:
+        sid = session_id("runaway")
+        tools = '[tool:mcp__kit__list_overdue_invoices {"as_of": "2026-11-22"}]'
+        runaway = srv.invoke(f"{tools} {tools} {tools} keep going", session=sid, stream=False)
+        assert runaway.status == 402 and runaway.body["code"] == "budget_exceeded"
+        assert "max_budget_usd of $0.0100" in runaway.body["message"]
+        assert runaway.body["partial"]["cost_usd"] < 0.03  # stopped after the call that crossed the budget
+        # Many cheap turns on one warm session: their sum passes the process backstop, none is refused.
+        for i in range(15):
+            reply = srv.invoke(f"cheap turn {i}", session=sid, stream=False)
+            assert reply.status == 200, reply.body
+        starts = [e for e in read_log(tmp_path / "fake.log") if e["event"] == "start"]
+        assert len(starts) == 2 and any(a.startswith("--resume=") for a in starts[1]["argv"])
 
 
 def test_bad_model_id_is_refused_at_start_up(tmp_path: Path) -> None:
