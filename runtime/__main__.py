@@ -17,6 +17,9 @@ from runtime.errors import ConfigurationError
 from runtime.server import build_app, warm_sdk_import
 from runtime.settings import Settings
 
+#: Longest a shutdown may take (closing CLI processes, flushing the store and metrics) before the process exits.
+SHUTDOWN_TIMEOUT_S = 25.0
+
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         loop = app._ensure_worker_loop()
         future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
         try:
-            await asyncio.wrap_future(future)
+            await asyncio.wait_for(asyncio.wrap_future(future), timeout=SHUTDOWN_TIMEOUT_S)
             _flush_traces()
             logging.getLogger(__name__).info("shutdown complete: every Claude session closed")
         except Exception as exc:  # shutdown must finish

@@ -179,16 +179,22 @@ def _status_for(code: str) -> int:
     }.get(code, 500)
 
 
-def warm_sdk_import() -> threading.Thread:
-    """Import the Claude Agent SDK in the background so the first turn does not pay for it."""
+def warm_sdk_import(delay_s: float = 0.5) -> threading.Timer:
+    """Import the Claude Agent SDK in the background so the first turn does not pay for it.
+
+    The import holds the GIL for most of a second, so it starts ``delay_s`` after start-up: the first
+    health checks are answered before it, not behind it.
+    """
 
     def _import() -> None:
         with contextlib.suppress(Exception):
             import runtime.agent  # noqa: F401
 
-    thread = threading.Thread(target=_import, name="agentkit-warm-import", daemon=True)
-    thread.start()
-    return thread
+    timer = threading.Timer(delay_s, _import)
+    timer.name = "agentkit-warm-import"
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 __all__ = ["AgentKitApp", "InvalidRequest", "build_app", "warm_sdk_import"]

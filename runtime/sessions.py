@@ -97,7 +97,7 @@ class WarmSession:
         self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
         self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
         self.spent_usd: float | None = None  # cumulative session cost, loaded from the store on first use
-        self._queue: asyncio.Queue[TurnRequest | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[TurnRequest] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
     # -- public ---------------------------------------------------------------------------------------------
@@ -114,10 +114,11 @@ class WarmSession:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
 
     async def close(self) -> None:
-        """Stop after the queued turns and close the client."""
+        """Shut down now (SIGTERM): the running turn and every queued one end with a ``shutting_down``
+        error the caller can retry, and the client is closed. What the turn already said is in the store."""
         self.closing = True
-        self._queue.put_nowait(None)
-        if self._task is not None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
@@ -137,23 +138,14 @@ class WarmSession:
                     self.registry._forget(self)
                     logger.info("session %s idle, closing its client", self.runtime_session_id)
                     break
-                if request is None:
-                    break
                 await self._serve(request)
         finally:
             self.registry._forget(self)
             await self._drop_client()
             while not self._queue.empty():
                 pending = self._queue.get_nowait()
-                if pending is not None:
-                    pending.events.put_nowait(
-                        AgentKitError(
-                            "the runtime is shutting down; retry the invocation",
-                            code="shutting_down",
-                            http_status=503,
-                        ).to_event()
-                    )
-                    pending.events.put_nowait(_END)
+                pending.events.put_nowait(_shutting_down())
+                pending.events.put_nowait(_END)
 
     async def _serve(self, request: TurnRequest) -> None:
         async def emit(event: Event) -> None:
@@ -174,6 +166,10 @@ class WarmSession:
             if exc.http_status >= 500:  # the client may be broken (dead CLI, timeout): start afresh next turn
                 await self._drop_client()
             await emit(exc.to_event())
+        except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
+            self.registry.active_turns -= 1
+            await emit(_shutting_down())
+            raise
         except Exception as exc:  # the session must survive anything a turn throws
             logger.exception("turn failed on session %s", self.runtime_session_id)
             await self._drop_client()
@@ -252,9 +248,33 @@ class SessionRegistry:
             del self._sessions[session.key]
 
 
+def _shutting_down() -> Event:
+    return AgentKitError(
+        "the runtime is shutting down; retry the invocation (the session resumes elsewhere)",
+        code="shutting_down",
+        http_status=503,
+    ).to_event()
+
+
 async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
+    """Yield a turn's events. Text deltas that are already waiting are merged into one event: each event
+    costs an SSE frame and several thread hops in the server, so a fast stream is sent in fewer, larger
+    pieces while a slow one still goes out delta by delta."""
+    pending: Any = None
     while True:
-        item = await queue.get()
+        item = pending if pending is not None else await queue.get()
+        pending = None
         if item is _END:
             return
+        if item.get("type") == "text":
+            parts = [item["text"]]
+            while not queue.empty():
+                nxt = queue.get_nowait()
+                if nxt is not _END and nxt.get("type") == "text":
+                    parts.append(nxt["text"])
+                else:
+                    pending = nxt
+                    break
+            if len(parts) > 1:
+                item = {"type": "text", "text": "".join(parts)}
         yield item

@@ -6,6 +6,7 @@ what is measured is the server, not a client library.
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import json
 import os
@@ -20,6 +21,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """No runtime outlives the test session or script that started it, even after a failure."""
+    for proc in list(_LIVE):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 
 
@@ -74,6 +87,7 @@ class RuntimeServer:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+        _LIVE.add(self.proc)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -85,6 +99,7 @@ class RuntimeServer:
                     return self
             except OSError:
                 time.sleep(0.05)
+        self.kill()
         raise TimeoutError(f"runtime not healthy after {timeout}s: {self.log_path.read_text()[-3000:]}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:

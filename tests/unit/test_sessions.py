@@ -120,3 +120,47 @@ async def test_too_many_waiting_turns_are_refused() -> None:
         )
     await first
     await registry.close_all()
+
+
+class ChattyRunner(RecordingRunner):
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        for word in ("a", "b", "c"):
+            await emit({"type": "text", "text": word})
+        await emit({"type": "tool_use", "id": "t1", "name": "x", "input_summary": "{}"})
+        await emit({"type": "text", "text": "d"})
+        await emit({"type": "result", "text": "abcd"})
+
+
+async def test_waiting_text_deltas_are_merged_and_order_is_kept() -> None:
+    registry = SessionRegistry(runner=ChattyRunner(), idle_timeout_s=5, max_queued=10)
+    events = await registry.invoke(
+        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="p")
+    )
+    await asyncio.sleep(0.05)  # everything is queued before the consumer reads
+    received = [e async for e in events]
+    assert [e["type"] for e in received] == ["text", "tool_use", "text", "result"]
+    assert [e["text"] for e in received if e["type"] == "text"] == ["abc", "d"]
+    await registry.close_all()
+
+
+class SlowRunner(RecordingRunner):
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        await emit({"type": "text", "text": "working"})
+        await asyncio.sleep(60)
+
+
+async def test_shutdown_ends_running_and_queued_turns_with_a_retryable_error() -> None:
+    runner = SlowRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
+    running = await registry.invoke(
+        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="a")
+    )
+    queued = await registry.invoke(
+        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="b")
+    )
+    first = await running.__anext__()
+    assert first == {"type": "text", "text": "working"} and registry.active_turns == 1
+    await asyncio.wait_for(registry.close_all(), timeout=5)  # does not wait for the 60 s turn
+    assert [e async for e in running][-1]["code"] == "shutting_down"
+    assert [e async for e in queued][-1]["code"] == "shutting_down"
+    assert runner.disconnects == ["s"] and registry.active_turns == 0 and len(registry) == 0
