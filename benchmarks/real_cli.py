@@ -214,7 +214,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=20, help="warm turns of each kind (default 20)")
     parser.add_argument("--per-call", type=int, default=8, help="per-call query() samples (default 8)")
-    parser.add_argument("--starts", type=int, default=5, help="process starts of each app (default 5)")
+    parser.add_argument("--starts", type=int, default=15, help="process starts of each app (default 15)")
     args = parser.parse_args()
     if min(args.n, args.per_call, args.starts) < 1:
         parser.error("-n, --per-call and --starts must be at least 1")
