@@ -17,6 +17,7 @@ Every denial message tells the agent what it may do instead.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -51,7 +52,6 @@ DEFAULT_BASH_ALLOWLIST: frozenset[str] = frozenset(
         "echo",
         "pwd",
         "date",
-        "jq",
         "diff",
         "tr",
         "basename",
@@ -74,15 +74,46 @@ FILE_TOOLS: Mapping[str, tuple[str, ...]] = {
     "Grep": ("path",),
 }
 
-# Flags that turn an otherwise read-only program into one that writes, deletes or runs other programs.
+# Flags that turn an otherwise read-only program into one that writes, deletes, runs other programs or
+# never ends. Short flags are also found inside clusters (``-uo``), long ones by GNU-style prefix (``--out``).
 _FORBIDDEN_FLAGS: Mapping[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
     "sed": ("-i", "--in-place"),
-    "sort": ("-o", "--output"),
-    "tail": ("-f", "--follow", "-F"),
+    "sort": ("-o", "--output", "-T", "--temporary-directory", "--compress-program"),
+    "tail": ("-f", "-F", "--follow", "--retry"),
+    "jq": ("--rawfile", "--slurpfile"),
 }
+# Programs whose options are long words with one dash, matched whole (find -name is not -n -a -m -e).
+_WHOLE_WORD_OPTIONS = frozenset({"find"})
 _GIT_READ_ONLY = frozenset(
     {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "describe"}
+)
+_GIT_SAFE_GLOBAL_OPTIONS = frozenset({"--no-pager", "-P", "--no-optional-locks"})
+_GIT_BRANCH_LISTING = frozenset(
+    {
+        "-a",
+        "-r",
+        "-l",
+        "-v",
+        "-vv",
+        "--all",
+        "--remotes",
+        "--list",
+        "--show-current",
+        "--no-color",
+        "--verbose",
+    }
+)
+# Representative names the sensitive patterns stand for, to test search patterns against.
+_SENSITIVE_EXAMPLES = (
+    ".env",
+    ".env.production",
+    "server.pem",
+    "server.key",
+    "id_rsa",
+    "id_ed25519",
+    "service-account-prod.json",
+    "credentials",
 )
 
 
@@ -133,7 +164,25 @@ class PermissionPolicy:
                     problem = self.path_problem(str(value))
                     if problem:
                         return Decision.deny(f"{tool_name} refused: {problem}")
+            for key in ("pattern", "glob") if tool_name in ("Glob", "Grep") else ():
+                pattern = tool_input.get(key)
+                if key == "pattern" and tool_name == "Grep":
+                    continue  # Grep's pattern is a regular expression over contents, not a path
+                problem = self.pattern_problem(str(pattern)) if pattern else None
+                if problem:
+                    return Decision.deny(f"{tool_name} refused: {problem}")
         return Decision.allow()
+
+    def pattern_problem(self, pattern: str) -> str | None:
+        """Why a file-name pattern (Glob ``pattern``, Grep ``glob``) may not be used."""
+        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+            return (
+                f"the pattern '{pattern}' reaches outside the workspace {self.workspace}; use a relative one"
+            )
+        last = PurePosixPath(pattern).name or pattern
+        if last not in ("*", "**") and any(fnmatch.fnmatch(example, last) for example in _SENSITIVE_EXAMPLES):
+            return f"the pattern '{pattern}' targets sensitive files (secrets, keys or credentials)"
+        return None
 
     # -- tools --------------------------------------------------------------------------------------------------
 
@@ -192,24 +241,43 @@ class PermissionPolicy:
         if any(VAR in arg or SUBST in arg for arg in args):
             return "arguments built from variables or command substitutions are not allowed; write them out"
         for arg in args:
-            flag = arg.split("=", 1)[0]
-            if flag in _FORBIDDEN_FLAGS.get(program, ()) or (program == "sed" and arg.startswith("-i")):
-                return f"'{program} {arg}' can modify files or run programs"
+            if _forbidden_flag(program, arg):
+                return f"'{program} {arg}' can modify files, run programs or never end"
         if program == "git":
-            if any(
-                a.startswith(("-c", "--config-env", "--exec-path", "--output", "-C", "--git-dir"))
-                for a in args
-            ):
-                return "git configuration overrides, other repositories and output files are not allowed"
-            sub = next((a for a in args if not a.startswith("-")), "")
-            if sub not in _GIT_READ_ONLY:
-                return f"'git {sub}' is not read-only; allowed git subcommands: {', '.join(sorted(_GIT_READ_ONLY))}"
-        for arg in args:
-            candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+            problem = _git_problem(args)
+            if problem:
+                return problem
+        for index, arg in enumerate(args, start=1):
+            problem = self._glob_problem(arg) if index in cmd.globbed else self._argument_problem(arg)
+            if problem:
+                return problem
+        return None
+
+    def _argument_problem(self, arg: str) -> str | None:
+        """Path checks for one argument: plain paths, option values (``--file=x``, ``-fx``), ``rev:path``."""
+        candidates = [arg]
+        if arg.startswith("--") and "=" in arg:
+            candidates = [arg.split("=", 1)[1]]
+        elif arg.startswith("-") and len(arg) > 2:
+            candidates = [arg[2:]]  # a value attached to a short option (-f/etc/shadow)
+        if ":" in arg:
+            candidates.append(arg.split(":", 1)[1])  # git's <rev>:<path>
+        for candidate in candidates:
             if _looks_like_path(candidate):
                 problem = self.path_problem(candidate)
                 if problem:
                     return problem
+        return None
+
+    def _glob_problem(self, pattern: str) -> str | None:
+        """Expand a glob against the workspace as the shell would, and check every match."""
+        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+            return f"the glob '{pattern}' reaches outside the workspace {self.workspace}"
+        matches = glob.glob(pattern, root_dir=self.workspace)
+        for match in matches or [pattern]:
+            problem = self.path_problem(match if match.startswith(("/", ".", "~")) else f"./{match}")
+            if problem:
+                return problem
         return None
 
     # -- paths --------------------------------------------------------------------------------------------------
@@ -218,6 +286,8 @@ class PermissionPolicy:
         """Why ``raw`` may not be touched, or ``None`` when it is inside the workspace and not sensitive."""
         if VAR in raw or SUBST in raw:
             return f"paths built from variables or substitutions ('{raw}') are not allowed"
+        if "\x00" in raw:
+            return "paths may not contain NUL bytes"
         expanded = os.path.expanduser(raw)
         candidate = Path(expanded) if os.path.isabs(expanded) else self.workspace / expanded
         resolved = Path(os.path.normpath(candidate))
@@ -229,6 +299,8 @@ class PermissionPolicy:
             real = Path(os.path.realpath(resolved))
         except OSError:
             real = resolved
+        if _is_sensitive(real):
+            return f"'{raw}' leads to a sensitive file (secrets, keys or credentials) and may not be read or written"
         for path in (resolved, real):
             if path != self.workspace and self.workspace not in path.parents:
                 return f"'{raw}' is outside the workspace {self.workspace}; use paths inside it"
@@ -241,6 +313,37 @@ def _is_sensitive(path: Path) -> bool:
         return True
     posix = PurePosixPath(path.as_posix()).as_posix()
     return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
+
+
+def _forbidden_flag(program: str, arg: str) -> bool:
+    forbidden = _FORBIDDEN_FLAGS.get(program, ())
+    if not forbidden or not arg.startswith("-") or arg == "-":
+        return False
+    if program in _WHOLE_WORD_OPTIONS:
+        return arg in forbidden
+    if arg.startswith("--"):
+        name = arg[2:].split("=", 1)[0]
+        return bool(name) and any(f.startswith("--") and f[2:].startswith(name) for f in forbidden)
+    # A cluster of short options: -uo is -u -o. (A value glued to an option may contain a flag letter:
+    # refusing it then is the safe side.)
+    return any(f"-{letter}" in forbidden for letter in arg[1:])
+
+
+def _git_problem(args: list[str]) -> str | None:
+    index = 0
+    while index < len(args) and args[index] in _GIT_SAFE_GLOBAL_OPTIONS:
+        index += 1
+    allowed = ", ".join(sorted(_GIT_READ_ONLY))
+    if index >= len(args) or args[index].startswith("-"):
+        return f"git global options other than --no-pager are not allowed; use 'git <subcommand>' ({allowed})"
+    sub, rest = args[index], args[index + 1 :]
+    if sub not in _GIT_READ_ONLY:
+        return f"'git {sub}' is not read-only; allowed git subcommands: {allowed}"
+    if sub == "branch" and any(a not in _GIT_BRANCH_LISTING for a in rest):
+        return "'git branch' may only list branches (-a, -r, -v, --list, --show-current)"
+    if any(a.startswith(("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack")) for a in rest):
+        return "git options that write files or run programs are not allowed"
+    return None
 
 
 def _looks_like_path(arg: str) -> bool:

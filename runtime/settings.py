@@ -23,6 +23,7 @@ Environment variables (all optional):
 ``AGENTKIT_TURN_TIMEOUT``       seconds one turn may take (default ``600``)
 ``AGENTKIT_IDLE_TIMEOUT``       seconds before an idle warm session is closed (default ``900``)
 ``AGENTKIT_MAX_QUEUED``         invocations that may wait on one session (default ``8``)
+``AGENTKIT_MAX_SESSIONS``       warm sessions (CLI processes) kept at once; idle ones are evicted first (``32``)
 ``AGENTKIT_MAX_TURNS``          model round-trips per invocation, upper bound (default ``25``)
 ``AGENTKIT_MAX_BUDGET_USD``     spend per invocation, upper bound (default ``1.0``)
 ``AGENTKIT_SESSION_BUDGET_USD`` cumulative spend per session (default ``10.0``; ``0`` disables)
@@ -68,6 +69,7 @@ ENV_MAX_PROMPT_CHARS = "AGENTKIT_MAX_PROMPT_CHARS"
 ENV_TURN_TIMEOUT = "AGENTKIT_TURN_TIMEOUT"
 ENV_IDLE_TIMEOUT = "AGENTKIT_IDLE_TIMEOUT"
 ENV_MAX_QUEUED = "AGENTKIT_MAX_QUEUED"
+ENV_MAX_SESSIONS = "AGENTKIT_MAX_SESSIONS"
 ENV_MAX_TURNS = "AGENTKIT_MAX_TURNS"
 ENV_MAX_BUDGET_USD = "AGENTKIT_MAX_BUDGET_USD"
 ENV_SESSION_BUDGET_USD = "AGENTKIT_SESSION_BUDGET_USD"
@@ -108,6 +110,7 @@ _ENV_FIELDS: dict[str, str] = {
     "turn_timeout_s": ENV_TURN_TIMEOUT,
     "idle_timeout_s": ENV_IDLE_TIMEOUT,
     "max_queued": ENV_MAX_QUEUED,
+    "max_sessions": ENV_MAX_SESSIONS,
     "max_turns": ENV_MAX_TURNS,
     "max_budget_usd": ENV_MAX_BUDGET_USD,
     "session_budget_usd": ENV_SESSION_BUDGET_USD,
@@ -149,6 +152,7 @@ class Settings(BaseModel):
     turn_timeout_s: float = Field(default=600.0, gt=0)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_queued: int = Field(default=8, gt=0)
+    max_sessions: int = Field(default=32, gt=0)
     max_turns: int = Field(default=25, gt=0)
     max_budget_usd: float = Field(default=1.0, gt=0)
     session_budget_usd: float = Field(default=10.0, ge=0)
@@ -258,6 +262,9 @@ class Settings(BaseModel):
             "CLAUDE_CODE_TMPDIR": str(state / "tmp"),
             "XDG_CACHE_HOME": str(state / "cache"),
             "ENABLE_TOOL_SEARCH": "false",
+            # git run by the agent reads no user or system config, so it cannot be given aliases or hooks.
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_NOSYSTEM": "1",
         }
         if self.bedrock_endpoint:
             env["ANTHROPIC_BEDROCK_BASE_URL"] = self.bedrock_endpoint

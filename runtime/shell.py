@@ -23,6 +23,8 @@ class SimpleCommand:
     words: list[str] = field(default_factory=list)
     redirects: list[tuple[str, str]] = field(default_factory=list)
     assignments: list[str] = field(default_factory=list)
+    globbed: set[int] = field(default_factory=set)
+    """Indexes of ``words`` with unquoted glob characters (``*``, ``?``, ``[``): the shell expands them."""
 
     @property
     def name(self) -> str:
@@ -54,6 +56,7 @@ class _Parser:
         self.commands: list[SimpleCommand] = []
         self.current = SimpleCommand()
         self.pending_redirect: str | None = None
+        self._glob = False  # the word being read has an unquoted glob character
 
     # -- driver ----------------------------------------------------------------------------------------------
 
@@ -63,6 +66,8 @@ class _Parser:
             ch = text[self.pos]
             if ch in " \t":
                 self.pos += 1
+            elif self.text.startswith("\\\n", self.pos):  # line continuation: the shell drops both
+                self.pos += 2
             elif ch == "#" and self._at_word_start():
                 end = text.find("\n", self.pos)
                 self.pos = len(text) if end < 0 else end
@@ -119,6 +124,11 @@ class _Parser:
         return False
 
     def _add_word(self, word: str) -> None:
+        globbed, self._glob = self._glob, False
+        if globbed and (self.pending_redirect is not None or not self.current.words):
+            raise UnsupportedShell("glob patterns are allowed only in arguments")
+        if globbed:
+            self.current.globbed.add(len(self.current.words))
         if self.pending_redirect is not None:
             self.current.redirects.append((self.pending_redirect, word))
             self.pending_redirect = None
@@ -142,8 +152,13 @@ class _Parser:
             if ch in " \t\n;&|()<>":
                 break
             if ch == "\\":
-                out.append(text[self.pos + 1 : self.pos + 2])
+                if text[self.pos + 1 : self.pos + 2] != "\n":  # backslash-newline is removed
+                    out.append(text[self.pos + 1 : self.pos + 2])
                 self.pos += 2
+            elif ch == "{" and self._brace_expansion():
+                raise UnsupportedShell(
+                    "brace expansion ({a,b} or {1..9}) is not supported; write the words out"
+                )
             elif ch == "'":
                 end = text.find("'", self.pos + 1)
                 if end < 0:
@@ -155,9 +170,19 @@ class _Parser:
             elif ch in "`$":
                 out.append(self._expansion(ch))
             else:
+                if ch in "*?[":
+                    self._glob = True
                 out.append(ch)
                 self.pos += 1
         return "".join(out)
+
+    def _brace_expansion(self) -> bool:
+        """Whether the unquoted ``{`` at ``self.pos`` opens a brace expansion (a ``,`` or ``..`` before ``}``)."""
+        end = self.text.find("}", self.pos)
+        if end < 0:
+            return False
+        body = self.text[self.pos + 1 : end]
+        return not any(c in body for c in " \t\n;&|") and ("," in body or ".." in body)
 
     def _double_quoted(self) -> str:
         text = self.text
@@ -169,7 +194,8 @@ class _Parser:
                 self.pos += 1
                 return "".join(out)
             if ch == "\\" and text[self.pos + 1 : self.pos + 2] in ('"', "\\", "$", "`", "\n"):
-                out.append(text[self.pos + 1])
+                if text[self.pos + 1] != "\n":  # backslash-newline is removed
+                    out.append(text[self.pos + 1])
                 self.pos += 2
             elif ch in "`$":
                 out.append(self._expansion(ch))
@@ -188,6 +214,8 @@ class _Parser:
 
     def _dollar(self) -> str:
         text = self.text
+        if text.startswith(("$'", '$"'), self.pos):
+            raise UnsupportedShell("$'...' and $\"...\" quoting are not supported; use plain quotes")
         if text.startswith("$((", self.pos):
             raise UnsupportedShell("arithmetic expansion is not supported")
         if text.startswith("$(", self.pos):

@@ -13,7 +13,9 @@ from runtime.shell import UnsupportedShell, parse_commands
 @pytest.fixture
 def policy(tmp_path: Path) -> PermissionPolicy:
     (tmp_path / "ws").mkdir()
-    return PermissionPolicy(allowed_tools={"Bash", "Read", "Glob", "mcp__kit"}, workspace=tmp_path / "ws")
+    return PermissionPolicy(
+        allowed_tools={"Bash", "Read", "Glob", "Grep", "mcp__kit"}, workspace=tmp_path / "ws"
+    )
 
 
 BASH_TABLE = [
@@ -53,7 +55,7 @@ BASH_TABLE = [
     ("find . -delete", False, "find -delete"),
     ("sed s/a/b/ file.txt", False, "'sed' is not an allowed program"),  # sed can write (w) and execute (e)
     ("git push origin main", False, "'git push' is not read-only"),
-    ("git -c core.pager=sh log", False, "git configuration"),
+    ("git -c core.pager=sh log", False, "git global options"),
     ("FOO=bar ls", False, "environment variables"),
     ("LD_PRELOAD=/tmp/x.so ls", False, "environment variables"),
     ("/bin/rm -rf /", False, "by name, not by path"),
@@ -64,6 +66,33 @@ BASH_TABLE = [
     ("cat <<EOF\nhi\nEOF", False, "here-documents"),
     ("echo 'unterminated", False, "unterminated"),
     ("", False, "empty"),
+    # Found in review: each of these got past an earlier version of the policy.
+    ("git --namespace status config --global alias.pwn '!id'", False, "git global options"),
+    ("git --namespace log pwn", False, "git global options"),
+    ("git --work-tree log reset --hard", False, "git global options"),
+    ("git branch -D main", False, "may only list branches"),
+    ("git branch new-branch", False, "may only list branches"),
+    ("git branch -a", True, ""),
+    ("git --no-pager log --oneline", True, ""),
+    ("git show HEAD:.env", False, "sensitive"),
+    ("git diff --output=/tmp/x", False, "write files or run programs"),
+    ("cat $'\\x2fetc\\x2fpasswd'", False, "quoting are not supported"),
+    ('cat $"/etc/passwd"', False, "quoting are not supported"),
+    ("find . $'-exec' id \\;", False, "quoting are not supported"),
+    ("cat {/etc/passwd,}", False, "brace expansion"),
+    ("cat {.e,}nv", False, "brace expansion"),
+    ("sort -o/tmp/x notes.txt", False, "can modify files"),
+    ("sort -uo out.txt notes.txt", False, "can modify files"),
+    ("sort --out=out.txt notes.txt", False, "can modify files"),
+    ("tail -fn1 notes.txt", False, "never end"),
+    ("tail --foll notes.txt", False, "never end"),
+    ("date -f/etc/shadow", False, "outside the workspace"),
+    ("grep -f/etc/shadow x .", False, "outside the workspace"),
+    ("grep --file=/etc/shadow x .", False, "outside the workspace"),
+    ("jq -n env", False, "'jq' is not an allowed program"),
+    ("cat /etc/*", False, "outside the workspace"),
+    ("ls ../*", False, "outside the workspace"),
+    ("ls > *.txt", False, "glob patterns"),
 ]
 
 
@@ -129,7 +158,47 @@ def test_risky_flags_of_allowlisted_programs(tmp_path: Path) -> None:
         "tail -f log",
     ):
         decision = policy.decide("Bash", {"command": command})
-        assert not decision.allowed and "can modify files or run programs" in decision.message, command
+        assert not decision.allowed and "can modify files, run programs or never end" in decision.message, (
+            command
+        )
+
+
+def test_line_continuation_is_joined_like_bash_does(policy: PermissionPolicy) -> None:
+    decision = policy.decide("Bash", {"command": "find . -ex\\\nec echo EXEC {} \\;"})
+    assert not decision.allowed and "find -exec" in decision.message
+
+
+def test_globs_are_expanded_against_the_workspace(policy: PermissionPolicy) -> None:
+    (policy.workspace / ".env").write_text("SECRET=1")
+    (policy.workspace / "id_rsa").write_text("key")
+    (policy.workspace / "notes.txt").write_text("hi")
+    for command in ("cat .en?", "cat id_rs?", "cat * .*", "grep SECRET .e*"):
+        decision = policy.decide("Bash", {"command": command})
+        assert not decision.allowed and "sensitive" in decision.message, command
+    assert policy.decide("Bash", {"command": "cat *.txt"}).allowed
+    assert policy.decide("Bash", {"command": "ls *.md"}).allowed  # no match: the literal is checked
+
+
+def test_search_patterns_and_links_to_sensitive_files(policy: PermissionPolicy, tmp_path: Path) -> None:
+    (policy.workspace / ".env").write_text("SECRET=1")
+    (policy.workspace / "harmless.txt").symlink_to(policy.workspace / ".env")
+    assert not policy.decide("Read", {"file_path": "harmless.txt"}).allowed
+    checks = [
+        ("Grep", {"pattern": ".", "glob": ".env"}),
+        ("Grep", {"pattern": ".", "glob": "**/*.pem"}),
+        ("Glob", {"pattern": "/etc/*"}),
+        ("Glob", {"pattern": "../**/*.py"}),
+    ]
+    for tool, tool_input in checks:
+        decision = policy.decide(tool, tool_input)
+        assert not decision.allowed and "pattern" in decision.message, (tool, tool_input, decision)
+    assert policy.decide("Glob", {"pattern": "**/*.py"}).allowed
+    assert policy.decide("Grep", {"pattern": "TODO", "glob": "*.py"}).allowed
+
+
+def test_nul_bytes_are_refused_not_raised(policy: PermissionPolicy) -> None:
+    assert not policy.decide("Read", {"file_path": "a\x00b"}).allowed
+    assert not policy.decide("Bash", {"command": "cat ./a\x00b"}).allowed
 
 
 def test_symlink_out_of_the_workspace_is_refused(policy: PermissionPolicy, tmp_path: Path) -> None:

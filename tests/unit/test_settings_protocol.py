@@ -75,6 +75,7 @@ def test_bad_settings_name_the_variable(env: dict, fragment: str) -> None:
 def test_cli_env_routes_to_bedrock_and_only_uses_the_stand_in_when_asked(tmp_path: Path) -> None:
     env = Settings.from_env({"AGENTKIT_STATE_DIR": str(tmp_path), "AWS_REGION": "eu-west-1"}).cli_env()
     assert env["CLAUDE_CODE_USE_BEDROCK"] == "1" and env["AWS_REGION"] == "eu-west-1"
+    assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
     assert "ANTHROPIC_BEDROCK_BASE_URL" not in env and "CLAUDE_CODE_SKIP_BEDROCK_AUTH" not in env
     for key in ("CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR", "XDG_CACHE_HOME"):
         assert env[key].startswith(str(tmp_path.resolve()))
