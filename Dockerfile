@@ -1,7 +1,8 @@
 # AgentCore runtime image for the Claude Agent SDK agent.
 # Built for linux/arm64 by CDK (DockerImageAsset or CodeBuild); the platform is not pinned here.
 # The claude-agent-sdk wheel bundles the Claude Code CLI for aarch64, so no Node is installed.
-FROM python:3.11.14-slim-bookworm
+# From ECR Public (AWS's mirror of the Docker official image): no Docker Hub rate limits in CodeBuild.
+FROM public.ecr.aws/docker/library/python:3.11.14-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -234,6 +234,29 @@ class AppConfig(_Model):
             raise ValueError(f"{value!r} is not a custom CloudWatch namespace (1-255 chars, not 'AWS/...')")
         return value
 
+    @model_validator(mode="after")
+    def _consistent(self) -> AppConfig:
+        if self.auth.mode == "jwt" and (self.webhook.enabled or self.github_oidc.enabled):
+            raise ValueError(
+                "auth.mode 'jwt' refuses SigV4 callers, so webhook.enabled and github_oidc.enabled need "
+                "auth.mode 'iam' (or a second runtime)"
+            )
+        idle, lifetime = self.settings.idle_timeout_minutes, self.settings.max_lifetime_hours * 60
+        if idle > lifetime:
+            raise ValueError(
+                f"stages.{self.stage}.idle_timeout_minutes ({idle}) exceeds max_lifetime_hours ({lifetime} min)"
+            )
+        if self.region:
+            for model in self.models:
+                geo, _ = inference_profile_parts(model)
+                regions = PROFILE_REGIONS[geo]
+                if regions and self.region not in regions:
+                    raise ValueError(
+                        f"model {model!r} is a '{geo}.' profile, not offered in region {self.region} "
+                        f"(offered in {', '.join(regions)}); use a profile of the region's geography or 'global.'"
+                    )
+        return self
+
     @property
     def runtime_name(self) -> str:
         """``<project>_<stage>``: valid under :data:`RUNTIME_NAME_PATTERN` by construction of both parts."""

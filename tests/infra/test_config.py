@@ -108,3 +108,44 @@ def test_missing_stage_settings() -> None:
     del data["stages"]["prod"]
     with pytest.raises(ConfigError, match=r"agentkit\.stages\.prod"):
         load_config(data, stage="prod")
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (
+            lambda d: d.update(
+                auth={
+                    "mode": "jwt",
+                    "jwt": {
+                        "discovery_url": "https://idp.example.com/.well-known/openid-configuration",
+                        "allowed_clients": ["c"],
+                    },
+                },
+                webhook={"enabled": True},
+            ),
+            "refuses SigV4 callers",
+        ),
+        (
+            lambda d: d["stages"]["dev"].update(idle_timeout_minutes=180, max_lifetime_hours=2),
+            "exceeds max_lifetime",
+        ),
+        (lambda d: d.update(region="eu-west-1"), "not offered in region eu-west-1"),
+    ],
+)
+def test_inconsistent_settings_are_refused(change, fragment: str) -> None:
+    data = raw()
+    change(data)
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert fragment in str(err.value)
+
+
+def test_eu_profiles_in_an_eu_region_are_accepted() -> None:
+    data = raw()
+    data.update(
+        region="eu-west-1",
+        model="eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        extra_models=["global.anthropic.claude-haiku-4-5-20251001-v1:0"],
+    )
+    assert load_config(data, stage="dev").region == "eu-west-1"
