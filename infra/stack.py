@@ -44,12 +44,15 @@ def runtime_environment(
         "AGENTKIT_METRICS_NAMESPACE": config.metrics_namespace,
         "AGENTKIT_MODEL": config.model,
         "AGENTKIT_AGENT_NAME": config.agent_name,
-        "AGENTKIT_ACTOR_HEADER": config.actor_header,
         "AWS_REGION": region,
     }
+    if config.auth.mode == "iam":
+        # With IAM inbound auth only our own principals can invoke, so their actor header is trusted. With JWT
+        # auth the actor is the token's sub; a header any token holder can set must not name it.
+        env["AGENTKIT_ACTOR_HEADER"] = config.actor_header
+    # The CLI's small/fast slot must be a profile the role may invoke: the first extra model, else the main one.
     small = [m for m in config.extra_models if m != config.model]
-    if small:
-        env["AGENTKIT_SMALL_MODEL"] = small[0]
+    env["AGENTKIT_SMALL_MODEL"] = small[0] if small else config.model
     if gateway_url:
         env["AGENTKIT_GATEWAY_URL"] = gateway_url
     return env
@@ -125,7 +128,8 @@ class AgentKitStack(cdk.Stack):
             log_retention=retention,
             removal_policy=removal,
             endpoint_name=config.stage,
-            request_headers=[config.actor_header],
+            # JWT auth: the Authorization header must be allow-listed to reach the runtime (actor = JWT sub).
+            request_headers=[config.actor_header] if config.auth.mode == "iam" else ["Authorization"],
             vpc=vpc,
             vpc_subnets=subnets,
         )
@@ -165,6 +169,8 @@ class AgentKitStack(cdk.Stack):
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
                 runtime_endpoint_name=config.stage,
+                # Secrets are <project>-<stage>/github-*, so stages in one account never share one.
+                name_prefix=config.resource_prefix,
                 trigger_label=config.webhook.trigger_label,
                 trigger_mention=config.webhook.trigger_mention,
                 bot_login=config.webhook.bot_login,

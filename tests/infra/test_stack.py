@@ -151,8 +151,12 @@ def test_prod_jwt_auth_and_vpc(prod: Synth) -> None:
                     {"Subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]}
                 ),
             },
+            # The JWT must reach the container: its sub is the actor. The custom actor header is not trusted.
+            "RequestHeaderConfiguration": {"RequestHeaderAllowlist": ["Authorization"]},
         },
     )
+    env = runtime_props(prod)["EnvironmentVariables"]
+    assert "AGENTKIT_ACTOR_HEADER" not in env
 
 
 # --- IAM least privilege -----------------------------------------------------------------------------
@@ -415,3 +419,17 @@ def test_webhook_and_oidc_behind_flags(optional: Synth) -> None:
     ]
     assert len(oidc_roles) == 1
     assert "repo:acme/agent:ref:refs/heads/main" in dumps(oidc_roles[0])
+
+
+def test_small_model_slot_falls_back_to_an_invocable_profile() -> None:
+    import copy
+
+    from infra.config import load_config
+    from infra.stack import runtime_environment
+    from tests.infra.conftest import base_context
+
+    data = copy.deepcopy(base_context()["agentkit"])
+    data["extra_models"] = []
+    config = load_config(data, stage="dev")
+    env = runtime_environment(config, memory_id="m", gateway_url=None, region="us-east-1")
+    assert env["AGENTKIT_SMALL_MODEL"] == config.model  # never a profile the role may not invoke
