@@ -11,6 +11,14 @@ the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<versi
 offline), or pass ``powertools_layer_arn``. The Lambda runtime's boto3 must know the
 ``bedrock-agentcore`` service (boto3 >= 1.39.8; current Lambda Python runtimes ship newer).
 
+Secrets are named ``<name_prefix>/github-webhook-secret`` and ``<name_prefix>/github-token``; the stack
+passes ``<project>-<stage>`` as ``name_prefix`` so stages in one account never share a secret.
+
+Timeouts: the worker Lambda runs up to 14 minutes by default, its ``InvokeAgentRuntime`` read timeout
+is the Lambda timeout minus 60 s (13 minutes) and must exceed the runtime's turn timeout
+(``AGENTKIT_TURN_TIMEOUT``, 600 s by default; ``runtime_turn_timeout``); the queue's visibility timeout
+is six times the Lambda timeout, as AWS recommends for SQS event sources.
+
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
 UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the webhook secret;
 worker — ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``,
@@ -20,6 +28,8 @@ their own log group, X-Ray put.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -35,8 +45,29 @@ from constructs import Construct
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
-DEFAULT_WEBHOOK_SECRET_NAME = "agentkit/github-webhook-secret"
-DEFAULT_TOKEN_SECRET_NAME = "agentkit/github-token"
+DEFAULT_NAME_PREFIX = "agentkit"
+WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
+TOKEN_SECRET_SUFFIX = "github-token"
+#: Only these ``author_association`` values may trigger a run by mention unless configured otherwise.
+DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+AUTHOR_ASSOCIATIONS = frozenset(
+    {
+        "COLLABORATOR",
+        "CONTRIBUTOR",
+        "FIRST_TIMER",
+        "FIRST_TIME_CONTRIBUTOR",
+        "MANNEQUIN",
+        "MEMBER",
+        "NONE",
+        "OWNER",
+    }
+)
+DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
+#: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/settings.py).
+DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
+#: Seconds the worker keeps after the read timeout to post the reply.
+POST_REPLY_MARGIN_SECONDS = 60
+_NAME_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+=.@-]{0,100}$")
 POWERTOOLS_VERSION = "3.37.0"  # keep in step with pyproject's aws-lambda-powertools pin
 
 
@@ -66,17 +97,20 @@ class GitHubIssueWebhook(Construct):
         *,
         runtime_arn: str,
         runtime_endpoint_name: str | None = None,
-        webhook_secret_name: str = DEFAULT_WEBHOOK_SECRET_NAME,
-        github_token_secret_name: str = DEFAULT_TOKEN_SECRET_NAME,
+        name_prefix: str = DEFAULT_NAME_PREFIX,
+        webhook_secret_name: str | None = None,
+        github_token_secret_name: str | None = None,
         create_secrets: bool = True,
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
         bot_login: str = "",
+        allowed_author_associations: Sequence[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
         github_api_url: str = "https://api.github.com",
         actor_header: str = DEFAULT_ACTOR_HEADER,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY,
         worker_timeout: cdk.Duration | None = None,
+        runtime_turn_timeout: cdk.Duration | None = None,
         max_concurrency: int = 5,
         max_receive_count: int = 3,
         max_body_bytes: int = 1024 * 1024,
@@ -86,16 +120,38 @@ class GitHubIssueWebhook(Construct):
         powertools_layer_arn: str | None = None,
         powertools_version: str = POWERTOOLS_VERSION,
     ) -> None:
+        """Raises ``ValueError`` on a bad trigger, prefix, association, concurrency or timeout setting.
+
+        ``name_prefix`` names the secrets (``<prefix>/github-webhook-secret``, ``<prefix>/github-token``)
+        unless ``webhook_secret_name`` / ``github_token_secret_name`` are given. Mention triggers are
+        accepted only from authors whose ``author_association`` is in ``allowed_author_associations``
+        (``["*"]`` allows anyone — on a public repository anyone could then start paid runs).
+        ``worker_timeout`` (default 14 min) minus 60 s is the invoke read timeout; it must exceed
+        ``runtime_turn_timeout`` (default 600 s, the runtime's ``AGENTKIT_TURN_TIMEOUT``).
+        """
         super().__init__(scope, construct_id)
         if not trigger_label and not trigger_mention:
             raise ValueError("GitHubIssueWebhook needs trigger_label and/or trigger_mention")
         if not 2 <= max_concurrency <= 1000:
             raise ValueError("max_concurrency must be between 2 and 1000 (SQS event source limit)")
+        if not _NAME_PREFIX.match(name_prefix):
+            raise ValueError(f"name_prefix {name_prefix!r} must match {_NAME_PREFIX.pattern}")
+        associations = self._associations(allowed_author_associations)
         runtime = python_runtime or lambda_.Runtime.PYTHON_3_14
         arch = architecture or lambda_.Architecture.ARM_64
-        worker_timeout = worker_timeout or cdk.Duration.minutes(10)
+        worker_timeout = worker_timeout or DEFAULT_WORKER_TIMEOUT
         if not 60 <= worker_timeout.to_seconds() <= 900:
             raise ValueError("worker_timeout must be between 1 and 15 minutes")
+        read_timeout = int(worker_timeout.to_seconds()) - POST_REPLY_MARGIN_SECONDS
+        turn_timeout = (runtime_turn_timeout or DEFAULT_RUNTIME_TURN_TIMEOUT).to_seconds()
+        if read_timeout <= turn_timeout:
+            raise ValueError(
+                f"worker_timeout leaves a read timeout of {read_timeout}s (worker_timeout - "
+                f"{POST_REPLY_MARGIN_SECONDS}s), which must exceed the runtime turn timeout of {turn_timeout:.0f}s;"
+                " raise worker_timeout or lower AGENTKIT_TURN_TIMEOUT / runtime_turn_timeout"
+            )
+        webhook_secret_name = webhook_secret_name or f"{name_prefix}/{WEBHOOK_SECRET_SUFFIX}"
+        github_token_secret_name = github_token_secret_name or f"{name_prefix}/{TOKEN_SECRET_SUFFIX}"
 
         # ---- secrets
         self.webhook_secret, webhook_secret_ref = self._secret(
@@ -176,6 +232,7 @@ class GitHubIssueWebhook(Construct):
                 "TRIGGER_LABEL": trigger_label,
                 "TRIGGER_MENTION": trigger_mention,
                 "BOT_LOGIN": bot_login,
+                "ALLOWED_ASSOCIATIONS": associations,
                 "MAX_BODY_BYTES": str(max_body_bytes),
             },
         )
@@ -203,7 +260,7 @@ class GitHubIssueWebhook(Construct):
             "GITHUB_TOKEN_SECRET_NAME": token_secret_ref,
             "GITHUB_API_URL": github_api_url,
             "ACTOR_HEADER": actor_header,
-            "INVOKE_READ_TIMEOUT_SECONDS": str(int(worker_timeout.to_seconds()) - 30),
+            "INVOKE_READ_TIMEOUT_SECONDS": str(read_timeout),
         }
         if runtime_endpoint_name:
             worker_env["AGENT_RUNTIME_QUALIFIER"] = runtime_endpoint_name
@@ -243,6 +300,23 @@ class GitHubIssueWebhook(Construct):
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.dead_letter_queue.queue_url)
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _associations(values: Sequence[str]) -> str:
+        """Validate the allowlist; returns the receiver's ``ALLOWED_ASSOCIATIONS`` value."""
+        if isinstance(values, str):
+            raise ValueError("allowed_author_associations must be a list, e.g. ['OWNER', 'MEMBER']")
+        names = sorted({v.strip().upper() for v in values if v.strip()})
+        if not names:
+            raise ValueError("allowed_author_associations is empty; no mention could trigger the agent")
+        if "*" in names:
+            return "*"
+        unknown = [n for n in names if n not in AUTHOR_ASSOCIATIONS]
+        if unknown:
+            raise ValueError(
+                f"unknown author association(s) {unknown}; use {sorted(AUTHOR_ASSOCIATIONS)} or ['*']"
+            )
+        return ",".join(names)
+
     def _secret(
         self,
         construct_id: str,

@@ -367,3 +367,79 @@ def test_webhook_rejects_no_trigger() -> None:
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match="trigger"):
         GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, trigger_label="", trigger_mention="")
+
+
+def _env_of(template: Template, handler: str) -> dict[str, Any]:
+    [fn] = [
+        f["Properties"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == handler
+    ]
+    return fn
+
+
+def test_only_trusted_authors_trigger_by_default(synthed: dict[str, Any]) -> None:
+    env = _env_of(synthed["templates"]["literal"], "receiver.handler")["Environment"]["Variables"]
+    assert env["ALLOWED_ASSOCIATIONS"] == "COLLABORATOR,MEMBER,OWNER"
+
+
+def test_worker_read_timeout_exceeds_turn_timeout_and_queue_outlasts_lambda(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    worker = _env_of(t, "worker.handler")
+    assert worker["Timeout"] == 14 * 60
+    read_timeout = int(worker["Environment"]["Variables"]["INVOKE_READ_TIMEOUT_SECONDS"])
+    assert read_timeout == 13 * 60 and 600 < read_timeout < worker["Timeout"]
+    visibility = [
+        q["Properties"]["VisibilityTimeout"]
+        for q in t.find_resources("AWS::SQS::Queue").values()
+        if "RedrivePolicy" in q["Properties"]
+    ]
+    assert visibility == [6 * 14 * 60]
+
+
+def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
+    stack = cdk.Stack(cdk.App(), "TwoStages", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    for stage in ("dev", "prod"):
+        GitHubIssueWebhook(
+            stack,
+            f"Webhook-{stage}",
+            runtime_arn=RUNTIME_ARN,
+            name_prefix=f"agentkit-{stage}",
+            allowed_author_associations=["owner", "MEMBER"],
+        )
+    t = Template.from_stack(stack)
+    names = sorted(s["Properties"]["Name"] for s in t.find_resources("AWS::SecretsManager::Secret").values())
+    assert names == [
+        "agentkit-dev/github-token",
+        "agentkit-dev/github-webhook-secret",
+        "agentkit-prod/github-token",
+        "agentkit-prod/github-webhook-secret",
+    ]
+    receivers = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in t.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == "receiver.handler"
+    ]
+    assert [r["ALLOWED_ASSOCIATIONS"] for r in receivers] == ["MEMBER,OWNER", "MEMBER,OWNER"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"name_prefix": "a/b"}, "name_prefix"),
+        ({"name_prefix": ""}, "name_prefix"),
+        ({"allowed_author_associations": ["OWNER", "ADMIN"]}, "unknown author association"),
+        ({"allowed_author_associations": []}, "empty"),
+        ({"allowed_author_associations": "OWNER"}, "must be a list"),
+        ({"worker_timeout": cdk.Duration.minutes(10)}, "must exceed the runtime turn timeout"),
+        (
+            {"worker_timeout": cdk.Duration.minutes(14), "runtime_turn_timeout": cdk.Duration.minutes(13)},
+            "must exceed the runtime turn timeout",
+        ),
+    ],
+    ids=["slash", "empty-prefix", "unknown-assoc", "no-assoc", "string-assoc", "short-worker", "long-turn"],
+)
+def test_webhook_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> None:
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(ValueError, match=match):
+        GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, **kwargs)

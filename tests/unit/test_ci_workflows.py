@@ -163,3 +163,69 @@ def test_prompt_step_truncates_the_diff(tmp_path: Path) -> None:
     assert "Title: $(touch pwned) `rm -rf /`" in prompt and not (repo / "pwned").exists()
     assert "+changed line" in prompt and "(diff truncated: showing 1000 of" in prompt
     assert len(prompt.encode()) < 1600
+
+
+def _run_config_check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = _step(_load(WORKFLOW), "Check the configuration")["run"]
+    return subprocess.run(
+        ["bash", "-e", "-c", script],
+        env={"PATH": os.environ["PATH"], **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_configuration_check_runs_first() -> None:
+    workflow = _load(WORKFLOW)
+    [job] = workflow["jobs"].values()
+    first = job["steps"][0]
+    assert first["name"] == "Check the configuration"
+    assert first["env"] == {
+        "QUALIFIER": "${{ vars.AGENTKIT_QUALIFIER }}",
+        "ROLE_ARN": "${{ vars.AGENTKIT_INVOKER_ROLE_ARN }}",
+    }
+    assert _step(workflow, "Ask the agent")["with"]["qualifier"] == "${{ vars.AGENTKIT_QUALIFIER }}"
+
+
+@pytest.mark.parametrize(
+    ("qualifier", "role", "ok", "message"),
+    [
+        ("dev", "arn:aws:iam::123456789012:role/r", True, "Invoking endpoint dev"),
+        ("prod", "arn:aws:iam::123456789012:role/r", True, "Invoking endpoint prod"),
+        ("", "arn:aws:iam::123456789012:role/r", False, "AGENTKIT_QUALIFIER is not set"),
+        ("dev; rm -rf /", "arn:aws:iam::123456789012:role/r", False, "AGENTKIT_QUALIFIER is invalid"),
+        ("dev", "", False, "AGENTKIT_INVOKER_ROLE_ARN is not set"),
+    ],
+    ids=["dev", "prod", "unset", "invalid", "no-role"],
+)
+def test_configuration_check_fails_early_with_a_clear_message(
+    qualifier: str, role: str, ok: bool, message: str
+) -> None:
+    result = _run_config_check({"QUALIFIER": qualifier, "ROLE_ARN": role})
+    assert (result.returncode == 0) is ok, result.stdout + result.stderr
+    assert message in result.stdout
+    if not ok:
+        assert result.stdout.startswith("::error title=")
+
+
+def test_checkout_does_not_persist_credentials() -> None:
+    [checkout] = [
+        s for s in _steps(_load(WORKFLOW)) if str(s.get("uses", "")).startswith("actions/checkout@")
+    ]
+    assert checkout["with"]["persist-credentials"] is False
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_third_party_actions_are_pinned_or_marked_for_pinning(path: Path) -> None:
+    """Tags can be moved: each third-party `uses:` is a commit SHA, or carries a comment saying to pin it."""
+    lines = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.match(r"^\s*(-\s+)?uses:", line)  # YAML keys, not comments
+    ]
+    third_party = [line for line in lines if not line.split("uses:", 1)[1].strip().startswith("./")]
+    assert third_party, f"{path.name}: expected third-party actions"
+    for line in third_party:
+        ref = line.split("uses:", 1)[1].split("#", 1)[0].strip()
+        assert re.search(r"@[0-9a-f]{40}$", ref) or "pin to a full commit SHA" in line, line

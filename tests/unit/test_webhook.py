@@ -14,6 +14,7 @@ import io
 import json
 import sys
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -58,9 +59,12 @@ def sign(body: bytes, secret: str = SECRET) -> str:
 
 
 def issue(
-    number: int = 7, labels: tuple[str, ...] = (), body: str = "Build fails on arm64"
+    number: int = 7,
+    labels: tuple[str, ...] = (),
+    body: str = "Build fails on arm64",
+    association: str | None = "OWNER",
 ) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "number": number,
         "title": "CI broken",
         "body": body,
@@ -68,6 +72,9 @@ def issue(
         "labels": [{"name": n} for n in labels],
         "html_url": f"https://github.com/octo/kit/issues/{number}",
     }
+    if association is not None:
+        doc["author_association"] = association
+    return doc
 
 
 def labeled_payload(label: str = "agent", number: int = 7) -> dict[str, Any]:
@@ -80,11 +87,16 @@ def labeled_payload(label: str = "agent", number: int = 7) -> dict[str, Any]:
     }
 
 
-def comment_payload(text: str, login: str = "carol", user_type: str = "User") -> dict[str, Any]:
+def comment_payload(
+    text: str, login: str = "carol", user_type: str = "User", association: str | None = "MEMBER"
+) -> dict[str, Any]:
+    comment: dict[str, Any] = {"id": 99, "body": text, "user": {"login": login, "type": user_type}}
+    if association is not None:
+        comment["author_association"] = association
     return {
         "action": "created",
         "issue": issue(),
-        "comment": {"id": 99, "body": text, "user": {"login": login, "type": user_type}},
+        "comment": comment,
         "repository": {"full_name": "octo/kit"},
         "sender": {"login": login, "type": user_type},
     }
@@ -149,13 +161,20 @@ class Recorder(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         srv: Any = self.server
         srv.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
-        status, content_type, payload = srv.script.pop(0) if srv.script else srv.default
+        status, content_type, payload, *rest = srv.script.pop(0) if srv.script else srv.default
+        extra: dict[str, Any] = rest[0] if rest else {}  # optional {"headers": {...}, "delay": seconds}
+        time.sleep(extra.get("delay", 0))
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            for name, value in extra.get("headers", {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout tests)
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -290,8 +309,16 @@ def test_replay_of_a_delivery_enqueues_once(aws: SimpleNamespace) -> None:
     assert first[1]["status"] == "queued"
     assert second == (202, {"status": "duplicate", "delivery_id": "d-replay"})
     assert len(queued(aws)) == 1
-    # A new delivery of the same content is a new request.
-    assert call(url_event(body, delivery="d-other"))[1]["status"] == "queued"
+    # The unsigned delivery id is not the key: the same signed body under a new id is still a replay.
+    assert call(url_event(body, delivery="d-forged")) == (
+        202,
+        {"status": "duplicate", "delivery_id": "d-forged"},
+    )
+    assert len(queued(aws)) == 1
+    # A different (signed) body is a new request, whatever its delivery id.
+    other = json.dumps(labeled_payload(number=9)).encode()
+    assert call(url_event(other, delivery="d-replay"))[1]["status"] == "queued"
+    assert len(queued(aws)) == 2 and idempotency_items(aws) == 2
 
 
 @pytest.mark.parametrize(
@@ -383,13 +410,98 @@ def test_unsupported_or_untriggered_events_are_202_ignored(
     assert queued(aws) == [] and idempotency_items(aws) == 0
 
 
-def test_opened_issue_with_label_or_mention_triggers(aws: SimpleNamespace) -> None:
+def test_opened_issue_triggers_by_mention_only(aws: SimpleNamespace) -> None:
     opened = {**labeled_payload(), "action": "opened"}
     opened.pop("label")
-    assert call(url_event(json.dumps(opened).encode(), delivery="o-1"))[1]["status"] == "queued"
+    status, doc = call(url_event(json.dumps(opened).encode(), delivery="o-1"))
+    assert (status, doc["status"]) == (202, "ignored") and "without the trigger" in doc["reason"]
     mention = {**opened, "issue": issue(8, (), body="/agent please triage")}
     assert call(url_event(json.dumps(mention).encode(), delivery="o-2"))[1]["status"] == "queued"
-    assert len(queued(aws)) == 2
+    assert len(queued(aws)) == 1
+
+
+def test_issue_opened_with_the_label_runs_once(aws: SimpleNamespace) -> None:
+    """GitHub sends ``opened`` (labels already set) and then ``labeled``: exactly one task."""
+    opened = {**labeled_payload(), "action": "opened"}
+    opened.pop("label")
+    assert call(url_event(json.dumps(opened).encode(), delivery="g-1"))[1]["status"] == "ignored"
+    assert call(url_event(json.dumps(labeled_payload()).encode(), delivery="g-2"))[1]["status"] == "queued"
+    [msg] = queued(aws)
+    assert json.loads(msg["Body"])["event"] == "issues.labeled"
+
+
+@pytest.mark.parametrize(
+    ("payload", "event", "association"),
+    [
+        (comment_payload("/agent run", association="NONE"), "issue_comment", "NONE"),
+        (comment_payload("/agent run", association="CONTRIBUTOR"), "issue_comment", "CONTRIBUTOR"),
+        (comment_payload("/agent run", association="FIRST_TIME_CONTRIBUTOR"), "issue_comment", "FIRST_"),
+        (comment_payload("/agent run", association=None), "issue_comment", "NONE"),
+        (
+            {
+                "action": "opened",
+                "issue": issue(5, body="/agent do my homework", association="NONE"),
+                "repository": {"full_name": "octo/kit"},
+                "sender": {"login": "alice", "type": "User"},
+            },
+            "issues",
+            "NONE",
+        ),
+    ],
+    ids=["none", "contributor", "first-time", "missing-field", "opened-by-stranger"],
+)
+def test_mentions_from_outsiders_are_ignored(
+    aws: SimpleNamespace, payload: dict[str, Any], event: str, association: str
+) -> None:
+    status, doc = call(url_event(json.dumps(payload).encode(), event=event))
+    assert (status, doc["status"]) == (202, "ignored")
+    assert (
+        f"author association {association}" in doc["reason"]
+        and "COLLABORATOR, MEMBER, OWNER" in doc["reason"]
+    )
+    assert queued(aws) == [] and idempotency_items(aws) == 0
+
+
+@pytest.mark.parametrize("association", ["OWNER", "MEMBER", "COLLABORATOR", "member"])
+def test_mentions_from_allowed_associations_trigger(aws: SimpleNamespace, association: str) -> None:
+    body = json.dumps(comment_payload("/agent go", association=association)).encode()
+    assert call(url_event(body, event="issue_comment"))[1]["status"] == "queued"
+
+
+def test_label_trigger_needs_no_association(aws: SimpleNamespace) -> None:
+    """Only triage+ accounts can label; an outsider's issue is answered once a maintainer labels it."""
+    payload = labeled_payload()
+    payload["issue"] = issue(7, ("agent",), association="NONE")
+    assert call(url_event(json.dumps(payload).encode()))[1]["status"] == "queued"
+
+
+def test_allowed_associations_come_from_the_environment(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def rewire() -> None:
+        receiver.configure(
+            receiver.ReceiverDeps(
+                tracker=receiver.build_tracker(secrets_client=aws.sm),
+                sqs=aws.sqs,
+                queue_url=aws.queue_url,
+                persistence=DynamoDBPersistenceLayer(table_name="idem", boto3_client=aws.ddb),
+            )
+        )
+
+    monkeypatch.setenv("ALLOWED_ASSOCIATIONS", "OWNER")
+    rewire()
+    member = json.dumps(comment_payload("/agent go", association="MEMBER")).encode()
+    assert "author association MEMBER" in call(url_event(member, event="issue_comment"))[1]["reason"]
+    monkeypatch.setenv("ALLOWED_ASSOCIATIONS", "*")
+    rewire()
+    stranger = json.dumps(comment_payload("/agent go", association="NONE")).encode()
+    assert call(url_event(stranger, event="issue_comment"))[1]["status"] == "queued"
+    monkeypatch.setenv("ALLOWED_ASSOCIATIONS", "OWNER,ADMIN")
+    with pytest.raises(trackers.TrackerConfigError, match=r"unknown author association.*ADMIN"):
+        receiver.build_tracker(secrets_client=aws.sm)
+    monkeypatch.setenv("ALLOWED_ASSOCIATIONS", " , ")
+    with pytest.raises(trackers.TrackerConfigError, match="empty"):
+        receiver.build_tracker(secrets_client=aws.sm)
 
 
 def test_empty_webhook_secret_is_a_500_not_an_accept(aws: SimpleNamespace) -> None:
@@ -467,14 +579,39 @@ def agentcore_client(endpoint: str | None = None) -> Any:
     )
 
 
-def worker_deps(client: Any, github_url: str, qualifier: str | None = "prod") -> worker.WorkerDeps:
+def worker_client(endpoint: str, *, read_timeout: float = 30) -> Any:
+    """A client built exactly as the worker builds it (one attempt), pointed at a stand-in."""
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=worker.agentcore_client_config(read_timeout=read_timeout),
+    )
+
+
+def worker_deps(
+    client: Any,
+    github_url: str,
+    qualifier: str | None = "prod",
+    *,
+    throttle_retries: int = 2,
+    sleeps: list[float] | None = None,
+    http_timeout: float = 15.0,
+) -> worker.WorkerDeps:
+    record = sleeps if sleeps is not None else []
     return worker.WorkerDeps(
-        tracker=trackers.GitHubTracker(token=lambda: TOKEN, api_url=github_url, sleep=lambda _s: None),
+        tracker=trackers.GitHubTracker(
+            token=lambda: TOKEN, api_url=github_url, sleep=record.append, http_timeout=http_timeout
+        ),
         invoker=worker.AgentRuntimeInvoker(
             client=client,
             runtime_arn=RUNTIME_ARN,
             qualifier=qualifier,
             actor_header=worker.DEFAULT_ACTOR_HEADER,
+            throttle_retries=throttle_retries,
+            sleep=record.append,
         ),
     )
 
@@ -509,9 +646,10 @@ def test_worker_invokes_runtime_and_posts_comment(stand_in: Any, github: Any) ->
 def test_failing_invoke_is_a_partial_batch_failure(github: Any) -> None:
     client = agentcore_client()
     stub = Stubber(client)
-    stub.add_client_error(
-        "invoke_agent_runtime", service_error_code="ThrottlingException", http_status_code=429
-    )
+    for _ in range(3):  # the first call and the worker's 2 bounded throttling retries
+        stub.add_client_error(
+            "invoke_agent_runtime", service_error_code="ThrottlingException", http_status_code=429
+        )
     data = json.dumps(RESULT).encode()
     stub.add_response(
         "invoke_agent_runtime",
@@ -534,23 +672,172 @@ def test_failing_invoke_is_a_partial_batch_failure(github: Any) -> None:
             ).encode(),
         },
     )
-    worker.configure(worker_deps(client, github.url))
+    sleeps: list[float] = []
+    worker.configure(worker_deps(client, github.url, sleeps=sleeps))
     with stub:
         out = worker.handler(sqs_event(task_json(7), task_json(8)), CTX)
         stub.assert_no_pending_responses()
     assert out == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert [r["path"] for r in github.requests] == ["/repos/octo/kit/issues/8/comments"]
+    assert len(sleeps) == 2 and all(0 <= s <= 8 for s in sleeps)
 
 
 def test_agent_error_reply_is_posted_not_retried(stand_in: Any, github: Any) -> None:
     runtime = stand_in(
-        (200, "application/json", {"type": "error", "code": "budget_exceeded", "message": "over $1"})
+        (
+            200,
+            "application/json",
+            {"type": "error", "code": "budget_exceeded", "message": "over $1"},
+            {"headers": {"x-amzn-requestid": "rid-200"}},
+        )
     )
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url, qualifier=None))
     assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
-    assert "qualifier" not in runtime.requests[0]["path"]
+    assert "qualifier" not in runtime.requests[0]["path"] and len(runtime.requests) == 1
     comment = json.loads(github.requests[0]["body"])["body"]
-    assert "budget_exceeded" in comment and "over $1" in comment
+    assert "`budget_exceeded`" in comment and "rid-200" in comment
+    assert "over $1" not in comment  # the runtime's message stays in the log
+
+
+def runtime_client_error(message: str, request_id: str = "rid-424") -> tuple[int, str, Any, dict[str, Any]]:
+    """What AgentCore sends when the container answered with an error status (HTTP 424)."""
+    return (
+        424,
+        "application/json",
+        {"message": message},
+        {"headers": {"x-amzn-errortype": "RuntimeClientError", "x-amzn-requestid": request_id}},
+    )
+
+
+LEAKY = (
+    'Received error (402) from runtime. {"type": "error", "code": "budget_exceeded", "message":'
+    ' "session spent $1.02 of $1.00 on arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/x"}'
+)
+
+
+def test_runtime_client_error_posts_a_short_generic_comment(stand_in: Any, github: Any) -> None:
+    runtime = stand_in(runtime_client_error(LEAKY))
+    worker.configure(worker_deps(worker_client(runtime.url), github.url))
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert len(runtime.requests) == 1
+    [post] = github.requests
+    comment = json.loads(post["body"])["body"]
+    assert comment.startswith(worker.error_comment("budget_exceeded", "rid-424"))
+    assert "`budget_exceeded`" in comment and "rid-424" in comment
+    for leak in ("arn:", "123456789012", "$1.02", "Received error"):
+        assert leak not in comment
+    assert len(comment) < 300
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        (LEAKY, "budget_exceeded"),
+        ("Received error (504) from runtime: turn_timeout after 600s", "turn_timeout"),
+        ('{"error": {"code": "Prompt_Too_Large", "message": "x"}}', "prompt_too_large"),
+        ('{"code": "<script>alert(1)</script>"}', "runtime_error"),
+        ("Received error (500) from runtime. Check the logs.", "runtime_error"),
+        ("", "runtime_error"),
+    ],
+    ids=["json", "known-word", "nested-upper", "hostile", "no-code", "empty"],
+)
+def test_runtime_client_error_code_extraction(message: str, code: str) -> None:
+    assert worker.runtime_client_error_code(message) == code
+
+
+def test_busy_session_is_left_to_sqs(stand_in: Any, github: Any) -> None:
+    runtime = stand_in(
+        runtime_client_error(
+            'Received error (429): {"type": "error", "code": "session_busy", "message": "x"}'
+        )
+    )
+    worker.configure(worker_deps(worker_client(runtime.url), github.url))
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert len(runtime.requests) == 1 and github.requests == []
+
+
+def test_worker_client_never_retries_the_paid_call(
+    stand_in: Any, github: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 5xx from AgentCore: the client makes one attempt; the record fails so SQS retries later."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "5")  # the explicit client config must win
+    monkeypatch.setenv("AWS_RETRY_MODE", "legacy")
+    runtime = stand_in(
+        (
+            500,
+            "application/json",
+            {"message": "internal"},
+            {"headers": {"x-amzn-errortype": "InternalServerException"}},
+        )
+    )
+    client = worker_client(runtime.url)
+    assert client.meta.config.retries == {"total_max_attempts": 1, "mode": "standard"}
+    worker.configure(worker_deps(client, github.url))
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert len(runtime.requests) == 1 and github.requests == []
+
+
+def test_throttling_is_retried_in_a_bounded_loop(stand_in: Any, github: Any) -> None:
+    throttled = (
+        429,
+        "application/json",
+        {"message": "slow down"},
+        {"headers": {"x-amzn-errortype": "ThrottlingException"}},
+    )
+    runtime = stand_in((200, "application/json", RESULT))
+    runtime.script = [throttled, throttled]
+    sleeps: list[float] = []
+    worker.configure(worker_deps(worker_client(runtime.url), github.url, sleeps=sleeps))
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert len(runtime.requests) == 3 and len(sleeps) == 2 and len(github.requests) == 1
+    # Bounded: with no retries allowed, one throttle fails the record after one request.
+    runtime.requests.clear()
+    runtime.script = [throttled]
+    worker.configure(worker_deps(worker_client(runtime.url), github.url, throttle_retries=0))
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert len(runtime.requests) == 1
+
+
+def test_read_timeout_is_final_and_not_retried(stand_in: Any, github: Any) -> None:
+    runtime = stand_in((200, "application/json", RESULT, {"delay": 1.0}))
+    worker.configure(worker_deps(worker_client(runtime.url, read_timeout=0.3), github.url))
+    assert worker.handler(sqs_event(task_json(delivery="d-slow")), CTX) == {"batchItemFailures": []}
+    assert len(runtime.requests) == 1
+    comment = json.loads(github.requests[0]["body"])["body"]
+    assert "`timeout`" in comment and "d-slow" in comment
+
+
+def test_construct_read_timeout_exceeds_the_runtime_turn_timeout() -> None:
+    from runtime.settings import Settings
+
+    turn_timeout = Settings.model_fields["turn_timeout_s"].default
+    assert turn_timeout < worker.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
+    assert worker.agentcore_client_config().read_timeout == worker.DEFAULT_READ_TIMEOUT_SECONDS
+
+
+def test_comment_post_is_not_retried_after_a_read_timeout(stand_in: Any, github: Any) -> None:
+    runtime = stand_in((200, "application/json", RESULT))
+    github.script = [(201, "application/json", {"id": 1}, {"delay": 1.0})]
+    worker.configure(worker_deps(worker_client(runtime.url), github.url, http_timeout=0.3))
+    # GitHub may have posted it: no second POST, and the record is not failed (no SQS re-run either).
+    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert len(github.requests) == 1 and len(runtime.requests) == 1
+
+
+def test_comment_post_is_retried_after_a_connect_error() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sleeps: list[float] = []
+    tracker = trackers.GitHubTracker(
+        token=lambda: TOKEN, api_url=f"http://127.0.0.1:{port}", sleep=sleeps.append, post_attempts=3
+    )
+    task = trackers.AgentTask.model_validate_json(task_json())
+    with pytest.raises(trackers.TrackerApiError, match="unreachable") as info:
+        tracker.post_reply(task, "hi")
+    assert info.value.retryable and len(sleeps) == 2
 
 
 def test_github_5xx_is_retried_in_process_4xx_fails_the_record(stand_in: Any, github: Any) -> None:

@@ -9,6 +9,20 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Every value GitHub sends in ``author_association`` (how the author relates to the repository).
+AUTHOR_ASSOCIATIONS = frozenset(
+    {
+        "COLLABORATOR",
+        "CONTRIBUTOR",
+        "FIRST_TIMER",
+        "FIRST_TIME_CONTRIBUTOR",
+        "MANNEQUIN",
+        "MEMBER",
+        "NONE",
+        "OWNER",
+    }
+)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -35,6 +49,8 @@ class GitHubIssue(_Model):
     labels: list[GitHubLabel] = Field(default_factory=list)
     html_url: str = ""
     state: str = "open"
+    # The issue author's relation to the repository. Missing means "NONE" (fail closed).
+    author_association: str = "NONE"
 
 
 class GitHubComment(_Model):
@@ -42,6 +58,8 @@ class GitHubComment(_Model):
     body: str | None = None
     user: GitHubUser
     html_url: str = ""
+    # The commenter's relation to the repository. Missing means "NONE" (fail closed).
+    author_association: str = "NONE"
 
 
 class IssuesEvent(_Model):

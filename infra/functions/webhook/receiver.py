@@ -6,9 +6,10 @@ or missing ``X-GitHub-Event`` / ``X-GitHub-Delivery``; 401 bad or missing ``X-Hu
 413 body over ``MAX_BODY_BYTES``; 415 not ``application/json``; 500 misconfiguration.
 
 Accepted deliveries become one SQS message (an :class:`trackers.AgentTask` as JSON). Enqueueing is
-idempotent on ``X-GitHub-Delivery`` (Powertools Idempotency, DynamoDB), so GitHub's "Redeliver"
-or any replay of a delivery does not start a second agent run. Nothing touches DynamoDB or SQS
-before the signature is verified.
+idempotent on the sha256 of the raw, signature-verified body (Powertools Idempotency, DynamoDB) —
+not on ``X-GitHub-Delivery``, which is not covered by the signature: a captured signed body replayed
+with a new delivery id, or GitHub's "Redeliver", does not start a second agent run. The delivery id
+is kept in the logs and the task. Nothing touches DynamoDB or SQS before the signature is verified.
 
 Environment:
   QUEUE_URL                 SQS queue for accepted tasks (required)
@@ -17,8 +18,10 @@ Environment:
   TRIGGER_LABEL             label that triggers the agent (default ``agent``; empty disables)
   TRIGGER_MENTION           mention in a comment that triggers it (default ``/agent``; empty disables)
   BOT_LOGIN                 login of the account that posts replies (its comments are ignored)
+  ALLOWED_ASSOCIATIONS      comma-separated ``author_association`` values whose mentions trigger the
+                            agent (default ``OWNER,MEMBER,COLLABORATOR``; ``*`` = anyone)
   MAX_BODY_BYTES            default 1048576
-  IDEMPOTENCY_TTL_SECONDS   how long a delivery id is remembered (default 7 days)
+  IDEMPOTENCY_TTL_SECONDS   how long a body hash is remembered (default 7 days)
   SECRET_MAX_AGE_SECONDS    secret cache lifetime (default 300)
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL  (Powertools)
 
@@ -29,6 +32,7 @@ table; ``secretsmanager:GetSecretValue`` on the webhook secret; X-Ray put (traci
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +50,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from trackers import (
+    DEFAULT_ALLOWED_ASSOCIATIONS,
     DEFAULT_MAX_BODY_BYTES,
     AgentTask,
     GitHubTracker,
@@ -92,6 +97,9 @@ def build_tracker(*, secrets_client: Any = None) -> IssueTracker:
         trigger_label=os.environ.get("TRIGGER_LABEL", "agent"),
         trigger_mention=os.environ.get("TRIGGER_MENTION", "/agent"),
         bot_login=os.environ.get("BOT_LOGIN", ""),
+        allowed_associations=os.environ.get(
+            "ALLOWED_ASSOCIATIONS", ",".join(sorted(DEFAULT_ALLOWED_ASSOCIATIONS))
+        ),
         max_body_bytes=int(os.environ.get("MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES))),
     )
 
@@ -116,16 +124,17 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
     """Wire the resolver to ``deps``. Returns the app and the idempotency config (for the Lambda context)."""
     app = LambdaFunctionUrlResolver()
     config = IdempotencyConfig(
-        event_key_jmespath="delivery_id",
+        event_key_jmespath="body_sha256",
         raise_on_no_idempotency_key=True,
         expires_after_seconds=deps.idempotency_ttl_seconds,
         # Called only when a stored result is returned instead of running enqueue() again.
         response_hook=lambda response, _record: {**response, "replayed": True},
     )
 
-    @idempotent_function(data_keyword_argument="task", persistence_store=deps.persistence, config=config)
-    def enqueue(*, task: dict[str, Any]) -> dict[str, Any]:
-        parsed = AgentTask.model_validate(task)
+    @idempotent_function(data_keyword_argument="request", persistence_store=deps.persistence, config=config)
+    def enqueue(*, request: dict[str, Any]) -> dict[str, Any]:
+        """``request``: ``{"body_sha256": <hex of the verified raw body>, "task": <AgentTask dict>}``."""
+        parsed = AgentTask.model_validate(request["task"])
         sent = deps.sqs.send_message(
             QueueUrl=deps.queue_url,
             MessageBody=parsed.model_dump_json(),
@@ -157,9 +166,16 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
             logger.info("webhook ignored", extra={"reason": decision.reason})
             return _json(202, {"status": "ignored", "reason": decision.reason})
         task = decision.task
-        context = {"delivery_id": task.delivery_id, "repository": task.repository, "issue": task.issue_number}
+        # parse_request verified the signature over exactly these bytes.
+        body_sha256 = hashlib.sha256(body).hexdigest()
+        context = {
+            "delivery_id": task.delivery_id,
+            "body_sha256": body_sha256,
+            "repository": task.repository,
+            "issue": task.issue_number,
+        }
         try:
-            result = enqueue(task=task.model_dump())
+            result = enqueue(request={"body_sha256": body_sha256, "task": task.model_dump()})
         except IdempotencyAlreadyInProgressError:
             logger.info("delivery already being enqueued", extra=context)
             return _json(202, {"status": "duplicate", "delivery_id": task.delivery_id})

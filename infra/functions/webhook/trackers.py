@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import json
 import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from github_models import IssueCommentEvent, IssuesEvent, PingEvent
+from github_models import AUTHOR_ASSOCIATIONS, IssueCommentEvent, IssuesEvent, PingEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 #: Hidden marker appended to every reply; comments carrying it are never treated as triggers.
@@ -40,6 +41,8 @@ AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
 #: GitHub rejects comment bodies above 65,536 characters.
 MAX_COMMENT_CHARS = 65_000
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+#: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
+DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 
 # --------------------------------------------------------------------------- errors
@@ -207,6 +210,29 @@ def verify_github_signature(*, secret: str, body: bytes, header: str | None) -> 
         raise SignatureError("X-Hub-Signature-256 does not match the payload")
 
 
+def parse_associations(value: str | Collection[str]) -> frozenset[str]:
+    """Normalise an author-association allowlist (comma-separated string or collection).
+
+    ``*`` allows every association (anyone who can comment on a public repository can then start paid
+    agent runs). Raises :class:`TrackerConfigError` on an empty list or an unknown value.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = frozenset(item.strip().upper() for item in items if item.strip())
+    if not names:
+        raise TrackerConfigError(
+            "ALLOWED_ASSOCIATIONS is empty; list e.g. OWNER,MEMBER,COLLABORATOR or use *"
+        )
+    if "*" in names:
+        return AUTHOR_ASSOCIATIONS
+    unknown = sorted(names - AUTHOR_ASSOCIATIONS)
+    if unknown:
+        raise TrackerConfigError(
+            f"unknown author association(s) {', '.join(unknown)} in ALLOWED_ASSOCIATIONS; "
+            f"allowed: {', '.join(sorted(AUTHOR_ASSOCIATIONS))} or *"
+        )
+    return names
+
+
 def _mention_pattern(mention: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w/@])" + re.escape(mention) + r"(?![\w-])", re.IGNORECASE)
 
@@ -214,10 +240,16 @@ def _mention_pattern(mention: str) -> re.Pattern[str]:
 class GitHubTracker:
     """GitHub adapter: verifies ``X-Hub-Signature-256`` and posts replies through the REST API.
 
-    Triggers: ``issues`` opened/labeled with ``trigger_label`` (or opened with ``trigger_mention``
-    in the body), and ``issue_comment`` created with ``trigger_mention`` in the comment. An empty
-    label or mention disables that trigger. Comments by ``bot_login``, by accounts of type ``Bot``,
-    or carrying :data:`AGENT_REPLY_MARKER` are ignored (no reply loops).
+    Triggers: ``issues.labeled`` with ``trigger_label`` as the added label, ``issues.opened`` with
+    ``trigger_mention`` in the body, and ``issue_comment.created`` with ``trigger_mention`` in the
+    comment. An issue opened *with* the label triggers once, through the ``labeled`` event GitHub sends
+    after ``opened``. An empty label or mention disables that trigger. Comments by ``bot_login``, by
+    accounts of type ``Bot``, or carrying :data:`AGENT_REPLY_MARKER` are ignored (no reply loops).
+
+    Mention triggers (issue body, comment) are accepted only from authors whose ``author_association``
+    is in ``allowed_associations`` (default OWNER, MEMBER, COLLABORATOR), so strangers on a public
+    repository cannot start paid runs. The label trigger needs no check: only accounts with triage
+    access or more can label an issue.
     """
 
     name = "github"
@@ -230,6 +262,7 @@ class GitHubTracker:
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
         bot_login: str = "",
+        allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
         api_url: str = "https://api.github.com",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
@@ -244,6 +277,7 @@ class GitHubTracker:
         self.trigger_mention = trigger_mention
         self._mention = _mention_pattern(trigger_mention) if trigger_mention else None
         self.bot_login = bot_login.lower()
+        self.allowed_associations = parse_associations(allowed_associations)
         self.api_url = api_url.rstrip("/")
         self.max_body_bytes = max_body_bytes
         self.http_timeout = http_timeout
@@ -293,17 +327,20 @@ class GitHubTracker:
 
     def _on_issues(self, ev: IssuesEvent, delivery: str) -> Decision:
         label = self.trigger_label.lower()
-        triggered = False
-        if ev.action == "labeled" and label:
-            triggered = ev.label is not None and ev.label.name.lower() == label
+        if ev.action == "labeled":
+            # The label added by *this* event; labels already on the issue do not count.
+            triggered = bool(label) and ev.label is not None and ev.label.name.lower() == label
         elif ev.action == "opened":
-            has_label = bool(label) and any(lb.name.lower() == label for lb in ev.issue.labels)
-            mentioned = self._mention is not None and bool(self._mention.search(ev.issue.body or ""))
-            triggered = has_label or mentioned
+            # Only the mention: an issue opened with the label also gets a ``labeled`` event, which triggers.
+            triggered = self._mention is not None and bool(self._mention.search(ev.issue.body or ""))
+        else:
+            triggered = False
         if not triggered:
             return Decision("ignored", reason=f"issues.{ev.action} without the trigger")
         if self._is_own(ev.sender.login, ev.sender.type):
             return Decision("ignored", reason="sent by the bot itself")
+        if ev.action == "opened" and not self._allowed(ev.issue.author_association):
+            return self._not_allowed(ev.issue.author_association)
         return Decision(
             "accepted",
             task=AgentTask(
@@ -327,6 +364,8 @@ class GitHubTracker:
             return Decision("ignored", reason="comment authored by the bot itself")
         if self._mention is None or not self._mention.search(text):
             return Decision("ignored", reason="comment does not mention the agent")
+        if not self._allowed(ev.comment.author_association):
+            return self._not_allowed(ev.comment.author_association)
         return Decision(
             "accepted",
             task=AgentTask(
@@ -343,12 +382,28 @@ class GitHubTracker:
             ),
         )
 
+    def _allowed(self, association: str) -> bool:
+        return association.upper() in self.allowed_associations
+
+    def _not_allowed(self, association: str) -> Decision:
+        return Decision(
+            "ignored",
+            reason=f"author association {association.upper()} may not trigger the agent"
+            f" (allowed: {', '.join(sorted(self.allowed_associations))})",
+        )
+
     def _is_own(self, login: str, account_type: str) -> bool:
         return account_type == "Bot" or (bool(self.bot_login) and login.lower() == self.bot_login)
 
     # ---- outbound
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
-        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments``; retries 429/5xx/network errors."""
+        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments``.
+
+        Retried (up to ``post_attempts``) only when GitHub cannot have created the comment: a 429/5xx
+        answer, or a failure while connecting/sending (``URLError``). A failure *after* the request was
+        sent — read timeout, reset, no status line — is not retried, since GitHub may have posted the
+        comment already; it raises a non-retryable :class:`TrackerApiError` with ``status=None``.
+        """
         if self._token is None:
             raise TrackerConfigError("GitHubTracker was built without a token provider")
         token = self._token()
@@ -380,7 +435,13 @@ class GitHubTracker:
                 )
                 if not retryable:
                     raise last from None
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                last = TrackerApiError(f"GitHub API unreachable at {url}: {exc}")
+            except urllib.error.URLError as exc:  # connect / send failed: nothing was posted
+                last = TrackerApiError(f"GitHub API unreachable at {url}: {exc.reason}")
+            except (TimeoutError, OSError, http.client.HTTPException) as exc:
+                raise TrackerApiError(
+                    f"no answer from GitHub after sending the comment to {url} ({type(exc).__name__}: {exc});"
+                    " not retried because the comment may have been posted",
+                    retryable=False,
+                ) from None
         assert last is not None
         raise last
