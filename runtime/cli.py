@@ -9,12 +9,16 @@ Synopsis::
     agentkit cost [--days N] [--namespace NS] [--agent NAME] [--region R]
 
 Exit codes: 0 success · 1 agent error (error result, runtime unreachable, bad reply) · 2 usage error (bad
-arguments, empty prompt, request rejected as invalid) · 3 budget exceeded · 4 AWS/auth error (credentials,
-access denied, throttled after retries, stack not found) · 130 interrupted.
+arguments, empty prompt, request rejected as invalid) · 3 budget exceeded · 4 AWS/transport error
+(credentials, access denied, throttled after retries, stack not found, read timeout or connection lost
+after the request was sent) · 130 interrupted.
+
+``InvokeAgentRuntime`` is sent once (botocore does not retry it); only throttling is retried, with backoff.
 
 Env vars: ``AGENTKIT_RUNTIME_ARN`` (default target of ``invoke`` and ``sessions stop``),
 ``AGENTKIT_METRICS_NAMESPACE`` / ``AGENTKIT_AGENT_NAME`` (``cost`` defaults), plus the usual boto3 variables
-(``AWS_REGION``, ``AWS_PROFILE``, ``AWS_RETRY_MODE``, ``AWS_MAX_ATTEMPTS``, ``AWS_ENDPOINT_URL_*``).
+(``AWS_REGION``, ``AWS_PROFILE``, ``AWS_ENDPOINT_URL_*``; ``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS`` apply to
+``sessions stop``, ``--stack`` and ``cost`` but never to the invocation itself).
 
 IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (invoke), ``bedrock-agentcore:StopRuntimeSession``
 (sessions stop), ``cloudformation:DescribeStacks`` (``--stack``), ``cloudwatch:GetMetricData`` (cost).
@@ -38,6 +42,7 @@ from runtime.client import (
     aws_error,
     error_code_exit,
     invoke_agentcore,
+    invoke_config,
     invoke_local,
     new_session_id,
     region_of_runtime_arn,
@@ -192,7 +197,7 @@ def _cmd_invoke(
             "bedrock-agentcore",
             region=region,
             profile=args.profile,
-            config=retry_config(read_timeout=args.timeout),
+            config=invoke_config(read_timeout=args.timeout),
         )
         events = invoke_agentcore(
             client,
@@ -207,6 +212,9 @@ def _cmd_invoke(
     try:
         for event in events:
             printer.handle(event)
+    except InvokeError:
+        printer.end_line()  # main() prints the error on a line of its own
+        raise
     except KeyboardInterrupt:
         print(
             f"\nagentkit: interrupted; the turn may still run: agentkit sessions stop {session_id} ...",
@@ -340,11 +348,16 @@ class EventPrinter:
             self._progress(f"agentkit: error [{code}]: {event.get('message', '')}")
             self._exit = error_code_exit(code)
 
-    def finish(self) -> ExitCode:
-        """Close the output and return the exit code; a stream without result or error is an agent error."""
+    def end_line(self) -> None:
+        """End a partly written line of text on stdout."""
         if not self._json and not self._at_line_start:
             self._out.write("\n")
             self._out.flush()
+            self._at_line_start = True
+
+    def finish(self) -> ExitCode:
+        """Close the output and return the exit code; a stream without result or error is an agent error."""
+        self.end_line()
         if self._exit is None:
             print("agentkit: error: the reply ended without a result", file=self._err)
             return ExitCode.AGENT_ERROR

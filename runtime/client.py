@@ -8,8 +8,12 @@ them one way. A failure that happens before any event (connection refused, HTTP 
 IAM actions needed on the AWS path: ``bedrock-agentcore:InvokeAgentRuntime`` (invoke),
 ``bedrock-agentcore:StopRuntimeSession`` (stop), ``cloudformation:DescribeStacks`` (``--stack``).
 
+Retries: ``InvokeAgentRuntime`` runs a paid turn, so botocore never retries it (:func:`invoke_config`, one
+attempt, whatever ``AWS_MAX_ATTEMPTS`` says); only throttling, which means the turn did not run, is retried
+by :func:`call_with_backoff`. A read timeout is never retried: the turn may still be running.
+
 Env vars honoured (by boto3 itself): ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_PROFILE``,
-``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS`` (override the built-in retry config),
+``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS`` (override :func:`retry_config`, not :func:`invoke_config`),
 ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 """
 
@@ -24,49 +28,46 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 from urllib.parse import urlsplit
+
+from runtime.client_errors import (
+    ExitCode,
+    InvokeError,
+    aws_error,
+    error_code_exit,
+    is_throttle,
+    runtime_client_error,
+    transport_error,
+)
+
+__all__ = [
+    "ExitCode",
+    "InvocationRequest",
+    "InvokeError",
+    "aws_error",
+    "call_with_backoff",
+    "error_code_exit",
+    "http_error",
+    "invoke_agentcore",
+    "invoke_config",
+    "invoke_local",
+    "iter_sse_events",
+    "new_session_id",
+    "normalize_event",
+    "region_of_runtime_arn",
+    "retry_config",
+    "runtime_arn_from_stack",
+    "runtime_client_error",
+    "stop_session",
+    "transport_error",
+    "validate_session_id",
+]
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _RUNTIME_ARN_RE = re.compile(r"arn:aws[a-z-]*:bedrock-agentcore:([a-z0-9-]+):\d{12}:runtime/[A-Za-z0-9_-]+")
-_THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
-_AUTH_CODES = frozenset(
-    {
-        "AccessDeniedException",
-        "AccessDenied",
-        "UnauthorizedException",
-        "UnrecognizedClientException",
-        "InvalidSignatureException",
-        "ExpiredTokenException",
-        "ExpiredToken",
-        "InvalidClientTokenId",
-        "SignatureDoesNotMatch",
-    }
-)
-_USAGE_ERROR_CODES = frozenset({"invalid_request", "prompt_too_large", "invalid_session_id"})
-
-
-class ExitCode(IntEnum):
-    """Process exit codes of ``agentkit`` (documented in docs/ci-cd.md)."""
-
-    OK = 0
-    AGENT_ERROR = 1
-    USAGE = 2
-    BUDGET_EXCEEDED = 3
-    AWS_ERROR = 4
-
-
-class InvokeError(Exception):
-    """A failure outside the event stream; ``exit_code`` tells the CLI how to exit."""
-
-    def __init__(self, message: str, *, exit_code: ExitCode, code: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
-        self.code = code
 
 
 def new_session_id() -> str:
@@ -96,15 +97,6 @@ def region_of_runtime_arn(arn: str) -> str:
             exit_code=ExitCode.USAGE,
         )
     return match.group(1)
-
-
-def error_code_exit(code: str) -> ExitCode:
-    """Exit code for an ``error`` event's ``code``."""
-    if code == "budget_exceeded":
-        return ExitCode.BUDGET_EXCEEDED
-    if code in _USAGE_ERROR_CODES:
-        return ExitCode.USAGE
-    return ExitCode.AGENT_ERROR
 
 
 # --------------------------------------------------------------------------------------------- SSE parsing
@@ -194,8 +186,9 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
     """POST ``{url}/invocations`` to a runtime server (``python -m runtime``) and yield its events.
 
     Raises:
-        InvokeError: bad URL (2), connection failure (1), HTTP error status (2 for 4xx validation,
-            3 for budget, 1 otherwise).
+        InvokeError: bad URL (2), connection failure before the request was sent (1), HTTP error status
+            (2 for 4xx validation, 3 for budget, 1 otherwise), no reply within ``timeout`` seconds or the
+            connection lost while reading the reply (4: the turn may still be running).
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -208,26 +201,36 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
         "Accept": "text/event-stream" if request.stream else "application/json",
         SESSION_HEADER: request.session_id,
     }
+    hint = f"the runtime may still be running the turn of session {request.session_id}"
+    events = 0
     try:
         try:
             conn.request("POST", path, body=json.dumps(request.body()).encode(), headers=headers)
-            response = conn.getresponse()
-        except (TimeoutError, ConnectionError, OSError) as exc:
+        except OSError as exc:
             raise InvokeError(
                 f"cannot reach the runtime at {url}: {exc.strerror or exc} "
                 "(is it running? start one with `python -m runtime`)",
                 exit_code=ExitCode.AGENT_ERROR,
                 code="connection_failed",
             ) from exc
-        content_type = response.getheader("Content-Type", "")
-        if response.status >= 400:
-            raise http_error(response.status, response.read())
-        if "text/event-stream" in content_type:
-            yield from iter_sse_events(iter(lambda: response.read1(65536), b""))
-        else:
-            yield normalize_event(_json_or_error(response.read()))
+        try:
+            response = conn.getresponse()
+            content_type = response.getheader("Content-Type", "")
+            if response.status >= 400:
+                raise http_error(response.status, response.read())
+            if "text/event-stream" in content_type:
+                for event in iter_sse_events(iter(lambda: response.read1(65536), b"")):
+                    events += 1
+                    yield event
+            else:
+                yield normalize_event(_json_or_error(response.read()))
+        except _LOCAL_TRANSPORT_ERRORS as exc:
+            raise transport_error(exc, events=events, timeout=timeout, hint=hint) from exc
     finally:
         conn.close()
+
+
+_LOCAL_TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 
 
 def http_error(status: int, body: bytes) -> InvokeError:
@@ -262,70 +265,33 @@ def _json_or_error(body: bytes) -> Any:
 
 
 # -------------------------------------------------------------------------------------------- AWS transport
-def retry_config(*, max_attempts: int = 3, connect_timeout: float = 10.0, read_timeout: float = 900.0) -> Any:
-    """botocore ``Config`` for AgentCore calls: standard retry mode (throttling, transient errors) and a long
-    read timeout, since a turn may run minutes before its first byte. ``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS``
-    in the environment win over ``max_attempts``."""
+def retry_config(
+    *, total_max_attempts: int = 3, connect_timeout: float = 10.0, read_timeout: float = 60.0
+) -> Any:
+    """botocore ``Config`` for idempotent AgentCore calls (``StopRuntimeSession``): standard retry mode
+    (throttling, transient errors), ``total_max_attempts`` attempts in all. ``AWS_RETRY_MODE`` /
+    ``AWS_MAX_ATTEMPTS`` in the environment win over it. Never use it for ``InvokeAgentRuntime``: see
+    :func:`invoke_config`."""
     from botocore.config import Config
 
     kwargs: dict[str, Any] = {"connect_timeout": connect_timeout, "read_timeout": read_timeout}
     if not (os.environ.get("AWS_RETRY_MODE") or os.environ.get("AWS_MAX_ATTEMPTS")):
-        kwargs["retries"] = {"mode": "standard", "max_attempts": max_attempts}
+        kwargs["retries"] = {"mode": "standard", "total_max_attempts": total_max_attempts}
     return Config(**kwargs)
 
 
-def aws_error(exc: Exception, *, action: str) -> InvokeError:
-    """Map a botocore exception onto an :class:`InvokeError` with a clear message and exit code."""
-    from botocore.exceptions import (
-        ClientError,
-        EndpointConnectionError,
-        NoCredentialsError,
-        NoRegionError,
-        ParamValidationError,
-        PartialCredentialsError,
-        TokenRetrievalError,
+def invoke_config(*, connect_timeout: float = 10.0, read_timeout: float = 900.0) -> Any:
+    """botocore ``Config`` for ``InvokeAgentRuntime``: exactly one attempt, so botocore never sends a paid
+    turn twice (it would otherwise retry read timeouts and 5xx replies of a turn that may have run). It
+    ignores ``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS``; throttling is retried by :func:`call_with_backoff`.
+    The read timeout is long since a turn may run minutes before its first byte."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        retries={"total_max_attempts": 1, "mode": "standard"},
     )
-
-    if isinstance(exc, ParamValidationError):
-        return InvokeError(f"{action}: {exc}", exit_code=ExitCode.USAGE, code="ParamValidation")
-    if isinstance(exc, NoRegionError):
-        return InvokeError(
-            f"{action}: no AWS region; pass --region or set AWS_REGION", exit_code=ExitCode.USAGE
-        )
-    if isinstance(exc, NoCredentialsError | PartialCredentialsError | TokenRetrievalError):
-        return InvokeError(
-            f"{action}: no usable AWS credentials ({exc}); configure a profile, env vars or an assumed role",
-            exit_code=ExitCode.AWS_ERROR,
-            code="NoCredentials",
-        )
-    if isinstance(exc, EndpointConnectionError):
-        return InvokeError(f"{action}: {exc}", exit_code=ExitCode.AWS_ERROR, code="EndpointConnection")
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        code, message = str(err.get("Code", "Unknown")), str(err.get("Message", exc))
-        if code in _AUTH_CODES:
-            hint = (
-                "the caller needs bedrock-agentcore:InvokeAgentRuntime on the runtime ARN and its endpoints"
-            )
-            return InvokeError(
-                f"{action}: access denied ({code}): {message} — {hint}",
-                exit_code=ExitCode.AWS_ERROR,
-                code=code,
-            )
-        if code == "ValidationException":
-            return InvokeError(f"{action}: {code}: {message}", exit_code=ExitCode.USAGE, code=code)
-        if code == "RuntimeClientError":
-            return _runtime_client_error(message, action=action)
-        if code in _THROTTLE_CODES:
-            message += " (still throttled after retries; try later or raise the quota)"
-        return InvokeError(f"{action}: {code}: {message}", exit_code=ExitCode.AWS_ERROR, code=code)
-    return InvokeError(f"{action}: {type(exc).__name__}: {exc}", exit_code=ExitCode.AWS_ERROR)
-
-
-def _runtime_client_error(message: str, *, action: str) -> InvokeError:
-    """The container answered with an error status; AgentCore relays its body inside the message."""
-    code = "budget_exceeded" if "budget_exceeded" in message else "runtime_client_error"
-    return InvokeError(f"{action}: runtime error: {message}", exit_code=error_code_exit(code), code=code)
 
 
 def call_with_backoff(
@@ -336,18 +302,15 @@ def call_with_backoff(
     base_delay: float = 1.0,
     max_delay: float = 20.0,
 ) -> Any:
-    """Run ``call``; on a throttling ``ClientError`` sleep (full-jitter exponential backoff) and try again,
-    up to ``retries`` more times. This sits above botocore's own retries, for throttling that outlasts
-    them."""
-    from botocore.exceptions import ClientError
-
+    """Run ``call``; when it is throttled (:func:`is_throttle`: the request did not run) sleep with
+    full-jitter exponential backoff and try again, up to ``retries`` more times. Nothing else is retried:
+    not read timeouts, not 5xx, since the turn may have run."""
     attempt = 0
     while True:
         try:
             return call()
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code not in _THROTTLE_CODES or attempt >= retries:
+        except Exception as exc:
+            if not is_throttle(exc) or attempt >= retries:
                 raise
             sleep(random.uniform(0, min(max_delay, base_delay * 2**attempt)))
             attempt += 1
@@ -365,12 +328,16 @@ def invoke_agentcore(
     """Invoke a deployed runtime through boto3 ``bedrock-agentcore`` ``invoke_agent_runtime`` (SigV4).
 
     Args:
-        client: a ``bedrock-agentcore`` client (configure it with :func:`retry_config`).
+        client: a ``bedrock-agentcore`` client configured with :func:`invoke_config` (no botocore retries;
+            a client that retries may run a paid turn twice).
+        throttle_retries: extra tries when throttled (see :func:`call_with_backoff`).
 
     Raises:
-        InvokeError: AWS errors (4; 2 for validation), runtime error replies (1 or 3), bad reply bodies (1).
+        InvokeError: AWS errors (4; 2 for validation), runtime error replies (1, 2 or 3, see
+            :func:`runtime_client_error`), bad reply bodies (1), a read timeout or lost connection before
+            or during the reply (4; the message says how to stop the turn, which may still be running).
     """
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
 
     params: dict[str, Any] = {
         "agentRuntimeArn": runtime_arn,
@@ -381,26 +348,45 @@ def invoke_agentcore(
     }
     if qualifier:
         params["qualifier"] = qualifier
+    stop = f"agentkit sessions stop {request.session_id} --runtime-arn {runtime_arn}"
+    if qualifier:
+        stop += f" --qualifier {qualifier}"
+    hint = f"the turn may still be running; stop it with `{stop}`"
+    timeout = getattr(getattr(getattr(client, "meta", None), "config", None), "read_timeout", None)
     try:
         response = call_with_backoff(
             lambda: client.invoke_agent_runtime(**params), retries=throttle_retries, sleep=sleep
         )
+    except (ReadTimeoutError, ConnectionClosedError) as exc:  # the request was sent: the turn may run
+        raise transport_error(exc, events=0, timeout=timeout, hint=hint) from exc
     except (ClientError, BotoCoreError) as exc:
         raise aws_error(exc, action="InvokeAgentRuntime") from exc
     body = response["response"]
     content_type = response.get("contentType", "")
     status = int(response.get("statusCode") or 200)
+    events = 0
     try:
         if status >= 400:
             raise http_error(status, body.read())
         if "text/event-stream" in content_type:
-            yield from iter_sse_events(_stream_chunks(body))
+            for event in iter_sse_events(_stream_chunks(body)):
+                events += 1
+                yield event
         else:
             yield normalize_event(_json_or_error(body.read()))
-    except BotoCoreError as exc:  # e.g. ReadTimeoutError mid-stream
-        raise aws_error(exc, action="reading the InvokeAgentRuntime reply") from exc
+    except _aws_transport_errors() as exc:  # read timeout / reset mid-reply (urllib3, socket, botocore)
+        raise transport_error(exc, events=events, timeout=timeout, hint=hint) from exc
     finally:
         body.close()
+
+
+def _aws_transport_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the reply stream broke: ``read1`` on the raw urllib3 response raises urllib3's
+    own errors (``ReadTimeoutError``, ``ProtocolError``); ``StreamingBody.read`` wraps them as botocore's."""
+    from botocore.exceptions import BotoCoreError
+    from urllib3.exceptions import HTTPError as Urllib3Error
+
+    return (OSError, http.client.HTTPException, Urllib3Error, BotoCoreError)
 
 
 def _stream_chunks(body: Any) -> Iterator[bytes]:

@@ -3,13 +3,16 @@
 The Claude Agent SDK serves an ``mcp.server.Server`` to the CLI in process. This one answers ``tools/list``
 and ``tools/call`` by forwarding them as JSON-RPC over HTTP (MCP streamable HTTP) to the gateway's ``/mcp``
 endpoint, each request signed with SigV4 (service ``bedrock-agentcore``) using the session's current
-credentials. The MCP session (``initialize`` + ``Mcp-Session-Id``) is opened lazily on first use.
+credentials. The MCP session (``initialize`` + ``Mcp-Session-Id``) is opened lazily on first use; when the
+gateway answers HTTP 404 to a request carrying the session id (the session expired or was dropped), the
+client opens a new session and sends the request once more.
 
 Env vars: none read here; ``AGENTKIT_GATEWAY_URL`` and ``AWS_REGION`` are resolved by ``runtime.settings``.
 IAM actions needed: ``bedrock-agentcore:InvokeGateway`` on the gateway ARN.
 
 Raises:
-    GatewayError: from :class:`GatewayClient` calls (HTTP status, JSON-RPC error, bad response). The MCP
+    GatewayError: from :class:`GatewayClient` calls (HTTP status, JSON-RPC error, bad response, timeout,
+        connection failure). The MCP
         server turns a failed ``tools/call`` into an ``isError`` result the model can read, and a failed
         ``tools/list`` into an empty list (logged), so a gateway outage never breaks the agent's turn.
 """
@@ -17,6 +20,7 @@ Raises:
 from __future__ import annotations
 
 import asyncio
+import http.client
 import itertools
 import json
 import logging
@@ -41,7 +45,8 @@ Opener = Callable[[urllib.request.Request, float], Any]
 
 
 class GatewayError(Exception):
-    """A gateway request failed; ``code`` is ``http_<status>``, ``jsonrpc_<code>`` or ``bad_response``."""
+    """A gateway request failed; ``code`` is ``http_<status>``, ``jsonrpc_<code>``, ``bad_response``,
+    ``timeout`` (no reply within the client's timeout) or ``unreachable`` (connection refused, reset, ...)."""
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
@@ -123,11 +128,11 @@ class GatewayClient:
             raise ValueError("no AWS credentials available to sign gateway requests")
         return credentials.get_frozen_credentials()
 
-    def _post(self, payload: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    def _post(self, payload: dict[str, Any], session_id: str | None) -> tuple[int, dict[str, str], bytes]:
         body = json.dumps(payload).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if self._mcp_session:
-            headers[SESSION_HEADER] = self._mcp_session
+        if session_id:
+            headers[SESSION_HEADER] = session_id
         aws_request = AWSRequest(method="POST", url=self.url, data=body, headers=headers)
         SigV4Auth(self._credentials(), SIGNING_SERVICE, self._region).add_auth(aws_request)
         request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
@@ -140,18 +145,24 @@ class GatewayClient:
             detail = exc.read()[:300].decode("utf-8", errors="replace")
             raise GatewayError(f"http_{exc.code}", detail or exc.reason) from exc
         except urllib.error.URLError as exc:
-            raise GatewayError("unreachable", str(exc.reason)) from exc
+            code = "timeout" if isinstance(exc.reason, TimeoutError) else "unreachable"
+            raise GatewayError(code, str(exc.reason)) from exc
+        except TimeoutError as exc:  # the reply did not come (or stopped) within the timeout
+            raise GatewayError("timeout", f"no reply within {self._timeout:g} s") from exc
+        except (OSError, http.client.HTTPException) as exc:  # reset, closed mid-reply, malformed status line
+            raise GatewayError("unreachable", f"{type(exc).__name__}: {exc}") from exc
 
-    def _rpc(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _rpc(
+        self, method: str, params: dict[str, Any] | None, *, session_id: str | None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The JSON-RPC ``result`` of ``method`` and the ``Mcp-Session-Id`` the reply carried, if any."""
         request_id = next(self._ids)
         payload: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             payload["params"] = params
-        _status, headers, body = self._post(payload)
-        session_id = {k.lower(): v for k, v in headers.items()}.get(SESSION_HEADER.lower())
-        if session_id:
-            self._mcp_session = session_id
-        content_type = {k.lower(): v for k, v in headers.items()}.get("content-type", "application/json")
+        _status, raw_headers, body = self._post(payload, session_id)
+        headers = {k.lower(): v for k, v in raw_headers.items()}
+        content_type = headers.get("content-type", "application/json")
         message = _parse_body(body, content_type, request_id)
         if "error" in message:
             error = message["error"] or {}
@@ -159,30 +170,51 @@ class GatewayClient:
         result = message.get("result")
         if not isinstance(result, dict):
             raise GatewayError("bad_response", f"{method} returned no result object")
-        return result
+        return result, headers.get(SESSION_HEADER.lower())
 
     def _ensure_initialized(self) -> None:
         with self._lock:
             if self._initialized:
                 return
-            self._rpc(
-                "initialize",
-                {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "agentkit-gateway-proxy", "version": "1"},
-                },
-            )
-            self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            params = {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "agentkit-gateway-proxy", "version": "1"},
+            }
+            _result, session_id = self._rpc("initialize", params, session_id=None)
+            self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session_id)
+            self._mcp_session = session_id
             self._initialized = True
+
+    def _expire_session(self, session_id: str) -> None:
+        """Forget ``session_id`` so the next request re-initializes (unless another thread already did)."""
+        with self._lock:
+            if self._mcp_session == session_id:
+                self._mcp_session = None
+                self._initialized = False
+
+    def _session_rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``_rpc`` inside an initialized MCP session. A 404 to a request that carried a session id means the
+        gateway no longer knows the session (MCP streamable HTTP): it did not run the request, so open a new
+        session and send the request once more."""
+        self._ensure_initialized()
+        session_id = self._mcp_session
+        try:
+            return self._rpc(method, params, session_id=session_id)[0]
+        except GatewayError as exc:
+            if exc.code != "http_404" or not session_id:
+                raise
+            logger.info("gateway MCP session expired (HTTP 404); opening a new one and retrying %s", method)
+            self._expire_session(session_id)
+        self._ensure_initialized()
+        return self._rpc(method, params, session_id=self._mcp_session)[0]
 
     def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the gateway exposes (follows ``nextCursor``)."""
-        self._ensure_initialized()
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
-            result = self._rpc("tools/list", {"cursor": cursor} if cursor else {})
+            result = self._session_rpc("tools/list", {"cursor": cursor} if cursor else {})
             tools.extend(result.get("tools", []))
             cursor = result.get("nextCursor")
             if not cursor:
@@ -191,8 +223,7 @@ class GatewayClient:
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """The gateway's ``tools/call`` result (MCP wire shape: ``content``, ``isError``, ...)."""
-        self._ensure_initialized()
-        return self._rpc("tools/call", {"name": name, "arguments": arguments})
+        return self._session_rpc("tools/call", {"name": name, "arguments": arguments})
 
 
 def build_gateway_mcp_server(

@@ -2,6 +2,9 @@
 
 ``serve_gateway()`` yields ``(url, received)``; ``received`` records each JSON-RPC message and its MCP session.
 Requests must be signed for service ``bedrock-agentcore`` with ``ACCESS_KEY`` / ``SECRET_KEY`` in ``REGION``.
+Each ``initialize`` opens a new MCP session (``sess-1``, ``sess-2``, ...); a request carrying an unknown or
+expired session id gets HTTP 404, as MCP streamable HTTP prescribes. Pass a :class:`GatewayControl` to
+``serve_gateway(control)`` to expire sessions or slow the gateway down.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,6 +34,39 @@ TOOLS = [
         },
     },
 ]
+
+
+@dataclass
+class GatewayControl:
+    """Switches a test flips while the stand-in runs.
+
+    ``lose_sessions_on_call``: answer every ``tools/call`` with 404, as though its session were gone.
+    ``stall_calls_s``: hold each ``tools/call`` this long before answering (no answer if the server stops
+    first).
+    """
+
+    lose_sessions_on_call: bool = False
+    stall_calls_s: float = 0.0
+    live_sessions: set[str] = field(default_factory=set)
+    issued: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def open_session(self) -> str:
+        with self.lock:
+            self.issued += 1
+            session = f"sess-{self.issued}"
+            self.live_sessions.add(session)
+            return session
+
+    def expire_sessions(self) -> None:
+        """Forget every open session (the gateway restarted or timed them out)."""
+        with self.lock:
+            self.live_sessions.clear()
+
+    def is_live(self, session: str) -> bool:
+        with self.lock:
+            return session in self.live_sessions
 
 
 class FakeSession:
@@ -63,6 +100,7 @@ def signature_ok(handler: BaseHTTPRequestHandler, body: bytes) -> bool:
 
 class GatewayStandIn(BaseHTTPRequestHandler):
     received: list[dict[str, Any]]
+    control: GatewayControl
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -91,9 +129,14 @@ class GatewayStandIn(BaseHTTPRequestHandler):
             self._send(403, {"message": "The request signature we calculated does not match"})
             return
         message = json.loads(body)
-        self.received.append({"message": message, "session": self.headers.get("Mcp-Session-Id")})
+        session = self.headers.get("Mcp-Session-Id")
+        self.received.append({"message": message, "session": session})
         method, rid = message.get("method"), message.get("id")
-        if rid is None:
+        lost = method == "tools/call" and self.control.lose_sessions_on_call
+        if (session and not self.control.is_live(session)) or lost:
+            error = {"code": -32001, "message": "Session not found"}
+            self._send(404, {"jsonrpc": "2.0", "id": rid, "error": error})
+        elif rid is None:
             self._send(202, None)
         elif method == "initialize":
             result = {
@@ -102,7 +145,9 @@ class GatewayStandIn(BaseHTTPRequestHandler):
                 "serverInfo": {"name": "gw"},
             }
             self._send(
-                200, {"jsonrpc": "2.0", "id": rid, "result": result}, headers={"Mcp-Session-Id": "sess-1"}
+                200,
+                {"jsonrpc": "2.0", "id": rid, "result": result},
+                headers={"Mcp-Session-Id": self.control.open_session()},
             )
         elif method == "tools/list":
             if (message.get("params") or {}).get("cursor") == "page2":
@@ -112,6 +157,8 @@ class GatewayStandIn(BaseHTTPRequestHandler):
                     200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "page2"}}
                 )
         elif method == "tools/call":
+            if self.control.stall_calls_s and self.control.release.wait(self.control.stall_calls_s):
+                return  # the server is stopping: the client gave up long ago, send nothing
             params = message["params"]
             if params["name"] not in {t["name"] for t in TOOLS}:
                 self._send(
@@ -131,15 +178,17 @@ class GatewayStandIn(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve_gateway() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def serve_gateway(control: GatewayControl | None = None) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     received: list[dict[str, Any]] = []
-    handler = type("Handler", (GatewayStandIn,), {"received": received})
+    control = control or GatewayControl()
+    handler = type("Handler", (GatewayStandIn,), {"received": received, "control": control})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp", received
     finally:
+        control.release.set()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -18,6 +18,7 @@ import pytest
 
 from runtime.cli import main
 from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
+from tests.fakes.stalling_http import StallingServer, Then, sse_head
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = {
@@ -214,9 +215,10 @@ def _agentcore_factory(url: str) -> Any:
 def test_aws_path_signs_retries_throttling_and_streams(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """botocore's own retry (standard mode) absorbs a 429 ThrottlingException; the request is SigV4-signed."""
-    monkeypatch.delenv("AWS_RETRY_MODE", raising=False)
-    monkeypatch.delenv("AWS_MAX_ATTEMPTS", raising=False)
+    """The CLI's backoff loop (not botocore, which never re-sends a paid turn) retries a 429
+    ThrottlingException; the request is SigV4-signed."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "5")  # must not turn botocore retries back on for the invocation
+    sleeps: list[float] = []
     throttled = Reply(
         status=429,
         content_type="application/json",
@@ -225,10 +227,10 @@ def test_aws_path_signs_retries_throttling_and_streams(
     )
     with SseRuntimeStandIn(throttled, Reply(parts=TURN)) as server:
         argv = ["invoke", "--runtime-arn", ARN, "--qualifier", "prod", "hi"]
-        code = main(argv, client_factory=_agentcore_factory(server.url), sleep=lambda _: None)
+        code = main(argv, client_factory=_agentcore_factory(server.url), sleep=sleeps.append)
     out, err = capsys.readouterr()
     assert code == 0 and out == "Hello world\n", err
-    assert len(server.received) == 2  # retried inside botocore, not by the CLI's own loop
+    assert len(server.received) == 2 and len(sleeps) == 1  # one retry, by the CLI's own backoff loop
     request = server.received[1]
     assert request.path.startswith("/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aeu-west-1")
     assert request.path.endswith("/invocations?qualifier=prod")
@@ -239,7 +241,7 @@ def test_aws_path_signs_retries_throttling_and_streams(
 
 
 def test_aws_path_yields_events_before_the_stream_ends() -> None:
-    from runtime.client import InvocationRequest, invoke_agentcore, new_session_id, retry_config
+    from runtime.client import InvocationRequest, invoke_agentcore, invoke_config, new_session_id
 
     first_seen = threading.Event()
     held: list[bool] = []
@@ -250,7 +252,7 @@ def test_aws_path_yields_events_before_the_stream_ends() -> None:
 
     with SseRuntimeStandIn(Reply(parts=TURN, before_part=hold)) as server:
         client = _agentcore_factory(server.url)(
-            "bedrock-agentcore", region="eu-west-1", profile=None, config=retry_config()
+            "bedrock-agentcore", region="eu-west-1", profile=None, config=invoke_config()
         )
         events = invoke_agentcore(
             client, InvocationRequest(prompt="hi", session_id=new_session_id()), runtime_arn=ARN
@@ -261,6 +263,53 @@ def test_aws_path_yields_events_before_the_stream_ends() -> None:
     assert held == [True]
     assert first == {"type": "text", "text": "Hello"}
     assert [e["type"] for e in rest] == ["tool_use", "tool_result", "text", "result"]
+
+
+# ------------------------------ a runtime that never answers, stalls or drops the connection mid-reply
+FIRST_DELTA = b'data: {"type": "text", "text": "Hello"}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("parts", "then", "expected_out", "expected_err"),
+    [
+        ([], "stall", "", "before any reply: no data for 0.5 s (--timeout)"),
+        (sse_head(FIRST_DELTA), "stall", "Hello\n", "after 1 event: no data for 0.5 s (--timeout)"),
+        (sse_head(FIRST_DELTA), "reset", "Hello\n", "after 1 event: the connection was lost"),
+    ],
+)
+@pytest.mark.parametrize("target", ["aws", "local"])
+def test_silent_stalled_or_dropped_reply_is_sent_once_and_exits_4(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+    parts: list[bytes],
+    then: Then,
+    expected_out: str,
+    expected_err: str,
+) -> None:
+    """A paid turn is never re-sent: botocore does not retry the invocation (not even with AWS_MAX_ATTEMPTS
+    set), and a read timeout or reset is a clear exit 4 that says the turn may still run, not a traceback."""
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "4")
+    sleeps: list[float] = []
+    with StallingServer(parts=parts, then=then) as server:
+        if target == "aws":
+            argv = ["invoke", "--runtime-arn", ARN, "--timeout", "0.5", "hi"]
+            code = main(argv, client_factory=_agentcore_factory(server.url), sleep=sleeps.append)
+        else:
+            code = main(["invoke", "--local", server.url, "--timeout", "0.5", "hi"], sleep=sleeps.append)
+        out, err = capsys.readouterr()
+    assert code == 4, err
+    assert len(server.requests) == 1 and sleeps == []
+    assert out == expected_out
+    assert expected_err in err and "Traceback" not in err
+    session = _session_from(err)
+    if target == "aws":
+        assert (
+            f"the turn may still be running; stop it with `agentkit sessions stop {session} --runtime-arn"
+            in err
+        )
+    else:
+        assert f"the runtime may still be running the turn of session {session}" in err
 
 
 # ------------------------------------------- the real runtime (python -m runtime, real SDK, fake Claude CLI)

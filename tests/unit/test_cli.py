@@ -163,7 +163,8 @@ def test_aws_streaming_reply(capsys: pytest.CaptureFixture[str], tmp_path: Any) 
     assert "[tool] Grep failed: no match" in err and "cost=$0.0020" in err
     service, region, config = factory.calls[0]
     assert (service, region) == ("bedrock-agentcore", "eu-west-1")  # region taken from the ARN
-    assert config.retries == {"mode": "standard", "max_attempts": 3} and config.read_timeout == 900.0
+    # a paid turn is never re-sent by botocore: one attempt in total, whatever AWS_MAX_ATTEMPTS says
+    assert config.retries == {"total_max_attempts": 1, "mode": "standard"} and config.read_timeout == 900.0
 
 
 def test_aws_json_reply_with_qualifier_and_budget(capsys: pytest.CaptureFixture[str]) -> None:
@@ -247,6 +248,170 @@ def test_aws_errors_map_to_exit_codes(
         argv = ["invoke", "--runtime-arn", ARN, "--session", SESSION, "hi"]
         assert main(argv, client_factory=Factory(bedrock_agentcore=client), sleep=lambda _: None) == expected
     assert message in capsys.readouterr().err
+
+
+def test_http_429_is_retried_but_5xx_is_not(capsys: pytest.CaptureFixture[str]) -> None:
+    """Only a refusal that means the turn did not run (HTTP 429) is retried; a 5xx may follow a turn that ran."""
+    client = _agentcore()
+    sleeps: list[float] = []
+    with Stubber(client) as stub:
+        stub.add_client_error("invoke_agent_runtime", "TooManyRequests", "slow down", 429)
+        stub.add_response("invoke_agent_runtime", _sse_response(), _invoke_params())
+        argv = ["invoke", "--runtime-arn", ARN, "--session", SESSION, "hi"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client), sleep=sleeps.append) == 0
+        stub.assert_no_pending_responses()
+    assert len(sleeps) == 1
+    capsys.readouterr()
+    with Stubber(client) as stub:
+        stub.add_client_error("invoke_agent_runtime", "InternalServerException", "boom", 500)
+        stub.add_response("invoke_agent_runtime", _sse_response(), _invoke_params())
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client), sleep=sleeps.append) == 4
+        with pytest.raises(AssertionError):  # the success reply is still queued: no second attempt
+            stub.assert_no_pending_responses()
+    assert len(sleeps) == 1
+    assert "InternalServerException" in capsys.readouterr().err
+
+
+def test_read_timeout_is_not_retried_by_botocore_or_the_cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real client built from the config the CLI asks for: a read timeout means one send, exit 4, a stop hint.
+
+    ``AWS_MAX_ATTEMPTS`` would make botocore retry other calls; it must not re-send a paid turn."""
+    from botocore.exceptions import ReadTimeoutError
+
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "5")
+    sends: list[str] = []
+
+    def time_out(request: Any, **_: Any) -> None:
+        sends.append(request.url)
+        raise ReadTimeoutError(endpoint_url=request.url)
+
+    def factory(service: str, *, region: str | None, profile: str | None, config: Any = None) -> Any:
+        client = boto3.client(
+            service,
+            region_name=region,
+            aws_access_key_id="AKIDTEST",
+            aws_secret_access_key="secret",
+            config=config,
+        )
+        client.meta.events.register("before-send.bedrock-agentcore.InvokeAgentRuntime", time_out)
+        return client
+
+    argv = [
+        "invoke",
+        "--runtime-arn",
+        ARN,
+        "--session",
+        SESSION,
+        "--qualifier",
+        "prod",
+        "--timeout",
+        "42",
+        "hi",
+    ]
+    assert main(argv, client_factory=factory, sleep=lambda _: None) == 4
+    assert len(sends) == 1
+    err = capsys.readouterr().err
+    assert "before any reply: no data for 42 s (--timeout)" in err
+    assert f"agentkit sessions stop {SESSION} --runtime-arn {ARN} --qualifier prod" in err
+
+
+class _BreakingRaw:
+    """The raw urllib3 stream under a StreamingBody: gives ``first`` and then fails with ``error``."""
+
+    def __init__(self, first: bytes, error: Exception) -> None:
+        self.first, self.error, self.closed = first, error, False
+
+    def read1(self, size: int = -1) -> bytes:
+        if self.first:
+            chunk, self.first = self.first, b""
+            return chunk
+        raise self.error
+
+    def read(self, size: int = -1) -> bytes:
+        return self.read1(size)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ("timeout", "after 1 event: no data for"),
+        ("reset", "after 1 event: the connection was lost (ProtocolError"),
+    ],
+)
+def test_stream_broken_mid_reply_exits_4_with_a_stop_hint(
+    error: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from urllib3.exceptions import ProtocolError, ReadTimeoutError
+
+    exc: Exception = (
+        ReadTimeoutError(None, None, "Read timed out.")  # type: ignore[arg-type]
+        if error == "timeout"
+        else ProtocolError("Connection broken", ConnectionResetError(104, "Connection reset by peer"))
+    )
+    raw = _BreakingRaw(b'data: {"type": "text", "text": "Hi"}\n\n', exc)
+    client = _agentcore()
+    with Stubber(client) as stub:
+        response = {**_sse_response(), "response": StreamingBody(raw, None)}
+        stub.add_response("invoke_agent_runtime", response, _invoke_params())
+        argv = ["invoke", "--runtime-arn", ARN, "--session", SESSION, "hi"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client)) == 4
+    out, err = capsys.readouterr()
+    assert out == "Hi\n"  # the text so far, with its line ended before the error
+    assert expected in err and f"agentkit sessions stop {SESSION} --runtime-arn {ARN}" in err
+    assert "Traceback" not in err and raw.closed
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "expected", "shown"),
+    [
+        (
+            "RuntimeClientError",
+            "Received error (400) from runtime. Please check your CloudWatch logs",
+            2,
+            "[http_400]",
+        ),
+        (
+            "RuntimeClientError",
+            'Received error (400) from runtime: {"type": "error", "code": "invalid_session_id", "message": "no"}',
+            2,
+            "[invalid_session_id]",
+        ),
+        (
+            "RuntimeClientError",
+            "Received error (413) from runtime: prompt_too_large",
+            2,
+            "[prompt_too_large]",
+        ),
+        ("RuntimeClientError", "Received error (402) from runtime.", 3, "HTTP 402"),
+        (
+            "RuntimeClientError",
+            '{"type": "error", "code": "budget_exceeded", "message": "cap"}',
+            3,
+            "[budget_exceeded]",
+        ),
+        ("RuntimeClientError", "Received error (429) from runtime.", 1, "HTTP 429"),
+        ("RuntimeClientError", "Received error (500) from runtime.", 1, "[http_500]"),
+        ("ValidationException", "Received error (402) from runtime", 3, "HTTP 402"),
+    ],
+)
+def test_runtime_error_statuses_through_agentcore_map_like_local(
+    code: str, message: str, expected: int, shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = _agentcore()
+    with Stubber(client) as stub:
+        stub.add_client_error(
+            "invoke_agent_runtime", code, message, 424 if code == "RuntimeClientError" else 400
+        )
+        argv = ["invoke", "--runtime-arn", ARN, "--session", SESSION, "hi"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client), sleep=lambda _: None) == expected
+        stub.assert_no_pending_responses()
+    err = capsys.readouterr().err
+    assert "InvokeAgentRuntime: runtime error" in err and shown in err
 
 
 def test_missing_credentials_exit_4(

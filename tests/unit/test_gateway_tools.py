@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from runtime.gateway_tools import GatewayClient, GatewayError, build_gateway_mcp_server
-from tests.fakes.gateway_standin import REGION, TOOLS, FakeSession, serve_gateway
+from tests.fakes.gateway_standin import REGION, TOOLS, FakeSession, GatewayControl, serve_gateway
+from tests.fakes.stalling_http import StallingServer
 
 
 @pytest.fixture
@@ -99,3 +100,72 @@ def test_sdk_mcp_server_lists_nothing_when_gateway_down() -> None:
             return await client.list_tools()
 
     assert asyncio.run(run()).tools == []
+
+
+def _methods_and_sessions(received: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    return [(r["message"].get("method"), r["session"]) for r in received]
+
+
+def test_expired_session_is_reopened_and_the_request_sent_once_more() -> None:
+    control = GatewayControl()
+    with serve_gateway(control) as (url, received):
+        client = GatewayClient(url, session=FakeSession(), region=REGION)
+        assert len(client.list_tools()) == len(TOOLS)
+        control.expire_sessions()  # the gateway forgot sess-1: it answers 404 to it from now on
+        del received[:]
+        result = client.call_tool("invoices___get_invoice", {"invoice_id": "INV-2"})
+        assert json.loads(result["content"][0]["text"])["arguments"] == {"invoice_id": "INV-2"}
+        assert _methods_and_sessions(received) == [
+            ("tools/call", "sess-1"),
+            ("initialize", None),
+            ("notifications/initialized", "sess-2"),
+            ("tools/call", "sess-2"),
+        ]
+        del received[:]
+        assert len(client.list_tools()) == len(TOOLS)  # later requests stay on the new session
+        assert {session for _, session in _methods_and_sessions(received)} == {"sess-2"}
+
+
+def test_a_404_that_persists_is_retried_only_once() -> None:
+    control = GatewayControl(lose_sessions_on_call=True)
+    with serve_gateway(control) as (url, received):
+        client = GatewayClient(url, session=FakeSession(), region=REGION)
+        with pytest.raises(GatewayError) as err:
+            client.call_tool("invoices___get_invoice", {"invoice_id": "INV-3"})
+    assert err.value.code == "http_404" and "Session not found" in err.value.message
+    assert [m for m, _ in _methods_and_sessions(received)] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]
+
+
+def test_read_timeout_is_a_gateway_error_and_a_tool_error_result() -> None:
+    from mcp import Client
+
+    control = GatewayControl(stall_calls_s=10)
+    with serve_gateway(control) as (url, _received):
+        client = GatewayClient(url, session=FakeSession(), region=REGION, timeout=0.3)
+        with pytest.raises(GatewayError) as err:
+            client.call_tool("invoices___get_invoice", {"invoice_id": "INV-4"})
+        assert err.value.code == "timeout" and "0.3 s" in err.value.message
+        config = build_gateway_mcp_server(url, session=None, region=REGION, client=client)
+
+        async def run() -> Any:
+            async with Client(config["instance"]) as mcp_client:
+                return await mcp_client.call_tool("invoices___get_invoice", {"invoice_id": "INV-4"})
+
+        result = asyncio.run(run())
+    assert result.is_error and "timeout" in result.content[0].text
+
+
+def test_connection_reset_is_a_gateway_error() -> None:
+    with StallingServer(then="reset") as server:
+        client = GatewayClient(server.url + "/mcp", session=FakeSession(), region=REGION, timeout=5)
+        with pytest.raises(GatewayError) as err:
+            client.list_tools()
+    assert err.value.code == "unreachable" and "Connection" in err.value.message
+    assert len(server.requests) == 1

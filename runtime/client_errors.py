@@ -1,0 +1,194 @@
+"""Exit codes and error mapping of the ``agentkit`` client (:mod:`runtime.client`, :mod:`runtime.cli`).
+
+Every failure outside the event stream becomes an :class:`InvokeError` carrying the process exit code
+(documented in docs/ci-cd.md): botocore exceptions (:func:`aws_error`), error statuses a deployed runtime
+answered through AgentCore (:func:`runtime_client_error`), and read timeouts or lost connections after a
+request was sent (:func:`transport_error`). Env vars: none. IAM actions: none (no AWS calls here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import IntEnum
+from typing import Any
+
+_THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException"})
+_AUTH_CODES = frozenset(
+    {
+        "AccessDeniedException",
+        "AccessDenied",
+        "UnauthorizedException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "ExpiredToken",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+    }
+)
+_USAGE_ERROR_CODES = frozenset({"invalid_request", "prompt_too_large", "invalid_session_id"})
+_KNOWN_RUNTIME_CODES = ("budget_exceeded", *sorted(_USAGE_ERROR_CODES))
+# AgentCore's wording for an error status the container answered: "Received error (400) from runtime. ..."
+_RUNTIME_STATUS_RE = re.compile(r"(?:error|status|HTTP)\s*\(?(\d{3})\)?\s*from (?:the )?runtime", re.I)
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of ``agentkit`` (documented in docs/ci-cd.md)."""
+
+    OK = 0
+    AGENT_ERROR = 1
+    USAGE = 2
+    BUDGET_EXCEEDED = 3
+    AWS_ERROR = 4
+
+
+class InvokeError(Exception):
+    """A failure outside the event stream; ``exit_code`` tells the CLI how to exit."""
+
+    def __init__(self, message: str, *, exit_code: ExitCode, code: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.code = code
+
+
+def error_code_exit(code: str) -> ExitCode:
+    """Exit code for an ``error`` event's ``code``."""
+    if code == "budget_exceeded":
+        return ExitCode.BUDGET_EXCEEDED
+    if code in _USAGE_ERROR_CODES:
+        return ExitCode.USAGE
+    return ExitCode.AGENT_ERROR
+
+
+def transport_error(exc: BaseException, *, events: int, timeout: float | None, hint: str) -> InvokeError:
+    """An :class:`InvokeError` (exit code 4) for a read timeout or a lost connection after the request was
+    sent: the turn may have started and may still be running, so the message says how to stop it."""
+    timed_out = _is_timeout(exc)
+    code = "read_timeout" if timed_out else "connection_lost"
+    where = f"after {events} event{'s' if events != 1 else ''}" if events else "before any reply"
+    waited = f"{timeout:g} s" if isinstance(timeout, int | float) else "the read timeout"
+    what = f"no data for {waited} (--timeout)" if timed_out else "the connection was lost"
+    detail = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    return InvokeError(
+        f"reading the reply failed {where}: {what} ({detail}); {hint}",
+        exit_code=ExitCode.AWS_ERROR,
+        code=code,
+    )
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """True for socket, urllib3 and botocore read timeouts (also when wrapped in another exception)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError) or "timeout" in type(seen).__name__.lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def aws_error(exc: Exception, *, action: str) -> InvokeError:
+    """Map a botocore exception onto an :class:`InvokeError` with a clear message and exit code."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        ParamValidationError,
+        PartialCredentialsError,
+        TokenRetrievalError,
+    )
+
+    if isinstance(exc, ParamValidationError):
+        return InvokeError(f"{action}: {exc}", exit_code=ExitCode.USAGE, code="ParamValidation")
+    if isinstance(exc, NoRegionError):
+        return InvokeError(
+            f"{action}: no AWS region; pass --region or set AWS_REGION", exit_code=ExitCode.USAGE
+        )
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError | TokenRetrievalError):
+        return InvokeError(
+            f"{action}: no usable AWS credentials ({exc}); configure a profile, env vars or an assumed role",
+            exit_code=ExitCode.AWS_ERROR,
+            code="NoCredentials",
+        )
+    if isinstance(exc, EndpointConnectionError):
+        return InvokeError(f"{action}: {exc}", exit_code=ExitCode.AWS_ERROR, code="EndpointConnection")
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        code, message = str(err.get("Code", "Unknown")), str(err.get("Message", exc))
+        if code in _AUTH_CODES:
+            hint = (
+                "the caller needs bedrock-agentcore:InvokeAgentRuntime on the runtime ARN and its endpoints"
+            )
+            return InvokeError(
+                f"{action}: access denied ({code}): {message} — {hint}",
+                exit_code=ExitCode.AWS_ERROR,
+                code=code,
+            )
+        if code == "RuntimeClientError" or (
+            code == "ValidationException" and _RUNTIME_STATUS_RE.search(message)
+        ):
+            return runtime_client_error(message, action=action)
+        if code == "ValidationException":
+            return InvokeError(f"{action}: {code}: {message}", exit_code=ExitCode.USAGE, code=code)
+        if code in _THROTTLE_CODES:
+            message += " (still throttled after retries; try later or raise the quota)"
+        return InvokeError(f"{action}: {code}: {message}", exit_code=ExitCode.AWS_ERROR, code=code)
+    return InvokeError(f"{action}: {type(exc).__name__}: {exc}", exit_code=ExitCode.AWS_ERROR)
+
+
+def runtime_client_error(message: str, *, action: str) -> InvokeError:
+    """The container answered with an error status and AgentCore relayed it (``RuntimeClientError``, or a
+    ``ValidationException`` whose message names the runtime's status).
+
+    AgentCore reports the container's status in the message (``Received error (400) from runtime``) and may
+    include the container's error body. The error code comes from that body (``{"code": ...}``) or a known
+    code named in the message, else from the status; it maps like the ``--local`` path: ``budget_exceeded``
+    or 402 → 3, ``invalid_request``/``prompt_too_large``/``invalid_session_id`` or another 4xx (not 429)
+    → 2, anything else → 1.
+    """
+    status_match = _RUNTIME_STATUS_RE.search(message)
+    status = int(status_match.group(1)) if status_match else None
+    code = _code_in_body(message) or next((c for c in _KNOWN_RUNTIME_CODES if c in message), "")
+    if not code:
+        code = f"http_{status}" if status else "runtime_client_error"
+    if code == "budget_exceeded" or status == 402:
+        exit_code = ExitCode.BUDGET_EXCEEDED
+    elif code in _USAGE_ERROR_CODES or (status is not None and 400 <= status < 500 and status != 429):
+        exit_code = ExitCode.USAGE
+    else:
+        exit_code = error_code_exit(code)
+    status_text = f" HTTP {status}" if status else ""
+    return InvokeError(
+        f"{action}: runtime error{status_text} [{code}]: {message}", exit_code=exit_code, code=code
+    )
+
+
+def is_throttle(exc: BaseException) -> bool:
+    """True for a ``ClientError`` that means the request was refused before it ran: a throttling error
+    code or HTTP 429."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(exc, ClientError):
+        return False
+    code = exc.response.get("Error", {}).get("Code", "")
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in _THROTTLE_CODES or status == 429
+
+
+def _code_in_body(message: str) -> str:
+    """The ``code`` (or ``error_type``) of a JSON error object embedded in ``message``, if there is one."""
+    decoder = json.JSONDecoder()
+    start = message.find("{")
+    while start != -1:
+        try:
+            value: Any = decoder.raw_decode(message, start)[0]
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and (value.get("code") or value.get("error_type")):
+            return str(value.get("code") or value.get("error_type"))
+        start = message.find("{", start + 1)
+    return ""
