@@ -6,20 +6,21 @@ A turn:
 1. (first turn in this process) connect: ``resume`` when the store holds the transcript, else ``session_id``;
 2. stream the prompt as one stream-json user message (never a string: string prompts close stdin and break
    SDK MCP tools and hooks);
-3. translate SDK messages to events (``text``, ``tool_use``, ``tool_result``) within the turn timeout;
+3. translate SDK messages to events (``text``, ``tool_use``, ``tool_result``); sending the prompt and
+   reading the reply both run within the turn timeout;
 4. on the ``ResultMessage``: cost from the price table, metrics, the session's cumulative spend, long-term
-   memory, and the ``result`` event.
+   memory, and the ``result`` event. A turn that never gets there (timeout, crashed CLI, shutdown) still
+   counts what its model calls cost, priced from the streamed usage.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -50,9 +51,19 @@ from runtime.costs import compute_turn_cost
 from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
 from runtime.policy import PermissionPolicy
 from runtime.protocol import summarize
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import HTTP_STATUS_KEY, TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.telemetry import Telemetry, TurnOutcome
+from runtime.turn_stream import (
+    CLIGone,
+    PrefetchedStore,
+    TurnState,
+    discard_client,
+    guarded,
+    prompt_stream,
+    settle_task,
+    sum_usage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -76,23 +87,6 @@ class AgentDeps:
     budgets: BudgetPolicy
     session_store: Any = None
     extra_mcp_servers: dict[str, Any] | None = None
-
-
-class _PrefetchedStore:
-    """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK."""
-
-    def __init__(self, inner: Any, key: dict[str, str], entries: list[Any]) -> None:
-        self._inner, self._key = inner, key
-        self._entries: list[Any] | None = entries
-
-    async def load(self, key: dict[str, Any]) -> Any:
-        if self._entries is not None and key.get("subpath") is None and key == self._key:
-            entries, self._entries = self._entries, None
-            return entries
-        return await self._inner.load(key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 class AgentTurnRunner:
@@ -172,21 +166,24 @@ class AgentTurnRunner:
             session,
             limits=limits,
             resume=resume,
-            store=_PrefetchedStore(store, key, entries) if store is not None and entries else store,
+            store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
         )
         client = ClaudeSDKClient(options=options)
         try:
             await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
         except TimeoutError:
-            with contextlib.suppress(BaseException):
-                await client.disconnect()
+            await discard_client(client)
             raise TurnTimeout(
                 f"the Claude Code CLI did not start within {self.settings.turn_timeout_s:.0f} s; retry the invocation"
             ) from None
         except (CLIConnectionError, ProcessError, OSError) as exc:
+            await discard_client(client)
             raise AgentProcessError(
                 f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
             ) from exc
+        except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
+            await discard_client(client)
+            raise
         session.client_limits = limits
         # A new CLI process counts usage and cost from zero.
         session.sdk_cost_baseline = 0.0
@@ -223,7 +220,7 @@ class AgentTurnRunner:
             disallowed_tools=list(d.disallowed_tools),
             mcp_servers=mcp_servers,
             permission_mode="default",
-            can_use_tool=self._can_use_tool,
+            can_use_tool=self._permission_gate(session.claude_session_id),
             hooks=cast(Any, hooks),
             max_turns=limits[0],
             max_budget_usd=limits[1],
@@ -253,11 +250,34 @@ class AgentTurnRunner:
 
     # -- permission gate ----------------------------------------------------------------------------------------
 
-    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+    def _permission_gate(
+        self, claude_session_id: str
+    ) -> Callable[[str, dict[str, Any], Any], Awaitable[Any]]:
+        """``can_use_tool`` for one session (so a denial is attributed to its session and tool call)."""
+
+        async def can_use_tool(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+            return await self._can_use_tool(
+                tool_name, tool_input, context, claude_session_id=claude_session_id
+            )
+
+        return can_use_tool
+
+    async def _can_use_tool(
+        self,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        context: Any,
+        *,
+        claude_session_id: str | None = None,
+    ) -> Any:
         decision = self.deps.policy.decide(tool_name, tool_input)
         if decision.allowed:
             return PermissionResultAllow()
-        self.deps.telemetry.tool_denied(tool_name)
+        self.deps.telemetry.tool_denied(
+            tool_name,
+            tool_use_id=getattr(context, "tool_use_id", None),  # ToolPermissionContext.tool_use_id
+            claude_session_id=claude_session_id,
+        )
         return PermissionResultDeny(message=decision.message)
 
     async def _pre_tool_policy(
@@ -267,7 +287,12 @@ class AgentTurnRunner:
         decision = self.deps.policy.decide(tool_name, hook_input.get("tool_input") or {})
         if decision.allowed:
             return {}
-        self.deps.telemetry.tool_denied(tool_name)
+        session_id = hook_input.get("session_id")
+        self.deps.telemetry.tool_denied(
+            tool_name,
+            tool_use_id=tool_use_id or hook_input.get("tool_use_id"),
+            claude_session_id=session_id if isinstance(session_id, str) else None,
+        )
         return {
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
@@ -293,31 +318,39 @@ class AgentTurnRunner:
             telemetry.budget_exceeded(session, "session")
             raise
         started = time.monotonic()
-        state = _TurnState(started=started, client=client, budget=limits.max_budget_usd)
+        state = TurnState(started=started, client=client, budget=limits.max_budget_usd)
         with telemetry.turn_span(session, request) as span:
             prompt_uuid = str(uuid.uuid4())
-            await client.query(_prompt_stream(request.prompt, session.claude_session_id, prompt_uuid))
             result: ResultMessage | None = None
             try:
                 async with asyncio.timeout(self.settings.turn_timeout_s):
-                    async for message in _guarded(client.receive_response()):
-                        if isinstance(message, ResultMessage):
-                            result = message
-                            break
-                        await self._translate(message, state, emit)
+                    try:
+                        await client.query(
+                            prompt_stream(request.prompt, session.claude_session_id, prompt_uuid)
+                        )
+                    except (CLIConnectionError, ProcessError) as exc:
+                        raise CLIGone(str(exc) or type(exc).__name__) from exc
+                    result = await self._consume(client, state, emit)
             except TimeoutError:
+                self._count_aborted(session, request, state, span)
                 telemetry.invocation_error("turn_timeout")
                 raise TurnTimeout(
                     f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
                     "The session stays usable: send the next turn, or narrow the task."
                 ) from None
-            except _CLIGone as exc:
+            except CLIGone as exc:
+                self._count_aborted(session, request, state, span)
                 telemetry.invocation_error("agent_process_error")
                 raise AgentProcessError(
                     f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
                     "reconnects on the next invocation; retry it."
                 ) from None
-            if result is None:  # unreachable: _guarded raises when the stream ends without a result
+            except asyncio.CancelledError:  # shutdown: what the turn spent so far still counts
+                self._count_aborted(session, request, state, span)
+                raise
+            finally:
+                await settle_task(state.interrupt_task, grace_s=2.0 if result is not None else 0.0)
+            if result is None:  # unreachable: guarded raises when the stream ends without a result
                 raise AgentProcessError("the turn ended without a result; retry the invocation")
             # The CLI reports total_cost_usd (like modelUsage) cumulatively per process: keep the difference.
             sdk_cost = None
@@ -359,6 +392,7 @@ class AgentTurnRunner:
                     "code": error.code,
                     "message": f"{error.message}.{detail}".rstrip(),
                     "partial": figures | {"subtype": result.subtype},
+                    HTTP_STATUS_KEY: error.http_status,
                 }
             )
             return telemetry.persist_turn(session, outcome)
@@ -377,13 +411,39 @@ class AgentTurnRunner:
         )
         return telemetry.persist_turn(session, outcome)
 
-    async def _count_call(self, event: dict[str, Any], state: _TurnState) -> None:
-        """Price each model call as it completes; interrupt the turn once it is over its budget."""
+    async def _consume(self, client: Any, state: TurnState, emit: Emit) -> ResultMessage:
+        """Translate the turn's messages into events until its ``ResultMessage``."""
+        async for message in guarded(client.receive_response()):
+            if isinstance(message, ResultMessage):
+                return message
+            await self._translate(message, state, emit)
+        raise CLIGone("the output stream ended without a result")  # guarded raises first
+
+    def _count_aborted(self, session: WarmSession, request: TurnRequest, state: TurnState, span: Any) -> None:
+        """Count the spend of a turn that ends without a result (the CLI reports nothing for it)."""
+        usages = state.usages + ([state.call_usage] if state.call_usage else [])
+        if usages:
+            cost = self.deps.telemetry.turn_aborted(
+                session,
+                request,
+                sum_usage(usages),
+                latency_ms=(time.monotonic() - state.started) * 1000,
+                span=span,
+            )
+            logger.info("session %s: aborted turn cost $%.6f", session.runtime_session_id, cost)
+
+    async def _count_call(self, event: dict[str, Any], state: TurnState) -> None:
+        """Price each model call as it completes; interrupt the turn once it is over its budget.
+
+        The interrupt runs as its own task while the messages keep being consumed: awaiting it here could
+        stall, because the SDK reads the interrupt's answer only after the messages before it are taken.
+        """
         if event["type"] == "message_start":
             state.call_usage = dict((event.get("message") or {}).get("usage") or {})
             return
         usage = {**state.call_usage, **(event.get("usage") or {})}
         state.call_usage = {}
+        state.usages.append(usage)
         state.running_cost += compute_turn_cost(
             None, usage, default_model=self.settings.model, table=self.deps.telemetry.prices
         ).total_cost_usd
@@ -392,9 +452,9 @@ class AgentTurnRunner:
             logger.info(
                 "invocation budget $%.4f reached ($%.4f); interrupting", state.budget, state.running_cost
             )
-            await state.client.interrupt()
+            state.interrupt_task = asyncio.create_task(state.client.interrupt(), name="turn-interrupt")
 
-    async def _translate(self, message: Any, state: _TurnState, emit: Emit) -> None:
+    async def _translate(self, message: Any, state: TurnState, emit: Emit) -> None:
         if isinstance(message, StreamEvent):
             event = message.event
             if event.get("type") in ("message_start", "message_delta"):
@@ -438,57 +498,6 @@ class AgentTurnRunner:
                     )
         elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
             self.deps.telemetry.store_error("append", RuntimeError(str(message.data)))
-
-
-@dataclass
-class _TurnState:
-    started: float
-    client: Any = None
-    budget: float | None = None  # this invocation's max_budget_usd (already capped by the session budget)
-    ttft_ms: float | None = None
-    streamed: bool = False
-    running_cost: float = 0.0  # priced per model call from the streamed usage
-    budget_hit: bool = False
-
-    def __post_init__(self) -> None:
-        self.text: list[str] = []
-        self.tools: dict[str, str] = {}
-        self.tool_names_used: list[str] = []
-        self.call_usage: dict[str, Any] = {}
-
-    def mark_first_token(self) -> None:
-        if self.ttft_ms is None:
-            self.ttft_ms = (time.monotonic() - self.started) * 1000
-
-
-class _CLIGone(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-async def _guarded(messages: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """Yield messages; a CLI that dies or closes its stream before the result becomes :class:`_CLIGone`."""
-    try:
-        async for message in messages:
-            yield message
-    except (CLIConnectionError, ProcessError) as exc:
-        raise _CLIGone(str(exc) or type(exc).__name__) from exc
-    except BaseExceptionGroup as group:  # anyio task groups wrap the connection error
-        if group.subgroup((CLIConnectionError, ProcessError)) is not None:
-            raise _CLIGone(str(group.exceptions[0])) from group
-        raise
-    raise _CLIGone("the output stream ended without a result")
-
-
-async def _prompt_stream(prompt: str, session_id: str, prompt_uuid: str) -> AsyncIterator[dict[str, Any]]:
-    yield {
-        "type": "user",
-        "message": {"role": "user", "content": prompt},
-        "parent_tool_use_id": None,
-        "session_id": session_id,
-        "uuid": prompt_uuid,
-    }
 
 
 def bundled_cli_path() -> Path | None:

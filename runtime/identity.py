@@ -10,8 +10,9 @@ The actor comes only from the authenticated request, never from the body:
 
 1. the JWT ``sub`` of the ``Authorization: Bearer`` header. AgentCore validates the token (JWT inbound
    auth) before the request reaches the runtime, so the runtime only decodes it. Outside AgentCore the
-   header is not verified: do not expose the runtime port directly.
-2. else the trusted header named by ``AGENTKIT_ACTOR_HEADER`` (an
+   header is not verified: do not expose the runtime port directly. When a bearer token is present it is
+   the only source: a token without ``sub`` is refused (``invalid_request``), never replaced by a header.
+2. else (no bearer token) the trusted header named by ``AGENTKIT_ACTOR_HEADER`` (an
    ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header that only our own callers — e.g. the webhook
    worker — set; with IAM inbound auth only principals allowed to invoke the runtime can send it).
 """
@@ -46,15 +47,23 @@ def normalise_actor(raw: str) -> str:
 
 
 def resolve_actor(headers: Mapping[str, str] | None, *, actor_header: str | None) -> str | None:
-    """The caller's actor id from the forwarded headers, or ``None`` when anonymous."""
+    """The caller's actor id from the forwarded headers, or ``None`` when anonymous.
+
+    Raises:
+        InvalidRequest: the bearer token is not a JWT, its payload is unreadable, or it has no ``sub``.
+    """
     if not headers:
         return None
     lowered = {k.lower(): v for k, v in headers.items()}
     auth = lowered.get("authorization", "")
     if auth.lower().startswith("bearer "):
         sub = _jwt_subject(auth[7:].strip())
-        if sub:
-            return normalise_actor(sub)
+        if not sub:
+            raise InvalidRequest(
+                "the Authorization bearer token has no 'sub' claim, so the caller cannot be identified; "
+                "use a token that names its subject (e.g. a user or client id)"
+            )
+        return normalise_actor(sub)
     if actor_header:
         value = lowered.get(actor_header.lower())
         if value:
@@ -74,4 +83,4 @@ def _jwt_subject(token: str) -> str | None:
     except (ValueError, json.JSONDecodeError):
         raise InvalidRequest("the Authorization bearer token has an unreadable payload") from None
     sub = claims.get("sub") if isinstance(claims, dict) else None
-    return sub if isinstance(sub, str) and sub else None
+    return sub if isinstance(sub, str) and sub.strip() else None

@@ -5,7 +5,8 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
 * per turn, dimensions ``[Agent, Model]`` and the roll-up ``[Agent]``: CostUSD, InputTokens, OutputTokens,
   CacheReadTokens, CacheWriteTokens (one set per model used in the turn; CostUSD omitted for an unpriced
   model), Turns (1 per completed turn), InvocationLatencyMs, TimeToFirstTokenMs (on the turn's configured
-  model).
+  model). A turn that never reached a result (timeout, crash) still records its tokens and CostUSD, with
+  the property ``Completed: false`` and no Turns or latency.
 * per tool call, dimensions ``[Agent, Tool]`` and ``[Agent]``: ToolCalls, ToolErrors (0 or 1), ToolLatencyMs;
   ToolDenied for a call the permission policy refused (it is not counted in ToolCalls).
 * events via :meth:`BaseMetrics.record_event`, dimensions ``[Agent, <given>]`` and ``[Agent]``:
@@ -68,6 +69,8 @@ class TurnRecord:
     num_turns: int | None = None
     subtype: str | None = None
     is_error: bool = False
+    completed: bool = True  # False: the turn never reached a result (timeout, crash); its spend still counts
+    metadata: Mapping[str, str] | None = None  # the request's metadata (a property, never a dimension)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +145,12 @@ class BaseMetrics:
         main = docs.setdefault(
             record.model, MetricDoc({"Agent": self.agent, "Model": record.model}, [], timestamp=ts)
         )
-        main.metrics.append(("Turns", COUNT, 1))
-        if _finite(record.invocation_latency_ms):
-            main.metrics.append(("InvocationLatencyMs", MS, record.invocation_latency_ms))
-        if _finite(record.time_to_first_token_ms):
-            main.metrics.append(("TimeToFirstTokenMs", MS, record.time_to_first_token_ms))  # type: ignore[arg-type]
+        if record.completed:  # an aborted turn adds its tokens and cost, not a turn or a latency
+            main.metrics.append(("Turns", COUNT, 1))
+            if _finite(record.invocation_latency_ms):
+                main.metrics.append(("InvocationLatencyMs", MS, record.invocation_latency_ms))
+            if _finite(record.time_to_first_token_ms):
+                main.metrics.append(("TimeToFirstTokenMs", MS, record.time_to_first_token_ms))  # type: ignore[arg-type]
         props: dict[str, Any] = {
             "SessionId": record.session_id,
             "Caller": record.caller,
@@ -158,9 +162,11 @@ class BaseMetrics:
             "IsError": record.is_error,
             "PricesAsOf": record.cost.prices_as_of,
             "UnknownModels": list(record.cost.unknown_models) or None,
+            "Completed": None if record.completed else False,
+            "Metadata": dict(record.metadata) if record.metadata else None,
         }
         main.properties = {k: v for k, v in props.items() if v is not None}
-        return list(docs.values())
+        return [doc for doc in docs.values() if doc.metrics]
 
     def tool_doc(self, record: ToolRecord) -> MetricDoc:
         """The document one tool call produces."""

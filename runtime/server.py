@@ -6,7 +6,9 @@ imported lazily on the first invocation (and warmed in the background after star
 answers in well under a second.
 
 Reply formats are described in :mod:`runtime.protocol`. Every error is
-``{"type": "error", "code": ..., "message": ...}`` with a fitting HTTP status.
+``{"type": "error", "code": ..., "message": ...}`` with a fitting HTTP status: error events carry their
+status inside the runtime (``_http_status``, set where they are raised), which is used for non-streaming
+replies and removed from every event sent to a client.
 """
 
 from __future__ import annotations
@@ -112,8 +114,8 @@ def build_app(
             except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
                 logger.exception("could not build the runtime")
                 raise AgentKitError(
-                    f"the runtime could not start its dependencies: {type(exc).__name__}: {exc}. "
-                    "Check the runtime logs and its AGENTKIT_* settings.",
+                    f"the runtime could not start its dependencies ({type(exc).__name__}). "
+                    "The details are in the runtime logs; check its AGENTKIT_* settings.",
                     code="configuration_error",
                 ) from exc
             from runtime.sessions import TurnRequest
@@ -143,9 +145,19 @@ def build_app(
     return app
 
 
+_HTTP_STATUS_KEY = "_http_status"  # runtime.sessions.HTTP_STATUS_KEY (not imported: keeps start-up light)
+
+
+def _public(event: Event) -> Event:
+    """The event as a client sees it (without the runtime-internal HTTP status)."""
+    if _HTTP_STATUS_KEY in event:
+        return {k: v for k, v in event.items() if k != _HTTP_STATUS_KEY}
+    return event
+
+
 async def _stream(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
     async for event in events:
-        yield event
+        yield _public(event)
 
 
 async def _collect(events: AsyncIterator[Event]) -> Response:
@@ -160,12 +172,15 @@ async def _collect(events: AsyncIterator[Event]) -> Response:
     if final is None:
         return error_response(AgentKitError("the turn ended without a result; retry the invocation"))
     if final["type"] == "error":
-        status = _status_for(final["code"])
-        return JSONResponse(final, status_code=status)
-    return JSONResponse({**final, "tool_events": tools})
+        status = final.get(_HTTP_STATUS_KEY)
+        if not isinstance(status, int) or isinstance(status, bool):
+            status = _status_for(final["code"])
+        return JSONResponse(_public(final), status_code=status)
+    return JSONResponse({**_public(final), "tool_events": tools})
 
 
 def _status_for(code: str) -> int:
+    """The default HTTP status of an error code (for events emitted without ``_http_status``)."""
     from runtime import errors
 
     for cls in vars(errors).values():

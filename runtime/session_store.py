@@ -232,14 +232,18 @@ class SqliteSessionStore:
 
         def work(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
-            if sub:
-                one = "project_key=? AND session_id=? AND subpath=?"
-                db.execute(f"DELETE FROM entries WHERE {one}", (pk, sid, sub))  # noqa: S608 - constant SQL
-                db.execute(f"DELETE FROM sessions WHERE {one}", (pk, sid, sub))  # noqa: S608
-            else:  # a main key cascades to its subagent transcripts
-                for table in ("entries", "sessions", "summaries"):
-                    db.execute(f"DELETE FROM {table} WHERE project_key=? AND session_id=?", (pk, sid))  # noqa: S608
-            db.execute("COMMIT")
+            try:
+                if sub:
+                    one = "project_key=? AND session_id=? AND subpath=?"
+                    db.execute(f"DELETE FROM entries WHERE {one}", (pk, sid, sub))  # noqa: S608 - constant SQL
+                    db.execute(f"DELETE FROM sessions WHERE {one}", (pk, sid, sub))  # noqa: S608
+                else:  # a main key cascades to its subagent transcripts
+                    for table in ("entries", "sessions", "summaries"):
+                        db.execute(f"DELETE FROM {table} WHERE project_key=? AND session_id=?", (pk, sid))  # noqa: S608
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")  # the connection is long-lived: never leave it inside a transaction
+                raise
 
         await self._run(work)
 

@@ -11,7 +11,10 @@ interleaved.
 - Each turn has a timeout; a timed-out or crashed CLI is disconnected, the turn ends with an error event, and
   the next turn reconnects transparently (resuming from the store).
 - A session idle for ``idle_timeout_s`` closes its client and leaves the registry. ``close_all()`` (SIGTERM)
-  closes every client.
+  closes every client; a turn's post-reply persistence still running is given up to
+  ``PERSIST_GRACE_S`` to finish first.
+- At most ``max_sessions`` sessions are warm (each holds a CLI process): a new one closes the least recently
+  used idle session, or is refused with :class:`~runtime.errors.SessionBusy` when every session is busy.
 
 The turn logic itself (prompt → events) is injected as a :class:`TurnRunner`, so this module is about
 lifecycle only.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,6 +36,11 @@ logger = logging.getLogger(__name__)
 
 Event = dict[str, Any]
 _END = object()
+
+#: Error events carry their HTTP status under this key inside the runtime; the server strips it before replying.
+HTTP_STATUS_KEY = "_http_status"
+#: How long shutdown waits for a turn's post-reply persistence (its spend) before cancelling it.
+PERSIST_GRACE_S = 5.0
 
 
 class ClientHandle(Protocol):
@@ -96,7 +105,15 @@ class WarmSession:
         self.resumed = False  # the current client resumed a stored transcript
         self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
         self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
-        self.spent_usd: float | None = None  # cumulative session cost, loaded from the store on first use
+        # Persisted session state (see runtime.telemetry): None while the stored base is unknown (not read
+        # yet, or the read failed); spend and turns counted meanwhile wait in the unpersisted_* fields.
+        self.spent_usd: float | None = None
+        self.turns_total: int | None = None
+        self.unpersisted_usd = 0.0
+        self.unpersisted_turns = 0
+        self.persist_lock = asyncio.Lock()
+        self.last_used = time.monotonic()
+        self.serving = False  # a turn (or its post-reply work) is in progress
         self._queue: asyncio.Queue[TurnRequest] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -110,12 +127,19 @@ class WarmSession:
                 "wait for them to finish or use another session id."
             )
         self._queue.put_nowait(request)
+        self.last_used = time.monotonic()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
 
+    @property
+    def idle(self) -> bool:
+        """No turn running or waiting: closing the session loses nothing."""
+        return not self.serving and self._queue.empty()
+
     async def close(self) -> None:
         """Shut down now (SIGTERM): the running turn and every queued one end with a ``shutting_down``
-        error the caller can retry, and the client is closed. What the turn already said is in the store."""
+        error the caller can retry, and the client is closed. What the turn already said is in the store; a
+        finished turn's persistence still running gets up to ``PERSIST_GRACE_S`` to complete."""
         self.closing = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -152,6 +176,7 @@ class WarmSession:
             request.events.put_nowait(event)
 
         self.registry.active_turns += 1
+        self.serving = True
         after: Awaitable[None] | None = None
         completed = False
         try:
@@ -165,20 +190,30 @@ class WarmSession:
         except AgentKitError as exc:
             if exc.http_status >= 500:  # the client may be broken (dead CLI, timeout): start afresh next turn
                 await self._drop_client()
-            await emit(exc.to_event())
+            await emit(error_event(exc))
         except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
             self.registry.active_turns -= 1
+            self.serving = False
             await emit(_shutting_down())
             raise
         except Exception as exc:  # the session must survive anything a turn throws
             logger.exception("turn failed on session %s", self.runtime_session_id)
             await self._drop_client()
-            await emit(AgentKitError(f"internal error: {type(exc).__name__}: {exc}").to_event())
+            await emit(
+                error_event(
+                    AgentKitError(
+                        f"internal error ({type(exc).__name__}); the details are in the runtime logs. "
+                        "Retry the invocation."
+                    )
+                )
+            )
         finally:
             request.events.put_nowait(_END)
         try:
             if after is not None:
-                await after  # persistence: after the reply, before this session's next turn
+                await _finish_shielded(after)  # persistence: after the reply, before this session's next turn
+        except asyncio.CancelledError:
+            raise
         except Exception:
             logger.exception("post-turn work failed on session %s", self.runtime_session_id)
         finally:
@@ -186,6 +221,8 @@ class WarmSession:
                 self.turns_done += 1
                 self.client_turns += 1
             self.registry.active_turns -= 1
+            self.serving = False
+            self.last_used = time.monotonic()
 
     async def _drop_client(self) -> None:
         client, self.client, self.client_limits = self.client, None, None
@@ -200,14 +237,27 @@ class WarmSession:
 
 
 class SessionRegistry:
-    """All warm sessions of this process, keyed by (actor, runtime session)."""
+    """All warm sessions of this process, keyed by (actor, runtime session).
 
-    def __init__(self, *, runner: TurnRunner, idle_timeout_s: float, max_queued: int) -> None:
+    Args:
+        runner: connects clients and runs turns.
+        idle_timeout_s: a session idle this long closes its client.
+        max_queued: invocations that may wait on one session.
+        max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
+    """
+
+    def __init__(
+        self, *, runner: TurnRunner, idle_timeout_s: float, max_queued: int, max_sessions: int = 32
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self.runner = runner
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
+        self.max_sessions = max_sessions
         self.active_turns = 0
         self._sessions: dict[str, WarmSession] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -224,9 +274,14 @@ class SessionRegistry:
         actor_id: str | None,
         request: TurnRequest,
     ) -> AsyncIterator[Event]:
-        """Queue ``request`` on its session and yield its events as they arrive (last: result or error)."""
+        """Queue ``request`` on its session and yield its events as they arrive (last: result or error).
+
+        Raises:
+            SessionBusy: too many invocations wait on the session, or ``max_sessions`` sessions are all busy.
+        """
         session = self._sessions.get(key)
         if session is None or session.closing:
+            self._make_room()
             session = WarmSession(
                 key=key,
                 runtime_session_id=runtime_session_id,
@@ -239,21 +294,68 @@ class SessionRegistry:
         session.submit(request)
         return _drain(request.events)
 
+    def _make_room(self) -> None:
+        """Before a new session: at the cap, close the least recently used idle session (in the background).
+
+        Raises:
+            SessionBusy: every warm session is running or waiting for a turn.
+        """
+        live = [s for s in self._sessions.values() if not s.closing]
+        if len(live) < self.max_sessions:
+            return
+        idle = [s for s in live if s.idle]
+        if not idle:
+            raise SessionBusy(
+                f"too many active sessions: all {self.max_sessions} warm sessions are running turns; "
+                "retry shortly (AGENTKIT_MAX_SESSIONS sets the limit)"
+            )
+        victim = min(idle, key=lambda s: s.last_used)
+        victim.closing = True
+        self._forget(victim)
+        logger.info("session limit %d reached: closing idle session %s", self.max_sessions, victim.key[:12])
+        task = asyncio.create_task(victim.close(), name=f"evict-{victim.key[:12]}")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def close_all(self) -> None:
         sessions = list(self._sessions.values())
-        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        closing = list(self._closing)
+        await asyncio.gather(*(s.close() for s in sessions), *closing, return_exceptions=True)
 
     def _forget(self, session: WarmSession) -> None:
         if self._sessions.get(session.key) is session:
             del self._sessions[session.key]
 
 
+def error_event(exc: AgentKitError) -> Event:
+    """The error event for ``exc``, carrying its HTTP status internally (see :data:`HTTP_STATUS_KEY`)."""
+    return {**exc.to_event(), HTTP_STATUS_KEY: exc.http_status}
+
+
+async def _finish_shielded(after: Awaitable[None]) -> None:
+    """Await post-turn work; if the session is cancelled meanwhile (shutdown), let the work finish for up to
+    ``PERSIST_GRACE_S`` (then cancel it) before the cancellation goes on."""
+    task = asyncio.ensure_future(after)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        done, _ = await asyncio.wait({task}, timeout=PERSIST_GRACE_S)
+        if not done:
+            logger.warning("post-turn persistence did not finish within %.0f s at shutdown", PERSIST_GRACE_S)
+            task.cancel()
+        elif not task.cancelled() and task.exception() is not None:
+            logger.warning("post-turn work failed at shutdown: %s", task.exception())
+        raise
+
+
 def _shutting_down() -> Event:
-    return AgentKitError(
-        "the runtime is shutting down; retry the invocation (the session resumes elsewhere)",
-        code="shutting_down",
-        http_status=503,
-    ).to_event()
+    return error_event(
+        AgentKitError(
+            "the runtime is shutting down; retry the invocation (the session resumes elsewhere)",
+            code="shutting_down",
+            http_status=503,
+        )
+    )
 
 
 async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:

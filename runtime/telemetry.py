@@ -5,6 +5,12 @@ It combines the metrics sink (:mod:`runtime.metrics`), spans (:mod:`runtime.trac
 cumulative spend, via the session store's ``get_state``/``put_state``) and long-term memory
 (:mod:`runtime.recall`). :class:`runtime.agent.AgentTurnRunner` calls it; nothing here raises into a turn
 except what a caller must see.
+
+Session spend is read lazily from the store (``get_state``) and never overwritten from an unknown base: while
+the read fails, ``session.spent_usd`` stays ``None``, the spend of this process accumulates in
+``session.unpersisted_usd`` (and turns in ``session.unpersisted_turns``), and ``put_state`` is skipped; the
+next successful read folds them in (stored + unpersisted). Writes of one session are serialised and always
+write the newest totals, so a write finishing late never replaces a newer one.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker
+from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
 from runtime.metrics import BaseMetrics, NullMetrics, TurnRecord
 from runtime.tool_hooks import ToolTelemetry
 from runtime.tracing import Tracing, record_turn_result
@@ -73,6 +79,8 @@ class Telemetry:
 
     @contextlib.contextmanager
     def turn_span(self, session: Any, request: Any) -> Iterator[Any]:
+        """The invocation and turn spans; the request's metadata goes on the turn span as
+        ``agentkit.metadata.<key>`` attributes."""
         with (
             self.tracing.invocation(
                 session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
@@ -85,6 +93,9 @@ class Telemetry:
                 caller=session.actor_id,
             ),
         ):
+            metadata = getattr(request, "metadata", None) or {}
+            if metadata:
+                span.set_attributes({f"agentkit.metadata.{k}": str(v) for k, v in metadata.items()})
             yield span
 
     def cost_tracker(self) -> TurnCostTracker:
@@ -105,8 +116,11 @@ class Telemetry:
 
     # -- events -------------------------------------------------------------------------------------------
 
-    def tool_denied(self, tool_name: str) -> None:
-        self.tools.record_denied(tool_name)
+    def tool_denied(
+        self, tool_name: str, *, tool_use_id: str | None = None, claude_session_id: str | None = None
+    ) -> None:
+        """Count a call the policy refused; with ``tool_use_id`` its PreToolUse span is closed as denied."""
+        self.tools.record_denied(tool_name, tool_use_id=tool_use_id, claude_session_id=claude_session_id)
 
     def invocation_error(self, code: str) -> None:
         self.metrics.record_event("InvocationErrors", dimensions={"ErrorCode": code})
@@ -126,17 +140,94 @@ class Telemetry:
     # -- session spend ------------------------------------------------------------------------------------
 
     async def session_spend(self, session: Any) -> float:
-        """The session's cumulative cost so far (persisted with the session, survives a new microVM)."""
-        if self.state_store is None:
-            return float(session.spent_usd or 0.0)
+        """The session's cumulative cost so far (persisted with the session, survives a new microVM).
+
+        Read from the store on first use. When the read fails (recorded as SessionStoreErrors) the base stays
+        unknown and this returns what this process has counted; a later call reads again.
+        """
         if session.spent_usd is None:
-            try:
-                state = await self.state_store.get_state(session.claude_session_id) or {}
-            except Exception as exc:
-                self.store_error("get_state", exc)
-                state = {}
-            session.spent_usd = float(state.get("spent_usd", 0.0))
+            if self.state_store is None:
+                state: dict[str, Any] = {}
+            else:
+                try:
+                    state = await self.state_store.get_state(session.claude_session_id) or {}
+                except Exception as exc:
+                    self.store_error("get_state", exc)
+                    return float(
+                        session.spent_usd if session.spent_usd is not None else session.unpersisted_usd
+                    )
+            if session.spent_usd is None:  # a concurrent read may have folded the unpersisted part in already
+                session.spent_usd = float(state.get("spent_usd", 0.0)) + session.unpersisted_usd
+                session.turns_total = int(state.get("turns", 0)) + session.unpersisted_turns
+                session.unpersisted_usd, session.unpersisted_turns = 0.0, 0
         return float(session.spent_usd)
+
+    def add_spend(self, session: Any, usd: float, *, turns: int = 1) -> float:
+        """Count ``usd`` (and ``turns``) into the session; returns the spend now known."""
+        if session.spent_usd is None:
+            session.unpersisted_usd += usd
+            session.unpersisted_turns += turns
+            return float(session.unpersisted_usd)
+        session.spent_usd += usd
+        session.turns_total = (session.turns_total or 0) + turns
+        return float(session.spent_usd)
+
+    async def persist_spend(self, session: Any) -> None:
+        """Write the session's totals (``spent_usd``, ``turns``) to the store. Never raises.
+
+        Skipped while the stored base is unknown (one more read is tried first): writing then would replace
+        the stored total with this process's part of it.
+        """
+        if self.state_store is None:
+            return
+        async with session.persist_lock:
+            if session.spent_usd is None:
+                await self.session_spend(session)
+                if session.spent_usd is None:
+                    logger.warning(
+                        "session %s: stored spend unknown, $%.6f kept in memory until the store answers",
+                        session.runtime_session_id,
+                        session.unpersisted_usd,
+                    )
+                    return
+            try:
+                await self.state_store.put_state(
+                    session.claude_session_id,
+                    {"spent_usd": session.spent_usd, "turns": session.turns_total},
+                )
+            except Exception as exc:
+                self.store_error("put_state", exc)
+
+    def turn_aborted(
+        self, session: Any, request: Any, usage: Any, *, latency_ms: float, span: Any = None
+    ) -> float:
+        """A turn that never reached a result (timeout, crashed CLI, shutdown): price its streamed ``usage``,
+        record its tokens and CostUSD (no Turns), count the spend and persist it in the background.
+        Returns the cost. Never raises."""
+        try:
+            cost = compute_turn_cost(None, usage or {}, default_model=self.model, table=self.prices)
+            if span is not None:
+                record_turn_result(span, cost, subtype="aborted")
+            if cost.per_model:
+                self.metrics.record_turn(
+                    TurnRecord(
+                        model=self.model,
+                        cost=cost,
+                        invocation_latency_ms=latency_ms,
+                        session_id=session.runtime_session_id,
+                        caller=session.actor_id,
+                        claude_session_id=session.claude_session_id,
+                        completed=False,
+                        metadata=getattr(request, "metadata", None),
+                    )
+                )
+            if cost.total_cost_usd > 0:
+                self.add_spend(session, cost.total_cost_usd, turns=0)
+                self._in_background(self.persist_spend(session), what="session spend write")
+            return float(cost.total_cost_usd)
+        except Exception:
+            logger.exception("could not count the spend of an aborted turn")
+            return 0.0
 
     # -- the end of a turn --------------------------------------------------------------------------------
 
@@ -171,15 +262,18 @@ class Telemetry:
                 num_turns=result.num_turns,
                 subtype=result.subtype,
                 is_error=result.is_error,
+                metadata=getattr(request, "metadata", None),
             )
         )
-        spent = await self.session_spend(session) + cost.total_cost_usd
-        session.spent_usd = spent
+        # The stored base was read (or tried) before the turn; a retry waits for persist_spend, after the reply.
+        self.add_spend(session, cost.total_cost_usd)
+        # None while the stored base is unknown (the store did not answer): a partial sum would mislead.
+        spent = session.spent_usd
         return {
             "cost_usd": round(cost.total_cost_usd, 6),
             "sdk_cost_usd": outcome.sdk_cost_usd,
             "cost_complete": cost.complete,
-            "session_cost_usd": round(spent, 6),
+            "session_cost_usd": round(spent, 6) if spent is not None else None,
             "usage": {
                 "input_tokens": cost.input_tokens,
                 "output_tokens": cost.output_tokens,
@@ -193,14 +287,7 @@ class Telemetry:
 
         Runs after the reply is complete but before the session's next turn (the session actor awaits it).
         """
-        if self.state_store is not None:
-            try:
-                await self.state_store.put_state(
-                    session.claude_session_id,
-                    {"spent_usd": session.spent_usd, "turns": session.turns_done + 1},
-                )
-            except Exception as exc:
-                self.store_error("put_state", exc)
+        await self.persist_spend(session)
         if self.recall is not None and session.actor_id is not None and not outcome.result.is_error:
             self._in_background(
                 self.recall.record_turn(
@@ -211,18 +298,22 @@ class Telemetry:
                 )
             )
 
-    def _in_background(self, coro: Any) -> None:
+    def _in_background(self, coro: Any, *, what: str = "memory write") -> None:
         task = asyncio.create_task(coro)
         self._background.add(task)
 
         def _done(t: asyncio.Task[Any]) -> None:
             self._background.discard(t)
             if not t.cancelled() and t.exception() is not None:
-                logger.warning("background memory write failed: %s", t.exception())
+                logger.warning("background %s failed: %s", what, t.exception())
 
         task.add_done_callback(_done)
 
+    async def drain(self) -> None:
+        """Wait for background work (memory and spend writes); call before closing the store."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
     async def aclose(self) -> None:
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.drain()
         await self.metrics.close()

@@ -4,7 +4,8 @@
 to merge into ``ClaudeAgentOptions.hooks``. PreToolUse starts a clock and an ``execute_tool`` span;
 PostToolUse / PostToolUseFailure stop them and record ToolCalls, ToolErrors and ToolLatencyMs (dimension
 ``Tool``). A denial by the permission policy is recorded with :meth:`ToolTelemetry.record_denied`
-(ToolDenied).
+(ToolDenied): given the call's ``tool_use_id`` it closes that call's span as denied, whichever of the
+PreToolUse callbacks (the policy's or ours) the CLI ran first, so a denied call never counts as a ToolError.
 
 Hook input shapes (claude_agent_sdk/types.py, 0.2.187): ``input["tool_name"]``, ``input["tool_input"]`` (the
 arguments, never recorded here), ``input["tool_use_id"]``, ``input["session_id"]`` (the Claude session id),
@@ -82,6 +83,8 @@ class ToolTelemetry:
         self.session_id = session_id
         self.caller = caller
         self._pending: dict[str, _Pending] = {}
+        # Denied calls whose PreToolUse has not reached us (yet), oldest first.
+        self._denied: dict[str, None] = {}
         self._bindings: dict[str | None, _Binding] = {}
         self._lock = threading.Lock()
         self.errors = 0  # internal failures swallowed by the callbacks
@@ -160,9 +163,16 @@ class ToolTelemetry:
     def record_denied(
         self, tool_name: str, *, tool_use_id: str | None = None, claude_session_id: str | None = None
     ) -> None:
-        """Count a call refused by the permission policy (``can_use_tool``); closes its span if open."""
+        """Count a call refused by the permission policy; closes its span if open. With ``tool_use_id``, a
+        PreToolUse for that call arriving later is ignored (the CLI may run PreToolUse callbacks in any order).
+        """
         try:
             pending = self._pop(tool_use_id) if tool_use_id else None
+            if tool_use_id and pending is None:
+                with self._lock:
+                    self._denied[tool_use_id] = None
+                    while len(self._denied) > MAX_PENDING:
+                        del self._denied[next(iter(self._denied))]
             binding = self._binding_for(claude_session_id or (pending.session_id if pending else None))
             if pending is not None and pending.span is not None:
                 pending.span.set_attribute("agentkit.tool.denied", True)
@@ -224,6 +234,10 @@ class ToolTelemetry:
 
     def _start(self, input: Mapping[str, Any], tool_use_id: str | None) -> None:
         key = self._key(input, tool_use_id)
+        with self._lock:
+            if key in self._denied:  # already refused by the policy: the tool never runs
+                del self._denied[key]
+                return
         tool = str(input.get("tool_name") or "unknown")
         session_id = input.get("session_id")
         binding = self._binding_for(session_id)

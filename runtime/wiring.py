@@ -97,10 +97,14 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         extra_mcp_servers=extra_servers,
     )
     registry = SessionRegistry(
-        runner=AgentTurnRunner(deps), idle_timeout_s=settings.idle_timeout_s, max_queued=settings.max_queued
+        runner=AgentTurnRunner(deps),
+        idle_timeout_s=settings.idle_timeout_s,
+        max_queued=settings.max_queued,
+        max_sessions=getattr(settings, "max_sessions", 32),
     )
 
     async def aclose_dependencies() -> None:
+        await telemetry.drain()  # spend written in the background reaches the store before it closes
         closer = getattr(store, "close", None)
         if closer is not None:
             await closer()

@@ -93,7 +93,8 @@ def test_every_metric_lands_in_cloudwatch(tmp_path: Path, moto_server: str) -> N
     per_model = {"Agent": "agentkit", "Model": MODEL}
     turns = _sum(cw, "Turns", per_model)
     assert turns == 6  # every turn that reached a result (the crashed one did not)
-    model_calls = 1 + 2 + 2 + 2 + 0 + 1  # text, tool, failing tool, denied tool, max_budget, resumed text
+    # text, tool, failing tool, denied tool, max_budget, crashed (its one call still counts), resumed text
+    model_calls = 1 + 2 + 2 + 2 + 0 + 1 + 1
     assert _sum(cw, "InputTokens", per_model) == model_calls * CALL_INPUT_TOKENS
     assert _sum(cw, "OutputTokens", per_model) == model_calls * CALL_OUTPUT_TOKENS
     assert _sum(cw, "CacheReadTokens", per_model) == model_calls * CALL_CACHE_READ_TOKENS
@@ -101,7 +102,9 @@ def test_every_metric_lands_in_cloudwatch(tmp_path: Path, moto_server: str) -> N
     tool_dims = {"Agent": "agentkit", "Tool": "mcp__kit__list_overdue_invoices"}
     assert _sum(cw, "ToolCalls", tool_dims) == 2
     assert _sum(cw, "ToolErrors", tool_dims) == 1
-    assert _sum(cw, "ToolDenied", {"Agent": "agentkit", "Tool": "Bash"}) == 1
+    bash = {"Agent": "agentkit", "Tool": "Bash"}
+    assert _sum(cw, "ToolDenied", bash) == 1
+    assert _sum(cw, "ToolErrors", bash) == 0 and _sum(cw, "ToolCalls", bash) == 0  # denied, not failed
     assert _sum(cw, "InvocationErrors", {"Agent": "agentkit", "ErrorCode": "budget_exceeded"}) == 1
     assert _sum(cw, "InvocationErrors", {"Agent": "agentkit", "ErrorCode": "agent_process_error"}) == 1
     assert _sum(cw, "BudgetExceeded", {"Agent": "agentkit"}) == 1

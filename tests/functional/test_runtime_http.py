@@ -236,8 +236,11 @@ def test_crash_mid_turn_gives_an_error_and_the_next_turn_recovers(server: Runtim
     assert crashed.events[-1]["type"] == "error"
     assert crashed.events[-1]["code"] == "agent_process_error"
     assert "retry" in crashed.events[-1]["message"]
+    assert not any("_http_status" in e for e in crashed.events)  # runtime-internal, never sent
     recovered = server.invoke("after the crash", session=sid, stream=False).body
     assert recovered["type"] == "result"
+    # The crashed turn's one model call is part of the session's spend.
+    assert recovered["session_cost_usd"] == pytest.approx(3 * recovered["cost_usd"], abs=1e-5)
     assert reply_pid(recovered["text"]) != reply_pid(first["text"])
     assert "resumed=true" in recovered["text"]  # reconnected with --resume from the store
     assert recovered["claude_session_id"] == first["claude_session_id"]
@@ -309,6 +312,8 @@ def test_a_hung_cli_times_out_and_the_session_recovers(tmp_path: Path) -> None:
         assert reply.events[-1]["type"] == "error" and reply.events[-1]["code"] == "turn_timeout"
         again = srv.invoke("are you back?", session=sid, stream=False)
         assert again.status == 200 and "echo: are you back?" in again.body["text"]
+        # The timed-out turn's model call still counts in the session's spend.
+        assert again.body["session_cost_usd"] == pytest.approx(2 * again.body["cost_usd"], abs=1e-5)
 
 
 def test_idle_sessions_are_evicted_and_resume_transparently(tmp_path: Path) -> None:

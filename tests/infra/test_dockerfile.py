@@ -49,7 +49,9 @@ def test_dockerfile_shape() -> None:
     ins = instructions()
     (base,) = [rest for keyword, rest in ins if keyword == "FROM"]
     assert "--platform" not in base
-    assert re.fullmatch(r"public\.ecr\.aws/docker/library/python:\d+\.\d+\.\d+-slim(-\w+)?", base), base  # exact tag, slim
+    assert re.fullmatch(r"public\.ecr\.aws/docker/library/python:\d+\.\d+\.\d+-slim(-\w+)?", base), (
+        base
+    )  # exact tag, slim
     users = [rest for keyword, rest in ins if keyword == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert ("EXPOSE", "8080") in ins

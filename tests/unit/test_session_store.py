@@ -310,6 +310,27 @@ def test_sqlite_is_safe_for_several_processes(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_sqlite_delete_failure_rolls_back_and_leaves_the_connection_usable(tmp_path: Path) -> None:
+    path = tmp_path / "del.db"
+    store = SqliteSessionStore(path)
+
+    async def go() -> None:
+        await store.append(KEY, entries(3))
+        with sqlite3.connect(path) as other:  # fail the delete after its first statement (entries)
+            other.execute(
+                "CREATE TRIGGER no_delete BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'boom'); END"
+            )
+        with pytest.raises(SessionStoreError, match="boom"):
+            await store.delete(KEY)
+        # Rolled back: the entries deleted before the failure are back, and the same connection can write.
+        assert [e["n"] for e in (await store.load(KEY)) or []] == [0, 1, 2]
+        other_key = {"project_key": "proj", "session_id": "1c8e3b67-6e2f-5d90-8b64-2a1d3cae5f22"}
+        await store.append(other_key, entries(1, start=7))
+        assert [e["n"] for e in (await SqliteSessionStore(path).load(other_key)) or []] == [7]
+
+    run(go())
+
+
 # ---------------------------------------------------------------------------- factory
 def test_store_from_url(tmp_path: Path, moto_client: Any) -> None:
     default = store_from_url("", state_dir=tmp_path)

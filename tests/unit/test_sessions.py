@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.errors import AgentProcessError, SessionBusy
+from runtime.errors import AgentKitError, AgentProcessError, SessionBusy
 from runtime.sessions import SessionRegistry, TurnRequest
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +80,10 @@ async def test_failed_turn_yields_error_event_and_next_turn_reconnects() -> None
     runner = RecordingRunner()
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
     failed = await _collect(registry, "s", "fail")
-    assert failed == [{"type": "error", "code": "agent_process_error", "message": "CLI died"}]
+    # The HTTP status travels with the error event inside the runtime (the server strips it).
+    assert failed == [
+        {"type": "error", "code": "agent_process_error", "message": "CLI died", "_http_status": 502}
+    ]
     ok = await _collect(registry, "s", "again")
     assert ok[-1]["text"] == "again"
     assert runner.connects == ["s", "s"] and runner.disconnects == ["s"]
@@ -164,3 +167,97 @@ async def test_shutdown_ends_running_and_queued_turns_with_a_retryable_error() -
     assert [e async for e in running][-1]["code"] == "shutting_down"
     assert [e async for e in queued][-1]["code"] == "shutting_down"
     assert runner.disconnects == ["s"] and registry.active_turns == 0 and len(registry) == 0
+
+
+class StatusRunner(RecordingRunner):
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        if request.prompt == "throttled":
+            raise AgentKitError("slow down", code="model_error", http_status=429)
+        raise RuntimeError("secret detail /etc/passwd")
+
+
+async def test_error_events_carry_their_own_status_and_internal_errors_hide_details() -> None:
+    registry = SessionRegistry(runner=StatusRunner(), idle_timeout_s=5, max_queued=10)
+    (throttled,) = await _collect(registry, "s", "throttled")
+    assert throttled["code"] == "model_error" and throttled["_http_status"] == 429
+    (internal,) = await _collect(registry, "s", "boom")
+    assert internal["code"] == "internal_error" and internal["_http_status"] == 500
+    assert "RuntimeError" in internal["message"] and "runtime logs" in internal["message"]
+    assert "secret" not in internal["message"] and "passwd" not in internal["message"]
+    await registry.close_all()
+
+
+async def test_session_cap_closes_the_least_recently_used_idle_session() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=2)
+    await _collect(registry, "a", "x")
+    await _collect(registry, "b", "y")
+    await _collect(registry, "a", "z")  # b is now the least recently used
+    await _collect(registry, "c", "w")
+    assert registry.get("b") is None and registry.get("a") is not None and registry.get("c") is not None
+    for _ in range(100):  # the evicted client closes in the background
+        if runner.disconnects:
+            break
+        await asyncio.sleep(0.01)
+    assert runner.disconnects == ["b"] and len(registry) == 2
+    await registry.close_all()
+
+
+async def test_session_cap_refuses_a_new_session_when_every_session_is_busy() -> None:
+    runner = SlowRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=2)
+    running = []
+    for key in ("a", "b"):
+        events = await registry.invoke(
+            key=key,
+            runtime_session_id=key,
+            claude_session_id=key,
+            actor_id=None,
+            request=TurnRequest(prompt=key),
+        )
+        assert (await events.__anext__())["text"] == "working"
+        running.append(events)
+    with pytest.raises(SessionBusy, match="too many active sessions") as info:
+        await registry.invoke(
+            key="c",
+            runtime_session_id="c",
+            claude_session_id="c",
+            actor_id=None,
+            request=TurnRequest(prompt="c"),
+        )
+    assert info.value.http_status == 429
+    # An existing session still takes turns (queued behind its running one).
+    await registry.invoke(
+        key="a",
+        runtime_session_id="a",
+        claude_session_id="a",
+        actor_id=None,
+        request=TurnRequest(prompt="a2"),
+    )
+    assert runner.disconnects == [] and len(registry) == 2
+    await asyncio.wait_for(registry.close_all(), timeout=5)
+
+
+class PersistingRunner(RecordingRunner):
+    def __init__(self) -> None:
+        super().__init__()
+        self.persisted: list[str] = []
+
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> Any:
+        await emit({"type": "result", "text": request.prompt})
+
+        async def persist() -> None:
+            await asyncio.sleep(0.3)
+            self.persisted.append(request.prompt)
+
+        return persist()
+
+
+async def test_shutdown_lets_a_running_persistence_finish() -> None:
+    runner = PersistingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
+    events = await _collect(registry, "s", "last turn")
+    assert events[-1]["type"] == "result" and runner.persisted == []  # the reply is out, persistence runs
+    await asyncio.wait_for(registry.close_all(), timeout=5)
+    assert runner.persisted == ["last turn"]
+    assert runner.disconnects == ["s"] and registry.active_turns == 0

@@ -134,6 +134,27 @@ def test_denied_tool_counts_tool_denied_only(setup) -> None:
     assert telemetry.pending == 0
 
 
+def test_denial_before_its_pre_tool_use_leaves_no_open_call(setup) -> None:
+    # The CLI may run the policy's PreToolUse callback before ours: the later PreToolUse must not open a
+    # call that the turn's end would close as abandoned (a ToolError).
+    telemetry, tracing, exporter, out, _ = setup
+
+    async def turn() -> None:
+        with tracing.turn(model="m") as span, telemetry.bind(span, claude_session_id=CLAUDE_SESSION):
+            telemetry.record_denied("Bash", tool_use_id="t9", claude_session_id=CLAUDE_SESSION)
+            await telemetry.pre_tool_use(_base("PreToolUse", "Bash", "t9"), "t9", None)
+            assert telemetry.pending == 0
+            await telemetry.pre_tool_use(_base("PreToolUse", "Bash", "t10"), "t10", None)  # another call
+            assert telemetry.pending == 1
+
+    asyncio.run(turn())
+    denied, abandoned = _docs(out)
+    assert denied["Tool"] == "Bash" and denied["ToolDenied"] == [1.0] and "ToolErrors" not in denied
+    assert denied["SessionId"] == "rt-1" and denied["ToolUseId"] == "t9"
+    assert abandoned["ToolUseId"] == "t10" and abandoned["ToolErrors"] == [1.0]
+    assert [s.name for s in exporter.get_finished_spans()] == ["execute_tool Bash", "chat m"]
+
+
 def test_turn_end_closes_abandoned_tool_calls(setup) -> None:
     telemetry, tracing, exporter, out, clock = setup
 

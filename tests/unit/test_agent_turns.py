@@ -1,0 +1,343 @@
+"""``AgentTurnRunner`` turn paths that a well-behaved fake CLI cannot provoke: a stalled interrupt, a prompt
+that never goes out, cancellation while connecting, aborted turns' spend, a session store that does not
+answer, denials racing the tool telemetry, and request metadata on spans and metrics.
+
+The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (``connect``
+is the only place where the real ``ClaudeSDKClient`` is swapped out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import CLIConnectionError, PermissionResultDeny, ResultMessage, StreamEvent
+from claude_agent_sdk.types import ToolPermissionContext
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import runtime.agent as agent_module
+from runtime.agent import AgentDeps, AgentTurnRunner
+from runtime.agent_definition import AgentDefinitionSpec
+from runtime.budgets import BudgetPolicy
+from runtime.errors import AgentProcessError, TurnTimeout
+from runtime.metrics import EmfMetrics
+from runtime.policy import PermissionPolicy
+from runtime.session_store import SqliteSessionStore
+from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
+from runtime.settings import Settings
+from runtime.telemetry import Telemetry
+from runtime.tracing import Tracing
+from tests.fakes import fake_claude as fc
+
+pytestmark = pytest.mark.anyio
+
+SID = "5b0a3f7e-1111-5222-8333-444455556666"
+CALL_USD = fc.CALL_COST_USD * 1.1  # the fake's per-call usage at our price for a us. (regional) profile
+USAGE = {
+    "input_tokens": fc.CALL_INPUT_TOKENS,
+    "output_tokens": fc.CALL_OUTPUT_TOKENS,
+    "cache_creation_input_tokens": fc.CALL_CACHE_WRITE_TOKENS,
+    "cache_read_input_tokens": fc.CALL_CACHE_READ_TOKENS,
+}
+
+
+class Setup:
+    def __init__(
+        self, tmp_path: Path, *, store: Any = None, turn_timeout_s: float = 30.0, tracing: Any = None
+    ) -> None:
+        settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
+        definition = AgentDefinitionSpec()
+        self.out = io.StringIO()
+        self.telemetry = Telemetry(
+            metrics=EmfMetrics(namespace="T", agent="demo", stream=self.out),
+            tracing=tracing or Tracing(),
+            model=settings.model,
+            state_store=store,
+        )
+        deps = AgentDeps(
+            settings=settings,
+            definition=definition,
+            policy=PermissionPolicy(
+                allowed_tools=definition.permitted_tools,
+                workspace=settings.resolved_workspace,
+                bash_allowlist=definition.bash_allowlist,
+            ),
+            telemetry=self.telemetry,
+            budgets=BudgetPolicy(max_turns=25, max_budget_usd=1.0),
+        )
+        self.runner = AgentTurnRunner(deps)
+        registry = SessionRegistry(runner=self.runner, idle_timeout_s=5, max_queued=2)
+        self.session = WarmSession(
+            key=SID,
+            runtime_session_id="rt-" + "1" * 36,
+            claude_session_id=SID,
+            actor_id=None,
+            runner=self.runner,
+            registry=registry,
+        )
+        self.session.cost_tracker = self.telemetry.cost_tracker()
+        self.events: list[dict[str, Any]] = []
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    async def turn(self, client: Any, request: TurnRequest | None = None, timeout: float = 5) -> Any:
+        request = request or TurnRequest(prompt="go")
+        after = await asyncio.wait_for(
+            self.runner.run_turn(self.session, client, request, self.emit), timeout=timeout
+        )
+        await after
+        return self.events[-1]
+
+    def docs(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.getvalue().splitlines()]
+
+
+def _event(event: dict[str, Any]) -> StreamEvent:
+    return StreamEvent(uuid="u", session_id=SID, event=event)
+
+
+def model_call(text: str = "hi") -> list[Any]:
+    """One model call as the SDK streams it: message_start (input usage) ... message_delta (output)."""
+    start = {"type": "message_start", "message": {"usage": {**USAGE, "output_tokens": 1}}}
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+    end = {"type": "message_delta", "usage": {"output_tokens": fc.CALL_OUTPUT_TOKENS}}
+    return [_event(start), _event(delta), _event(end)]
+
+
+def result(calls: int = 1, *, subtype: str = "success", is_error: bool = False) -> ResultMessage:
+    return ResultMessage(
+        subtype=subtype,
+        duration_ms=1,
+        duration_api_ms=1,
+        is_error=is_error,
+        num_turns=calls,
+        session_id=SID,
+        total_cost_usd=fc.CALL_COST_USD * calls,
+        usage={k: v * calls for k, v in USAGE.items()},
+        result=None if is_error else "done",
+    )
+
+
+class ScriptedClient:
+    """Replays ``messages`` then ``final`` (a ResultMessage, or an exception to raise, or None to hang).
+
+    Like the SDK when its message buffer is full, ``interrupt()`` is answered only after every scripted
+    message has been taken by the consumer.
+    """
+
+    def __init__(self, messages: list[Any], final: Any, *, hang_query: bool = False) -> None:
+        self.messages, self.final, self.hang_query = messages, final, hang_query
+        self.drained = asyncio.Event()
+        self.interrupts = 0
+        self.sent: list[dict[str, Any]] = []
+
+    async def query(self, prompt: AsyncIterator[dict[str, Any]]) -> None:
+        if self.hang_query:
+            await asyncio.Event().wait()
+        self.sent += [m async for m in prompt]
+
+    def receive_response(self) -> AsyncIterator[Any]:
+        return self._replay()
+
+    async def _replay(self) -> AsyncIterator[Any]:
+        for message in self.messages:
+            yield message
+            await asyncio.sleep(0)
+        self.drained.set()
+        if self.final is None:
+            await asyncio.Event().wait()
+        if isinstance(self.final, BaseException):
+            raise self.final
+        yield self.final
+
+    async def interrupt(self) -> None:
+        self.interrupts += 1
+        await self.drained.wait()
+
+
+# -- interrupts and timeouts ------------------------------------------------------------------------------
+
+
+async def test_an_over_budget_interrupt_does_not_stall_the_message_stream(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    chatter = [_event({"type": "ping"}) for _ in range(150)]  # more than the SDK buffers (100)
+    client = ScriptedClient(model_call() + chatter, result(subtype="error_during_execution", is_error=True))
+    final = await s.turn(client, TurnRequest(prompt="go", max_budget_usd=0.005))
+    assert client.interrupts == 1
+    assert final["code"] == "budget_exceeded" and final["_http_status"] == 402
+    assert "max_budget_usd of $0.0050" in final["message"]
+
+
+async def test_sending_the_prompt_is_inside_the_turn_timeout(tmp_path: Path) -> None:
+    s = Setup(tmp_path, turn_timeout_s=0.3)
+    with pytest.raises(TurnTimeout, match="did not finish within"):
+        await s.turn(ScriptedClient([], result(), hang_query=True))
+
+
+# -- spend of turns without a result ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["crash", "timeout"])
+async def test_aborted_turns_count_and_persist_their_spend(tmp_path: Path, ending: str) -> None:
+    store = SqliteSessionStore(tmp_path / "s.db")
+    await store.put_state(SID, {"spent_usd": 1.0, "turns": 4})
+    s = Setup(tmp_path, store=store, turn_timeout_s=0.5)
+    final = CLIConnectionError("the CLI exited") if ending == "crash" else None
+    partial = model_call()[:1]  # a third call had started: its input tokens are billed
+    client = ScriptedClient(model_call() + model_call() + partial, final)
+    expected = (TurnTimeout, "did not finish") if ending == "timeout" else (AgentProcessError, "exited")
+    with pytest.raises(expected[0], match=expected[1]):
+        await s.turn(client)
+    await s.telemetry.drain()  # the spend is written in the background
+    third = (fc.CALL_INPUT_TOKENS * 3 + 1 * 15 + fc.CALL_CACHE_WRITE_TOKENS * 3.75) / 1e6
+    third += fc.CALL_CACHE_READ_TOKENS * 0.3 / 1e6
+    spent = 2 * CALL_USD + third * 1.1
+    assert await s.telemetry.session_spend(s.session) == pytest.approx(1.0 + spent)
+    assert await store.get_state(SID) == {"spent_usd": pytest.approx(1.0 + spent), "turns": 4}
+    (doc,) = [d for d in s.docs() if "CostUSD" in d]
+    assert doc["CostUSD"] == [pytest.approx(spent)] and doc["InputTokens"] == [3 * fc.CALL_INPUT_TOKENS]
+    assert doc["Completed"] is False and "Turns" not in doc and "InvocationLatencyMs" not in doc
+
+
+# -- the stored spend is never overwritten from an unknown base ------------------------------------------
+
+
+class FlakyStateStore:
+    """A real SQLite store whose first ``fail_gets`` reads fail."""
+
+    def __init__(self, inner: SqliteSessionStore, fail_gets: int) -> None:
+        self.inner, self.fail_gets = inner, fail_gets
+        self.puts: list[dict[str, Any]] = []
+
+    async def get_state(self, session_id: str) -> dict[str, Any] | None:
+        if self.fail_gets > 0:
+            self.fail_gets -= 1
+            raise ConnectionError("store unreachable")
+        return await self.inner.get_state(session_id)
+
+    async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
+        self.puts.append(dict(state))
+        await self.inner.put_state(session_id, state)
+
+
+async def test_a_failed_spend_read_never_overwrites_the_stored_total(tmp_path: Path) -> None:
+    inner = SqliteSessionStore(tmp_path / "s.db")
+    await inner.put_state(SID, {"spent_usd": 1.0, "turns": 4})
+    store = FlakyStateStore(inner, fail_gets=2)  # the read before the turn, and the retry before the write
+    s = Setup(tmp_path, store=store)
+    first = await s.turn(ScriptedClient(model_call(), result()))
+    assert first["type"] == "result" and first["cost_usd"] == pytest.approx(CALL_USD, abs=1e-6)
+    assert first["session_cost_usd"] is None  # unknown, not a partial sum
+    assert store.puts == [] and await inner.get_state(SID) == {"spent_usd": 1.0, "turns": 4}
+    assert [d.get("operation") for d in s.docs() if "SessionStoreErrors" in d] == ["get_state"] * 2
+
+    s.session.cost_tracker = s.telemetry.cost_tracker()  # a fresh CLI process
+    second = await s.turn(ScriptedClient(model_call(), result()))
+    assert second["session_cost_usd"] == pytest.approx(1.0 + 2 * CALL_USD, abs=1e-6)
+    stored = await inner.get_state(SID)
+    assert stored == {"spent_usd": pytest.approx(1.0 + 2 * CALL_USD), "turns": 6}  # loaded 4 + 2 turns
+
+
+async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_path: Path) -> None:
+    class SlowStore:
+        async def get_state(self, session_id: str) -> dict[str, Any]:
+            await asyncio.sleep(0.05)
+            return {"spent_usd": 1.0, "turns": 4}
+
+    s = Setup(tmp_path, store=SlowStore())
+    s.telemetry.add_spend(s.session, 0.5)  # counted while the base was unknown
+    first, second = await asyncio.gather(
+        s.telemetry.session_spend(s.session), s.telemetry.session_spend(s.session)
+    )
+    assert first == second == pytest.approx(1.5)
+    assert (s.session.spent_usd, s.session.turns_total, s.session.unpersisted_usd) == (1.5, 5, 0.0)
+
+
+# -- connect ----------------------------------------------------------------------------------------------
+
+
+async def test_cancelling_a_connect_disconnects_the_spawned_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients: list[Any] = []
+
+    class SlowStartClient:
+        def __init__(self, options: Any) -> None:
+            self.disconnected = False
+            clients.append(self)
+
+        async def connect(self) -> None:
+            await asyncio.Event().wait()  # the CLI is spawned and still initialising
+
+        async def disconnect(self) -> None:
+            self.disconnected = True
+
+    monkeypatch.setattr(agent_module, "ClaudeSDKClient", SlowStartClient)
+    s = Setup(tmp_path)
+    task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
+    while not clients:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert clients[0].disconnected
+
+
+# -- denials -------------------------------------------------------------------------------------------------
+
+
+async def test_denied_calls_count_as_denied_whatever_the_hook_order(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    hooks = s.telemetry.tools
+
+    def hook_input(tool_use_id: str, command: str = "rm -rf /") -> dict[str, Any]:
+        return {
+            "session_id": SID,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": tool_use_id,
+        }
+
+    with s.telemetry.turn_span(s.session, TurnRequest(prompt="p")):
+        await hooks.pre_tool_use(hook_input("t1"), "t1", None)  # telemetry first, then the policy
+        denied = await s.runner._pre_tool_policy(hook_input("t1"), "t1", None)
+        assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+        await s.runner._pre_tool_policy(hook_input("t2"), "t2", None)  # the policy first
+        await hooks.pre_tool_use(hook_input("t2"), "t2", None)
+        await hooks.pre_tool_use(hook_input("t3"), "t3", None)  # can_use_tool refuses it
+        gate = s.runner._permission_gate(SID)
+        refusal = await gate("Bash", {"command": "rm -rf /"}, ToolPermissionContext(tool_use_id="t3"))
+        assert isinstance(refusal, PermissionResultDeny)
+    docs = s.docs()
+    assert [d["ToolUseId"] for d in docs] == ["t1", "t2", "t3"]
+    assert all(d["ToolDenied"] == [1.0] and d["Tool"] == "Bash" for d in docs)
+    assert not any("ToolErrors" in d or "ToolCalls" in d for d in docs)
+    assert all(d["SessionId"] == s.session.runtime_session_id for d in docs)
+    assert hooks.pending == 0
+
+
+# -- metadata ----------------------------------------------------------------------------------------------
+
+
+async def test_request_metadata_goes_on_the_turn_span_and_the_turn_metrics(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    s = Setup(tmp_path, tracing=Tracing(provider.get_tracer("t"), agent="demo"))
+    request = TurnRequest(prompt="go", metadata={"ticket": "T-42", "channel": "slack"})
+    assert (await s.turn(ScriptedClient(model_call(), result()), request))["type"] == "result"
+    (turn_span,) = [span for span in exporter.get_finished_spans() if span.name.startswith("chat ")]
+    assert turn_span.attributes["agentkit.metadata.ticket"] == "T-42"
+    assert turn_span.attributes["agentkit.metadata.channel"] == "slack"
+    (turn_doc,) = [d for d in s.docs() if "Turns" in d]
+    assert turn_doc["Metadata"] == {"ticket": "T-42", "channel": "slack"}
