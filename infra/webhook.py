@@ -43,6 +43,8 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from infra.functions.webhook.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 DEFAULT_NAME_PREFIX = "agentkit"
@@ -50,18 +52,6 @@ WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
 TOKEN_SECRET_SUFFIX = "github-token"
 #: Only these ``author_association`` values may trigger a run by mention unless configured otherwise.
 DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
-AUTHOR_ASSOCIATIONS = frozenset(
-    {
-        "COLLABORATOR",
-        "CONTRIBUTOR",
-        "FIRST_TIMER",
-        "FIRST_TIME_CONTRIBUTOR",
-        "MANNEQUIN",
-        "MEMBER",
-        "NONE",
-        "OWNER",
-    }
-)
 DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
 #: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/settings.py).
 DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
