@@ -166,6 +166,8 @@ class WebhookConfig(_Model):
     trigger_mention: str = "/agent"
     bot_login: str = ""
     create_secrets: bool = True
+    # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
+    allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
 
 
 class GithubOidcConfig(_Model):

@@ -175,6 +175,7 @@ class AgentKitStack(cdk.Stack):
                 trigger_mention=config.webhook.trigger_mention,
                 bot_login=config.webhook.bot_login,
                 create_secrets=config.webhook.create_secrets,
+                allowed_author_associations=config.webhook.allowed_author_associations,
                 actor_header=config.actor_header,
                 metrics_namespace=config.metrics_namespace,
                 log_retention=retention,

@@ -86,7 +86,7 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """dev with the optional front doors on: GitHub issue webhook and GitHub OIDC invoker role."""
     overrides = {
-        "webhook": {"enabled": True},
+        "webhook": {"enabled": True, "allowed_author_associations": ["OWNER", "MEMBER"]},
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
     }
     return synth(

@@ -419,6 +419,13 @@ def test_webhook_and_oidc_behind_flags(optional: Synth) -> None:
     ]
     assert len(oidc_roles) == 1
     assert "repo:acme/agent:ref:refs/heads/main" in dumps(oidc_roles[0])
+    # cdk.json's webhook.allowed_author_associations reaches the receiver Lambda.
+    receivers = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in resources(optional, "AWS::Lambda::Function")
+        if "ALLOWED_ASSOCIATIONS" in dumps(f.get("Properties", {}).get("Environment", {}))
+    ]
+    assert [r["ALLOWED_ASSOCIATIONS"] for r in receivers] == ["MEMBER,OWNER"]
 
 
 def test_small_model_slot_falls_back_to_an_invocable_profile() -> None:
