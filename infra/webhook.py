@@ -22,7 +22,9 @@ is six times the Lambda timeout, as AWS recommends for SQS event sources.
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
 UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the webhook secret;
 worker — ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``,
-``secretsmanager:GetSecretValue`` on the token secret, SQS consume on the queue; both — write to
+``secretsmanager:GetSecretValue`` on the token secret, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
+table for ``reply#*`` keys only (``dynamodb:LeadingKeys``: its stored replies, never the receiver's
+records), SQS consume on the queue; both — write to
 their own log group, X-Ray put.
 """
 
@@ -57,6 +59,8 @@ DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
 DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
 #: Seconds the worker keeps after the read timeout to post the reply.
 POST_REPLY_MARGIN_SECONDS = 60
+#: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
+DEAD_LETTER_RETENTION = cdk.Duration.days(14)
 _NAME_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+=.@-]{0,100}$")
 POWERTOOLS_VERSION = "3.37.0"  # keep in step with pyproject's aws-lambda-powertools pin
 
@@ -165,7 +169,7 @@ class GitHubIssueWebhook(Construct):
             "DeadLetterQueue",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
+            retention_period=DEAD_LETTER_RETENTION,
             removal_policy=removal_policy,
         )
         self.queue = sqs.Queue(
@@ -251,6 +255,9 @@ class GitHubIssueWebhook(Construct):
             "GITHUB_API_URL": github_api_url,
             "ACTOR_HEADER": actor_header,
             "INVOKE_READ_TIMEOUT_SECONDS": str(read_timeout),
+            # Stored replies (replies.py) outlive every redelivery, DLQ redrives included.
+            "IDEMPOTENCY_TABLE": self.table.table_name,
+            "REPLY_TTL_SECONDS": str(int(DEAD_LETTER_RETENTION.to_seconds())),
         }
         if runtime_endpoint_name:
             worker_env["AGENT_RUNTIME_QUALIFIER"] = runtime_endpoint_name
@@ -283,6 +290,14 @@ class GitHubIssueWebhook(Construct):
             )
         )
         self.token_secret.grant_read(self.worker)
+        self.worker.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                resources=[self.table.table_arn],
+                # Only the worker's own items (id "reply#<key>"), not the receiver's idempotency records.
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}},
+            )
+        )
 
         cdk.CfnOutput(self, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
         cdk.CfnOutput(self, "WebhookSecretName", value=webhook_secret_ref)

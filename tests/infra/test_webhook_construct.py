@@ -205,6 +205,29 @@ def test_worker_may_invoke_only_this_runtime_endpoint(synthed: dict[str, Any]) -
     assert all(":*" not in json.dumps(s["Action"]) for s in statements)
 
 
+def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["literal"]
+    [table_id] = t.find_resources("AWS::DynamoDB::Table")
+    ddb = [s for s in _policy_statements(t) if "dynamodb:" in json.dumps(s["Action"])]
+    worker = [s for s in ddb if "dynamodb:DeleteItem" not in s["Action"]]
+    receiver = [s for s in ddb if "dynamodb:DeleteItem" in s["Action"]]
+    assert len(worker) == 1 and len(receiver) == 1
+    [stmt] = worker
+    assert sorted(stmt["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+    assert stmt["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert stmt["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
+    env = _env_of(t, "worker.handler")["Environment"]["Variables"]
+    assert env["IDEMPOTENCY_TABLE"] == {"Ref": table_id}
+    # Stored replies outlive the longest a message can come back (DLQ retention, 14 days).
+    assert env["REPLY_TTL_SECONDS"] == str(14 * 24 * 3600)
+    dlq = [
+        q["Properties"]["MessageRetentionPeriod"]
+        for q in t.find_resources("AWS::SQS::Queue").values()
+        if "RedrivePolicy" not in q["Properties"]
+    ]
+    assert dlq == [int(env["REPLY_TTL_SECONDS"])]
+
+
 def test_unqualified_worker_targets_default_endpoint(synthed: dict[str, Any]) -> None:
     statements = _policy_statements(synthed["templates"]["tokens"])
     worker = next(s for s in statements if s["Action"] == "bedrock-agentcore:InvokeAgentRuntime")

@@ -25,6 +25,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import EndpointConnectionError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
@@ -33,6 +34,7 @@ WEBHOOK_DIR = Path(__file__).resolve().parents[2] / "infra" / "functions" / "web
 sys.path.insert(0, str(WEBHOOK_DIR))
 
 import receiver  # noqa: E402
+import replies  # noqa: E402
 import trackers  # noqa: E402
 import worker  # noqa: E402
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # noqa: E402
@@ -284,6 +286,8 @@ def test_label_trigger_enqueues_one_task(aws: SimpleNamespace) -> None:
     assert task["title"] == "CI broken" and task["body"] == "Build fails on arm64"
     assert task["author"] == "bob" and task["issue_author"] == "alice"
     assert task["delivery_id"] == "d-label" and task["comment"] is None
+    # The worker stores its reply under the same key the receiver deduplicates on.
+    assert task["idempotency_key"] == hashlib.sha256(body).hexdigest()
     expected = "gh-" + hashlib.sha256(b"octo/kit#7").hexdigest()
     assert doc["session_id"] == expected and 33 <= len(expected) <= 256
 
@@ -544,7 +548,9 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
     }
 
 
-def task_json(number: int = 7, comment: str | None = None, delivery: str = "d-1") -> str:
+def task_json(
+    number: int = 7, comment: str | None = None, delivery: str = "d-1", key: str | None = None
+) -> str:
     return trackers.AgentTask(
         repository="octo/kit",
         issue_number=number,
@@ -555,6 +561,7 @@ def task_json(number: int = 7, comment: str | None = None, delivery: str = "d-1"
         issue_author="alice",
         delivery_id=delivery,
         event="issues.labeled",
+        idempotency_key=key,
     ).model_dump_json()
 
 
@@ -599,6 +606,7 @@ def worker_deps(
     throttle_retries: int = 2,
     sleeps: list[float] | None = None,
     http_timeout: float = 15.0,
+    store: replies.ReplyStore | None = None,
 ) -> worker.WorkerDeps:
     record = sleeps if sleeps is not None else []
     return worker.WorkerDeps(
@@ -613,6 +621,7 @@ def worker_deps(
             throttle_retries=throttle_retries,
             sleep=record.append,
         ),
+        replies=store,
     )
 
 
@@ -901,6 +910,205 @@ def test_session_id_is_one_per_issue() -> None:
     assert len(a.runtime_session_id) == 67 and a.actor == b.actor == "github:octo/kit"
 
 
+# --------------------------------------------------------------------------- stored replies
+KEY = hashlib.sha256(b"signed body").hexdigest()
+
+
+def reply_store(aws: SimpleNamespace, client: Any = None, **kwargs: Any) -> replies.ReplyStore:
+    return replies.ReplyStore(client=client or aws.ddb, table_name="idem", **kwargs)
+
+
+def stored_item(aws: SimpleNamespace, key: str) -> dict[str, Any]:
+    return aws.ddb.get_item(TableName="idem", Key={"id": {"S": f"reply#{key}"}}).get("Item", {})
+
+
+def stub_one_turn(stub: Stubber, number: int = 7) -> None:
+    """Queue exactly one successful ``InvokeAgentRuntime``; a second call makes the Stubber raise."""
+    data = json.dumps(RESULT).encode()
+    stub.add_response(
+        "invoke_agent_runtime",
+        {
+            "response": StreamingBody(io.BytesIO(data), len(data)),
+            "contentType": "application/json",
+            "statusCode": 200,
+        },
+        expected_params={
+            "agentRuntimeArn": RUNTIME_ARN,
+            "qualifier": "prod",
+            "runtimeSessionId": "gh-" + hashlib.sha256(f"octo/kit#{number}".encode()).hexdigest(),
+            "contentType": "application/json",
+            "accept": "application/json",
+            "payload": json.dumps(
+                {
+                    "prompt": trackers.render_prompt(
+                        trackers.AgentTask.model_validate_json(task_json(number))
+                    ),
+                    "stream": False,
+                }
+            ).encode(),
+        },
+    )
+
+
+def fail_calls(client: Any, operation: str) -> None:
+    """Make every ``operation`` call on ``client`` fail as if DynamoDB were unreachable."""
+
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    client.meta.events.register(f"before-call.dynamodb.{operation}", unreachable)
+
+
+def test_failed_post_is_reposted_from_the_store_without_a_second_turn(
+    aws: SimpleNamespace, github: Any
+) -> None:
+    client = agentcore_client()
+    stub = Stubber(client)
+    stub_one_turn(stub)
+    worker.configure(worker_deps(client, github.url, store=reply_store(aws)))
+    github.script = [(422, "application/json", {"message": "Validation Failed"})]
+    body = task_json(key=KEY)
+    with stub:
+        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+        stub.assert_no_pending_responses()
+        item = stored_item(aws, KEY)
+        assert item["status"]["S"] == "answered" and item["cost_usd"]["N"] == "0.0123"
+        # SQS redelivers the record: the stored reply is posted, the runtime is not called.
+        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        # The Stubber has no response left: any invoke fails the record, as this unstored task shows.
+        assert worker.handler(sqs_event(task_json(8, key="k-other")), CTX) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
+    first, second = (json.loads(r["body"])["body"] for r in github.requests)
+    assert first == second == item["comment"]["S"]
+    assert first.startswith("Pin the base image to arm64.") and "$0.0123" in first and "turns 2" in first
+    assert stored_item(aws, KEY)["status"]["S"] == "posted"
+    assert len(github.requests) == 2
+
+
+def test_redelivery_after_a_successful_post_does_nothing(aws: SimpleNamespace, github: Any) -> None:
+    client = agentcore_client()
+    stub = Stubber(client)
+    stub_one_turn(stub)
+    worker.configure(worker_deps(client, github.url, store=reply_store(aws)))
+    body = task_json()  # no idempotency_key: the key falls back to the SQS body's hash
+    with stub:
+        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        stub.assert_no_pending_responses()
+    assert len(github.requests) == 1
+    item = stored_item(aws, "sqs-" + hashlib.sha256(body.encode()).hexdigest())
+    assert item["status"]["S"] == "posted"
+    assert item["comment_url"]["S"] == "https://github.com/octo/kit/issues/7#c1"
+    assert int(item["expiration"]["N"]) - int(item["stored_at"]["N"]) == replies.DEFAULT_REPLY_TTL_SECONDS
+
+
+def test_reply_is_posted_when_dynamodb_cannot_store_it(
+    aws: SimpleNamespace, github: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    fail_calls(ddb, "PutItem")
+    client = agentcore_client()
+    stub = Stubber(client)
+    stub_one_turn(stub)
+    worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
+    with stub:
+        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {"batchItemFailures": []}
+        stub.assert_no_pending_responses()
+    [post] = github.requests
+    assert json.loads(post["body"])["body"].startswith("Pin the base image to arm64.")
+    [error] = [r for r in caplog.records if r.getMessage() == "could not store the reply; posting it anyway"]
+    assert "PutItem on idem failed" in error.__dict__["error"] and error.levelname == "ERROR"
+    assert stored_item(aws, KEY) == {}  # no partial item (no comment, no TTL) from marking it posted
+
+
+def test_reply_neither_stored_nor_posted_is_logged_in_full(
+    aws: SimpleNamespace, github: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    fail_calls(ddb, "PutItem")
+    client = agentcore_client()
+    stub = Stubber(client)
+    stub_one_turn(stub)
+    worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
+    github.script = [(422, "application/json", {"message": "Validation Failed"})]
+    with stub:
+        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
+    [lost] = [r for r in caplog.records if r.getMessage().startswith("reply neither stored nor posted")]
+    assert (
+        lost.__dict__["reply"].startswith("Pin the base image to arm64.") and "422" in lost.__dict__["error"]
+    )
+
+
+def test_failed_lookup_fails_the_record_before_any_turn(aws: SimpleNamespace, github: Any) -> None:
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    fail_calls(ddb, "GetItem")
+    client = agentcore_client()
+    stub = Stubber(client)  # no responses: an invoke would fail differently (and be a paid turn)
+    worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
+    with stub:
+        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
+    assert github.requests == []
+    with pytest.raises(replies.ReplyStoreError, match="GetItem on idem failed"):
+        reply_store(aws, ddb).get(KEY)
+    assert worker.failure_kind(replies.ReplyStoreError("x")) == "transient"
+
+
+def test_unconfirmed_post_is_not_reposted_on_redelivery(
+    aws: SimpleNamespace, stand_in: Any, github: Any
+) -> None:
+    runtime = stand_in((200, "application/json", RESULT))
+    github.script = [(201, "application/json", {"id": 1}, {"delay": 1.0})]
+    deps = worker_deps(worker_client(runtime.url), github.url, http_timeout=0.3, store=reply_store(aws))
+    worker.configure(deps)
+    body = task_json(key=KEY)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert stored_item(aws, KEY)["status"]["S"] == "unconfirmed"
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert len(runtime.requests) == 1 and len(github.requests) == 1
+
+
+def test_reply_store_round_trip_ttl_and_errors(aws: SimpleNamespace) -> None:
+    store = reply_store(aws, ttl_seconds=3600, clock=lambda: 1_000_000.0)
+    assert store.get(KEY) is None
+    reply = replies.StoredReply(
+        comment="hi", session_id="gh-x", delivery_id="d", error_code="timeout", request_id="rid"
+    )
+    store.put(KEY, reply)
+    assert store.get(KEY) == reply
+    assert stored_item(aws, KEY)["expiration"] == {"N": str(1_000_000 + 3600)}
+    store.mark(KEY, status="posted", comment_url="u")
+    assert store.get(KEY) == replies.StoredReply(
+        comment="hi",
+        session_id="gh-x",
+        delivery_id="d",
+        error_code="timeout",
+        request_id="rid",
+        status="posted",
+        comment_url="u",
+    )
+    with pytest.raises(replies.ReplyStoreError, match="UpdateItem"):
+        store.mark("never-stored", status="posted")
+    assert stored_item(aws, "never-stored") == {}
+    aws.ddb.put_item(TableName="idem", Item={"id": {"S": "reply#bad"}, "status": {"S": "weird"}})
+    with pytest.raises(replies.ReplyStoreError, match="malformed"):
+        store.get("bad")
+    with pytest.raises(ValueError, match="ttl_seconds"):
+        reply_store(aws, ttl_seconds=0)
+    with pytest.raises(ValueError, match="key"):
+        store.get("")
+
+
+@pytest.mark.parametrize("key", ["", "has space", "x" * 129, "a/b"])
+def test_task_rejects_a_bad_idempotency_key(key: str) -> None:
+    with pytest.raises(ValueError, match="idempotency_key"):
+        trackers.AgentTask.model_validate_json(task_json(key=key))
+
+
 # --------------------------------------------------------------------------- end to end
 def test_signed_payload_to_posted_comment(
     aws: SimpleNamespace, stand_in: Any, github: Any, monkeypatch: pytest.MonkeyPatch
@@ -910,6 +1118,7 @@ def test_signed_payload_to_posted_comment(
     monkeypatch.setenv("AGENT_RUNTIME_ARN", RUNTIME_ARN)
     monkeypatch.setenv("GITHUB_API_URL", github.url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", runtime.url)
+    monkeypatch.setenv("IDEMPOTENCY_TABLE", "idem")
     worker.configure(None)
 
     body = json.dumps(comment_payload("/agent what broke the build?")).encode()
@@ -922,3 +1131,8 @@ def test_signed_payload_to_posted_comment(
     # The token was read from Secrets Manager (JSON form).
     assert post["headers"]["Authorization"] == f"Bearer {TOKEN}"
     assert json.loads(post["body"])["body"].startswith("Pin the base image to arm64.")
+    # The reply was stored under the signed body's hash and marked posted: a redelivery is a no-op.
+    item = stored_item(aws, hashlib.sha256(body).hexdigest())
+    assert item["status"]["S"] == "posted" and item["comment_url"]["S"].endswith("#c1")
+    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+    assert len(runtime.requests) == 1 and len(github.requests) == 1

@@ -9,7 +9,8 @@ Accepted deliveries become one SQS message (an :class:`trackers.AgentTask` as JS
 idempotent on the sha256 of the raw, signature-verified body (Powertools Idempotency, DynamoDB) —
 not on ``X-GitHub-Delivery``, which is not covered by the signature: a captured signed body replayed
 with a new delivery id, or GitHub's "Redeliver", does not start a second agent run. The delivery id
-is kept in the logs and the task. Nothing touches DynamoDB or SQS before the signature is verified.
+is kept in the logs and the task; the body hash travels in the task as ``idempotency_key`` (the
+worker stores its finished reply under it). Nothing touches DynamoDB or SQS before the signature is verified.
 
 Environment:
   QUEUE_URL                 SQS queue for accepted tasks (required)
@@ -165,9 +166,10 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
             metrics.add_metric(name="WebhookIgnored", unit=MetricUnit.Count, value=1)
             logger.info("webhook ignored", extra={"reason": decision.reason})
             return _json(202, {"status": "ignored", "reason": decision.reason})
-        task = decision.task
-        # parse_request verified the signature over exactly these bytes.
+        # parse_request verified the signature over exactly these bytes. The worker keys its stored
+        # reply on the same hash (task.idempotency_key).
         body_sha256 = hashlib.sha256(body).hexdigest()
+        task = decision.task.model_copy(update={"idempotency_key": body_sha256})
         context = {
             "delivery_id": task.delivery_id,
             "body_sha256": body_sha256,

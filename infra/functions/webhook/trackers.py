@@ -117,6 +117,9 @@ class AgentTask(BaseModel):
     delivery_id: str = Field(min_length=1)
     event: str
     html_url: str = ""
+    #: Set by the receiver: sha256 hex of the signature-verified body. The worker stores the finished
+    #: reply under it, so a redelivered task re-posts that reply instead of running the turn again.
+    idempotency_key: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
 
     @property
     def runtime_session_id(self) -> str:
