@@ -22,7 +22,6 @@ import uuid
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import (
@@ -498,11 +497,3 @@ class AgentTurnRunner:
                     )
         elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
             self.deps.telemetry.store_error("append", RuntimeError(str(message.data)))
-
-
-def bundled_cli_path() -> Path | None:
-    """The SDK's bundled CLI, when present."""
-    import claude_agent_sdk
-
-    candidate = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    return candidate if candidate.exists() else None

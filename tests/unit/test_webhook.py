@@ -659,28 +659,7 @@ def test_failing_invoke_is_a_partial_batch_failure(github: Any) -> None:
         stub.add_client_error(
             "invoke_agent_runtime", service_error_code="ThrottlingException", http_status_code=429
         )
-    data = json.dumps(RESULT).encode()
-    stub.add_response(
-        "invoke_agent_runtime",
-        {
-            "response": StreamingBody(io.BytesIO(data), len(data)),
-            "contentType": "application/json",
-            "statusCode": 200,
-        },
-        expected_params={
-            "agentRuntimeArn": RUNTIME_ARN,
-            "qualifier": "prod",
-            "runtimeSessionId": "gh-" + hashlib.sha256(b"octo/kit#8").hexdigest(),
-            "contentType": "application/json",
-            "accept": "application/json",
-            "payload": json.dumps(
-                {
-                    "prompt": trackers.render_prompt(trackers.AgentTask.model_validate_json(task_json(8))),
-                    "stream": False,
-                }
-            ).encode(),
-        },
-    )
+    stub_one_turn(stub, 8)
     sleeps: list[float] = []
     worker.configure(worker_deps(client, github.url, sleeps=sleeps))
     with stub:
