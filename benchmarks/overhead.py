@@ -38,10 +38,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.costs import TurnCostTracker
-from runtime.metrics import BaseMetrics, CloudWatchMetrics, EmfMetrics, NullMetrics, TurnRecord
-from runtime.tool_hooks import ToolTelemetry
-from runtime.tracing import Tracing, record_turn_result
+from runtime.observe.costs import TurnCostTracker
+from runtime.observe.metrics import BaseMetrics, CloudWatchMetrics, EmfMetrics, NullMetrics, TurnRecord
+from runtime.observe.tool_hooks import ToolTelemetry
+from runtime.observe.tracing import Tracing, record_turn_result
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SESSION = "bench-session-0000000000000000000000001"

@@ -68,9 +68,9 @@ def raw_client_options(setup: CliSetup, workspace: Path) -> Any:
     """The runtime's agent as plain SDK options: same prompt, tools, MCP server and CLI env; none of our layer."""
     from claude_agent_sdk import ClaudeAgentOptions
 
-    from runtime.agent_definition import AgentDefinitionSpec
+    from runtime.agent.definition import AgentDefinitionSpec
     from runtime.settings import Settings
-    from runtime.tools import SERVER_NAME, build_sample_server
+    from runtime.agent.tools import SERVER_NAME, build_sample_server
 
     definition = AgentDefinitionSpec()
     settings = Settings.from_env(
@@ -104,9 +104,9 @@ def like_runtime_options(setup: CliSetup, workspace: Path) -> Any:
     from claude_agent_sdk import HookMatcher, PermissionResultAllow
     from claude_agent_sdk.types import CanUseToolShadowedWarning
 
-    warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)  # as runtime/agent.py does
+    warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)  # as runtime/agent/turn.py does
 
-    from runtime.session_store import SqliteSessionStore
+    from runtime.store.sqlite import SqliteSessionStore
 
     async def allow(name: str, tool_input: dict[str, Any], context: Any) -> Any:
         return PermissionResultAllow()

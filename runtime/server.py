@@ -203,7 +203,7 @@ def warm_sdk_import(delay_s: float = 0.5) -> threading.Timer:
 
     def _import() -> None:
         with contextlib.suppress(Exception):
-            import runtime.agent  # noqa: F401
+            import runtime.agent.turn  # noqa: F401
 
     timer = threading.Timer(delay_s, _import)
     timer.name = "agentkit-warm-import"

@@ -61,7 +61,7 @@ class TurnRequest:
 
 
 class TurnRunner(Protocol):
-    """Connects clients and runs turns. Implemented by :class:`runtime.agent.AgentTurnRunner`."""
+    """Connects clients and runs turns. Implemented by :class:`runtime.agent.turn.AgentTurnRunner`."""
 
     async def connect(self, session: WarmSession, request: TurnRequest) -> Any: ...
 
@@ -105,7 +105,7 @@ class WarmSession:
         self.resumed = False  # the current client resumed a stored transcript
         self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
         self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
-        # Persisted session state (see runtime.telemetry): None while the stored base is unknown (not read
+        # Persisted session state (see runtime.observe.telemetry): None while the stored base is unknown (not read
         # yet, or the read failed); spend and turns counted meanwhile wait in the unpersisted_* fields.
         self.spent_usd: float | None = None
         self.turns_total: int | None = None

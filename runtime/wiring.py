@@ -1,6 +1,6 @@
 """Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
 
-Imports the Claude Agent SDK (via :mod:`runtime.agent`), so the server calls it lazily on the first
+Imports the Claude Agent SDK (via :mod:`runtime.agent.turn`), so the server calls it lazily on the first
 invocation. Outside dependencies (boto3 clients) are created here and only here.
 """
 
@@ -11,17 +11,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runtime.agent import AgentDeps, AgentTurnRunner
-from runtime.agent_definition import AgentDefinitionSpec
-from runtime.budgets import BudgetPolicy
-from runtime.costs import load_price_table
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
-from runtime.metrics import make_metrics
-from runtime.policy import PermissionPolicy
+from runtime.guard.policy import PermissionPolicy
+from runtime.observe.budgets import BudgetPolicy
+from runtime.observe.costs import load_price_table
+from runtime.observe.metrics import make_metrics
+from runtime.observe.telemetry import Telemetry
+from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry
 from runtime.settings import Settings
-from runtime.telemetry import Telemetry
-from runtime.tracing import Tracing
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
     recall = None
     recall_hook_factory = None
     if settings.memory_id and settings.recall_namespaces:
-        from runtime.recall import MemoryRecall, make_recall_hook
+        from runtime.store.recall import MemoryRecall, make_recall_hook
 
         recall = MemoryRecall(
             client=_agentcore_client(settings),
@@ -72,7 +72,7 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
     if settings.gateway_url:
         import boto3
 
-        from runtime.gateway_tools import build_gateway_mcp_server
+        from runtime.agent.gateway_tools import build_gateway_mcp_server
 
         extra_servers["gateway"] = build_gateway_mcp_server(
             settings.gateway_url,
@@ -119,8 +119,8 @@ def build_store(settings: Settings, *, on_error: Any = None) -> Any:
     url = settings.resolved_session_store
     if url is None:
         return None
-    from runtime.session_store import store_from_url
-    from runtime.spool import SpoolingSessionStore
+    from runtime.store.factory import store_from_url
+    from runtime.store.spool import SpoolingSessionStore
 
     client = _agentcore_client(settings) if url.startswith("agentcore://") else None
     try:

@@ -133,7 +133,7 @@ def cost_summary(emf_file: Path) -> None:
                 value = doc[name]
                 totals[name] += sum(value) if isinstance(value, list) else value
     print(f"{emf_file.name}: {turns} turns")
-    print(f"  cost            ${totals['CostUSD']:.6f}  (Bedrock list prices, runtime/costs.py)")
+    print(f"  cost            ${totals['CostUSD']:.6f}  (Bedrock list prices, runtime/observe/costs.py)")
     print(f"  input tokens    {totals['InputTokens']:.0f}")
     print(f"  output tokens   {totals['OutputTokens']:.0f}")
     print(f"  cache read      {totals['CacheReadTokens']:.0f}")

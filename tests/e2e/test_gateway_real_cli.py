@@ -1,5 +1,5 @@
 """Gateway tools end to end: the REAL Claude Code CLI, through the REAL runtime, calls a tool of a (loopback)
-AgentCore Gateway via the SigV4-signing SDK MCP proxy (``runtime/gateway_tools.py``).
+AgentCore Gateway via the SigV4-signing SDK MCP proxy (``runtime/agent/gateway_tools.py``).
 
 The gateway stand-in rejects any request whose SigV4 signature does not verify, so a passing test proves the
 runtime signed ``initialize``, ``tools/list`` and ``tools/call`` with its credentials.

@@ -22,18 +22,18 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import runtime.agent as agent_module
-from runtime.agent import AgentDeps, AgentTurnRunner
-from runtime.agent_definition import AgentDefinitionSpec
-from runtime.budgets import BudgetPolicy
+import runtime.agent.turn as agent_module
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import AgentProcessError, TurnTimeout
-from runtime.metrics import EmfMetrics
-from runtime.policy import PermissionPolicy
-from runtime.session_store import SqliteSessionStore
+from runtime.guard.policy import PermissionPolicy
+from runtime.observe.budgets import BudgetPolicy
+from runtime.observe.metrics import EmfMetrics
+from runtime.observe.telemetry import Telemetry
+from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
 from runtime.settings import Settings
-from runtime.telemetry import Telemetry
-from runtime.tracing import Tracing
+from runtime.store.sqlite import SqliteSessionStore
 from tests.fakes import fake_claude as fc
 
 pytestmark = pytest.mark.anyio
@@ -310,12 +310,12 @@ async def test_denied_calls_count_as_denied_whatever_the_hook_order(tmp_path: Pa
 
     with s.telemetry.turn_span(s.session, TurnRequest(prompt="p")):
         await hooks.pre_tool_use(hook_input("t1"), "t1", None)  # telemetry first, then the policy
-        denied = await s.runner._pre_tool_policy(hook_input("t1"), "t1", None)
+        denied = await s.runner.gate.pre_tool_use(hook_input("t1"), "t1", None)
         assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
-        await s.runner._pre_tool_policy(hook_input("t2"), "t2", None)  # the policy first
+        await s.runner.gate.pre_tool_use(hook_input("t2"), "t2", None)  # the policy first
         await hooks.pre_tool_use(hook_input("t2"), "t2", None)
         await hooks.pre_tool_use(hook_input("t3"), "t3", None)  # can_use_tool refuses it
-        gate = s.runner._permission_gate(SID)
+        gate = s.runner.gate.can_use_tool_for(SID)
         refusal = await gate("Bash", {"command": "rm -rf /"}, ToolPermissionContext(tool_use_id="t3"))
         assert isinstance(refusal, PermissionResultDeny)
     docs = s.docs()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.budgets import BudgetPolicy, MaxTurnsExceeded, error_for_result
-from runtime.costs import compute_turn_cost
 from runtime.errors import AgentResultError, BudgetExceeded, InvalidRequest
+from runtime.observe.budgets import BudgetPolicy, MaxTurnsExceeded, error_for_result
+from runtime.observe.costs import compute_turn_cost
 
 POLICY = BudgetPolicy(max_turns=20, max_budget_usd=2.0, session_budget_usd=5.0)
 
@@ -76,7 +76,7 @@ def test_bad_config_is_rejected_at_start() -> None:
 
 def test_session_budget_survives_a_restart(tmp_path: Path) -> None:
     """Spend persisted with the session (SQLite store state) stops the session in a new process."""
-    from runtime.session_store import SqliteSessionStore
+    from runtime.store.sqlite import SqliteSessionStore
 
     policy = BudgetPolicy(session_budget_usd=0.02)
     usage = {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 300}

@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 
 from runtime.cost_report import CostRow, cost_report, format_table, list_models
-from runtime.costs import compute_turn_cost
-from runtime.metrics import CloudWatchMetrics, TurnRecord
+from runtime.observe.costs import compute_turn_cost
+from runtime.observe.metrics import CloudWatchMetrics, TurnRecord
 
 NS = "AgentKitCost"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

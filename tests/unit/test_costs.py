@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from runtime.costs import (
+from runtime.observe.costs import (
     DEFAULT_PRICES,
     TurnCostTracker,
     compute_turn_cost,
@@ -132,7 +132,7 @@ def test_bare_cli_name_takes_the_configured_route() -> None:
 
 def test_unknown_model_warns_and_keeps_tokens(caplog: pytest.LogCaptureFixture) -> None:
     mu = {SONNET_US: MU_SONNET, "claude-mystery-9": {"inputTokens": 50, "outputTokens": 5, "costUSD": 0.2}}
-    with caplog.at_level(logging.WARNING, logger="runtime.costs"):
+    with caplog.at_level(logging.WARNING, logger="runtime.observe.costs"):
         cost = compute_turn_cost(mu, None, default_model=SONNET_US)
     assert cost.unknown_models == ["claude-mystery-9"]
     assert not cost.complete

@@ -1,4 +1,4 @@
-"""runtime.gateway_tools against a local HTTP stand-in for the AgentCore Gateway that verifies SigV4."""
+"""runtime.agent.gateway_tools against a local HTTP stand-in for the AgentCore Gateway that verifies SigV4."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime.gateway_tools import GatewayClient, GatewayError, build_gateway_mcp_server
+from runtime.agent.gateway_tools import GatewayClient, GatewayError, build_gateway_mcp_server
 from tests.fakes.gateway_standin import REGION, TOOLS, FakeSession, GatewayControl, serve_gateway
 from tests.fakes.stalling_http import StallingServer
 

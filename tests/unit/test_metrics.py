@@ -14,8 +14,8 @@ import pytest
 from botocore.config import Config
 from moto import mock_aws
 
-from runtime.costs import compute_turn_cost
-from runtime.metrics import (
+from runtime.observe.costs import compute_turn_cost
+from runtime.observe.metrics import (
     CloudWatchMetrics,
     EmfMetrics,
     NullMetrics,

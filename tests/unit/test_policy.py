@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.policy import PermissionPolicy
-from runtime.shell import UnsupportedShell, parse_commands
+from runtime.guard.policy import PermissionPolicy
+from runtime.guard.shell import UnsupportedShell, parse_commands
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runtime.session_store import SessionStoreError, SqliteSessionStore
-from runtime.spool import SpoolingSessionStore
+from runtime.store.spool import SpoolingSessionStore
 
 KEY = {"project_key": "proj", "session_id": "sess"}
 SUB = {**KEY, "subpath": "subagents/agent-1"}

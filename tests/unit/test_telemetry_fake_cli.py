@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from runtime.costs import TurnCostTracker
-from runtime.metrics import EmfMetrics, TurnRecord
-from runtime.tool_hooks import ToolTelemetry
-from runtime.tracing import Tracing, record_turn_result
+from runtime.observe.costs import TurnCostTracker
+from runtime.observe.metrics import EmfMetrics, TurnRecord
+from runtime.observe.tool_hooks import ToolTelemetry
+from runtime.observe.tracing import Tracing, record_turn_result
 from tests.fakes import fake_claude as fc
 from tests.fakes.cli import write_fake_cli
 

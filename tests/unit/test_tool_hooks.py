@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from runtime.metrics import EmfMetrics, ToolRecord
-from runtime.tool_hooks import ToolTelemetry
-from runtime.tracing import Tracing
+from runtime.observe.metrics import EmfMetrics, ToolRecord
+from runtime.observe.tool_hooks import ToolTelemetry
+from runtime.observe.tracing import Tracing
 
 CLAUDE_SESSION = "5b0a3f7e-1111-5222-8333-444455556666"
 

@@ -8,9 +8,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from runtime.costs import compute_turn_cost
 from runtime.errors import BudgetExceeded
-from runtime.tracing import Tracing, record_turn_result
+from runtime.observe.costs import compute_turn_cost
+from runtime.observe.tracing import Tracing, record_turn_result
 
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runtime.errors import ConfigurationError
-from runtime.policy import DEFAULT_BASH_ALLOWLIST
+from runtime.guard.policy import DEFAULT_BASH_ALLOWLIST
 
 BUILTIN_TOOLS = frozenset(
     {

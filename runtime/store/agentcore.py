@@ -1,6 +1,6 @@
 """Claude Agent SDK ``SessionStore`` on the AgentCore Memory data plane (short-term memory events).
 
-Import it from :mod:`runtime.session_store`; this module holds the implementation.
+Import it from :mod:`runtime.store.sqlite`; this module holds the implementation.
 
 Mapping of the SDK key to Memory ids
 ------------------------------------
@@ -39,7 +39,7 @@ runtime's session affinity); ``list_sessions`` ``mtime`` is the first append of 
 IAM actions the runtime role needs on the memory ARN
 (``arn:aws:bedrock-agentcore:<region>:<account>:memory/<memory-id>``):
 ``bedrock-agentcore:CreateEvent``, ``bedrock-agentcore:ListEvents``, ``bedrock-agentcore:GetEvent``,
-``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.recall`,
+``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.store.recall`,
 ``bedrock-agentcore:RetrieveMemoryRecords``.
 
 Environment: none read here. Without an injected ``client`` the store builds

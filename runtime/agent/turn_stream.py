@@ -1,4 +1,4 @@
-"""The plumbing of one turn's message stream, kept apart from :mod:`runtime.agent`'s turn logic.
+"""The plumbing of one turn's message stream, kept apart from :mod:`runtime.agent.turn`'s turn logic.
 
 - :class:`TurnState`: what a turn accumulates while its messages stream (text, tools, priced usage).
 - :func:`guarded`: the SDK's message stream, with a dead CLI turned into :class:`CLIGone`.

@@ -2,7 +2,7 @@
 
 ``list_overdue_invoices`` answers "analyze my overdue invoices" from bundled sample data, so the demo and the
 tests have a real tool call without AWS. In a deployed stack the same question is answered by the Gateway's
-DynamoDB-backed invoice tool (:mod:`runtime.gateway_tools`).
+DynamoDB-backed invoice tool (:mod:`runtime.agent.gateway_tools`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ SERVER_NAME = "kit"
 
 
 def load_sample_invoices() -> list[dict[str, Any]]:
-    return json.loads(resources.files("runtime.data").joinpath("sample_invoices.json").read_text())
+    return json.loads(resources.files("runtime.agent.data").joinpath("sample_invoices.json").read_text())
 
 
 def overdue_invoices(invoices: list[dict[str, Any]], as_of: dt.date) -> dict[str, Any]:

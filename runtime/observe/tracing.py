@@ -14,7 +14,7 @@ Unlike metrics, spans may carry session ids.
 
 Note for hooks: the SDK runs hook callbacks in tasks created when the client connected, so the current
 OpenTelemetry context inside a hook is *not* the turn's. Tool spans therefore take their parent explicitly
-(see :class:`runtime.tool_hooks.ToolTelemetry.bind`).
+(see :class:`runtime.observe.tool_hooks.ToolTelemetry.bind`).
 
 Environment variables: none (the tracer provider reads the usual ``OTEL_*`` variables).
 """
@@ -29,7 +29,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from runtime.costs import TurnCost
+from runtime.observe.costs import TurnCost
 
 TRACER_NAME = "agentkit.runtime"
 GEN_AI_SYSTEM = "aws.bedrock"

@@ -32,8 +32,8 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from runtime.metrics import Metrics, ToolRecord
-from runtime.tracing import Tracing
+from runtime.observe.metrics import BaseMetrics, ToolRecord
+from runtime.observe.tracing import Tracing
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class ToolTelemetry:
 
     Args:
         metrics: the metrics facade (``record_tool``).
-        tracer: a :class:`runtime.tracing.Tracing` (or None for no spans).
+        tracer: a :class:`runtime.observe.tracing.Tracing` (or None for no spans).
         clock: monotonic seconds, injectable for tests.
         session_id: the runtime session id put on metric properties (optional; one telemetry per session).
         caller: the caller/actor, a property only.
@@ -70,7 +70,7 @@ class ToolTelemetry:
 
     def __init__(
         self,
-        metrics: Metrics,
+        metrics: BaseMetrics,
         tracer: Tracing | None,
         *,
         clock: Callable[[], float] = time.monotonic,

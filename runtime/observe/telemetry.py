@@ -1,9 +1,9 @@
 """What the runtime observes and remembers around a turn, behind one small facade.
 
-It combines the metrics sink (:mod:`runtime.metrics`), spans (:mod:`runtime.tracing`), tool hooks
-(:mod:`runtime.tool_hooks`), the price table (:mod:`runtime.costs`), the session's persisted state (its
+It combines the metrics sink (:mod:`runtime.observe.metrics`), spans (:mod:`runtime.observe.tracing`), tool hooks
+(:mod:`runtime.observe.tool_hooks`), the price table (:mod:`runtime.observe.costs`), the session's persisted state (its
 cumulative spend, via the session store's ``get_state``/``put_state``) and long-term memory
-(:mod:`runtime.recall`). :class:`runtime.agent.AgentTurnRunner` calls it; nothing here raises into a turn
+(:mod:`runtime.store.recall`). :class:`runtime.agent.turn.AgentTurnRunner` calls it; nothing here raises into a turn
 except what a caller must see.
 
 Session spend is read lazily from the store (``get_state``) and never overwritten from an unknown base: while
@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from runtime.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
-from runtime.metrics import BaseMetrics, NullMetrics, TurnRecord
-from runtime.tool_hooks import ToolTelemetry
-from runtime.tracing import Tracing, record_turn_result
+from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
+from runtime.observe.metrics import BaseMetrics, NullMetrics, TurnRecord
+from runtime.observe.tool_hooks import ToolTelemetry
+from runtime.observe.tracing import Tracing, record_turn_result
 
 logger = logging.getLogger(__name__)
 

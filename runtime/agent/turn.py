@@ -3,7 +3,7 @@
 Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
 
 A turn:
-1. (first turn in this process) connect: ``resume`` when the store holds the transcript, else ``session_id``;
+1. (first turn in this process) connect, with the options of :mod:`runtime.agent.options`: ``resume`` when the store holds the transcript, else ``session_id``;
 2. stream the prompt as one stream-json user message (never a string: string prompts close stdin and break
    SDK MCP tools and hooks);
 3. translate SDK messages to events (``text``, ``tool_use``, ``tool_result``); sending the prompt and
@@ -22,16 +22,13 @@ import uuid
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     CLIConnectionError,
-    HookMatcher,
-    PermissionResultAllow,
-    PermissionResultDeny,
     ProcessError,
     ResultMessage,
     StreamEvent,
@@ -42,18 +39,11 @@ from claude_agent_sdk import (
     UserMessage,
     project_key_for_directory,
 )
-from claude_agent_sdk.types import AgentDefinition, CanUseToolShadowedWarning
+from claude_agent_sdk.types import CanUseToolShadowedWarning
 
-from runtime.agent_definition import AgentDefinitionSpec
-from runtime.budgets import BudgetPolicy, error_for_result
-from runtime.costs import compute_turn_cost
-from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
-from runtime.policy import PermissionPolicy
-from runtime.protocol import summarize
-from runtime.sessions import HTTP_STATUS_KEY, TurnRequest, WarmSession
-from runtime.settings import Settings
-from runtime.telemetry import Telemetry, TurnOutcome
-from runtime.turn_stream import (
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.options import build_options
+from runtime.agent.turn_stream import (
     CLIGone,
     PrefetchedStore,
     TurnState,
@@ -63,6 +53,15 @@ from runtime.turn_stream import (
     settle_task,
     sum_usage,
 )
+from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
+from runtime.guard.gate import PermissionGate
+from runtime.guard.policy import PermissionPolicy
+from runtime.observe.budgets import BudgetPolicy, error_for_result
+from runtime.observe.costs import compute_turn_cost
+from runtime.observe.telemetry import Telemetry, TurnOutcome
+from runtime.protocol import summarize
+from runtime.sessions import HTTP_STATUS_KEY, TurnRequest, WarmSession
+from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +95,7 @@ class AgentTurnRunner:
         self.settings = deps.settings
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
+        self.gate = PermissionGate(deps.policy, deps.telemetry)
 
     # -- limits -----------------------------------------------------------------------------------------------
 
@@ -202,103 +202,19 @@ class AgentTurnRunner:
     def build_options(
         self, session: WarmSession, *, limits: tuple[int | None, float | None], resume: bool, store: Any
     ) -> ClaudeAgentOptions:
-        d = self.deps.definition
-        mcp_servers: dict[str, Any] = dict(d.mcp_servers)
-        if d.include_sample_tools:
-            from runtime.tools import SERVER_NAME, build_sample_server
-
-            mcp_servers[SERVER_NAME] = build_sample_server()
-        mcp_servers.update(self.deps.extra_mcp_servers or {})
-        hooks = self.deps.telemetry.hooks_for(session)
-        policy_hook: Any = self._pre_tool_policy
-        hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[policy_hook]))
-        options = ClaudeAgentOptions(
-            system_prompt=d.system_prompt,
-            tools=list(d.builtin_tools),
-            allowed_tools=[t for t in d.allowed_tools if t not in d.disallowed_tools],
-            disallowed_tools=list(d.disallowed_tools),
-            mcp_servers=mcp_servers,
-            permission_mode="default",
-            can_use_tool=self._permission_gate(session.claude_session_id),
-            hooks=cast(Any, hooks),
-            max_turns=limits[0],
-            max_budget_usd=limits[1],
-            model=self.settings.model,
-            cwd=str(self.cwd),
-            cli_path=self.settings.cli_path,
-            env=self.settings.cli_env(),
-            setting_sources=[],
-            include_partial_messages=True,
-            max_buffer_size=8 * 1024 * 1024,
-            effort=d.effort,
-            agents={
-                name: AgentDefinition(
-                    description=s.description,
-                    prompt=s.prompt,
-                    tools=list(s.tools) if s.tools else None,
-                    model=s.model,
-                )
-                for name, s in d.subagents.items()
-            }
-            or None,
-            session_store=store,
-            resume=session.claude_session_id if resume else None,
-            session_id=None if resume else session.claude_session_id,
+        return build_options(
+            settings=self.settings,
+            definition=self.deps.definition,
+            cwd=self.cwd,
+            claude_session_id=session.claude_session_id,
+            hooks=self.deps.telemetry.hooks_for(session),
+            pre_tool_gate=self.gate.pre_tool_use,
+            can_use_tool=self.gate.can_use_tool_for(session.claude_session_id),
+            limits=limits,
+            resume=resume,
+            store=store,
+            extra_mcp_servers=self.deps.extra_mcp_servers,
         )
-        return options
-
-    # -- permission gate ----------------------------------------------------------------------------------------
-
-    def _permission_gate(
-        self, claude_session_id: str
-    ) -> Callable[[str, dict[str, Any], Any], Awaitable[Any]]:
-        """``can_use_tool`` for one session (so a denial is attributed to its session and tool call)."""
-
-        async def can_use_tool(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
-            return await self._can_use_tool(
-                tool_name, tool_input, context, claude_session_id=claude_session_id
-            )
-
-        return can_use_tool
-
-    async def _can_use_tool(
-        self,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        context: Any,
-        *,
-        claude_session_id: str | None = None,
-    ) -> Any:
-        decision = self.deps.policy.decide(tool_name, tool_input)
-        if decision.allowed:
-            return PermissionResultAllow()
-        self.deps.telemetry.tool_denied(
-            tool_name,
-            tool_use_id=getattr(context, "tool_use_id", None),  # ToolPermissionContext.tool_use_id
-            claude_session_id=claude_session_id,
-        )
-        return PermissionResultDeny(message=decision.message)
-
-    async def _pre_tool_policy(
-        self, hook_input: dict[str, Any], tool_use_id: str | None, context: Any
-    ) -> dict[str, Any]:
-        tool_name = str(hook_input.get("tool_name", ""))
-        decision = self.deps.policy.decide(tool_name, hook_input.get("tool_input") or {})
-        if decision.allowed:
-            return {}
-        session_id = hook_input.get("session_id")
-        self.deps.telemetry.tool_denied(
-            tool_name,
-            tool_use_id=tool_use_id or hook_input.get("tool_use_id"),
-            claude_session_id=session_id if isinstance(session_id, str) else None,
-        )
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": decision.message,
-            }
-        }
 
     # -- one turn -----------------------------------------------------------------------------------------------
 

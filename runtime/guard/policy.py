@@ -1,12 +1,12 @@
 """Permission policy: the final gate on every tool call.
 
-Wired twice into the SDK (see :mod:`runtime.agent`): as ``can_use_tool`` for tools the CLI would ask about,
+Wired twice into the SDK (see :mod:`runtime.agent.turn`): as ``can_use_tool`` for tools the CLI would ask about,
 and as a ``PreToolUse`` hook for tools that are pre-allowed, so no tool call bypasses it.
 
 Rules:
 - A tool runs only if the agent definition lists it (built-in tools are off unless listed). MCP tools may be
   listed one by one (``mcp__server__tool``) or per server (``mcp__server`` / ``mcp__server__*``).
-- ``Bash`` runs only allowlisted programs. The command is parsed (:mod:`runtime.shell`): every simple command
+- ``Bash`` runs only allowlisted programs. The command is parsed (:mod:`runtime.guard.shell`): every simple command
   in pipelines, lists, subshells and substitutions must pass; output redirection is refused (except to
   ``/dev/null``); risky flags of allowed programs (``find -exec``, ``sed -i``, ``git push`` …) are refused.
 - File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runtime.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
+from runtime.guard.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
 
 SENSITIVE_PATTERNS: tuple[str, ...] = (
     ".env",

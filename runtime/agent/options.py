@@ -1,0 +1,86 @@
+"""``ClaudeAgentOptions`` for one session's CLI process, from the agent definition and the settings.
+
+Kept apart from the turn logic (:mod:`runtime.agent.turn`) so what the CLI is started with is readable in
+one place: tools, MCP servers, hooks (the permission gate first), limits, model, environment, session store
+and whether the session is resumed or started under its deterministic id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk.types import AgentDefinition
+
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.guard.gate import CanUseTool
+from runtime.settings import Settings
+
+#: Output lines from the CLI may be long (tool results); the SDK's default limit is 1 MiB.
+MAX_BUFFER_SIZE = 8 * 1024 * 1024
+
+
+def build_options(
+    *,
+    settings: Settings,
+    definition: AgentDefinitionSpec,
+    cwd: Path,
+    claude_session_id: str,
+    hooks: Mapping[str, list[Any]],
+    pre_tool_gate: Any,
+    can_use_tool: CanUseTool,
+    limits: tuple[int | None, float | None],
+    resume: bool,
+    store: Any,
+    extra_mcp_servers: Mapping[str, Any] | None = None,
+) -> ClaudeAgentOptions:
+    """The options for one CLI process.
+
+    ``hooks`` are the telemetry hooks (event name → matchers); ``pre_tool_gate`` is inserted first among the
+    ``PreToolUse`` hooks. ``limits`` are the ``(--max-turns, --max-budget-usd)`` flags. ``resume`` picks
+    ``resume=<id>`` over ``session_id=<id>``.
+    """
+    d = definition
+    mcp_servers: dict[str, Any] = dict(d.mcp_servers)
+    if d.include_sample_tools:
+        from runtime.agent.tools import SERVER_NAME, build_sample_server
+
+        mcp_servers[SERVER_NAME] = build_sample_server()
+    mcp_servers.update(extra_mcp_servers or {})
+    all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
+    all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
+    return ClaudeAgentOptions(
+        system_prompt=d.system_prompt,
+        tools=list(d.builtin_tools),
+        allowed_tools=[t for t in d.allowed_tools if t not in d.disallowed_tools],
+        disallowed_tools=list(d.disallowed_tools),
+        mcp_servers=mcp_servers,
+        permission_mode="default",
+        can_use_tool=can_use_tool,
+        hooks=cast(Any, all_hooks),
+        max_turns=limits[0],
+        max_budget_usd=limits[1],
+        model=settings.model,
+        cwd=str(cwd),
+        cli_path=settings.cli_path,
+        env=settings.cli_env(),
+        setting_sources=[],
+        include_partial_messages=True,
+        max_buffer_size=MAX_BUFFER_SIZE,
+        effort=d.effort,
+        agents={
+            name: AgentDefinition(
+                description=s.description,
+                prompt=s.prompt,
+                tools=list(s.tools) if s.tools else None,
+                model=s.model,
+            )
+            for name, s in d.subagents.items()
+        }
+        or None,
+        session_store=store,
+        resume=claude_session_id if resume else None,
+        session_id=None if resume else claude_session_id,
+    )

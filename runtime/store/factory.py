@@ -1,0 +1,50 @@
+"""Build the session store named by ``AGENTKIT_SESSION_STORE`` (the settings read the variable).
+
+``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
+Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.store.agentcore import MEMORY_ID_RE, AgentCoreMemorySessionStore
+from runtime.store.sqlite import SqliteSessionStore
+
+__all__ = ["store_from_url"]
+
+
+def store_from_url(
+    url: str, *, state_dir: Path, client: Any = None
+) -> SqliteSessionStore | AgentCoreMemorySessionStore:
+    """Build the store named by ``AGENTKIT_SESSION_STORE``.
+
+    Accepted: ``sqlite:///abs/path.db`` (absolute path), ``agentcore://<memory-id or memory ARN>``, or an
+    empty string for the default SQLite file ``<state_dir>/sessions.db``. ``client`` (a boto3
+    ``bedrock-agentcore`` client) is only used by the AgentCore store.
+
+    Raises:
+        ValueError: unknown scheme, relative SQLite path, or malformed memory id.
+    """
+    url = url.strip()
+    if not url:
+        return SqliteSessionStore(Path(state_dir) / "sessions.db")
+    if url.startswith("sqlite://"):
+        path = url[len("sqlite://") :]
+        if not path.startswith("/") or path == "/":
+            raise ValueError(
+                f"AGENTKIT_SESSION_STORE={url!r}: SQLite URLs need an absolute path, e.g. sqlite:///var/agent/sessions.db"
+            )
+        return SqliteSessionStore(Path(path))
+    if url.startswith("agentcore://"):
+        memory_id = url[len("agentcore://") :].rstrip("/")
+        if not MEMORY_ID_RE.match(memory_id):
+            raise ValueError(
+                f"AGENTKIT_SESSION_STORE={url!r}: expected agentcore://<memory-id> where the id looks like "
+                "'<name>-<10 alphanumerics>' (or a memory ARN)"
+            )
+        return AgentCoreMemorySessionStore(memory_id, client=client)
+    raise ValueError(
+        f"AGENTKIT_SESSION_STORE={url!r}: unsupported store URL; use sqlite:///abs/path.db or agentcore://<memory-id>"
+    )
