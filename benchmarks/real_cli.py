@@ -69,8 +69,8 @@ def raw_client_options(setup: CliSetup, workspace: Path) -> Any:
     from claude_agent_sdk import ClaudeAgentOptions
 
     from runtime.agent.definition import AgentDefinitionSpec
-    from runtime.settings import Settings
     from runtime.agent.tools import SERVER_NAME, build_sample_server
+    from runtime.settings import Settings
 
     definition = AgentDefinitionSpec()
     settings = Settings.from_env(
