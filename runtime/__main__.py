@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ConfigurationError
-from runtime.server import build_app, warm_sdk_import
+from runtime.server import build_app
 from runtime.settings import Settings
 
 #: Longest a shutdown may take (closing CLI processes, flushing the store and metrics) before the process exits.
@@ -31,9 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     app = build_app(settings)
     runtime = app.state.runtime
 
+    prewarm = _prewarm(app, settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        warm_sdk_import()
+        prewarm.start()
         yield
         # Shutdown (SIGTERM): close warm clients on the loop that owns them.
         loop = app._ensure_worker_loop()
@@ -51,6 +53,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     app.run(port=settings.port, host=settings.host)
     return 0
+
+
+def _prewarm(app: Any, settings: Settings) -> Any:
+    """The background start-up work (:mod:`runtime.prewarm`): OpenTelemetry, the SDK import, the runtime's
+    object graph on the app's worker loop, the CLI binary's pages."""
+    from pathlib import Path
+
+    from runtime.observe.otel_setup import OtelSetup, install
+    from runtime.prewarm import Prewarm, cli_binary, import_sdk, page_in
+
+    otel = install(OtelSetup())
+
+    def registry() -> None:
+        loop = app._ensure_worker_loop()
+        asyncio.run_coroutine_threadsafe(app.state.runtime.get_registry(), loop).result(timeout=60)
+
+    def cli_pages() -> None:
+        path = cli_binary(Path(settings.cli_path) if settings.cli_path else None)
+        if path is not None:
+            page_in(path)
+
+    return Prewarm(
+        [("otel", otel.run), ("sdk_import", import_sdk), ("registry", registry), ("cli_pages", cli_pages)]
+    )
 
 
 def _flush_traces() -> None:

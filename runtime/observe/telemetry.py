@@ -30,6 +30,22 @@ from runtime.observe.tracing import Tracing, record_turn_result
 logger = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def _attached(ctx: Any) -> Iterator[None]:
+    """Make ``ctx`` (the invocation's trace context + ``session.id`` baggage, :mod:`runtime.observe.baggage`)
+    current for the spans of a turn; the turn runs on the session's task, not the request's."""
+    if ctx is None:
+        yield
+        return
+    from opentelemetry import context as otel_context
+
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 @dataclass
 class TurnOutcome:
     """What a finished turn produced (the SDK ``ResultMessage`` plus timings)."""
@@ -82,6 +98,7 @@ class Telemetry:
         """The invocation and turn spans; the request's metadata goes on the turn span as
         ``agentkit.metadata.<key>`` attributes."""
         with (
+            _attached(getattr(request, "trace_context", None)),
             self.tracing.invocation(
                 session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
             ),

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from opentelemetry import trace
+from opentelemetry import baggage, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
@@ -42,6 +42,12 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
 def _mark_error(span: Span, exc: BaseException) -> None:
     code = getattr(exc, "code", None)
     span.set_attribute("error.type", code if isinstance(code, str) else type(exc).__qualname__)
+
+
+def _session_baggage(ctx: Context | None = None) -> str | None:
+    """The ``session.id`` baggage of ``ctx`` (default: the current context), if any."""
+    value = baggage.get_baggage("session.id", context=ctx)
+    return value if isinstance(value, str) else None
 
 
 class Tracing:
@@ -83,6 +89,7 @@ class Tracing:
         """Span ``invoke_agent <agent>`` around one ``POST /invocations``; exceptions recorded, re-raised."""
         attrs = self._base("invoke_agent") | {
             "gen_ai.conversation.id": session_id,
+            "session.id": session_id,  # what AgentCore observability groups by (runtime.observe.baggage)
             "gen_ai.request.model": model,
             "agentkit.caller": caller,
         }
@@ -95,6 +102,7 @@ class Tracing:
         :func:`record_turn_result` once the ``ResultMessage`` arrives."""
         attrs = self._base("chat") | {
             "gen_ai.request.model": model,
+            "session.id": _session_baggage(),
             "agentkit.claude_session_id": claude_session_id,
         }
         with self._span(f"chat {model}", attrs) as span:
@@ -117,6 +125,7 @@ class Tracing:
         """Start (not activate) ``execute_tool <name>`` under ``parent`` (None: the current context)."""
         attrs = self._base("execute_tool") | {
             "gen_ai.tool.name": tool_name,
+            "session.id": _session_baggage(parent),
             "gen_ai.tool.call.id": tool_use_id,
         }
         return self.tracer.start_span(f"execute_tool {tool_name}", context=parent, attributes=_clean(attrs))

@@ -60,7 +60,7 @@ def test_dockerfile_shape() -> None:
         assert f"{name}=/home/agent" in env
     assert "requirements/runtime.txt" in DOCKERFILE.read_text()
     assert "node" not in " ".join(rest for keyword, rest in ins if keyword == "RUN").lower()
-    assert cmd()[0] == "opentelemetry-instrument"
+    assert cmd() == ["python", "-m", "runtime"]  # OpenTelemetry is set up in the background (issue 15)
 
 
 def test_dockerignore_keeps_infra_tests_and_cdk_out_out() -> None:
@@ -93,55 +93,154 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_cmd_as_written_serves_healthy_ping(tmp_path: Path) -> None:
+def dockerfile_env() -> dict[str, str]:
+    """The ``ENV`` the image sets (``K=V`` pairs)."""
+    env: dict[str, str] = {}
+    for keyword, rest in instructions():
+        if keyword == "ENV":
+            for pair in rest.split():
+                key, _, value = pair.partition("=")
+                env[key] = value
+    return env
+
+
+def resolved_cmd() -> list[str]:
+    """The CMD as written, its program resolved in the test environment (``python`` is this interpreter)."""
     argv = cmd()
-    exe = BIN / argv[0] if (BIN / argv[0]).exists() else None
-    assert exe is not None, f"{argv[0]} is not installed in the test environment ({BIN})"
-    argv = [str(exe), sys.executable if argv[1] == "python" else argv[1], *argv[2:]]
+    if argv[0] == "python":
+        return [sys.executable, *argv[1:]]
+    exe = BIN / argv[0]
+    assert exe.exists(), f"{argv[0]} is not installed in the test environment ({BIN})"
+    return [str(exe), *(sys.executable if a == "python" else a for a in argv[1:])]
+
+
+def start_cmd(tmp_path: Path, **extra: str) -> tuple[subprocess.Popen[str], int]:
+    """Start the image's CMD (as written) with the image's OTEL_* settings, on loopback."""
     port = _free_port()
     env = {
         **os.environ,
+        **{k: v for k, v in dockerfile_env().items() if k.startswith("OTEL_")},
         "AGENTKIT_HOST": "127.0.0.1",
         "AGENTKIT_PORT": str(port),
         "AGENTKIT_STATE_DIR": str(tmp_path / "state"),
         "AGENTKIT_METRICS": "off",
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "OTEL_PYTHON_DISTRO": "aws_distro",
-        "OTEL_PYTHON_CONFIGURATOR": "aws_configurator",
-        # Offline: keep the instrumentation, drop the exporters (AgentCore presets them when deployed).
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
         "AWS_REGION": "us-east-1",
+        **extra,
     }
     env.pop("AGENTKIT_BEDROCK_ENDPOINT", None)
     proc = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        resolved_cmd(), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    return proc, port
+
+
+def wait_healthy(proc: subprocess.Popen[str], port: int) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as response:
+                return json.loads(response.read())
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    output = proc.communicate(timeout=10)[0]
+    pytest.fail(f"/ping never answered; exit={proc.returncode}; output:\n{output[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    out = proc.stdout.read() if proc.stdout else ""
+    if proc.stdout:
+        proc.stdout.close()
+    return out
+
+
+@pytest.mark.slow
+def test_cmd_as_written_serves_healthy_ping(tmp_path: Path) -> None:
+    # Offline: keep the instrumentation, drop the exporters (AgentCore presets them when deployed).
+    proc, port = start_cmd(
+        tmp_path, OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none"
     )
     try:
-        deadline = time.monotonic() + 60
-        body = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as response:
-                    body = json.loads(response.read())
-                    break
-            except OSError:
-                time.sleep(0.2)
-        if body is None:
-            proc.kill()
-            output = proc.communicate(timeout=10)[0]
-            pytest.fail(f"/ping never answered; exit={proc.returncode}; output:\n{output[-3000:]}")
+        body = wait_healthy(proc, port)
         assert body["status"] in ("Healthy", "HealthyBusy")
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
+        stop(proc)
+
+
+@pytest.mark.slow
+def test_cmd_as_written_exports_invocation_turn_and_tool_spans_over_otlp(tmp_path: Path) -> None:
+    """Under the image's CMD and OTEL_* settings, with the exporter variables AgentCore presets pointed at a
+    local OTLP/HTTP collector, the invocation, turn and tool spans of a tool turn arrive there, in one trace
+    that continues the caller's ``traceparent`` and carries ``session.id``."""
+    from tests.fakes.cli import write_fake_cli
+    from tests.fakes.otlp_collector import OtlpCollector
+    from tests.fakes.runtime_server import SESSION_HEADER
+
+    cli = write_fake_cli(tmp_path)
+    session = "otlp-session-".ljust(40, "0")
+    caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with OtlpCollector() as collector:
+        proc, port = start_cmd(
+            tmp_path,
+            AGENTKIT_CLI_PATH=str(cli),
+            AGENT_OBSERVABILITY_ENABLED="true",
+            OTEL_TRACES_EXPORTER="otlp",
+            OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{collector.endpoint}/v1/traces",
+            OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=f"{collector.endpoint}/v1/logs",
+            OTEL_LOGS_EXPORTER="none",
+            OTEL_METRICS_EXPORTER="none",
+            OTEL_BSP_SCHEDULE_DELAY="100",
+            OTEL_RESOURCE_ATTRIBUTES="service.name=agentkit_test",
+        )
+        try:
+            wait_healthy(proc, port)
+            body = json.dumps(
+                {
+                    "prompt": '[tool:mcp__kit__list_overdue_invoices {"as_of": "2026-11-22"}] overdue?',
+                    "stream": False,
+                }
+            ).encode()
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/invocations",
+                data=body,
+                headers={
+                    "Content-Type": "application/json",
+                    SESSION_HEADER: session,
+                    "traceparent": f"00-{caller_trace}-00f067aa0ba902b7-01",
+                },
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                reply = json.loads(response.read())
+            assert reply["subtype"] == "success", reply
+
+            def complete(spans: list) -> bool:
+                names = {s.name for s in spans}
+                return {
+                    "invoke_agent agentkit",
+                    "execute_tool mcp__kit__list_overdue_invoices",
+                } <= names and any(n.startswith("chat ") for n in names)
+
+            arrived = collector.wait_for(complete, timeout=30)
+        finally:
+            output = stop(proc)
+        assert arrived, f"spans seen: {[s.name for s in collector.spans]}; log:\n{output[-3000:]}"
+    by_name = {s.name: s for s in collector.spans}
+    invocation = by_name["invoke_agent agentkit"]
+    turn = next(s for s in collector.spans if s.name.startswith("chat "))
+    tool = by_name["execute_tool mcp__kit__list_overdue_invoices"]
+    assert invocation.trace_id == turn.trace_id == tool.trace_id == caller_trace
+    assert invocation.parent_span_id == "00f067aa0ba902b7"
+    assert turn.parent_span_id == invocation.span_id and tool.parent_span_id == turn.span_id
+    for span in (invocation, turn, tool):
+        assert span.attributes["session.id"] == session
+    assert invocation.resource.get("service.name") == "agentkit_test"

@@ -1,0 +1,93 @@
+"""Work done in the background once ``/ping`` answers, so neither start-up nor the first turn pays for it.
+
+One daemon thread, started ``delay_s`` after the server (the first health checks are answered before it, as
+the thread holds the GIL for most of its work), runs in order:
+
+1. the OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`) — first, so early invocations' spans export;
+2. the Claude Agent SDK import (~1 s, mostly ``mcp``), via :mod:`runtime.agent.turn`;
+3. the runtime's object graph (``Runtime.get_registry``: boto3 clients, store connection, price table,
+   agent definition), built on the app's worker loop as the first invocation would;
+4. the CLI binary's pages (the bundled CLI is a ~380 MB executable: reading it once puts it in the page cache,
+   so the first spawn does not fault it in from disk).
+
+Every step is best-effort: a failure is logged and the first invocation does the work (and reports the error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+#: Read size when paging the CLI binary in.
+_CHUNK = 8 * 1024 * 1024
+
+
+def page_in(path: Path) -> int:
+    """Read ``path`` once (into the OS page cache); returns the bytes read."""
+    total = 0
+    with open(path, "rb", buffering=0) as f:
+        with contextlib.suppress(AttributeError, OSError):
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+        while chunk := f.read(_CHUNK):
+            total += len(chunk)
+    return total
+
+
+def cli_binary(cli_path: Path | None) -> Path | None:
+    """The CLI the runtime will spawn: ``AGENTKIT_CLI_PATH`` or the SDK's bundled one."""
+    if cli_path is not None:
+        return cli_path if cli_path.is_file() else None
+    with contextlib.suppress(Exception):
+        import claude_agent_sdk
+
+        bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+        if bundled.is_file():
+            return bundled
+    return None
+
+
+def import_sdk() -> None:
+    import runtime.agent.turn  # noqa: F401
+
+
+class Prewarm:
+    """The ordered background steps; ``steps`` are (name, callable) pairs run in one thread."""
+
+    def __init__(self, steps: list[tuple[str, Callable[[], object]]]) -> None:
+        self.steps = steps
+        self.timings: dict[str, float] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for name, step in self.steps:
+                started = time.perf_counter()
+                try:
+                    step()
+                except Exception as exc:  # best effort: the first invocation redoes it and reports errors
+                    self.errors[name] = exc
+                    logger.info("pre-warm step %s failed (the first invocation will retry): %r", name, exc)
+                self.timings[name] = time.perf_counter() - started
+            logger.info(
+                "pre-warmed: %s", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.timings.items())
+            )
+        finally:
+            self.done.set()
+
+    def start(self, delay_s: float = 0.3) -> threading.Timer:
+        timer = threading.Timer(delay_s, self.run)
+        timer.name = "agentkit-prewarm"
+        timer.daemon = True
+        timer.start()
+        return timer
+
+
+__all__ = ["Prewarm", "cli_binary", "import_sdk", "page_in"]
