@@ -28,6 +28,7 @@ from typing import Any
 
 from opentelemetry import baggage, propagate
 from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import Getter
 
 #: The baggage key (and span attribute) AgentCore observability groups sessions by.
 SESSION_BAGGAGE_KEY = "session.id"
@@ -41,13 +42,27 @@ def _carrier(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str
     return {k.lower(): v for k, v in items if k.lower() in TRACE_HEADERS}
 
 
+class _LowerCaseGetter(Getter[dict[str, str]]):
+    """Header lookup ignoring case (the X-Ray propagator asks for ``X-Amzn-Trace-Id``, W3C for ``traceparent``)."""
+
+    def get(self, carrier: dict[str, str], key: str) -> list[str] | None:
+        value = carrier.get(key.lower())
+        return None if value is None else [value]
+
+    def keys(self, carrier: dict[str, str]) -> list[str]:
+        return list(carrier)
+
+
+_GETTER = _LowerCaseGetter()
+
+
 def invocation_context(
     headers: Mapping[str, str] | Iterable[tuple[str, str]] | None, session_id: str
 ) -> Context:
     """The context an invocation's spans start in: the caller's trace (if its headers carry one) plus the
     baggage ``session.id`` = the runtime session id."""
     carrier = _carrier(headers or {})
-    ctx = propagate.extract(carrier) if carrier else Context()
+    ctx = propagate.extract(carrier, getter=_GETTER) if carrier else Context()
     return baggage.set_baggage(SESSION_BAGGAGE_KEY, session_id, context=ctx)
 
 
