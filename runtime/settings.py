@@ -23,7 +23,8 @@ Environment variables (all optional):
 ``AGENTKIT_TURN_TIMEOUT``       seconds one turn may take (default ``600``)
 ``AGENTKIT_IDLE_TIMEOUT``       seconds before an idle warm session is closed (default ``900``)
 ``AGENTKIT_MAX_QUEUED``         invocations that may wait on one session (default ``8``)
-``AGENTKIT_MAX_SESSIONS``       warm sessions (CLI processes) kept at once; idle ones are evicted first (``32``)
+``AGENTKIT_MAX_SESSIONS``       warm sessions (CLI processes) kept at once; idle ones are evicted first (default:
+                                what the container's cgroup memory limit fits, at most 32; see runtime.limits)
 ``AGENTKIT_MAX_TURNS``          model round-trips per invocation, upper bound (default ``25``)
 ``AGENTKIT_MAX_BUDGET_USD``     spend per invocation, upper bound (default ``1.0``)
 ``AGENTKIT_SESSION_BUDGET_USD`` cumulative spend per session (default ``10.0``; ``0`` disables)
@@ -152,7 +153,9 @@ class Settings(BaseModel):
     turn_timeout_s: float = Field(default=600.0, gt=0)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_queued: int = Field(default=8, gt=0)
-    max_sessions: int = Field(default=32, gt=0)
+    max_sessions: int | None = Field(
+        default=None, gt=0
+    )  # None: from the cgroup memory limit (runtime.limits)
     max_turns: int = Field(default=25, gt=0)
     max_budget_usd: float = Field(default=1.0, gt=0)
     session_budget_usd: float = Field(default=10.0, ge=0)

@@ -15,6 +15,7 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import PermissionPolicy
+from runtime.limits import default_max_sessions
 from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
@@ -100,7 +101,7 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         runner=AgentTurnRunner(deps),
         idle_timeout_s=settings.idle_timeout_s,
         max_queued=settings.max_queued,
-        max_sessions=getattr(settings, "max_sessions", 32),
+        max_sessions=settings.max_sessions or default_max_sessions(),
     )
 
     async def aclose_dependencies() -> None:
