@@ -74,8 +74,9 @@ def _prewarm(app: Any, settings: Settings) -> Any:
         if path is not None:
             page_in(path)
 
+    otel.schedule()  # turns wait for it from now on (it runs last; see runtime.prewarm)
     return Prewarm(
-        [("otel", otel.run), ("sdk_import", import_sdk), ("registry", registry), ("cli_pages", cli_pages)]
+        [("cli_pages", cli_pages), ("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]
     )
 
 

@@ -3,12 +3,16 @@
 One daemon thread, started ``delay_s`` after the server (the first health checks are answered before it, as
 the thread holds the GIL for most of its work), runs in order:
 
-1. the OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`) — first, so early invocations' spans export;
+1. the CLI binary's pages: the bundled CLI is a ~380 MB executable; the kernel is asked to read it ahead
+   (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in from disk;
 2. the Claude Agent SDK import (~1 s, mostly ``mcp``), via :mod:`runtime.agent.turn`;
 3. the runtime's object graph (``Runtime.get_registry``: boto3 clients, store connection, price table,
    agent definition), built on the app's worker loop as the first invocation would;
-4. the CLI binary's pages (the bundled CLI is a ~380 MB executable: reading it once puts it in the page cache,
-   so the first spawn does not fault it in from disk).
+4. the OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`). Last, because a new session's first
+   invocation arrives right after ``/ping`` (AgentCore starts the microVM for it): the SDK import and the
+   wiring are on its path, the tracer provider is needed only when its first span starts — after the CLI
+   process was spawned, so the set-up overlaps the CLI's own start-up (``Telemetry.spans_ready`` waits for
+   it there). A new session's first ``session.load`` span, started before the set-up ends, is not exported.
 
 Every step is best-effort: a failure is logged and the first invocation does the work (and reports the error).
 """
@@ -29,13 +33,14 @@ logger = logging.getLogger(__name__)
 _CHUNK = 8 * 1024 * 1024
 
 
-def page_in(path: Path) -> int:
-    """Read ``path`` once (into the OS page cache); returns the bytes read."""
+def page_in(path: Path, *, read: bool = False) -> int:
+    """Ask the kernel to read ``path`` into the page cache (``POSIX_FADV_WILLNEED``: asynchronous read-ahead,
+    no CPU in this process); with ``read`` also read it through. Returns the bytes read (0 without ``read``)."""
     total = 0
     with open(path, "rb", buffering=0) as f:
         with contextlib.suppress(AttributeError, OSError):
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
-        while chunk := f.read(_CHUNK):
+        while read and (chunk := f.read(_CHUNK)):
             total += len(chunk)
     return total
 

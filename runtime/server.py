@@ -125,7 +125,7 @@ def build_app(
                 max_turns=request.max_turns,
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,
-                trace_context=await _trace_context(context, session_id),
+                trace_headers=_trace_headers(context),
             )
             checker = getattr(registry.runner, "check_request", None)
             if checker is not None:
@@ -146,20 +146,14 @@ def build_app(
     return app
 
 
-async def _trace_context(context: Any, session_id: str) -> Any:
-    """The invocation's OpenTelemetry context (caller's trace + ``session.id`` baggage). Waits (bounded) for
-    the background OpenTelemetry set-up on the first requests, so their spans are exported."""
-    from runtime.observe import otel_setup
-    from runtime.observe.baggage import invocation_context
+def _trace_headers(context: Any) -> dict[str, str]:
+    """The raw request's trace headers (bedrock-agentcore keeps them out of ``context.request_headers``);
+    extracted with the configured propagators when the turn's spans start (:mod:`runtime.observe.baggage`)."""
+    from runtime.observe.baggage import trace_headers
 
-    if not otel_setup.is_ready():
-        await asyncio.to_thread(otel_setup.wait_ready, OTEL_READY_TIMEOUT_S)
     raw = getattr(context, "request", None)
-    return invocation_context(raw.headers if raw is not None else None, session_id)
+    return trace_headers(raw.headers) if raw is not None else {}
 
-
-#: Longest the first invocations wait for the background OpenTelemetry set-up before going on without it.
-OTEL_READY_TIMEOUT_S = 15.0
 
 _HTTP_STATUS_KEY = "_http_status"  # runtime.sessions.HTTP_STATUS_KEY (not imported: keeps start-up light)
 

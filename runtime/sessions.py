@@ -58,9 +58,9 @@ class TurnRequest:
     max_budget_usd: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     events: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
-    #: OpenTelemetry context of the invocation (caller's trace + ``session.id`` baggage); see
-    #: :mod:`runtime.observe.baggage`. None: spans start a new trace.
-    trace_context: Any = None
+    #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
+    #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.
+    trace_headers: dict[str, str] | None = None
 
 
 class TurnRunner(Protocol):

@@ -232,6 +232,7 @@ class AgentTurnRunner:
             telemetry.invocation_error("budget_exceeded")
             telemetry.budget_exceeded(session, "session")
             raise
+        await telemetry.spans_ready()  # first turns: the background OpenTelemetry set-up (runtime.prewarm)
         started = time.monotonic()
         state = TurnState(started=started, client=client, budget=limits.max_budget_usd)
         with telemetry.turn_span(session, request) as span:

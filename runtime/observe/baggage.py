@@ -18,7 +18,8 @@ bundles — and relied on the ASGI instrumentation the ``opentelemetry-instrumen
 its server span. The runtime therefore extracts the context from the raw request headers with the globally
 configured propagators (ADOT: ``baggage,xray,tracecontext``; plain OpenTelemetry: ``tracecontext,baggage``) and
 parents its ``invoke_agent`` span on it. Spans are created on the session's own task, so the context travels
-with the queued turn (``TurnRequest.trace_context``) rather than through ``contextvars``.
+with the queued turn (``TurnRequest.trace_headers``, extracted when the turn's spans start: after the
+background OpenTelemetry set-up has installed ADOT's propagators) rather than through ``contextvars``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ SESSION_BAGGAGE_KEY = "session.id"
 
 #: Headers a propagator may read; AgentCore sends these for InvokeAgentRuntime's trace parameters.
 TRACE_HEADERS = ("traceparent", "tracestate", "baggage", "x-amzn-trace-id")
+
+
+def trace_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The trace-related headers of a request, names lower-cased."""
+    return _carrier(headers)
 
 
 def _carrier(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -72,4 +78,4 @@ def session_of(ctx: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["SESSION_BAGGAGE_KEY", "invocation_context", "session_of"]
+__all__ = ["SESSION_BAGGAGE_KEY", "invocation_context", "session_of", "trace_headers"]

@@ -14,8 +14,8 @@ Memory / CloudWatch calls, logging for trace ids in log records) unless ``OTEL_P
 is set explicitly. The HTTP server span the Starlette instrumentation used to make is replaced by the runtime's
 own ``invoke_agent`` span, parented on the trace context AgentCore sends (:mod:`runtime.observe.baggage`).
 
-Spans started before the set-up finishes would go to the no-op provider: the invocation handler waits for
-:func:`wait_ready` (bounded by ``ready_timeout_s``) before its first span. Under the old wrapper (a real tracer
+Spans started before the set-up finishes would go to the no-op provider: a turn waits for :func:`wait_ready`
+(bounded) before its first span (``Telemetry.spans_ready``). Under the old wrapper (a real tracer
 provider is already installed) nothing is done.
 """
 
@@ -101,6 +101,14 @@ class OtelSetup:
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
+
+    def schedule(self) -> bool:
+        """Declare that :meth:`run` will be called (from a background thread): from now on :meth:`wait` blocks
+        until it has finished. Returns False (and declares nothing) when there is nothing to set up."""
+        if not otel_requested(self.env):
+            return False
+        self.started = True
+        return True
 
     def run(self) -> None:
         """Set up now, in this thread (the background thread calls this). Never raises."""

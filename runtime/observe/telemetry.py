@@ -34,9 +34,6 @@ logger = logging.getLogger(__name__)
 def _attached(ctx: Any) -> Iterator[None]:
     """Make ``ctx`` (the invocation's trace context + ``session.id`` baggage, :mod:`runtime.observe.baggage`)
     current for the spans of a turn; the turn runs on the session's task, not the request's."""
-    if ctx is None:
-        yield
-        return
     from opentelemetry import context as otel_context
 
     token = otel_context.attach(ctx)
@@ -97,8 +94,13 @@ class Telemetry:
     def turn_span(self, session: Any, request: Any) -> Iterator[Any]:
         """The invocation and turn spans; the request's metadata goes on the turn span as
         ``agentkit.metadata.<key>`` attributes."""
+        from runtime.observe.baggage import invocation_context
+
+        trace_context = invocation_context(
+            getattr(request, "trace_headers", None), session.runtime_session_id
+        )
         with (
-            _attached(getattr(request, "trace_context", None)),
+            _attached(trace_context),
             self.tracing.invocation(
                 session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
             ),
@@ -114,6 +116,15 @@ class Telemetry:
             if metadata:
                 span.set_attributes({f"agentkit.metadata.{k}": str(v) for k, v in metadata.items()})
             yield span
+
+    @staticmethod
+    async def spans_ready(timeout_s: float = 15.0) -> None:
+        """Wait (bounded) for the background OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`), so the
+        first turns' spans reach the exporter. Free once it is done or when none was started."""
+        from runtime.observe import otel_setup
+
+        if not otel_setup.is_ready():
+            await asyncio.to_thread(otel_setup.wait_ready, timeout_s)
 
     def cost_tracker(self) -> TurnCostTracker:
         """A fresh tracker for a new CLI process (its usage counters are cumulative)."""

@@ -77,3 +77,17 @@ def test_a_failing_set_up_is_logged_and_releases_waiters(caplog) -> None:
 
 def test_waiting_for_a_set_up_that_never_started_does_not_block() -> None:
     assert OtelSetup(dict(IMAGE_ENV), initialize=lambda: None).wait(0.01) is True
+
+
+def test_scheduled_set_up_makes_waiters_wait_until_it_ran() -> None:
+    setup = OtelSetup(dict(IMAGE_ENV), initialize=lambda: None, instrumentors=lambda: [])
+    assert setup.schedule() is True
+    assert setup.wait(0.05) is False  # scheduled, not run yet
+    setup.run()
+    assert setup.wait(0.05) is True
+
+
+def test_nothing_is_scheduled_without_a_distro() -> None:
+    setup = OtelSetup({}, initialize=lambda: None)
+    assert setup.schedule() is False
+    assert setup.wait(0.01) is True

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from runtime.observe.baggage import SESSION_BAGGAGE_KEY, invocation_context, session_of
+from runtime.observe.baggage import SESSION_BAGGAGE_KEY, invocation_context, session_of, trace_headers
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
 
@@ -56,11 +56,11 @@ def adot_propagators():
     set_global_textmap(previous)
 
 
-def run_turn(telemetry: Telemetry, trace_context: object, *, tool: bool = True) -> None:
+def run_turn(telemetry: Telemetry, trace_headers: dict[str, str] | None, *, tool: bool = True) -> None:
     """The turn's spans as the runtime makes them: on a task of their own (the session's), with the tool
     span opened and closed by the hook callbacks from yet another task."""
     session = SimpleNamespace(runtime_session_id=SESSION, actor_id="octocat", claude_session_id="claude-1")
-    request = SimpleNamespace(metadata={}, trace_context=trace_context)
+    request = SimpleNamespace(metadata={}, trace_headers=trace_headers)
 
     async def hooks() -> None:
         hook_input = {"session_id": "claude-1", "tool_name": "Bash", "tool_input": {"command": "ls"}}
@@ -84,7 +84,7 @@ def test_spans_continue_the_callers_w3c_trace_and_carry_session_id(
 ) -> None:
     telemetry = Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m")
     headers = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01", "Authorization": "Bearer x"}
-    run_turn(telemetry, invocation_context(headers, SESSION))
+    run_turn(telemetry, trace_headers(headers))
 
     spans = spans_by_name(exporter)
     invocation, turn, tool = spans["invoke_agent demo"], spans["chat m"], spans["execute_tool Bash"]
@@ -103,7 +103,7 @@ def test_x_amzn_trace_id_is_continued_with_adots_propagators(
     headers = {
         "X-Amzn-Trace-Id": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
     }
-    run_turn(telemetry, invocation_context(headers, SESSION), tool=False)
+    run_turn(telemetry, trace_headers(headers), tool=False)
     invocation = spans_by_name(exporter)["invoke_agent demo"]
     assert format(invocation.context.trace_id, "032x") == "5759e988bd862e3fe1be46a994272793"
     assert format(invocation.parent.span_id, "016x") == "53995c3f42cd8ad8"
@@ -115,7 +115,7 @@ def test_without_trace_headers_a_new_trace_still_carries_the_session(
     ctx = invocation_context({"Authorization": "Bearer x"}, SESSION)
     assert session_of(ctx) == SESSION
     assert trace.get_current_span(ctx).get_span_context().is_valid is False
-    run_turn(Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m"), ctx)
+    run_turn(Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m"), None)
     spans = spans_by_name(exporter)
     invocation = spans["invoke_agent demo"]
     assert invocation.parent is None
