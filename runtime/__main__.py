@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        prewarm.start()
+        for work in prewarm:
+            work.start()
         yield
         # Shutdown (SIGTERM): close warm clients on the loop that owns them.
         loop = app._ensure_worker_loop()
@@ -55,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _prewarm(app: Any, settings: Settings) -> Any:
-    """The background start-up work (:mod:`runtime.prewarm`): OpenTelemetry, the SDK import, the runtime's
-    object graph on the app's worker loop, the CLI binary's pages."""
+def _prewarm(app: Any, settings: Settings) -> list[Any]:
+    """The background start-up work (:mod:`runtime.prewarm`): the CLI binary's read-ahead (its own thread: a
+    system call, no GIL), then the SDK import, the runtime's object graph on the app's worker loop, and the
+    OpenTelemetry set-up."""
     from pathlib import Path
 
     from runtime.observe.otel_setup import OtelSetup, install
@@ -75,9 +77,10 @@ def _prewarm(app: Any, settings: Settings) -> Any:
             page_in(path)
 
     otel.schedule()  # turns wait for it from now on (it runs last; see runtime.prewarm)
-    return Prewarm(
-        [("cli_pages", cli_pages), ("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]
-    )
+    return [
+        Prewarm([("cli_pages", cli_pages)], name="agentkit-readahead"),
+        Prewarm([("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]),
+    ]
 
 
 def _flush_traces() -> None:

@@ -1,10 +1,11 @@
 """Work done in the background once ``/ping`` answers, so neither start-up nor the first turn pays for it.
 
-One daemon thread, started ``delay_s`` after the server (the first health checks are answered before it, as
-the thread holds the GIL for most of its work), runs in order:
+Daemon threads started with the server (uvicorn binds once the lifespan start-up returns; the first health
+checks share the GIL with the import, which Python hands over every 5 ms) run, in order:
 
-1. the CLI binary's pages: the bundled CLI is a ~380 MB executable; the kernel is asked to read it ahead
-   (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in from disk;
+1. (a thread of its own) the CLI binary's pages: the bundled CLI is a ~380 MB executable; the kernel is asked
+   to read it ahead (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in
+   from disk;
 2. the Claude Agent SDK import (~1 s, mostly ``mcp``), via :mod:`runtime.agent.turn`;
 3. the runtime's object graph (``Runtime.get_registry``: boto3 clients, store connection, price table,
    agent definition), built on the app's worker loop as the first invocation would;
@@ -65,8 +66,11 @@ def import_sdk() -> None:
 class Prewarm:
     """The ordered background steps; ``steps`` are (name, callable) pairs run in one thread."""
 
-    def __init__(self, steps: list[tuple[str, Callable[[], object]]]) -> None:
+    def __init__(
+        self, steps: list[tuple[str, Callable[[], object]]], *, name: str = "agentkit-prewarm"
+    ) -> None:
         self.steps = steps
+        self.name = name
         self.timings: dict[str, float] = {}
         self.errors: dict[str, BaseException] = {}
         self.done = threading.Event()
@@ -87,9 +91,9 @@ class Prewarm:
         finally:
             self.done.set()
 
-    def start(self, delay_s: float = 0.3) -> threading.Timer:
+    def start(self, delay_s: float = 0.0) -> threading.Timer:
         timer = threading.Timer(delay_s, self.run)
-        timer.name = "agentkit-prewarm"
+        timer.name = self.name
         timer.daemon = True
         timer.start()
         return timer
