@@ -9,7 +9,10 @@ In one run:
 2. **warm tool turn** through our runtime (two model calls and the in-process SDK MCP tool).
 3. **our runtime's overhead over a raw connected ``ClaudeSDKClient``** with the same agent (system prompt,
    tools, SDK MCP server, CLI environment), in this process with no HTTP, store or metrics. Ratio
-   runtime / raw, target ≤ 1.10.
+   runtime / raw, target ≤ 1.10; also over a raw client with the same SDK features (hooks, permission
+   callback, SQLite mirror) and over a **bare** connected client (no tools, hooks or mirror; target ≤ 1.25),
+   plus the runtime's registry driven in-process (no HTTP) to split the difference into HTTP/SSE and the
+   runtime's own work.
 4. **time from process start to a healthy ``/ping``**: ``python -m runtime`` vs a bare
    ``BedrockAgentCoreApp`` hello-world written to a temp file here. Ratio, target ≤ 1.2.
 
@@ -25,6 +28,7 @@ import asyncio
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +132,56 @@ def like_runtime_options(setup: CliSetup, workspace: Path) -> Any:
     )
 
 
+def bare_client_options(setup: CliSetup, workspace: Path) -> Any:
+    """A bare connected client: same model and CLI environment, no tools, no MCP server, no hooks, no mirror."""
+    import dataclasses
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    return dataclasses.replace(
+        raw_client_options(setup, workspace), tools=[], allowed_tools=[], disallowed_tools=[], mcp_servers={}
+    )
+
+
+def in_process_registry(setup: CliSetup) -> Any:
+    """The runtime's own session registry (``runtime.wiring.build_registry``) with the HTTP server's settings,
+    driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
+    from runtime.settings import Settings
+    from runtime.wiring import build_registry
+
+    settings = Settings.from_env(
+        {
+            **setup.server_env,
+            "AGENTKIT_STATE_DIR": str(setup.tmp / "inproc-state"),
+            "AGENTKIT_SESSION_STORE": f"sqlite:///{setup.tmp / 'inproc-sessions.db'}",
+            "AGENTKIT_METRICS": "emf",
+            "AGENTKIT_EMF_FILE": str(setup.tmp / "inproc.emf.jsonl"),
+        }
+    )
+    return build_registry(settings)
+
+
+async def registry_turn(registry: Any, session: str, prompt: str) -> float:
+    """Seconds for one turn through the registry (invoke → last event), as the HTTP handler drives it."""
+    from runtime.identity import claude_session_id
+    from runtime.sessions import TurnRequest
+
+    start = time.perf_counter()
+    events = await registry.invoke(
+        key=session,
+        runtime_session_id=session,
+        claude_session_id=claude_session_id(session, None),
+        actor_id=None,
+        request=TurnRequest(prompt=prompt),
+    )
+    last = None
+    async for event in events:
+        last = event
+    elapsed = time.perf_counter() - start
+    if last is None or last.get("type") != "result":
+        raise RuntimeError(f"registry turn failed: {last}")
+    return elapsed
+
+
 def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.AbstractEventLoop) -> None:
     from claude_agent_sdk import ClaudeSDKClient
 
@@ -140,25 +194,36 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
     )
     raw = ClaudeSDKClient(options=raw_client_options(setup, setup.tmp / "raw-workspace"))
     alike = ClaudeSDKClient(options=like_runtime_options(setup, setup.tmp / "alike-workspace"))
+    bare = ClaudeSDKClient(options=bare_client_options(setup, setup.tmp / "bare-workspace"))
+    registry = loop.run_until_complete(asyncio.to_thread(in_process_registry, setup))
+    inproc_session = session_id("bench-inproc")
     try:
         session = session_id("bench-real")
         warm_turn(server, session, setup.text_turn())  # spawns the CLI
-        for client in (raw, alike):
+        for client in (raw, alike, bare):
             loop.run_until_complete(client.connect())
             loop.run_until_complete(sdk_turn(client, setup.text_turn()))
+        loop.run_until_complete(registry_turn(registry, inproc_session, setup.text_turn()))
         loop.run_until_complete(per_call_query(setup, setup.text_turn()))
 
         ours, raw_turns, alike_turns, tool_turns, per_call = [], [], [], [], []
+        bare_turns, inproc_turns = [], []
         for i in range(n):
             ours.append(warm_turn(server, session, setup.text_turn()))
             raw_turns.append(loop.run_until_complete(sdk_turn(raw, setup.text_turn())))
             alike_turns.append(loop.run_until_complete(sdk_turn(alike, setup.text_turn())))
+            bare_turns.append(loop.run_until_complete(sdk_turn(bare, setup.text_turn())))
+            inproc_turns.append(
+                loop.run_until_complete(registry_turn(registry, inproc_session, setup.text_turn()))
+            )
             tool_turns.append(warm_turn(server, session, setup.tool_turn()))
             if i < per_call_n:
                 per_call.append(loop.run_until_complete(per_call_query(setup, setup.text_turn())))
     finally:
-        for client in (raw, alike):
+        for client in (raw, alike, bare):
             loop.run_until_complete(client.disconnect())
+        loop.run_until_complete(registry.close_all())
+        loop.run_until_complete(registry.aclose_dependencies())
         server.stop()
 
     print(describe("warm text turn, our runtime over HTTP", ours))
@@ -178,6 +243,25 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
         f"  -> runtime / raw client with the same SDK features: {share:.3f} "
         f"(+{(median(ours) - median(alike_turns)) * 1000:.1f} ms for HTTP, SSE, session registry, telemetry, "
         f"EMF, spend bookkeeping)"
+    )
+    print(describe("warm text turn, bare connected client (no tools/hooks/mirror)", bare_turns))
+    to_bare = median(ours) / median(bare_turns)
+    print(
+        f"  -> runtime / bare client: {to_bare:.3f}  ({verdict(to_bare, at_most=1.25)}); ratio of the fastest "
+        f"samples (less sensitive to a loaded machine): {min(ours) / min(bare_turns):.3f}"
+    )
+    print(
+        f"  -> fastest-sample ratios: runtime / raw {min(ours) / min(raw_turns):.3f}, runtime / raw with the "
+        f"same SDK features {min(ours) / min(alike_turns):.3f}"
+    )
+    print(describe("warm text turn, runtime's registry in-process (no HTTP)", inproc_turns))
+    http = median(ours) - median(inproc_turns)
+    inner = median(inproc_turns) - median(alike_turns)
+    print(
+        f"  -> where the runtime's time goes (medians): HTTP + SSE + bedrock-agentcore {http * 1000:+.1f} ms; "
+        f"registry, event translation, telemetry, EMF {inner * 1000:+.1f} ms; the same SDK features "
+        f"(hooks, gate, mirror) over a raw client {(median(alike_turns) - median(raw_turns)) * 1000:+.1f} ms; "
+        f"tools + MCP server over a bare client {(median(raw_turns) - median(bare_turns)) * 1000:+.1f} ms"
     )
 
 
