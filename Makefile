@@ -62,6 +62,8 @@ bench: setup
 	$(BIN)/python benchmarks/warm_turn.py
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/resume.py
+	$(BIN)/python benchmarks/real_cli.py
+	$(BIN)/python benchmarks/cold_start.py
 
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache
