@@ -1,7 +1,6 @@
 """Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk.
 
-The Lambda code lives in ``infra/functions/webhook`` and imports its siblings by plain name (as in the
-Lambda), so that directory goes on ``sys.path`` here.
+The Lambda directory is put on ``sys.path`` by this package's ``__init__``.
 """
 
 from __future__ import annotations
@@ -9,23 +8,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
 import json
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-WEBHOOK_DIR = Path(__file__).resolve().parents[3] / "infra" / "functions" / "webhook"
+import boto3
+import receiver
+import replies
+import trackers
+import wiring
+import worker
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
-if str(WEBHOOK_DIR) not in sys.path:
-    sys.path.insert(0, str(WEBHOOK_DIR))
-
-import receiver  # noqa: E402
-import trackers  # noqa: E402
-import wiring  # noqa: E402
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # noqa: E402
-
 REGION = "us-east-1"
 SECRET = "s3cr3t-webhook"
 TOKEN = "ghp_test_token"
@@ -158,13 +158,15 @@ def gitlab_event(
     return url_event(body, headers=hdrs, path="/gitlab")
 
 
-def jira_event(body: bytes, *, signature: str | None = "auto", **headers: str) -> dict[str, Any]:
+def jira_event(
+    body: bytes, *, signature: str | None = "auto", content_type: str = "application/json", **headers: str
+) -> dict[str, Any]:
     hdrs = {"x-atlassian-webhook-identifier": "jira-d-1", **headers}
     if signature == "auto":
         hdrs["x-hub-signature"] = jira_sign(body)
     elif signature is not None:
         hdrs["x-hub-signature"] = signature
-    return url_event(body, headers=hdrs, path="/jira")
+    return url_event(body, headers=hdrs, path="/jira", content_type=content_type)
 
 
 def call(event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -277,3 +279,104 @@ def queued(aws: SimpleNamespace) -> list[dict[str, Any]]:
 
 def idempotency_items(aws: SimpleNamespace) -> int:
     return int(aws.ddb.scan(TableName="idem")["Count"])
+
+
+# --------------------------------------------------------------------------- worker helpers
+def agentcore_client(endpoint: str | None = None) -> Any:
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def worker_client(endpoint: str, *, read_timeout: float = 30) -> Any:
+    """A client built exactly as the worker builds it (one attempt), pointed at a stand-in."""
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=worker.agentcore_client_config(read_timeout=read_timeout),
+    )
+
+
+def worker_deps(
+    client: Any,
+    github_url: str,
+    qualifier: str | None = "prod",
+    *,
+    throttle_retries: int = 2,
+    sleeps: list[float] | None = None,
+    http_timeout: float = 15.0,
+    store: replies.ReplyStore | None = None,
+    gitlab_url: str = "",
+    jira_url: str = "",
+) -> worker.WorkerDeps:
+    record = sleeps if sleeps is not None else []
+    adapters: dict[str, Any] = {
+        "github": trackers.GitHubTracker(
+            token=lambda: TOKEN, api_url=github_url, sleep=record.append, http_timeout=http_timeout
+        )
+    }
+    if gitlab_url:
+        adapters["gitlab"] = trackers.GitLabTracker(
+            token=lambda: GITLAB_TOKEN, api_url=gitlab_url, sleep=record.append, http_timeout=http_timeout
+        )
+    if jira_url:
+        adapters["jira"] = trackers.JiraTracker(
+            site_url=JIRA_SITE, api_url=jira_url, token=lambda: JIRA_TOKEN, sleep=record.append
+        )
+    return worker.WorkerDeps(
+        trackers=adapters,
+        invoker=worker.AgentRuntimeInvoker(
+            client=client,
+            runtime_arn=RUNTIME_ARN,
+            qualifier=qualifier,
+            actor_header=worker.DEFAULT_ACTOR_HEADER,
+            throttle_retries=throttle_retries,
+            sleep=record.append,
+        ),
+        replies=store,
+    )
+
+
+def runtime_client_error(message: str, request_id: str = "rid-424") -> tuple[int, str, Any, dict[str, Any]]:
+    """What AgentCore sends when the container answered with an error status (HTTP 424)."""
+    return (
+        424,
+        "application/json",
+        {"message": message},
+        {"headers": {"x-amzn-errortype": "RuntimeClientError", "x-amzn-requestid": request_id}},
+    )
+
+
+def stub_one_turn(stub: Stubber, number: int = 7) -> None:
+    """Queue exactly one successful ``InvokeAgentRuntime``; a second call makes the Stubber raise."""
+    data = json.dumps(RESULT).encode()
+    stub.add_response(
+        "invoke_agent_runtime",
+        {
+            "response": StreamingBody(io.BytesIO(data), len(data)),
+            "contentType": "application/json",
+            "statusCode": 200,
+        },
+        expected_params={
+            "agentRuntimeArn": RUNTIME_ARN,
+            "qualifier": "prod",
+            "runtimeSessionId": "gh-" + hashlib.sha256(f"octo/kit#{number}".encode()).hexdigest(),
+            "contentType": "application/json",
+            "accept": "application/json",
+            "payload": json.dumps(
+                {
+                    "prompt": trackers.render_prompt(
+                        trackers.AgentTask.model_validate_json(task_json(number))
+                    ),
+                    "stream": False,
+                }
+            ).encode(),
+        },
+    )
