@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import boto3
+import invoker
 import receiver
 import replies
 import trackers
@@ -380,3 +381,7 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             ).encode(),
         },
     )
+
+
+#: The Lambda modules, for test packages outside this one (whose imports ruff sorts before ours).
+LAMBDA_MODULES = (invoker, receiver, replies, trackers, wiring, worker)
