@@ -19,11 +19,12 @@ import re
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 from tests.fakes.adf_check import adf_errors
 
 GITLAB_NOTE_LIMIT = 1_000_000
+_S = TypeVar("_S", bound="_StandIn")
 
 
 class _StandIn:
@@ -71,7 +72,7 @@ class _StandIn:
     def route(self, request: dict[str, Any]) -> tuple[int, Any]:
         raise NotImplementedError
 
-    def start(self) -> _StandIn:
+    def start(self: _S) -> _S:
         self._thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -82,7 +83,7 @@ class _StandIn:
         self.server.shutdown()
         self.server.server_close()
 
-    def __enter__(self) -> _StandIn:
+    def __enter__(self: _S) -> _S:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -368,6 +368,8 @@ def record_handler(record: SQSRecord) -> str:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
     )

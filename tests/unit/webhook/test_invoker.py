@@ -29,14 +29,14 @@ LEAKY = (
         (
             json.dumps(RESULT),
             "application/json",
-            invoker.RuntimeReply(text=RESULT["text"], cost_usd=0.0123, num_turns=2, session_id="x"),
+            invoker.RuntimeReply(text=str(RESULT["text"]), cost_usd=0.0123, num_turns=2, session_id="x"),
         ),
         (
             'data: {"type": "text", "text": "hi"}\n\ndata: '
             + json.dumps({"type": "result", **RESULT})
             + "\n\n",
             "text/event-stream",
-            invoker.RuntimeReply(text=RESULT["text"], cost_usd=0.0123, num_turns=2, session_id="x"),
+            invoker.RuntimeReply(text=str(RESULT["text"]), cost_usd=0.0123, num_turns=2, session_id="x"),
         ),
         (
             '{"error": {"code": "validation_error", "message": "bad"}}',

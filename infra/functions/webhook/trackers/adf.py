@@ -73,8 +73,8 @@ def inline(text: str, marks: list[Node] | None = None) -> list[Node]:
                 code = text[i + run : close].strip() or text[i + run : close]
                 if code:
                     flush()
-                    link = [m for m in marks if m["type"] == "link"]
-                    out.append(_text(code, [*link, {"type": "code"}]))
+                    keep = [m for m in marks if m["type"] == "link"]
+                    out.append(_text(code, [*keep, {"type": "code"}]))
                 i = close + run
                 continue
             buf.append(ticks)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -159,7 +159,8 @@ class ReplyRef:
 class IssueTracker(Protocol):
     """What the receiver and worker need from a tracker adapter."""
 
-    name: TrackerName
+    @property
+    def name(self) -> TrackerName: ...
 
     def parse_request(self, request: InboundRequest) -> Decision:
         """Verify and parse a webhook request. Raises :class:`WebhookError` subclasses."""
@@ -200,7 +201,7 @@ def require_json(request: InboundRequest) -> dict[str, object]:
 
 def shape_error(event: str, exc: Exception) -> BadRequestError:
     """A 400 naming up to five fields of a pydantic ``ValidationError``."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
     fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
     return BadRequestError(f"{event} payload does not match the expected shape ({fields})")
 

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Collection
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -96,7 +97,7 @@ class GitHubTracker:
     access or more can label an issue.
     """
 
-    name = "github"
+    name: Literal["github"] = "github"
 
     def __init__(
         self,
