@@ -148,8 +148,9 @@ def test_adf_comment_bodies_are_read_without_quotes_and_code(aws: SimpleNamespac
         (lambda: comment(f"/agent done\n\n_{trackers.JIRA_REPLY_MARKER} session jira-…_"), "bot itself"),
         (lambda: comment(accountType="customer"), "account type 'customer'"),
         (lambda: comment(accountType=""), "account type 'unknown'"),
+        (lambda: comment() | {"comment": comment()["comment"] | {"jsdPublic": False}}, "internal (JSM)"),
     ],
-    ids=["bot-account", "app", "marker", "portal-customer", "no-account-type"],
+    ids=["bot-account", "app", "marker", "portal-customer", "no-account-type", "jsm-internal"],
 )
 def test_comments_that_never_trigger(aws: SimpleNamespace, payload: Any, reason: str) -> None:
     status, doc = call(jira_event(encode(payload())))

@@ -16,6 +16,7 @@ carrying ``code`` and ``http_status``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -188,8 +189,6 @@ def require_json(request: InboundRequest) -> dict[str, object]:
         raise UnsupportedMediaTypeError(
             f"content type {content_type!r}; set the webhook's content type to application/json"
         )
-    import json
-
     try:
         payload = json.loads(request.body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

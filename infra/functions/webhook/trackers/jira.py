@@ -14,7 +14,8 @@ idempotency record expired.
 with ``trigger_mention`` or an @mention of the bot account (``[~accountid:<bot>]``) — outside
 ``{quote}``, ``{code}``, ``{noformat}``, ``bq.`` and ``{{monospace}}`` (:mod:`.triggers`). Only users of
 ``accountType`` ``atlassian`` (licensed users, not JSM portal customers, not apps) trigger. Skipped:
-comments by ``bot_account_id``, by apps, or carrying :data:`JIRA_REPLY_MARKER`.
+comments by ``bot_account_id``, by apps, or carrying :data:`JIRA_REPLY_MARKER`, and internal Jira
+Service Management comments (``jsdPublic: false``: the reply would be public).
 
 **Reply.** ``POST {api_url}/rest/api/3/issue/{key}/comment`` with ``{"body": <ADF>}`` (:mod:`.adf`).
 The token secret is JSON: ``{"email": ..., "api_token": ...}`` (basic auth with an Atlassian API token)
@@ -226,6 +227,8 @@ class JiraTracker:
         refused = self._refused(ev.comment.author)
         if refused:
             return refused
+        if not ev.comment.jsdPublic:  # the reply would be public: never answer an internal note in public
+            return Decision("ignored", reason="internal (JSM) comments are not answered")
         if not self._mentions(unquoted):
             return Decision("ignored", reason="comment does not mention the agent")
         return Decision(

@@ -47,6 +47,8 @@ class JiraComment(_Model):
     id: str
     body: str | dict[str, Any]
     author: JiraUser
+    #: Jira Service Management: ``false`` for an internal comment (not shown to the customer).
+    jsdPublic: bool = True
 
 
 class ChangeItem(_Model):
