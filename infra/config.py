@@ -158,16 +158,56 @@ class ObservabilityConfig(_Model):
     """Account-level: enables CloudWatch Transaction Search (X-Ray spans to CloudWatch Logs). Opt in once."""
 
 
+class GitLabWebhookConfig(_Model):
+    """GitLab adapter settings (used when ``"gitlab"`` is in ``webhook.trackers``)."""
+
+    api_url: str = Field(default="https://gitlab.com/api/v4", pattern=r"^https://[^\s]+/api/v4$")
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_username: str = ""
+    # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
+    min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
+
+
+class JiraWebhookConfig(_Model):
+    """Jira Cloud adapter settings (used when ``"jira"`` is in ``webhook.trackers``)."""
+
+    site_url: str | None = Field(default=None, pattern=r"^https://[A-Za-z0-9.-]+$")
+    api_url: str | None = Field(default=None, pattern=r"^https://[^\s]+$")
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_account_id: str = ""
+
+
 class WebhookConfig(_Model):
-    """Hook for ``infra.webhook.GitHubIssueWebhook`` (built when ``enabled``)."""
+    """Hook for ``infra.webhook.IssueWebhook`` (built when ``enabled``).
+
+    ``trigger_label`` / ``trigger_mention`` / ``bot_login`` / ``allowed_author_associations`` are the GitHub
+    adapter's settings (names kept from the GitHub-only release); ``gitlab`` and ``jira`` hold the others.
+    """
 
     enabled: bool = False
+    trackers: tuple[Literal["github", "gitlab", "jira"], ...] = ("github",)
     trigger_label: str = "agent"
     trigger_mention: str = "/agent"
     bot_login: str = ""
     create_secrets: bool = True
     # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
     allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
+    gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
+    jira: JiraWebhookConfig = JiraWebhookConfig()
+
+    @model_validator(mode="after")
+    def _trackers_usable(self) -> WebhookConfig:
+        if not self.trackers or len(set(self.trackers)) != len(self.trackers):
+            raise ValueError(
+                "webhook.trackers must list each of github, gitlab, jira at most once (at least one)"
+            )
+        if self.enabled and "jira" in self.trackers and not self.jira.site_url:
+            raise ValueError(
+                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in webhook.trackers"
+            )
+        return self
 
 
 class GithubOidcConfig(_Model):

@@ -163,7 +163,9 @@ class AgentKitStack(cdk.Stack):
         built: dict[str, Construct] = {}
         if config.webhook.enabled:
             from infra.webhook import GitHubIssueWebhook
+            from infra.webhook_trackers import GitLabSettings, JiraSettings
 
+            hook = config.webhook
             webhook = GitHubIssueWebhook(
                 self,
                 "GitHubWebhook",
@@ -176,6 +178,11 @@ class AgentKitStack(cdk.Stack):
                 bot_login=config.webhook.bot_login,
                 create_secrets=config.webhook.create_secrets,
                 allowed_author_associations=config.webhook.allowed_author_associations,
+                trackers=hook.trackers,
+                gitlab=GitLabSettings(**hook.gitlab.model_dump()),
+                jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
+                if hook.jira.site_url
+                else None,
                 actor_header=config.actor_header,
                 metrics_namespace=config.metrics_namespace,
                 log_retention=retention,

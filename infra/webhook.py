@@ -1,9 +1,11 @@
-"""GitHub issue webhook: Function URL receiver → SQS (+DLQ) → worker → AgentCore runtime → issue comment.
+"""Issue webhook for GitHub, GitLab and Jira Cloud: Function URL receiver → SQS (+DLQ) → worker → AgentCore
+runtime → a reply on the issue.
 
-Resources: receiver Lambda with a Function URL (auth NONE: GitHub cannot SigV4-sign, so the
-``X-Hub-Signature-256`` HMAC is verified in code), an SSE + TLS-only SQS queue with a DLQ, a
-worker Lambda fed by the queue (partial batch failures), a DynamoDB idempotency table (PITR, TTL),
-two Secrets Manager secrets (webhook secret, GitHub token), log groups with retention.
+Resources: receiver Lambda with one Function URL (auth NONE: no tracker can SigV4-sign, so each adapter
+verifies its tracker's signature or token in code) and one path per tracker (``/github`` — also the bare
+URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
+(partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
+enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention.
 
 Lambda code lives in ``infra/functions/webhook`` and is shipped as a plain asset (no Docker, no pip
 at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
@@ -11,8 +13,8 @@ the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<versi
 offline), or pass ``powertools_layer_arn``. The Lambda runtime's boto3 must know the
 ``bedrock-agentcore`` service (boto3 >= 1.39.8; current Lambda Python runtimes ship newer).
 
-Secrets are named ``<name_prefix>/github-webhook-secret`` and ``<name_prefix>/github-token``; the stack
-passes ``<project>-<stage>`` as ``name_prefix`` so stages in one account never share a secret.
+Secrets are named ``<name_prefix>/<tracker>-webhook-secret`` and ``<name_prefix>/<tracker>-token``; the
+stack passes ``<project>-<stage>`` as ``name_prefix`` so stages in one account never share a secret.
 
 Timeouts: the worker Lambda runs up to 14 minutes by default, its ``InvokeAgentRuntime`` read timeout
 is the Lambda timeout minus 60 s (13 minutes) and must exceed the runtime's turn timeout
@@ -20,9 +22,10 @@ is the Lambda timeout minus 60 s (13 minutes) and must exceed the runtime's turn
 is six times the Lambda timeout, as AWS recommends for SQS event sources.
 
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
-UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the webhook secret;
+UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the enabled trackers' webhook
+secrets (plus the GitLab token: the members API decides who may trigger);
 worker — ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``,
-``secretsmanager:GetSecretValue`` on the token secret, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
+``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table for ``reply#*`` keys only (``dynamodb:LeadingKeys``: its stored replies, never the receiver's
 records), SQS consume on the queue; both — write to
 their own log group, X-Ray put.
@@ -45,7 +48,15 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.functions.webhook.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+from infra.webhook_trackers import (
+    GitHubSettings,
+    GitLabSettings,
+    JiraSettings,
+    check_trackers,
+    github_env,
+    gitlab_env,
+    jira_env,
+)
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -54,6 +65,11 @@ WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
 TOKEN_SECRET_SUFFIX = "github-token"
 #: Only these ``author_association`` values may trigger a run by mention unless configured otherwise.
 DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+#: Stack outputs for the GitLab and Jira adapters (stack scope, these names as ids: no hash suffix).
+TRACKER_OUTPUTS = {
+    "gitlab": ("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
+    "jira": ("JiraWebhookUrl", "JiraWebhookSecretName", "JiraTokenSecretName"),
+}
 DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
 #: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/settings.py).
 DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
@@ -77,11 +93,13 @@ def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
 
 
-class GitHubIssueWebhook(Construct):
-    """Receive GitHub issue events, run the agent, answer on the issue.
+class IssueWebhook(Construct):
+    """Receive issue events from GitHub, GitLab and/or Jira Cloud, run the agent, answer on the issue.
 
-    Attributes: ``url`` (Function URL to paste into GitHub), ``queue``, ``dead_letter_queue``,
-    ``table``, ``receiver``, ``worker``, ``webhook_secret``, ``token_secret``.
+    Attributes: ``url`` (the Function URL; GitHub also answers on it bare), ``tracker_urls`` (name → URL
+    with the tracker's path), ``queue``, ``dead_letter_queue``, ``table``, ``receiver``, ``worker``,
+    ``secrets`` (name → ``(webhook secret, token secret)``), and for GitHub ``webhook_secret`` and
+    ``token_secret``.
     """
 
     def __init__(
@@ -108,29 +126,48 @@ class GitHubIssueWebhook(Construct):
         max_concurrency: int = 5,
         max_receive_count: int = 3,
         max_body_bytes: int = 1024 * 1024,
+        trackers: Sequence[str] = ("github",),
+        gitlab: GitLabSettings | None = None,
+        jira: JiraSettings | None = None,
         metrics_namespace: str = "AgentCoreClaudeKit",
         python_runtime: lambda_.Runtime | None = None,
         architecture: lambda_.Architecture | None = None,
         powertools_layer_arn: str | None = None,
         powertools_version: str = POWERTOOLS_VERSION,
     ) -> None:
-        """Raises ``ValueError`` on a bad trigger, prefix, association, concurrency or timeout setting.
+        """Raises ``ValueError`` on a bad tracker list, trigger, prefix, association, concurrency or timeout.
 
-        ``name_prefix`` names the secrets (``<prefix>/github-webhook-secret``, ``<prefix>/github-token``)
-        unless ``webhook_secret_name`` / ``github_token_secret_name`` are given. Mention triggers are
+        ``trackers`` picks the adapters (``github``, ``gitlab``, ``jira``); ``gitlab`` / ``jira`` hold their
+        settings (``jira`` is required with ``"jira"``). The GitHub adapter keeps its flat parameters.
+        ``name_prefix`` names the secrets (``<prefix>/<tracker>-webhook-secret``, ``<prefix>/<tracker>-token``)
+        unless ``webhook_secret_name`` / ``github_token_secret_name`` are given (GitHub). Mention triggers are
         accepted only from authors whose ``author_association`` is in ``allowed_author_associations``
         (``["*"]`` allows anyone — on a public repository anyone could then start paid runs).
         ``worker_timeout`` (default 14 min) minus 60 s is the invoke read timeout; it must exceed
         ``runtime_turn_timeout`` (default 600 s, the runtime's ``AGENTKIT_TURN_TIMEOUT``).
         """
         super().__init__(scope, construct_id)
-        if not trigger_label and not trigger_mention:
-            raise ValueError("GitHubIssueWebhook needs trigger_label and/or trigger_mention")
+        enabled = check_trackers(trackers)
+        if "jira" in enabled and jira is None:
+            raise ValueError(
+                "the 'jira' tracker needs jira=JiraSettings(site_url='https://<site>.atlassian.net')"
+            )
+        github = GitHubSettings(
+            github_api_url, trigger_label, trigger_mention, bot_login, allowed_author_associations
+        )
+        receiver_env, worker_env_extra = {"TRACKERS": ",".join(enabled)}, {"TRACKERS": ",".join(enabled)}
+        for name, make in (
+            ("github", lambda r: github_env(github, receiver=r)),
+            ("gitlab", lambda r: gitlab_env(gitlab or GitLabSettings(), receiver=r)),
+            ("jira", lambda r: jira_env(jira, receiver=r) if jira else {}),
+        ):
+            if name in enabled:
+                receiver_env |= make(True)
+                worker_env_extra |= make(False)
         if not 2 <= max_concurrency <= 1000:
             raise ValueError("max_concurrency must be between 2 and 1000 (SQS event source limit)")
         if not _NAME_PREFIX.match(name_prefix):
             raise ValueError(f"name_prefix {name_prefix!r} must match {_NAME_PREFIX.pattern}")
-        associations = self._associations(allowed_author_associations)
         runtime = python_runtime or lambda_.Runtime.PYTHON_3_14
         arch = architecture or lambda_.Architecture.ARM_64
         worker_timeout = worker_timeout or DEFAULT_WORKER_TIMEOUT
@@ -147,21 +184,51 @@ class GitHubIssueWebhook(Construct):
         webhook_secret_name = webhook_secret_name or f"{name_prefix}/{WEBHOOK_SECRET_SUFFIX}"
         github_token_secret_name = github_token_secret_name or f"{name_prefix}/{TOKEN_SECRET_SUFFIX}"
 
-        # ---- secrets
-        self.webhook_secret, webhook_secret_ref = self._secret(
-            "WebhookSecret",
-            webhook_secret_name,
-            create=create_secrets,
-            removal_policy=removal_policy,
-            description="GitHub webhook secret (generated; paste it into the repository's webhook settings).",
-        )
-        self.token_secret, token_secret_ref = self._secret(
-            "GitHubToken",
-            github_token_secret_name,
-            create=create_secrets,
-            removal_policy=removal_policy,
-            description="GitHub token used to post replies (placeholder; replace with put-secret-value).",
-        )
+        # ---- secrets: (webhook secret, token) per enabled tracker
+        self.secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]] = {}
+        secret_refs: dict[str, tuple[str, str]] = {}
+        names = {
+            "github": (webhook_secret_name, github_token_secret_name),
+            "gitlab": (f"{name_prefix}/gitlab-webhook-secret", f"{name_prefix}/gitlab-token"),
+            "jira": (f"{name_prefix}/jira-webhook-secret", f"{name_prefix}/jira-token"),
+        }
+        ids = {
+            "github": ("WebhookSecret", "GitHubToken"),
+            "gitlab": ("GitLabWebhookSecret", "GitLabToken"),
+            "jira": ("JiraWebhookSecret", "JiraToken"),
+        }
+        titles = {"github": "GitHub", "gitlab": "GitLab", "jira": "Jira"}
+        for name in enabled:
+            hook_id, token_id = ids[name]
+            hook, hook_ref = self._secret(
+                hook_id,
+                names[name][0],
+                create=create_secrets,
+                removal_policy=removal_policy,
+                description=f"{titles[name]} webhook secret (generated; paste it into the {titles[name]} webhook settings).",
+            )
+            token, token_ref = self._secret(
+                token_id,
+                names[name][1],
+                create=create_secrets,
+                removal_policy=removal_policy,
+                description=f"{titles[name]} API token used to post replies (placeholder; replace with put-secret-value).",
+            )
+            self.secrets[name] = (hook, token)
+            secret_refs[name] = (hook_ref, token_ref)
+        if "github" in self.secrets:
+            self.webhook_secret, self.token_secret = self.secrets["github"]
+        secret_env = {
+            "github": ("WEBHOOK_SECRET_NAME", "GITHUB_TOKEN_SECRET_NAME"),
+            "gitlab": ("GITLAB_WEBHOOK_SECRET_NAME", "GITLAB_TOKEN_SECRET_NAME"),
+            "jira": ("JIRA_WEBHOOK_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"),
+        }
+        for name, (hook_ref, token_ref) in secret_refs.items():
+            hook_var, token_var = secret_env[name]
+            receiver_env[hook_var] = hook_ref
+            worker_env_extra[token_var] = token_ref
+        if "gitlab" in secret_refs:  # the receiver asks GitLab's members API who may trigger
+            receiver_env["GITLAB_TOKEN_SECRET_NAME"] = secret_refs["gitlab"][1]
 
         # ---- queue + DLQ + idempotency table
         self.dead_letter_queue = sqs.Queue(
@@ -216,17 +283,13 @@ class GitHubIssueWebhook(Construct):
             timeout=cdk.Duration.seconds(15),
             log_retention=log_retention,
             removal_policy=removal_policy,
-            description="GitHub webhook receiver: verify signature, enqueue once per delivery",
+            description="Issue webhook receiver: verify the tracker's signature, enqueue once per delivery",
             environment={
                 **common_env,
+                **receiver_env,
                 "POWERTOOLS_SERVICE_NAME": "github-webhook",
                 "QUEUE_URL": self.queue.queue_url,
                 "IDEMPOTENCY_TABLE": self.table.table_name,
-                "WEBHOOK_SECRET_NAME": webhook_secret_ref,
-                "TRIGGER_LABEL": trigger_label,
-                "TRIGGER_MENTION": trigger_mention,
-                "BOT_LOGIN": bot_login,
-                "ALLOWED_ASSOCIATIONS": associations,
                 "MAX_BODY_BYTES": str(max_body_bytes),
             },
         )
@@ -242,17 +305,21 @@ class GitHubIssueWebhook(Construct):
                 resources=[self.table.table_arn],
             )
         )
-        self.webhook_secret.grant_read(self.receiver)
+        for name, (hook, token) in self.secrets.items():
+            hook.grant_read(self.receiver)
+            if name == "gitlab":
+                token.grant_read(self.receiver)
         self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
         self.url = self.function_url.url
+        # The Function URL ends with "/": the tracker's path is appended to it.
+        self.tracker_urls = {name: cdk.Fn.join("", [self.url, name]) for name in enabled}
 
         # ---- worker
         worker_env = {
             **common_env,
             "POWERTOOLS_SERVICE_NAME": "github-webhook-worker",
+            **worker_env_extra,
             "AGENT_RUNTIME_ARN": runtime_arn,
-            "GITHUB_TOKEN_SECRET_NAME": token_secret_ref,
-            "GITHUB_API_URL": github_api_url,
             "ACTOR_HEADER": actor_header,
             "INVOKE_READ_TIMEOUT_SECONDS": str(read_timeout),
             # Stored replies (replies.py) outlive every redelivery, DLQ redrives included.
@@ -271,7 +338,7 @@ class GitHubIssueWebhook(Construct):
             timeout=worker_timeout,
             log_retention=log_retention,
             removal_policy=removal_policy,
-            description="GitHub webhook worker: invoke the AgentCore runtime, post the answer on the issue",
+            description="Issue webhook worker: invoke the AgentCore runtime, post the answer on the issue",
             environment=worker_env,
         )
         self.worker.add_event_source(
@@ -289,7 +356,8 @@ class GitHubIssueWebhook(Construct):
                 ],
             )
         )
-        self.token_secret.grant_read(self.worker)
+        for _hook, token in self.secrets.values():
+            token.grant_read(self.worker)
         self.worker.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
@@ -300,27 +368,26 @@ class GitHubIssueWebhook(Construct):
         )
 
         cdk.CfnOutput(self, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
-        cdk.CfnOutput(self, "WebhookSecretName", value=webhook_secret_ref)
-        cdk.CfnOutput(self, "GitHubTokenSecretName", value=token_secret_ref)
+        if "github" in secret_refs:
+            cdk.CfnOutput(self, "WebhookSecretName", value=secret_refs["github"][0])
+            cdk.CfnOutput(self, "GitHubTokenSecretName", value=secret_refs["github"][1])
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.dead_letter_queue.queue_url)
+        self._tracker_outputs(secret_refs)
 
     # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _associations(values: Sequence[str]) -> str:
-        """Validate the allowlist; returns the receiver's ``ALLOWED_ASSOCIATIONS`` value."""
-        if isinstance(values, str):
-            raise ValueError("allowed_author_associations must be a list, e.g. ['OWNER', 'MEMBER']")
-        names = sorted({v.strip().upper() for v in values if v.strip()})
-        if not names:
-            raise ValueError("allowed_author_associations is empty; no mention could trigger the agent")
-        if "*" in names:
-            return "*"
-        unknown = [n for n in names if n not in AUTHOR_ASSOCIATIONS]
-        if unknown:
-            raise ValueError(
-                f"unknown author association(s) {unknown}; use {sorted(AUTHOR_ASSOCIATIONS)} or ['*']"
-            )
-        return ",".join(names)
+    def _tracker_outputs(self, refs: dict[str, tuple[str, str]]) -> None:
+        """GitLab/Jira outputs at stack scope with their documented names as ids (no hash suffix).
+
+        A second webhook in the same stack does not repeat them (ids must be unique in a stack).
+        """
+        stack = cdk.Stack.of(self)
+        for name, (url_id, hook_id, token_id) in TRACKER_OUTPUTS.items():
+            if name not in refs or stack.node.try_find_child(url_id) is not None:
+                continue
+            title = "GitLab" if name == "gitlab" else "Jira"
+            cdk.CfnOutput(stack, url_id, value=self.tracker_urls[name], description=f"{title} webhook URL")
+            cdk.CfnOutput(stack, hook_id, value=refs[name][0], description=f"{title} webhook secret")
+            cdk.CfnOutput(stack, token_id, value=refs[name][1], description=f"{title} API token secret")
 
     def _secret(
         self,
@@ -347,8 +414,8 @@ class GitHubIssueWebhook(Construct):
         _acknowledge(
             created,
             "AwsSolutions-SMG4",
-            "A GitHub webhook secret or token cannot be rotated by a rotation Lambda; rotate it in GitHub and"
-            " put the new value into this secret (docs/webhook.md).",
+            "A tracker's webhook secret or API token cannot be rotated by a rotation Lambda; rotate it in the"
+            " tracker and put the new value into this secret (docs/webhook.md).",
         )
         return created, created.secret_arn
 
@@ -375,7 +442,7 @@ class GitHubIssueWebhook(Construct):
             self,
             f"{construct_id}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"{construct_id} of the GitHub issue webhook",
+            description=f"{construct_id} of the issue webhook",
         )
         role.add_to_policy(
             iam.PolicyStatement(
@@ -421,3 +488,7 @@ class GitHubIssueWebhook(Construct):
         cfn.tracing_config = lambda_.CfnFunction.TracingConfigProperty(mode="Active")
         fn.node.add_dependency(xray)
         return fn
+
+
+#: The name of the GitHub-only release, kept so existing stacks and imports keep working.
+GitHubIssueWebhook = IssueWebhook

@@ -86,7 +86,12 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """dev with the optional front doors on: GitHub issue webhook and GitHub OIDC invoker role."""
     overrides = {
-        "webhook": {"enabled": True, "allowed_author_associations": ["OWNER", "MEMBER"]},
+        "webhook": {
+            "enabled": True,
+            "allowed_author_associations": ["OWNER", "MEMBER"],
+            "trackers": ["github", "gitlab", "jira"],
+            "jira": {"site_url": "https://acme.atlassian.net"},
+        },
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
     }
     return synth(

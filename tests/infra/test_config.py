@@ -149,3 +149,44 @@ def test_eu_profiles_in_an_eu_region_are_accepted() -> None:
         extra_models=["global.anthropic.claude-haiku-4-5-20251001-v1:0"],
     )
     assert load_config(data, stage="dev").region == "eu-west-1"
+
+
+def test_cdk_json_lists_the_three_trackers() -> None:
+    config = load_config(raw(), stage="dev")
+    assert config.webhook.trackers == ("github", "gitlab", "jira")
+    assert config.webhook.gitlab.min_access_level == 30 and config.webhook.jira.site_url is None
+
+
+@pytest.mark.parametrize(
+    ("webhook", "fragment"),
+    [
+        ({"enabled": True, "trackers": ["jira"]}, "webhook.jira.site_url"),
+        ({"trackers": ["svn"]}, "agentkit.webhook.trackers"),
+        ({"trackers": []}, "at least one"),
+        ({"trackers": ["gitlab", "gitlab"]}, "at most once"),
+        ({"gitlab": {"min_access_level": 25}}, "agentkit.webhook.gitlab.min_access_level"),
+        ({"gitlab": {"api_url": "http://gitlab.example.com/api/v4"}}, "agentkit.webhook.gitlab.api_url"),
+        ({"jira": {"site_url": "example.atlassian.net"}}, "agentkit.webhook.jira.site_url"),
+        ({"jira": {"secret": "x"}}, "agentkit.webhook.jira.secret"),
+    ],
+)
+def test_bad_webhook_tracker_settings_are_refused(webhook: dict, fragment: str) -> None:
+    data = raw()
+    data["webhook"] = webhook
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert fragment in str(err.value)
+
+
+def test_jira_with_a_site_is_accepted_when_enabled() -> None:
+    data = raw()
+    data["webhook"] = {
+        "enabled": True,
+        "trackers": ["jira", "gitlab"],
+        "jira": {"site_url": "https://acme.atlassian.net"},
+    }
+    config = load_config(data, stage="dev")
+    assert (
+        config.webhook.trackers == ("jira", "gitlab")
+        and config.webhook.jira.site_url == "https://acme.atlassian.net"
+    )

@@ -426,6 +426,11 @@ def test_webhook_and_oidc_behind_flags(optional: Synth) -> None:
         if "ALLOWED_ASSOCIATIONS" in dumps(f.get("Properties", {}).get("Environment", {}))
     ]
     assert [r["ALLOWED_ASSOCIATIONS"] for r in receivers] == ["MEMBER,OWNER"]
+    # webhook.trackers / webhook.jira reach the construct: one URL, a path and outputs per tracker.
+    assert receivers[0]["TRACKERS"] == "github,gitlab,jira"
+    assert receivers[0]["JIRA_SITE_URL"] == "https://acme.atlassian.net"
+    for key in ("GitLabWebhookUrl", "GitLabWebhookSecretName", "JiraWebhookUrl", "JiraTokenSecretName"):
+        assert key in optional.raw["Outputs"], key
 
 
 def test_small_model_slot_falls_back_to_an_invocable_profile() -> None:

@@ -22,7 +22,8 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from infra.ci_access import GitHubOidcInvoker, github_subjects
-from infra.webhook import GitHubIssueWebhook
+from infra.webhook import GitHubIssueWebhook, IssueWebhook
+from infra.webhook_trackers import GitLabSettings, JiraSettings
 
 pytestmark = pytest.mark.infra
 
@@ -75,7 +76,21 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
         allow_pull_requests=True,
         runtime_endpoint_names=["DEFAULT"],
     )
-    return app, {"literal": literal, "tokens": tokens}
+    # All three trackers behind one Function URL.
+    multi = cdk.Stack(app, "WebhookMulti", env=env)
+    IssueWebhook(
+        multi,
+        "Webhook",
+        runtime_arn=RUNTIME_ARN,
+        runtime_endpoint_name="dev",
+        name_prefix="agentkit-dev",
+        trackers=["jira", "github", "gitlab"],
+        gitlab=GitLabSettings(bot_username="project_5_bot", min_access_level=40),
+        jira=JiraSettings(
+            site_url="https://example.atlassian.net", bot_account_id="5b10a2844c20165700ede21g"
+        ),
+    )
+    return app, {"literal": literal, "tokens": tokens, "multi": multi}
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +205,7 @@ def test_idempotency_table_pitr_and_ttl(synthed: dict[str, Any]) -> None:
 
 
 def test_log_groups_have_retention(synthed: dict[str, Any]) -> None:
-    for name, days in (("literal", 30), ("tokens", 7)):
+    for name, days in (("literal", 30), ("tokens", 7), ("multi", 30)):
         groups = synthed["templates"][name].find_resources("AWS::Logs::LogGroup")
         assert len(groups) == 2 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
 
@@ -466,3 +481,119 @@ def test_webhook_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> Non
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match=match):
         GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, **kwargs)
+
+
+# --------------------------------------------------------------------------- GitLab and Jira
+def _role_of(template: Template, handler: str) -> str:
+    return str(_env_of(template, handler)["Role"]["Fn::GetAtt"][0])
+
+
+def _secret_reads(template: Template, handler: str) -> list[str]:
+    """The secrets' ``Name`` each GetSecretValue grant of ``handler``'s role points at."""
+    role = _role_of(template, handler)
+    secrets = template.find_resources("AWS::SecretsManager::Secret")
+    out = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role} not in policy["Properties"]["Roles"]:
+            continue
+        for stmt in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "secretsmanager:GetSecretValue" in stmt["Action"]:
+                out.append(secrets[stmt["Resource"]["Ref"]]["Properties"]["Name"])
+    return sorted(out)
+
+
+def test_multi_tracker_secrets_and_least_privilege_reads(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["multi"]
+    names = sorted(s["Properties"]["Name"] for s in t.find_resources("AWS::SecretsManager::Secret").values())
+    assert names == sorted(
+        f"agentkit-dev/{n}-{k}" for n in ("github", "gitlab", "jira") for k in ("webhook-secret", "token")
+    )
+    # The receiver reads the webhook secrets (+ the GitLab token for the members API), never another token.
+    assert _secret_reads(t, "receiver.handler") == [
+        "agentkit-dev/github-webhook-secret",
+        "agentkit-dev/gitlab-token",
+        "agentkit-dev/gitlab-webhook-secret",
+        "agentkit-dev/jira-webhook-secret",
+    ]
+    # The worker reads the tokens only: a leaked worker role cannot forge deliveries.
+    assert _secret_reads(t, "worker.handler") == [
+        "agentkit-dev/github-token",
+        "agentkit-dev/gitlab-token",
+        "agentkit-dev/jira-token",
+    ]
+
+
+def test_multi_tracker_environment(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["multi"]
+    recv = _env_of(t, "receiver.handler")["Environment"]["Variables"]
+    work = _env_of(t, "worker.handler")["Environment"]["Variables"]
+    assert recv["TRACKERS"] == work["TRACKERS"] == "github,gitlab,jira"
+    assert recv["GITLAB_MIN_ACCESS_LEVEL"] == "40" and recv["GITLAB_BOT_USERNAME"] == "project_5_bot"
+    assert recv["JIRA_BOT_ACCOUNT_ID"] == "5b10a2844c20165700ede21g"
+    assert work["JIRA_SITE_URL"] == "https://example.atlassian.net" and work["GITLAB_API_URL"].endswith(
+        "/api/v4"
+    )
+    assert not any(k.endswith("WEBHOOK_SECRET_NAME") or k == "WEBHOOK_SECRET_NAME" for k in work)
+    assert "TRIGGER_MENTION" not in work and "JIRA_TRIGGER_LABEL" not in work
+
+
+def test_one_function_url_with_a_path_per_tracker_in_stack_outputs(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["multi"]
+    t.resource_count_is("AWS::Lambda::Url", 1)
+    outputs = t.to_json()["Outputs"]
+    for key in (
+        "GitLabWebhookUrl",
+        "GitLabWebhookSecretName",
+        "GitLabTokenSecretName",
+        "JiraWebhookUrl",
+        "JiraWebhookSecretName",
+        "JiraTokenSecretName",
+    ):
+        assert key in outputs, key  # stack scope, documented name as the id: no hash suffix
+    gitlab_url = outputs["GitLabWebhookUrl"]["Value"]["Fn::Join"][1]
+    assert gitlab_url[1] == "gitlab" and "FunctionUrl" in json.dumps(gitlab_url[0])
+    assert outputs["JiraWebhookUrl"]["Value"]["Fn::Join"][1][1] == "jira"
+    # GitHub-only stacks get none of them.
+    assert not any(
+        k.startswith(("GitLab", "Jira")) for k in synthed["templates"]["literal"].to_json()["Outputs"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"trackers": ["svn"]}, "at most once"),
+        ({"trackers": []}, "at most once"),
+        ({"trackers": "github"}, "must be a list"),
+        ({"trackers": ["github", "github"]}, "at most once"),
+        ({"trackers": ["jira"]}, "jira=JiraSettings"),
+        ({"trackers": ["jira"], "jira": JiraSettings(site_url="http://x.atlassian.net")}, "https"),
+        ({"trackers": ["gitlab"], "gitlab": GitLabSettings(min_access_level=25)}, "min_access_level"),
+        ({"trackers": ["gitlab"], "gitlab": GitLabSettings(trigger_label="", trigger_mention="")}, "trigger"),
+    ],
+    ids=[
+        "unknown",
+        "empty",
+        "string",
+        "twice",
+        "jira-without-settings",
+        "jira-http",
+        "gitlab-level",
+        "gitlab-no-trigger",
+    ],
+)
+def test_tracker_settings_are_validated(kwargs: dict[str, Any], match: str) -> None:
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(ValueError, match=match):
+        IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, **kwargs)
+
+
+def test_gitlab_only_webhook_has_no_github_secrets() -> None:
+    stack = cdk.Stack(cdk.App(), "GitLabOnly", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, trackers=["gitlab"])
+    t = Template.from_stack(stack)
+    names = sorted(s["Properties"]["Name"] for s in t.find_resources("AWS::SecretsManager::Secret").values())
+    assert names == ["agentkit/gitlab-token", "agentkit/gitlab-webhook-secret"]
+    outputs = t.to_json()["Outputs"]
+    assert not any("GitHubToken" in k or k.endswith("WebhookWebhookSecretName") for k in outputs)
+    assert "GitLabWebhookSecretName" in outputs

@@ -38,7 +38,22 @@ TRANSIENT_CODES = THROTTLE_CODES | {
     "ServiceUnavailableException",
 }
 #: Runtime error codes (runtime/errors.py) that mean "try again later"; every other one is final.
-TRANSIENT_RUNTIME_CODES = frozenset({"session_busy", "shutting_down"})
+TRANSIENT_RUNTIME_CODES = frozenset({"session_busy", "shutting_down", "runtime_unavailable"})
+#: The container's HTTP status (runtime/errors.py, runtime/server.py) → its error code. AgentCore does not
+#: relay the container's body, only its status, in the documented message
+#: ``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``
+#: (the same wording ``runtime/client_errors.py`` parses). 429 and 503 are the transient ones.
+RUNTIME_STATUS_CODES = {
+    400: "invalid_request",
+    402: "budget_exceeded",
+    413: "prompt_too_large",
+    429: "session_busy",
+    500: "agent_error",
+    502: "agent_process_error",
+    503: "runtime_unavailable",  # shutting_down or session_store_unavailable: both mean "later"
+    504: "turn_timeout",
+}
+_RUNTIME_STATUS = re.compile(r"(?:error|status|HTTP)\s*\(?(\d{3})\)?\s*from (?:the )?runtime", re.IGNORECASE)
 #: Error codes the runtime sends (runtime/errors.py); used when a message carries no JSON ``code``.
 KNOWN_RUNTIME_CODES = (
     "budget_exceeded",
@@ -86,15 +101,29 @@ def safe_error_code(code: object) -> str:
     return text if _SAFE_CODE.match(text) else "agent_error"
 
 
-def runtime_client_error_code(message: str) -> str:
-    """The runtime's error code inside a ``RuntimeClientError`` message (AgentCore relays the body).
+def runtime_status(message: str) -> int | None:
+    """The container's HTTP status named in an AgentCore error message, if any."""
+    match = _RUNTIME_STATUS.search(message)
+    return int(match.group(1)) if match else None
 
-    Looks for a JSON ``"code": "..."`` first, then for a known runtime code, else ``runtime_error``.
+
+def runtime_client_error_code(message: str) -> str:
+    """The runtime's error code for a ``RuntimeClientError`` message.
+
+    AgentCore's documented message names only the container's status: that status is mapped with
+    :data:`RUNTIME_STATUS_CODES`. A JSON ``"code": "..."`` or a known runtime code in the message (a
+    stand-in, or a relayed body) wins when present. Else ``http_<status>``, else ``runtime_error``.
     """
     match = _JSON_CODE.search(message)
     if match:
         return safe_error_code(match.group(1))
-    return next((code for code in KNOWN_RUNTIME_CODES if code in message), "runtime_error")
+    named = next((code for code in KNOWN_RUNTIME_CODES if code in message), None)
+    if named:
+        return named
+    status = runtime_status(message)
+    if status is None:
+        return "runtime_error"
+    return RUNTIME_STATUS_CODES.get(status, f"http_{status}")
 
 
 def _request_id(response: dict[str, Any]) -> str | None:
@@ -180,7 +209,8 @@ class AgentRuntimeInvoker:
         """One agent turn. Final agent errors come back as a reply with ``error_code`` set.
 
         Raises:
-            TransientInvokeError: the runtime session is busy (no turn ran).
+            TransientInvokeError: the container answered 429 (session busy) or 503 (shutting down,
+                session store unavailable): no turn ran.
             botocore ClientError / EndpointConnectionError / ConnectTimeoutError: transient or
                 configuration errors (the worker lets SQS retry them).
             RuntimeReplyError: a reply of an unknown shape.
@@ -207,15 +237,18 @@ class AgentRuntimeInvoker:
                     self._sleep(random.uniform(0, min(8.0, 2.0**attempt)))
                     attempt += 1
                     continue
-                if code != "RuntimeClientError":
-                    raise
                 message = str(err.get("Message", ""))
+                relayed = code == "RuntimeClientError" or (
+                    code == "ValidationException" and runtime_status(message) is not None
+                )
+                if not relayed:
+                    raise
                 reply = RuntimeReply(
                     error_code=runtime_client_error_code(message),
                     error_message=message,
                     request_id=_request_id(exc.response),
                 )
-                if reply.error_code in TRANSIENT_RUNTIME_CODES:
+                if reply.error_code in TRANSIENT_RUNTIME_CODES or runtime_status(message) in (429, 503):
                     raise TransientInvokeError(f"runtime answered {reply.error_code}: {message}") from None
                 return reply
             except ReadTimeoutError as exc:

@@ -1,17 +1,18 @@
 """Webhook worker Lambda (SQS): run one agent turn per task and post the answer on the issue.
 
-For each SQS record (an :class:`trackers.AgentTask` as JSON) the worker:
+For each SQS record (an :class:`trackers.AgentTask` as JSON, from any tracker) the worker:
 
 1. renders the prompt (:func:`trackers.render_prompt`);
 2. calls ``bedrock-agentcore`` ``InvokeAgentRuntime`` with body ``{"prompt": ..., "stream": false}``,
-   ``runtimeSessionId`` = ``task.runtime_session_id`` (``gh-`` + sha256("owner/repo#n"), so each issue
-   is one continuing conversation), ``qualifier`` = the runtime endpoint when configured, and the actor
-   in the custom header ``ACTOR_HEADER`` (default ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor``,
-   value ``github:owner/repo``), added by a botocore ``before-sign`` hook — the documented way to pass
-   custom headers to an AgentCore runtime; the runtime must allow-list that header;
+   ``runtimeSessionId`` = ``task.runtime_session_id`` (``gh-``/``gitlab-``/``jira-`` + sha256 of the issue,
+   so each issue of each tracker is one continuing conversation), ``qualifier`` = the runtime endpoint
+   when configured, and the actor in the custom header ``ACTOR_HEADER`` (default
+   ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor``, value ``<tracker>:<repository>``), added by a
+   botocore ``before-sign`` hook — the documented way to pass custom headers to an AgentCore runtime;
+   the runtime must allow-list that header;
 3. stores the finished comment under the task's idempotency key (:mod:`replies`, DynamoDB, TTL);
-4. posts it (with a cost/turns footer and a loop-guard marker) through the tracker adapter and marks
-   the stored reply ``posted``.
+4. posts it (with a cost/turns footer and a loop-guard marker) through the task's tracker adapter
+   (``task.tracker``) and marks the stored reply ``posted``.
 
 A redelivered record whose reply is stored is not run again: an ``answered`` reply is only posted
 (the post had failed), a ``posted`` or ``unconfirmed`` one is left alone. The key is the sha256 of
@@ -28,25 +29,25 @@ bounded loop (``THROTTLE_RETRIES``), because a throttled call never reached the 
   ``session_busy`` — raise, so Powertools batch processing reports the record in
   ``batchItemFailures``; SQS redelivers it and, after the max receive count, moves it to the DLQ;
 * *final* agent errors — an error document in the reply, a ``RuntimeClientError`` (the container
-  answered with an error status, e.g. ``budget_exceeded``), a read timeout or a connection lost
+  answered with an error status; AgentCore relays only ``Received error (<status>) from runtime``,
+  and the status names the error, e.g. 402 ``budget_exceeded``), a read timeout or a connection lost
   mid-turn — are posted on the issue as a short generic comment with the error code and a request
   id; the details (message, ARNs) go only to the log. The record succeeds: SQS does not retry;
+  the container's 429 (``session_busy``) and 503 (``shutting_down``) are transient instead;
 * configuration errors (``AccessDeniedException``, ``ValidationException``, ``ResourceNotFoundException``)
   raise like transient ones, so the tasks wait in the DLQ until the setup is fixed;
-* a reply that may have been posted (GitHub never answered the POST) is logged, not retried.
+* a reply that may have been posted (the tracker never answered the POST) is logged, not retried.
 
 The read timeout (default 780 s) must exceed the runtime's turn timeout (``AGENTKIT_TURN_TIMEOUT``,
 default 600 s) and stay below the Lambda timeout (the construct sets 14 minutes).
 
-Environment:
+Environment (tracker variables: see :mod:`wiring`):
   AGENT_RUNTIME_ARN             runtime ARN (required)
   AGENT_RUNTIME_QUALIFIER       runtime endpoint name (optional; default endpoint when empty)
-  GITHUB_TOKEN_SECRET_NAME      Secrets Manager name/ARN of the token (plain string or {"token": ...})
-  GITHUB_API_URL                default https://api.github.com
+  TRACKERS and per tracker      the token secret name and API URL (GITHUB_TOKEN_SECRET_NAME, …)
   ACTOR_HEADER                  default X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor (empty: none)
   INVOKE_READ_TIMEOUT_SECONDS   botocore read timeout for the agent turn (default 780)
   THROTTLE_RETRIES              extra attempts after a ThrottlingException (default 2)
-  TRIGGER_LABEL / TRIGGER_MENTION  as for the receiver (not used to decide here)
   MAX_PROMPT_CHARS              issue body / comment clip (default 20000)
   IDEMPOTENCY_TABLE             DynamoDB table for stored replies (required; the receiver's table)
   REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
@@ -54,7 +55,7 @@ Environment:
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
 
 IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``;
-``secretsmanager:GetSecretValue`` on the token secret; ``dynamodb:GetItem/PutItem/UpdateItem`` on the
+``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets (never the webhook secrets); ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table (``reply#*`` keys); ``sqs:ReceiveMessage/DeleteMessage/
 GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray put.
 """
@@ -62,17 +63,17 @@ GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+import wiring
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
 from invoker import (  # noqa: F401  (re-exported: the worker's public names)
     DEFAULT_ACTOR_HEADER,
@@ -89,6 +90,7 @@ from invoker import (  # noqa: F401  (re-exported: the worker's public names)
     agentcore_client_config,
     parse_reply,
     runtime_client_error_code,
+    runtime_status,
     safe_error_code,
 )
 from replies import (
@@ -99,53 +101,46 @@ from replies import (
     ReplyStoreError,
     StoredReply,
 )
-from trackers import AgentTask, GitHubTracker, IssueTracker, TrackerApiError, format_reply, render_prompt
+from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
+from webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook-worker")
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
-metrics = Metrics(
-    namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "AgentCoreClaudeKit"), service=SERVICE
-)
+metrics = TrackerMetrics(service=SERVICE)
 # Report every failed record (even when all fail) instead of raising: SQS retries exactly those.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @dataclass
 class WorkerDeps:
-    """``replies``: where finished replies are stored before posting (``None``: not stored)."""
+    """``trackers``: the enabled adapters by name; ``replies``: where finished replies are stored before
+    posting (``None``: not stored)."""
 
-    tracker: IssueTracker
+    trackers: Mapping[str, IssueTracker]
     invoker: AgentRuntimeInvoker
     max_prompt_chars: int = 20_000
     replies: ReplyStore | None = None
 
+    def tracker_for(self, task: AgentTask) -> IssueTracker:
+        """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
+        tracker = self.trackers.get(task.tracker)
+        if tracker is None:
+            raise TrackerConfigError(
+                f"task for tracker {task.tracker!r}, but the worker has only {sorted(self.trackers)}"
+            )
+        return tracker
+
 
 def deps_from_env() -> WorkerDeps:
     arn = os.environ.get("AGENT_RUNTIME_ARN", "")
-    token_secret = os.environ.get("GITHUB_TOKEN_SECRET_NAME", "")
     table = os.environ.get("IDEMPOTENCY_TABLE", "")
-    if not arn or not token_secret or not table:
-        raise RuntimeError("AGENT_RUNTIME_ARN, GITHUB_TOKEN_SECRET_NAME and IDEMPOTENCY_TABLE are required")
-    provider = SecretsProvider(boto3_client=boto3.client("secretsmanager"))
-    max_age = int(os.environ.get("SECRET_MAX_AGE_SECONDS", "300"))
-
-    def token() -> str:
-        value = provider.get(token_secret, max_age=max_age)
-        value = value.decode() if isinstance(value, bytes) else str(value or "")
-        if value.lstrip().startswith("{"):
-            return str(json.loads(value).get("token", ""))
-        return value.strip()
-
+    if not arn or not table:
+        raise RuntimeError("AGENT_RUNTIME_ARN and IDEMPOTENCY_TABLE are required")
     read_timeout = int(os.environ.get("INVOKE_READ_TIMEOUT_SECONDS", str(DEFAULT_READ_TIMEOUT_SECONDS)))
     client = boto3.client("bedrock-agentcore", config=agentcore_client_config(read_timeout=read_timeout))
     return WorkerDeps(
-        tracker=GitHubTracker(
-            token=token,
-            api_url=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
-            trigger_label=os.environ.get("TRIGGER_LABEL", "agent"),
-            trigger_mention=os.environ.get("TRIGGER_MENTION", "/agent"),
-        ),
+        trackers=wiring.build_trackers("worker", secrets_client=boto3.client("secretsmanager")),
         invoker=AgentRuntimeInvoker(
             client=client,
             runtime_arn=arn,
@@ -194,16 +189,18 @@ def task_key(task: AgentTask, raw_body: str) -> str:
 def run_turn(task: AgentTask, deps: WorkerDeps) -> StoredReply:
     """Invoke the runtime once and build the comment to post (an answer or a short error note)."""
     session_id = task.runtime_session_id
+    tracker = deps.tracker_for(task)
     reply = deps.invoker.invoke(
         prompt=render_prompt(task, max_chars=deps.max_prompt_chars), session_id=session_id, actor=task.actor
     )
     if reply.error_code:
         reference = reply.request_id or task.delivery_id
-        metrics.add_metric(name="IssueTurnErrors", unit=MetricUnit.Count, value=1)
+        metrics.emit("IssueTurnErrors", task.tracker)
         # Details stay in the log: the message may name ARNs, paths or limits not meant for a public issue.
         logger.warning(
             "agent returned an error",
             extra={
+                "tracker": task.tracker,
                 "repository": task.repository,
                 "issue": task.issue_number,
                 "delivery_id": task.delivery_id,
@@ -219,7 +216,7 @@ def run_turn(task: AgentTask, deps: WorkerDeps) -> StoredReply:
         cost = f"${reply.cost_usd:.4f}" if reply.cost_usd is not None else "n/a"
         footer = f"agentkit · session {session_id[:15]}… · turns {reply.num_turns or '?'} · cost {cost}"
     return StoredReply(
-        comment=format_reply(text, footer=footer),
+        comment=tracker.format_reply(text, footer=footer),
         session_id=session_id,
         delivery_id=task.delivery_id,
         cost_usd=reply.cost_usd,
@@ -236,12 +233,13 @@ def _mark(
     status: Literal["posted", "unconfirmed"],
     url: str,
     log_ctx: dict[str, Any],
+    tracker: str,
 ) -> None:
     """Best effort: the reply is out already, so a DynamoDB failure here must not fail the record."""
     try:
         store.mark(key, status=status, comment_url=url)
     except ReplyStoreError as exc:
-        metrics.add_metric(name="IssueReplyStoreErrors", unit=MetricUnit.Count, value=1)
+        metrics.emit("IssueReplyStoreErrors", tracker)
         logger.error("could not mark the stored reply as posted", extra={**log_ctx, "error": str(exc)})
 
 
@@ -258,7 +256,9 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
         Errors of :meth:`AgentRuntimeInvoker.invoke`.
     """
     session_id = task.runtime_session_id
+    tracker = deps.tracker_for(task)
     log_ctx: dict[str, Any] = {
+        "tracker": task.tracker,
         "repository": task.repository,
         "issue": task.issue_number,
         "delivery_id": task.delivery_id,
@@ -267,7 +267,7 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
     store = deps.replies if key else None
     stored = store.get(key) if store is not None and key else None
     if stored is not None and stored.status != "answered":
-        metrics.add_metric(name="IssueReplyDuplicate", unit=MetricUnit.Count, value=1)
+        metrics.emit("IssueReplyDuplicate", task.tracker)
         logger.info(
             "reply already posted; redelivery ignored",
             extra={**log_ctx, "status": stored.status, "comment_url": stored.comment_url},
@@ -283,18 +283,18 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
                 saved = True
             except ReplyStoreError as exc:
                 # The turn is paid for: post it anyway. Only a failed post now re-runs the turn.
-                metrics.add_metric(name="IssueReplyStoreErrors", unit=MetricUnit.Count, value=1)
+                metrics.emit("IssueReplyStoreErrors", task.tracker)
                 logger.error(
                     "could not store the reply; posting it anyway", extra={**log_ctx, "error": str(exc)}
                 )
     else:
-        metrics.add_metric(name="IssueReplyReposted", unit=MetricUnit.Count, value=1)
+        metrics.emit("IssueReplyReposted", task.tracker)
         logger.info("posting the stored reply; the turn is not run again", extra=log_ctx)
     try:
-        comment_url = deps.tracker.post_reply(task, stored.comment).url
-        metrics.add_metric(name="IssueReplies", unit=MetricUnit.Count, value=1)
+        comment_url = tracker.post_reply(task, stored.comment).url
+        metrics.emit("IssueReplies", task.tracker)
         if saved and store is not None and key:
-            _mark(store, key, status=POSTED, url=comment_url, log_ctx=log_ctx)
+            _mark(store, key, status=POSTED, url=comment_url, log_ctx=log_ctx, tracker=task.tracker)
     except TrackerApiError as exc:
         if exc.retryable or exc.status is not None:
             if not saved:
@@ -304,17 +304,17 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
                     extra={**log_ctx, "error": exc.message, "reply": stored.comment},
                 )
             raise
-        # GitHub may have posted it: a retry could double-post. Keep the text in the log.
-        metrics.add_metric(name="IssueReplyUnconfirmed", unit=MetricUnit.Count, value=1)
+        # The tracker may have posted it: a retry could double-post. Keep the text in the log.
+        metrics.emit("IssueReplyUnconfirmed", task.tracker)
         logger.error(
             "reply may not have been posted; not retried",
             extra={**log_ctx, "session_id": session_id, "error": exc.message, "reply": stored.comment},
         )
         comment_url = ""
         if saved and store is not None and key:
-            _mark(store, key, status=UNCONFIRMED, url="", log_ctx=log_ctx)
+            _mark(store, key, status=UNCONFIRMED, url="", log_ctx=log_ctx, tracker=task.tracker)
     if stored.cost_usd is not None:
-        metrics.add_metric(name="IssueCostUSD", unit=MetricUnit.NoUnit, value=stored.cost_usd)
+        metrics.emit("IssueCostUSD", task.tracker, stored.cost_usd, MetricUnit.NoUnit)
     # One structured line per turn (logged once: when its reply is first posted). docs/webhook.md sums
     # cost_usd per issue with Logs Insights.
     logger.info(
@@ -355,6 +355,7 @@ def record_handler(record: SQSRecord) -> str:
         logger.warning(
             "task failed; SQS will redeliver it",
             extra={
+                "tracker": task.tracker,
                 "delivery_id": task.delivery_id,
                 "kind": failure_kind(exc),
                 "error": f"{type(exc).__name__}: {exc}"[:2000],
@@ -366,8 +367,9 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
     )

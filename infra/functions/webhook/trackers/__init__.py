@@ -1,0 +1,70 @@
+"""Issue-tracker adapters behind one protocol (:class:`IssueTracker`): GitHub, GitLab, Jira Cloud.
+
+The receiver and worker only see :mod:`.base` (task, decision, errors, prompt); each adapter verifies its
+tracker's webhooks and posts replies through its REST API. See ``docs/webhook.md``.
+"""
+
+from .base import (
+    DEFAULT_MAX_BODY_BYTES,
+    TRACKER_NAMES,
+    AgentTask,
+    BadRequestError,
+    Decision,
+    InboundRequest,
+    IssueTracker,
+    NotFoundError,
+    PayloadTooLargeError,
+    ReplyRef,
+    SignatureError,
+    StaleDeliveryError,
+    TrackerApiError,
+    TrackerConfigError,
+    TrackerName,
+    UnsupportedMediaTypeError,
+    WebhookError,
+    render_prompt,
+)
+from .github import (
+    AGENT_REPLY_MARKER,
+    DEFAULT_ALLOWED_ASSOCIATIONS,
+    MAX_COMMENT_CHARS,
+    GitHubTracker,
+    parse_associations,
+    verify_github_signature,
+)
+from .gitlab import GitLabTracker, GitLabWebhookSecret, verify_gitlab_request
+from .jira import JIRA_REPLY_MARKER, JiraTracker, jira_auth_header, verify_jira_signature
+
+__all__ = [
+    "AGENT_REPLY_MARKER",
+    "DEFAULT_ALLOWED_ASSOCIATIONS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "JIRA_REPLY_MARKER",
+    "MAX_COMMENT_CHARS",
+    "TRACKER_NAMES",
+    "AgentTask",
+    "BadRequestError",
+    "Decision",
+    "GitHubTracker",
+    "GitLabTracker",
+    "GitLabWebhookSecret",
+    "InboundRequest",
+    "IssueTracker",
+    "JiraTracker",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "ReplyRef",
+    "SignatureError",
+    "StaleDeliveryError",
+    "TrackerApiError",
+    "TrackerConfigError",
+    "TrackerName",
+    "UnsupportedMediaTypeError",
+    "WebhookError",
+    "jira_auth_header",
+    "parse_associations",
+    "render_prompt",
+    "verify_github_signature",
+    "verify_gitlab_request",
+    "verify_jira_signature",
+]

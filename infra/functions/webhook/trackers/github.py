@@ -1,0 +1,258 @@
+"""GitHub adapter: ``X-Hub-Signature-256`` in, issue comments out (REST ``/repos/{o}/{r}/issues/{n}/comments``).
+
+Payload models: :mod:`.github_models`. GitHub rejects comment bodies above 65,536 characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from collections.abc import Callable, Collection
+from typing import Literal
+
+from pydantic import ValidationError
+
+from .base import (
+    DEFAULT_MAX_BODY_BYTES,
+    AgentTask,
+    BadRequestError,
+    Decision,
+    InboundRequest,
+    ReplyRef,
+    SignatureError,
+    TrackerConfigError,
+    check_size,
+    clip_reply,
+    require_json,
+    shape_error,
+)
+from .github_models import AUTHOR_ASSOCIATIONS, IssueCommentEvent, IssuesEvent, PingEvent
+from .http import post_json
+from .triggers import markdown_unquoted, mention_pattern
+
+#: Hidden marker appended to every reply; comments carrying it are never treated as triggers.
+AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
+#: GitHub rejects comment bodies above 65,536 characters.
+MAX_COMMENT_CHARS = 65_000
+#: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
+DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def format_markdown_reply(text: str, *, footer: str, limit: int) -> str:
+    """Clip, then append the footer (``<sub>``) and the hidden loop-guard marker (GitHub, GitLab)."""
+    parts = [clip_reply(text, limit)]
+    if footer:
+        parts.append(f"<sub>{footer}</sub>")
+    parts.append(AGENT_REPLY_MARKER)
+    return "\n\n".join(parts)
+
+
+def verify_github_signature(*, secret: str, body: bytes, header: str | None) -> None:
+    """Check ``X-Hub-Signature-256: sha256=<hex>`` in constant time. Raises :class:`SignatureError`."""
+    if not secret.strip():
+        raise TrackerConfigError("webhook secret is blank; put a value into the webhook secret")
+    if not header:
+        raise SignatureError("missing X-Hub-Signature-256 header")
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode(), header.strip().encode()):
+        raise SignatureError("X-Hub-Signature-256 does not match the payload")
+
+
+def parse_associations(value: str | Collection[str]) -> frozenset[str]:
+    """Normalise an author-association allowlist (comma-separated string or collection).
+
+    ``*`` allows every association (anyone who can comment on a public repository can then start paid
+    agent runs). Raises :class:`TrackerConfigError` on an empty list or an unknown value.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = frozenset(item.strip().upper() for item in items if item.strip())
+    if not names:
+        raise TrackerConfigError(
+            "ALLOWED_ASSOCIATIONS is empty; list e.g. OWNER,MEMBER,COLLABORATOR or use *"
+        )
+    if "*" in names:
+        return AUTHOR_ASSOCIATIONS
+    unknown = sorted(names - AUTHOR_ASSOCIATIONS)
+    if unknown:
+        raise TrackerConfigError(
+            f"unknown author association(s) {', '.join(unknown)} in ALLOWED_ASSOCIATIONS; "
+            f"allowed: {', '.join(sorted(AUTHOR_ASSOCIATIONS))} or *"
+        )
+    return names
+
+
+class GitHubTracker:
+    """GitHub adapter: verifies ``X-Hub-Signature-256`` and posts replies through the REST API.
+
+    Triggers: ``issues.labeled`` with ``trigger_label`` as the added label, ``issues.opened`` with
+    ``trigger_mention`` in the body, and ``issue_comment.created`` with ``trigger_mention`` in the
+    comment. An issue opened *with* the label triggers once, through the ``labeled`` event GitHub sends
+    after ``opened``. An empty label or mention disables that trigger. Comments by ``bot_login``, by
+    accounts of type ``Bot``, or carrying :data:`AGENT_REPLY_MARKER` are ignored (no reply loops).
+
+    Mention triggers (issue body, comment) are accepted only from authors whose ``author_association``
+    is in ``allowed_associations`` (default OWNER, MEMBER, COLLABORATOR), so strangers on a public
+    repository cannot start paid runs. The label trigger needs no check: only accounts with triage
+    access or more can label an issue.
+    """
+
+    name: Literal["github"] = "github"
+
+    def __init__(
+        self,
+        *,
+        webhook_secret: Callable[[], str] | None = None,
+        token: Callable[[], str] | None = None,
+        trigger_label: str = "agent",
+        trigger_mention: str = "/agent",
+        bot_login: str = "",
+        allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
+        api_url: str = "https://api.github.com",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        http_timeout: float = 15.0,
+        post_attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not trigger_label and not trigger_mention:
+            raise TrackerConfigError("set TRIGGER_LABEL and/or TRIGGER_MENTION; both are empty")
+        self._secret = webhook_secret
+        self._token = token
+        self.trigger_label = trigger_label
+        self.trigger_mention = trigger_mention
+        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
+        self.bot_login = bot_login.lower()
+        self.allowed_associations = parse_associations(allowed_associations)
+        self.api_url = api_url.rstrip("/")
+        self.max_body_bytes = max_body_bytes
+        self.http_timeout = http_timeout
+        self.post_attempts = max(1, post_attempts)
+        self._sleep = sleep
+
+    # ---- inbound
+    def parse_request(self, request: InboundRequest) -> Decision:
+        check_size(request, self.max_body_bytes)
+        if self._secret is None:
+            raise TrackerConfigError("GitHubTracker was built without a webhook secret provider")
+        verify_github_signature(
+            secret=self._secret(), body=request.body, header=request.headers.get("x-hub-signature-256")
+        )
+        event = request.headers.get("x-github-event")
+        delivery = request.headers.get("x-github-delivery")
+        missing = [h for h, v in (("X-GitHub-Event", event), ("X-GitHub-Delivery", delivery)) if not v]
+        if missing:
+            raise BadRequestError(f"missing header(s): {', '.join(missing)}")
+        assert event is not None and delivery is not None
+        payload = require_json(request)
+        try:
+            if event == "ping":
+                PingEvent.model_validate(payload)
+                return Decision("ping", reason="pong")
+            if event == "issues":
+                return self._on_issues(IssuesEvent.model_validate(payload), delivery)
+            if event == "issue_comment":
+                return self._on_comment(IssueCommentEvent.model_validate(payload), delivery)
+        except ValidationError as exc:
+            raise shape_error(event, exc) from None
+        return Decision("ignored", reason=f"event {event!r} is not handled")
+
+    def _mentions(self, text: str) -> bool:
+        """The mention trigger in ``text`` outside quotes and code (see :mod:`.triggers`)."""
+        return self._mention is not None and bool(self._mention.search(markdown_unquoted(text)))
+
+    def _on_issues(self, ev: IssuesEvent, delivery: str) -> Decision:
+        label = self.trigger_label.lower()
+        if ev.action == "labeled":
+            # The label added by *this* event; labels already on the issue do not count.
+            triggered = bool(label) and ev.label is not None and ev.label.name.lower() == label
+        elif ev.action == "opened":
+            # Only the mention: an issue opened with the label also gets a ``labeled`` event, which triggers.
+            triggered = self._mentions(ev.issue.body or "")
+        else:
+            triggered = False
+        if not triggered:
+            return Decision("ignored", reason=f"issues.{ev.action} without the trigger")
+        if self._is_own(ev.sender.login, ev.sender.type):
+            return Decision("ignored", reason="sent by the bot itself")
+        if ev.action == "opened" and not self._allowed(ev.issue.author_association):
+            return self._not_allowed(ev.issue.author_association)
+        return Decision(
+            "accepted",
+            task=AgentTask(
+                repository=ev.repository.full_name,
+                issue_number=ev.issue.number,
+                title=ev.issue.title,
+                body=ev.issue.body or "",
+                author=ev.sender.login,
+                issue_author=ev.issue.user.login,
+                delivery_id=delivery,
+                event=f"issues.{ev.action}",
+                html_url=ev.issue.html_url,
+            ),
+        )
+
+    def _on_comment(self, ev: IssueCommentEvent, delivery: str) -> Decision:
+        if ev.action != "created":
+            return Decision("ignored", reason=f"issue_comment.{ev.action} is not handled")
+        text = ev.comment.body or ""
+        if self._is_own(ev.comment.user.login, ev.comment.user.type) or AGENT_REPLY_MARKER in text:
+            return Decision("ignored", reason="comment authored by the bot itself")
+        if not self._mentions(text):
+            return Decision("ignored", reason="comment does not mention the agent")
+        if not self._allowed(ev.comment.author_association):
+            return self._not_allowed(ev.comment.author_association)
+        return Decision(
+            "accepted",
+            task=AgentTask(
+                repository=ev.repository.full_name,
+                issue_number=ev.issue.number,
+                title=ev.issue.title,
+                body=ev.issue.body or "",
+                comment=text,
+                author=ev.comment.user.login,
+                issue_author=ev.issue.user.login,
+                delivery_id=delivery,
+                event="issue_comment.created",
+                html_url=ev.comment.html_url or ev.issue.html_url,
+            ),
+        )
+
+    def _allowed(self, association: str) -> bool:
+        return association.upper() in self.allowed_associations
+
+    def _not_allowed(self, association: str) -> Decision:
+        return Decision(
+            "ignored",
+            reason=f"author association {association.upper()} may not trigger the agent"
+            f" (allowed: {', '.join(sorted(self.allowed_associations))})",
+        )
+
+    def _is_own(self, login: str, account_type: str) -> bool:
+        return account_type == "Bot" or (bool(self.bot_login) and login.lower() == self.bot_login)
+
+    # ---- outbound
+    def format_reply(self, text: str, *, footer: str = "") -> str:
+        return format_markdown_reply(text, footer=footer, limit=MAX_COMMENT_CHARS)
+
+    def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
+        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`)."""
+        if self._token is None:
+            raise TrackerConfigError("GitHubTracker was built without a token provider")
+        token = self._token()
+        if not token:
+            raise TrackerConfigError("GitHub token secret is empty; put a token into it")
+        url = f"{self.api_url}/repos/{task.repository}/issues/{task.issue_number}/comments"
+        doc = post_json(
+            url,
+            {"body": text},
+            headers={
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+            },
+            service="GitHub",
+            attempts=self.post_attempts,
+            timeout=self.http_timeout,
+            sleep=self._sleep,
+        )
+        return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))

@@ -1,0 +1,280 @@
+"""Jira Cloud adapter: signed admin webhooks in, issue comments (Atlassian Document Format) out.
+
+**Verification.** Atlassian's *Jira Cloud platform → Webhooks → Secure admin webhooks*: an admin webhook
+(Jira administration or ``/rest/webhooks/1.0/webhook``) registered with a secret signs each request with
+HMAC-SHA256 over the raw body, keyed with that secret, and sends it as ``X-Hub-Signature:
+sha256=<hex>`` (the WebSub ``method=signature`` form). Unsigned calls are refused: webhooks of Connect
+or OAuth apps are not signed this way and cannot be used. The signed body carries ``timestamp``
+(epoch ms); a delivery older than ``max_age_seconds`` (the receiver passes its idempotency window) or
+more than five minutes in the future is refused, so a captured body cannot be replayed after its
+idempotency record expired.
+
+**Triggers.** ``jira:issue_updated`` whose changelog adds ``trigger_label`` to ``labels``;
+``jira:issue_created`` with the label, or with ``trigger_mention`` in the description; ``comment_created``
+with ``trigger_mention`` or an @mention of the bot account (``[~accountid:<bot>]``) — outside
+``{quote}``, ``{code}``, ``{noformat}``, ``bq.`` and ``{{monospace}}`` (:mod:`.triggers`). Only users of
+``accountType`` ``atlassian`` (licensed users, not JSM portal customers, not apps) trigger. Skipped:
+comments by ``bot_account_id``, by apps, or carrying :data:`JIRA_REPLY_MARKER`, and internal Jira
+Service Management comments (``jsdPublic: false``: the reply would be public).
+
+**Reply.** ``POST {api_url}/rest/api/3/issue/{key}/comment`` with ``{"body": <ADF>}`` (:mod:`.adf`).
+The token secret is JSON: ``{"email": ..., "api_token": ...}`` (basic auth with an Atlassian API token)
+or ``{"access_token": ...}`` (OAuth 2.0 bearer; then ``api_url`` is
+``https://api.atlassian.com/ex/jira/<cloud id>``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .adf import markdown_to_adf
+from .base import (
+    DEFAULT_MAX_BODY_BYTES,
+    AgentTask,
+    Decision,
+    InboundRequest,
+    ReplyRef,
+    SignatureError,
+    StaleDeliveryError,
+    TrackerConfigError,
+    check_size,
+    clip_reply,
+    require_json,
+    shape_error,
+)
+from .http import post_json
+from .jira_models import JiraEvent, JiraIssue, JiraUser
+from .triggers import adf_unquoted, mention_pattern, wiki_unquoted
+
+#: The last line of every reply starts with this; comments containing it are never triggers.
+JIRA_REPLY_MARKER = "agentkit reply ·"
+#: Jira Cloud rejects comment bodies over 32,767 characters; leave room for the ADF structure.
+MAX_COMMENT_CHARS = 20_000
+DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
+FUTURE_SKEW_SECONDS = 300
+_KEY = re.compile(r"^([A-Z][A-Z0-9_]*)-(\d+)$")
+
+
+def verify_jira_signature(*, secret: str, body: bytes, header: str | None) -> None:
+    """Check ``X-Hub-Signature: sha256=<hex>`` in constant time. Raises :class:`SignatureError`."""
+    if not secret.strip():
+        raise TrackerConfigError("Jira webhook secret is blank; put the webhook's secret into it")
+    if not header:
+        raise SignatureError("missing X-Hub-Signature header (register the Jira webhook with a secret)")
+    method, _, signature = header.strip().partition("=")
+    if method.lower() != "sha256" or not signature:
+        raise SignatureError(f"X-Hub-Signature method {method!r} is not sha256")
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode(), signature.lower().encode()):
+        raise SignatureError("X-Hub-Signature does not match the payload")
+
+
+def jira_auth_header(secret_value: str) -> str:
+    """``Authorization`` value from the token secret. Raises :class:`TrackerConfigError`."""
+    try:
+        doc = json.loads(secret_value)
+    except json.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise TrackerConfigError(
+            'Jira token secret must be JSON: {"email": ..., "api_token": ...} or {"access_token": ...}'
+        )
+    if doc.get("access_token"):
+        return f"Bearer {doc['access_token']}"
+    if doc.get("email") and doc.get("api_token"):
+        pair = f"{doc['email']}:{doc['api_token']}".encode()
+        return "Basic " + base64.b64encode(pair).decode()
+    raise TrackerConfigError("Jira token secret has neither access_token nor email + api_token")
+
+
+def _text_of(value: str | dict[str, Any] | None) -> tuple[str, str]:
+    """``(full text, unquoted text)`` of a wiki-markup string or an ADF document."""
+    if value is None:
+        return "", ""
+    if isinstance(value, dict):
+        text = adf_unquoted({"type": "doc", "content": value.get("content") or []})
+        return text, text  # quotes and code are already left out of the ADF walk
+    return value, wiki_unquoted(value)
+
+
+class JiraTracker:
+    """Jira Cloud issues: see the module docstring for verification, triggers and replies."""
+
+    name: Literal["jira"] = "jira"
+
+    def __init__(
+        self,
+        *,
+        site_url: str,
+        webhook_secret: Callable[[], str] | None = None,
+        token: Callable[[], str] | None = None,
+        api_url: str = "",
+        trigger_label: str = "agent",
+        trigger_mention: str = "/agent",
+        bot_account_id: str = "",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
+        http_timeout: float = 15.0,
+        post_attempts: int = 3,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not trigger_label and not trigger_mention and not bot_account_id:
+            raise TrackerConfigError("set the Jira trigger label, mention or bot account; all are empty")
+        if not site_url.startswith("https://") and not site_url.startswith("http://127.0.0.1"):
+            raise TrackerConfigError(f"Jira site URL {site_url!r} must be https://<site>.atlassian.net")
+        self.site_url = site_url.rstrip("/")
+        self.api_url = (api_url or site_url).rstrip("/")
+        self._secret = webhook_secret
+        self._token = token
+        self.trigger_label = trigger_label.lower()
+        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
+        self.bot_account_id = bot_account_id
+        self.max_body_bytes = max_body_bytes
+        self.max_age_seconds = max_age_seconds
+        self.http_timeout = http_timeout
+        self.post_attempts = max(1, post_attempts)
+        self._clock = clock
+        self._sleep = sleep
+
+    # ---- inbound
+    def parse_request(self, request: InboundRequest) -> Decision:
+        check_size(request, self.max_body_bytes)
+        if self._secret is None:
+            raise TrackerConfigError("JiraTracker was built without a webhook secret provider")
+        verify_jira_signature(
+            secret=self._secret(), body=request.body, header=request.headers.get("x-hub-signature")
+        )
+        payload = require_json(request)
+        try:
+            ev = JiraEvent.model_validate(payload)
+        except ValidationError as exc:
+            raise shape_error("Jira", exc) from None
+        self._check_fresh(ev.timestamp)
+        delivery = (
+            request.headers.get("x-atlassian-webhook-identifier")
+            or "jira-" + hashlib.sha256(request.body).hexdigest()[:32]
+        )
+        if ev.webhookEvent == "comment_created":
+            return self._on_comment(ev, delivery)
+        if ev.webhookEvent in ("jira:issue_created", "jira:issue_updated"):
+            return self._on_issue(ev, delivery)
+        return Decision("ignored", reason=f"event {ev.webhookEvent!r} is not handled")
+
+    def _check_fresh(self, timestamp_ms: int) -> None:
+        age = self._clock() - timestamp_ms / 1000
+        if age > self.max_age_seconds or age < -FUTURE_SKEW_SECONDS:
+            raise StaleDeliveryError(
+                f"delivery timestamp is {age:.0f}s old; accepted: up to {self.max_age_seconds}s"
+            )
+
+    def _mentions(self, unquoted: str) -> bool:
+        if self._mention is not None and self._mention.search(unquoted):
+            return True
+        return bool(self.bot_account_id) and f"[~accountid:{self.bot_account_id}]" in unquoted
+
+    def _refused(self, user: JiraUser | None) -> Decision | None:
+        if user is None:
+            return Decision("ignored", reason="event names no user")
+        if user.accountType == "app" or (self.bot_account_id and user.accountId == self.bot_account_id):
+            return Decision("ignored", reason="sent by the bot itself or by an app")
+        if user.accountType != "atlassian":
+            return Decision(
+                "ignored",
+                reason=f"account type {user.accountType or 'unknown'!r} may not trigger the agent (atlassian only)",
+            )
+        return None
+
+    def _on_issue(self, ev: JiraEvent, delivery: str) -> Decision:
+        if ev.issue is None:
+            return Decision("ignored", reason=f"{ev.webhookEvent} without an issue")
+        fields = ev.issue.fields
+        label = self.trigger_label
+        if ev.webhookEvent == "jira:issue_created":
+            by_label = bool(label) and label in {x.lower() for x in fields.labels}
+            by_mention = self._mentions(_text_of(fields.description)[1])
+        else:
+            by_mention = False
+            by_label = bool(label) and any(
+                item.field == "labels"
+                and label in (item.toString or "").lower().split()
+                and label not in (item.fromString or "").lower().split()
+                for item in (ev.changelog.items if ev.changelog else [])
+            )
+        if not by_label and not by_mention:
+            return Decision("ignored", reason=f"{ev.webhookEvent} without the trigger")
+        refused = self._refused(ev.user)
+        if refused:
+            return refused
+        assert ev.user is not None
+        return Decision("accepted", task=self._task(ev.issue, ev, delivery, author=ev.user))
+
+    def _on_comment(self, ev: JiraEvent, delivery: str) -> Decision:
+        if ev.comment is None or ev.issue is None:
+            return Decision("ignored", reason="comment_created without a comment or issue")
+        text, unquoted = _text_of(ev.comment.body)
+        if JIRA_REPLY_MARKER in text:
+            return Decision("ignored", reason="comment authored by the bot itself")
+        refused = self._refused(ev.comment.author)
+        if refused:
+            return refused
+        if not ev.comment.jsdPublic:  # the reply would be public: never answer an internal note in public
+            return Decision("ignored", reason="internal (JSM) comments are not answered")
+        if not self._mentions(unquoted):
+            return Decision("ignored", reason="comment does not mention the agent")
+        return Decision(
+            "accepted", task=self._task(ev.issue, ev, delivery, author=ev.comment.author, comment=text)
+        )
+
+    def _task(
+        self, issue: JiraIssue, ev: JiraEvent, delivery: str, *, author: JiraUser, comment: str | None = None
+    ) -> AgentTask:
+        match = _KEY.match(issue.key)
+        assert match is not None  # the model's pattern guarantees it
+        return AgentTask(
+            tracker="jira",
+            repository=match.group(1),
+            issue_number=int(match.group(2)),
+            title=issue.fields.summary or issue.key,
+            body=_text_of(issue.fields.description)[0],
+            comment=comment,
+            author=author.displayName or author.accountId,
+            delivery_id=delivery,
+            event=ev.webhookEvent,
+            html_url=f"{self.site_url}/browse/{issue.key}",
+        )
+
+    # ---- outbound
+    def format_reply(self, text: str, *, footer: str = "") -> str:
+        """Markdown: the clipped answer, then an italic last line with the marker and the footer."""
+        tail = footer.removeprefix("agentkit · ") if footer else "agentkit"
+        return f"{clip_reply(text, MAX_COMMENT_CHARS)}\n\n_{JIRA_REPLY_MARKER} {tail}_"
+
+    def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
+        """``POST {api}/rest/api/3/issue/{key}/comment`` with the ADF body (retry policy: :mod:`.http`)."""
+        if self._token is None:
+            raise TrackerConfigError("JiraTracker was built without a token provider")
+        auth = jira_auth_header(self._token())
+        key = f"{task.repository}-{task.issue_number}"
+        url = f"{self.api_url}/rest/api/3/issue/{key}/comment"
+        doc = post_json(
+            url,
+            {"body": markdown_to_adf(text)},
+            headers={"Authorization": auth, "Accept": "application/json"},
+            service="Jira",
+            attempts=self.post_attempts,
+            timeout=self.http_timeout,
+            sleep=self._sleep,
+        )
+        comment_id = doc.get("id")
+        link = f"{self.site_url}/browse/{key}?focusedCommentId={comment_id}" if comment_id else url
+        return ReplyRef(url=link, id=comment_id)

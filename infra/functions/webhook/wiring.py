@@ -1,0 +1,164 @@
+"""Environment variable names (all of them, in one place) and the tracker adapters built from them.
+
+The construct (``infra/webhook.py``) sets these; the receiver gets each enabled tracker's webhook secret
+(and, for GitLab, the token it needs for the members API), the worker gets the tokens only.
+
+Common: ``TRACKERS`` (comma-separated ``github,gitlab,jira``; default ``github``), ``MAX_BODY_BYTES``,
+``SECRET_MAX_AGE_SECONDS`` (secret cache lifetime, default 300), ``IDEMPOTENCY_TTL_SECONDS``.
+
+GitHub: ``WEBHOOK_SECRET_NAME``, ``GITHUB_TOKEN_SECRET_NAME``, ``GITHUB_API_URL``, ``TRIGGER_LABEL``,
+``TRIGGER_MENTION``, ``BOT_LOGIN``, ``ALLOWED_ASSOCIATIONS`` (names kept from the GitHub-only release).
+
+GitLab: ``GITLAB_WEBHOOK_SECRET_NAME``, ``GITLAB_TOKEN_SECRET_NAME``, ``GITLAB_API_URL``,
+``GITLAB_TRIGGER_LABEL``, ``GITLAB_TRIGGER_MENTION``, ``GITLAB_BOT_USERNAME``, ``GITLAB_MIN_ACCESS_LEVEL``.
+
+Jira: ``JIRA_WEBHOOK_SECRET_NAME``, ``JIRA_TOKEN_SECRET_NAME``, ``JIRA_SITE_URL``, ``JIRA_API_URL``,
+``JIRA_TRIGGER_LABEL``, ``JIRA_TRIGGER_MENTION``, ``JIRA_BOT_ACCOUNT_ID``.
+
+Secrets are read through Powertools' ``SecretsProvider`` (cached ``SECRET_MAX_AGE_SECONDS``), never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from trackers import (
+    DEFAULT_ALLOWED_ASSOCIATIONS,
+    DEFAULT_MAX_BODY_BYTES,
+    TRACKER_NAMES,
+    GitHubTracker,
+    GitLabTracker,
+    IssueTracker,
+    JiraTracker,
+    TrackerConfigError,
+    TrackerName,
+)
+
+TRACKERS = "TRACKERS"
+MAX_BODY_BYTES = "MAX_BODY_BYTES"
+SECRET_MAX_AGE_SECONDS = "SECRET_MAX_AGE_SECONDS"
+IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+GITHUB_WEBHOOK_SECRET_NAME = "WEBHOOK_SECRET_NAME"
+GITHUB_TOKEN_SECRET_NAME = "GITHUB_TOKEN_SECRET_NAME"
+GITHUB_API_URL = "GITHUB_API_URL"
+GITHUB_TRIGGER_LABEL = "TRIGGER_LABEL"
+GITHUB_TRIGGER_MENTION = "TRIGGER_MENTION"
+GITHUB_BOT_LOGIN = "BOT_LOGIN"
+GITHUB_ALLOWED_ASSOCIATIONS = "ALLOWED_ASSOCIATIONS"
+GITLAB_WEBHOOK_SECRET_NAME = "GITLAB_WEBHOOK_SECRET_NAME"
+GITLAB_TOKEN_SECRET_NAME = "GITLAB_TOKEN_SECRET_NAME"
+GITLAB_API_URL = "GITLAB_API_URL"
+GITLAB_TRIGGER_LABEL = "GITLAB_TRIGGER_LABEL"
+GITLAB_TRIGGER_MENTION = "GITLAB_TRIGGER_MENTION"
+GITLAB_BOT_USERNAME = "GITLAB_BOT_USERNAME"
+GITLAB_MIN_ACCESS_LEVEL = "GITLAB_MIN_ACCESS_LEVEL"
+JIRA_WEBHOOK_SECRET_NAME = "JIRA_WEBHOOK_SECRET_NAME"
+JIRA_TOKEN_SECRET_NAME = "JIRA_TOKEN_SECRET_NAME"
+JIRA_SITE_URL = "JIRA_SITE_URL"
+JIRA_API_URL = "JIRA_API_URL"
+JIRA_TRIGGER_LABEL = "JIRA_TRIGGER_LABEL"
+JIRA_TRIGGER_MENTION = "JIRA_TRIGGER_MENTION"
+JIRA_BOT_ACCOUNT_ID = "JIRA_BOT_ACCOUNT_ID"
+
+Role = Literal["receiver", "worker"]
+
+
+def enabled_trackers(env: Mapping[str, str]) -> tuple[TrackerName, ...]:
+    """The ``TRACKERS`` list. Raises :class:`TrackerConfigError` on an unknown or empty list."""
+    names = [n.strip().lower() for n in env.get(TRACKERS, "github").split(",") if n.strip()]
+    unknown = sorted(set(names) - set(TRACKER_NAMES))
+    if unknown or not names:
+        raise TrackerConfigError(
+            f"{TRACKERS}={env.get(TRACKERS)!r}: use a comma list of {', '.join(TRACKER_NAMES)}"
+        )
+    return tuple(n for n in TRACKER_NAMES if n in names)  # type: ignore[misc]
+
+
+def _token_value(raw: Any) -> str:
+    """A token secret: a plain string or ``{"token": ...}``."""
+    value = raw.decode() if isinstance(raw, bytes) else str(raw or "")
+    if value.lstrip().startswith("{"):
+        return str(json.loads(value).get("token", ""))
+    return value.strip()
+
+
+class SecretReader:
+    """Reads named secrets through Powertools' cache; a missing name is a configuration error."""
+
+    def __init__(self, env: Mapping[str, str], client: Any) -> None:
+        self._env = env
+        self._provider = SecretsProvider(boto3_client=client)
+        self._max_age = int(env.get(SECRET_MAX_AGE_SECONDS, "300"))
+
+    def raw(self, var: str) -> Callable[[], str]:
+        name = self._env.get(var, "")
+        if not name:
+            raise TrackerConfigError(f"environment variable {var} is required")
+
+        def read() -> str:
+            value = self._provider.get(name, max_age=self._max_age)
+            return value.decode() if isinstance(value, bytes) else str(value or "")
+
+        return read
+
+    def token(self, var: str) -> Callable[[], str]:
+        raw = self.raw(var)
+        return lambda: _token_value(raw())
+
+
+def build_trackers(
+    role: Role, *, env: Mapping[str, str] | None = None, secrets_client: Any
+) -> dict[str, IssueTracker]:
+    """The enabled adapters, keyed by name, wired for ``role`` (receiver: webhook secrets; worker: tokens).
+
+    Raises:
+        TrackerConfigError: a required variable is missing or a setting is invalid.
+    """
+    env = os.environ if env is None else env
+    secrets = SecretReader(env, secrets_client)
+    receiver = role == "receiver"
+    max_body = int(env.get(MAX_BODY_BYTES, str(DEFAULT_MAX_BODY_BYTES)))
+    built: dict[str, IssueTracker] = {}
+    for name in enabled_trackers(env):
+        if name == "github":
+            built[name] = GitHubTracker(
+                webhook_secret=secrets.raw(GITHUB_WEBHOOK_SECRET_NAME) if receiver else None,
+                token=None if receiver else secrets.token(GITHUB_TOKEN_SECRET_NAME),
+                api_url=env.get(GITHUB_API_URL, "https://api.github.com"),
+                trigger_label=env.get(GITHUB_TRIGGER_LABEL, "agent"),
+                trigger_mention=env.get(GITHUB_TRIGGER_MENTION, "/agent"),
+                bot_login=env.get(GITHUB_BOT_LOGIN, ""),
+                allowed_associations=env.get(
+                    GITHUB_ALLOWED_ASSOCIATIONS, ",".join(sorted(DEFAULT_ALLOWED_ASSOCIATIONS))
+                ),
+                max_body_bytes=max_body,
+            )
+        elif name == "gitlab":
+            built[name] = GitLabTracker(
+                webhook_secret=secrets.raw(GITLAB_WEBHOOK_SECRET_NAME) if receiver else None,
+                token=secrets.token(GITLAB_TOKEN_SECRET_NAME),  # the receiver asks the members API
+                api_url=env.get(GITLAB_API_URL, "https://gitlab.com/api/v4"),
+                trigger_label=env.get(GITLAB_TRIGGER_LABEL, "agent"),
+                trigger_mention=env.get(GITLAB_TRIGGER_MENTION, "/agent"),
+                bot_username=env.get(GITLAB_BOT_USERNAME, ""),
+                min_access_level=int(env.get(GITLAB_MIN_ACCESS_LEVEL, "30")),
+                max_body_bytes=max_body,
+            )
+        else:
+            ttl = int(env.get(IDEMPOTENCY_TTL_SECONDS, str(7 * 24 * 3600)))
+            built[name] = JiraTracker(
+                site_url=env.get(JIRA_SITE_URL, ""),
+                webhook_secret=secrets.raw(JIRA_WEBHOOK_SECRET_NAME) if receiver else None,
+                token=None if receiver else secrets.raw(JIRA_TOKEN_SECRET_NAME),
+                api_url=env.get(JIRA_API_URL, ""),
+                trigger_label=env.get(JIRA_TRIGGER_LABEL, "agent"),
+                trigger_mention=env.get(JIRA_TRIGGER_MENTION, "/agent"),
+                bot_account_id=env.get(JIRA_BOT_ACCOUNT_ID, ""),
+                max_body_bytes=max_body,
+                max_age_seconds=ttl,
+            )
+    return built

@@ -1,0 +1,130 @@
+"""Per-tracker settings of the issue webhook construct, and the Lambda environment they become.
+
+The variable names are those of ``infra/functions/webhook/wiring.py``. Secrets (names under the
+construct's ``name_prefix``): GitHub ``github-webhook-secret`` + ``github-token``; GitLab
+``gitlab-webhook-secret`` (the ``X-Gitlab-Token`` value, or JSON with a ``signing_token``) +
+``gitlab-token`` (project access token); Jira ``jira-webhook-secret`` (the admin webhook's secret) +
+``jira-token`` (JSON ``{"email", "api_token"}`` or ``{"access_token"}``). The receiver reads the webhook
+secrets (and the GitLab token, for the members API); the worker reads the tokens only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from infra.functions.webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+
+TRACKERS = ("github", "gitlab", "jira")
+GITLAB_ACCESS_LEVELS = (10, 15, 20, 30, 40, 50)
+_HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
+
+
+@dataclass(frozen=True)
+class GitHubSettings:
+    """GitHub adapter. ``allowed_author_associations``: who may trigger by mention (``["*"]``: anyone)."""
+
+    api_url: str = "https://api.github.com"
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_login: str = ""
+    allowed_author_associations: Sequence[str] = ("OWNER", "MEMBER", "COLLABORATOR")
+
+
+@dataclass(frozen=True)
+class GitLabSettings:
+    """GitLab adapter. ``min_access_level``: 30 (Developer) by default; ``api_url`` for self-managed GitLab."""
+
+    api_url: str = "https://gitlab.com/api/v4"
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_username: str = ""
+    min_access_level: int = 30
+
+
+@dataclass(frozen=True)
+class JiraSettings:
+    """Jira Cloud adapter. ``site_url``: ``https://<site>.atlassian.net``; ``api_url`` only for OAuth
+    (``https://api.atlassian.com/ex/jira/<cloud id>``)."""
+
+    site_url: str
+    api_url: str = ""
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_account_id: str = ""
+
+
+def check_trackers(trackers: Sequence[str]) -> tuple[str, ...]:
+    """Validated, ordered tracker names. Raises ``ValueError``."""
+    if isinstance(trackers, str):
+        raise ValueError("trackers must be a list, e.g. ['github', 'gitlab']")
+    names = [t.strip().lower() for t in trackers]
+    unknown = sorted(set(names) - set(TRACKERS))
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(f"trackers {list(trackers)!r}: list each of {', '.join(TRACKERS)} at most once")
+    return tuple(t for t in TRACKERS if t in names)
+
+
+def associations(values: Sequence[str]) -> str:
+    """Validate the GitHub allowlist; returns the receiver's ``ALLOWED_ASSOCIATIONS`` value."""
+    if isinstance(values, str):
+        raise ValueError("allowed_author_associations must be a list, e.g. ['OWNER', 'MEMBER']")
+    names = sorted({v.strip().upper() for v in values if v.strip()})
+    if not names:
+        raise ValueError("allowed_author_associations is empty; no mention could trigger the agent")
+    if "*" in names:
+        return "*"
+    unknown = [n for n in names if n not in AUTHOR_ASSOCIATIONS]
+    if unknown:
+        raise ValueError(
+            f"unknown author association(s) {unknown}; use {sorted(AUTHOR_ASSOCIATIONS)} or ['*']"
+        )
+    return ",".join(names)
+
+
+def github_env(s: GitHubSettings, *, receiver: bool) -> dict[str, str]:
+    if not s.trigger_label and not s.trigger_mention:
+        raise ValueError("the GitHub adapter needs trigger_label and/or trigger_mention")
+    env = {"GITHUB_API_URL": s.api_url}
+    if receiver:
+        env |= {
+            "TRIGGER_LABEL": s.trigger_label,
+            "TRIGGER_MENTION": s.trigger_mention,
+            "BOT_LOGIN": s.bot_login,
+            "ALLOWED_ASSOCIATIONS": associations(s.allowed_author_associations),
+        }
+    return env
+
+
+def gitlab_env(s: GitLabSettings, *, receiver: bool) -> dict[str, str]:
+    if not s.trigger_label and not s.trigger_mention:
+        raise ValueError("the GitLab adapter needs trigger_label and/or trigger_mention")
+    if s.min_access_level not in GITLAB_ACCESS_LEVELS:
+        raise ValueError(f"GitLab min_access_level {s.min_access_level} is not one of {GITLAB_ACCESS_LEVELS}")
+    if not _HTTPS.match(s.api_url):
+        raise ValueError(f"GitLab api_url {s.api_url!r} must be https://…/api/v4")
+    env = {"GITLAB_API_URL": s.api_url}
+    if receiver:
+        env |= {
+            "GITLAB_TRIGGER_LABEL": s.trigger_label,
+            "GITLAB_TRIGGER_MENTION": s.trigger_mention,
+            "GITLAB_BOT_USERNAME": s.bot_username,
+            "GITLAB_MIN_ACCESS_LEVEL": str(s.min_access_level),
+        }
+    return env
+
+
+def jira_env(s: JiraSettings, *, receiver: bool) -> dict[str, str]:
+    if not s.trigger_label and not s.trigger_mention and not s.bot_account_id:
+        raise ValueError("the Jira adapter needs a trigger_label, trigger_mention or bot_account_id")
+    if not _HTTPS.match(s.site_url) or (s.api_url and not _HTTPS.match(s.api_url)):
+        raise ValueError(f"Jira site_url {s.site_url!r} (and api_url) must be https:// URLs")
+    env = {"JIRA_SITE_URL": s.site_url, "JIRA_API_URL": s.api_url}
+    if receiver:
+        env |= {
+            "JIRA_TRIGGER_LABEL": s.trigger_label,
+            "JIRA_TRIGGER_MENTION": s.trigger_mention,
+            "JIRA_BOT_ACCOUNT_ID": s.bot_account_id,
+        }
+    return env

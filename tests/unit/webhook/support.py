@@ -1,0 +1,387 @@
+"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk.
+
+The Lambda directory is put on ``sys.path`` by this package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import io
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import invoker
+import receiver
+import replies
+import trackers
+import wiring
+import worker
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
+REGION = "us-east-1"
+SECRET = "s3cr3t-webhook"
+TOKEN = "ghp_test_token"
+GITLAB_SECRET = "gl-webhook-token-123"
+GITLAB_TOKEN = "glpat-test-token"
+JIRA_SECRET = "jira-webhook-secret-456"
+JIRA_TOKEN = json.dumps({"email": "bot@example.com", "api_token": "atl-token"})
+JIRA_SITE = "https://example.atlassian.net"
+JIRA_BOT = "5b10a2844c20165700ede21g"
+RUNTIME_ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_rt-AbCdEf1234"
+CTX = SimpleNamespace(
+    function_name="receiver",
+    function_version="$LATEST",
+    memory_limit_in_mb=256,
+    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:receiver",
+    aws_request_id="req-1",
+    get_remaining_time_in_millis=lambda: 30_000,
+)
+RESULT = {
+    "session_id": "x",
+    "claude_session_id": "y",
+    "text": "Pin the base image to arm64.",
+    "cost_usd": 0.0123,
+    "usage": {},
+    "num_turns": 2,
+    "subtype": "success",
+}
+
+
+def fixture(tracker: str, name: str) -> dict[str, Any]:
+    """A payload from ``tests/fixtures/webhook/<tracker>/<name>.json`` (shapes from the trackers' docs)."""
+    return json.loads((FIXTURES / tracker / f"{name}.json").read_text())
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    """GitHub's ``X-Hub-Signature-256`` value."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def jira_sign(body: bytes, secret: str = JIRA_SECRET) -> str:
+    """Jira Cloud's ``X-Hub-Signature`` value (admin webhook with a secret)."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def standard_webhook_headers(
+    body: bytes, key: bytes, *, wid: str = "msg_1", stamp: int | None = None
+) -> dict[str, str]:
+    """``webhook-id`` / ``-timestamp`` / ``-signature`` as GitLab's signing tokens send them."""
+    ts = str(int(time.time()) if stamp is None else stamp)
+    digest = hmac.new(key, f"{wid}.{ts}.".encode() + body, hashlib.sha256).digest()
+    return {
+        "webhook-id": wid,
+        "webhook-timestamp": ts,
+        "webhook-signature": "v1," + base64.b64encode(digest).decode(),
+    }
+
+
+def fresh_jira(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with ``timestamp`` set to now (Jira bodies older than the replay window are refused)."""
+    return {**payload, "timestamp": int(time.time() * 1000)}
+
+
+def url_event(
+    body: bytes,
+    *,
+    headers: dict[str, str] | None = None,
+    path: str = "/",
+    content_type: str = "application/json",
+    b64: bool = False,
+    method: str = "POST",
+) -> dict[str, Any]:
+    """A Lambda Function URL event (payload format 2.0)."""
+    all_headers = {"content-type": content_type, "user-agent": "test-agent", **(headers or {})}
+    return {
+        "version": "2.0",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": all_headers,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": "abc",
+            "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": "x",
+            },
+            "requestId": "r",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:00 +0000",
+            "timeEpoch": 0,
+        },
+        "body": base64.b64encode(body).decode() if b64 else body.decode("utf-8", errors="replace"),
+        "isBase64Encoded": b64,
+    }
+
+
+def github_event(
+    body: bytes,
+    *,
+    event: str | None = "issues",
+    delivery: str | None = "d-1",
+    signature: str | None = "auto",
+    path: str = "/",
+    **kwargs: Any,
+) -> dict[str, Any]:
+    headers: dict[str, str] = {"user-agent": "GitHub-Hookshot/abc"}
+    if event is not None:
+        headers["x-github-event"] = event
+    if delivery is not None:
+        headers["x-github-delivery"] = delivery
+    if signature == "auto":
+        headers["x-hub-signature-256"] = sign(body)
+    elif signature is not None:
+        headers["x-hub-signature-256"] = signature
+    return url_event(body, headers=headers, path=path, **kwargs)
+
+
+def gitlab_event(
+    body: bytes, *, event: str | None = "Note Hook", token: str | None = GITLAB_SECRET, **headers: str
+) -> dict[str, Any]:
+    hdrs = {"x-gitlab-event-uuid": "uuid-1", "idempotency-key": "idem-1", **headers}
+    if event is not None:
+        hdrs["x-gitlab-event"] = event
+    if token is not None:
+        hdrs["x-gitlab-token"] = token
+    return url_event(body, headers=hdrs, path="/gitlab")
+
+
+def jira_event(
+    body: bytes, *, signature: str | None = "auto", content_type: str = "application/json", **headers: str
+) -> dict[str, Any]:
+    hdrs = {"x-atlassian-webhook-identifier": "jira-d-1", **headers}
+    if signature == "auto":
+        hdrs["x-hub-signature"] = jira_sign(body)
+    elif signature is not None:
+        hdrs["x-hub-signature"] = signature
+    return url_event(body, headers=hdrs, path="/jira", content_type=content_type)
+
+
+def call(event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    out = receiver.handler(event, CTX)
+    return out["statusCode"], json.loads(out["body"])
+
+
+def sqs_event(*bodies: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"m-{i}",
+                "receiptHandle": f"rh-{i}",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:tasks",
+                "awsRegion": REGION,
+            }
+            for i, body in enumerate(bodies)
+        ]
+    }
+
+
+def task_json(
+    number: int = 7,
+    comment: str | None = None,
+    delivery: str = "d-1",
+    key: str | None = None,
+    *,
+    tracker: str = "github",
+    repository: str = "octo/kit",
+) -> str:
+    return trackers.AgentTask(
+        tracker=tracker,  # type: ignore[arg-type]
+        repository=repository,
+        issue_number=number,
+        title="CI broken",
+        body="Build fails on arm64",
+        comment=comment,
+        author="bob",
+        issue_author="alice",
+        delivery_id=delivery,
+        event="issues.labeled",
+        idempotency_key=key,
+        html_url="https://gitlab.example.com/g/p/-/issues/7" if tracker == "gitlab" else "",
+    ).model_dump_json()
+
+
+def emf_lines(text: str) -> list[dict[str, Any]]:
+    """The EMF documents Powertools printed (one JSON object per line with an ``_aws`` key)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"_aws"' in line:
+            out.append(json.loads(line))
+    return out
+
+
+#: GitLab project 5 (the docs' example project): user 1 (root) is a Developer, user 3 (dev1) a
+#: Maintainer, user 9 a Reporter; anyone else is not a member.
+GITLAB_MEMBERS = {("5", 1): 30, ("5", 3): 40, ("5", 9): 20}
+
+SECRET_NAMES = {
+    wiring.GITHUB_WEBHOOK_SECRET_NAME: ("agentkit/github-webhook-secret", SECRET),
+    wiring.GITHUB_TOKEN_SECRET_NAME: ("agentkit/github-token", json.dumps({"token": TOKEN})),
+    wiring.GITLAB_WEBHOOK_SECRET_NAME: ("agentkit/gitlab-webhook-secret", GITLAB_SECRET),
+    wiring.GITLAB_TOKEN_SECRET_NAME: ("agentkit/gitlab-token", GITLAB_TOKEN),
+    wiring.JIRA_WEBHOOK_SECRET_NAME: ("agentkit/jira-webhook-secret", JIRA_SECRET),
+    wiring.JIRA_TOKEN_SECRET_NAME: ("agentkit/jira-token", JIRA_TOKEN),
+}
+
+
+def tracker_env(gitlab_api_url: str = "http://127.0.0.1:9", jira_api_url: str = "") -> dict[str, str]:
+    """The environment the construct gives both Lambdas (all three trackers enabled)."""
+    env = {var: name for var, (name, _) in SECRET_NAMES.items()}
+    env.update(
+        {
+            wiring.TRACKERS: "github,gitlab,jira",
+            wiring.GITHUB_TRIGGER_LABEL: "agent",
+            wiring.GITHUB_TRIGGER_MENTION: "/agent",
+            wiring.GITHUB_BOT_LOGIN: "agentkit-bot",
+            wiring.GITLAB_API_URL: gitlab_api_url,
+            wiring.GITLAB_BOT_USERNAME: "agentkit-bot",
+            wiring.JIRA_SITE_URL: JIRA_SITE,
+            wiring.JIRA_API_URL: jira_api_url,
+            wiring.JIRA_BOT_ACCOUNT_ID: JIRA_BOT,
+        }
+    )
+    return env
+
+
+def configure_receiver(env: SimpleNamespace, tracker_vars: dict[str, str]) -> None:
+    receiver.configure(
+        receiver.ReceiverDeps(
+            trackers=wiring.build_trackers("receiver", env=tracker_vars, secrets_client=env.sm),
+            sqs=env.sqs,
+            queue_url=env.queue_url,
+            persistence=DynamoDBPersistenceLayer(table_name="idem", boto3_client=env.ddb),
+        )
+    )
+
+
+def queued(aws: SimpleNamespace) -> list[dict[str, Any]]:
+    out = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    return out.get("Messages", [])
+
+
+def idempotency_items(aws: SimpleNamespace) -> int:
+    return int(aws.ddb.scan(TableName="idem")["Count"])
+
+
+# --------------------------------------------------------------------------- worker helpers
+def agentcore_client(endpoint: str | None = None) -> Any:
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def worker_client(endpoint: str, *, read_timeout: float = 30) -> Any:
+    """A client built exactly as the worker builds it (one attempt), pointed at a stand-in."""
+    return boto3.client(
+        "bedrock-agentcore",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=worker.agentcore_client_config(read_timeout=read_timeout),
+    )
+
+
+def worker_deps(
+    client: Any,
+    github_url: str,
+    qualifier: str | None = "prod",
+    *,
+    throttle_retries: int = 2,
+    sleeps: list[float] | None = None,
+    http_timeout: float = 15.0,
+    store: replies.ReplyStore | None = None,
+    gitlab_url: str = "",
+    jira_url: str = "",
+) -> worker.WorkerDeps:
+    record = sleeps if sleeps is not None else []
+    adapters: dict[str, Any] = {
+        "github": trackers.GitHubTracker(
+            token=lambda: TOKEN, api_url=github_url, sleep=record.append, http_timeout=http_timeout
+        )
+    }
+    if gitlab_url:
+        adapters["gitlab"] = trackers.GitLabTracker(
+            token=lambda: GITLAB_TOKEN, api_url=gitlab_url, sleep=record.append, http_timeout=http_timeout
+        )
+    if jira_url:
+        adapters["jira"] = trackers.JiraTracker(
+            site_url=JIRA_SITE, api_url=jira_url, token=lambda: JIRA_TOKEN, sleep=record.append
+        )
+    return worker.WorkerDeps(
+        trackers=adapters,
+        invoker=worker.AgentRuntimeInvoker(
+            client=client,
+            runtime_arn=RUNTIME_ARN,
+            qualifier=qualifier,
+            actor_header=worker.DEFAULT_ACTOR_HEADER,
+            throttle_retries=throttle_retries,
+            sleep=record.append,
+        ),
+        replies=store,
+    )
+
+
+def runtime_client_error(message: str, request_id: str = "rid-424") -> tuple[int, str, Any, dict[str, Any]]:
+    """What AgentCore sends when the container answered with an error status (HTTP 424)."""
+    return (
+        424,
+        "application/json",
+        {"message": message},
+        {"headers": {"x-amzn-errortype": "RuntimeClientError", "x-amzn-requestid": request_id}},
+    )
+
+
+def stub_one_turn(stub: Stubber, number: int = 7) -> None:
+    """Queue exactly one successful ``InvokeAgentRuntime``; a second call makes the Stubber raise."""
+    data = json.dumps(RESULT).encode()
+    stub.add_response(
+        "invoke_agent_runtime",
+        {
+            "response": StreamingBody(io.BytesIO(data), len(data)),
+            "contentType": "application/json",
+            "statusCode": 200,
+        },
+        expected_params={
+            "agentRuntimeArn": RUNTIME_ARN,
+            "qualifier": "prod",
+            "runtimeSessionId": "gh-" + hashlib.sha256(f"octo/kit#{number}".encode()).hexdigest(),
+            "contentType": "application/json",
+            "accept": "application/json",
+            "payload": json.dumps(
+                {
+                    "prompt": trackers.render_prompt(
+                        trackers.AgentTask.model_validate_json(task_json(number))
+                    ),
+                    "stream": False,
+                }
+            ).encode(),
+        },
+    )
+
+
+#: The Lambda modules, for test packages outside this one (whose imports ruff sorts before ours).
+LAMBDA_MODULES = (invoker, receiver, replies, trackers, wiring, worker)
