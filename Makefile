@@ -14,11 +14,12 @@ PYTEST_ARGS ?=
 ## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml requirements/dev.txt
+$(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e ./client
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

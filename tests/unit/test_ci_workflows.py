@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.client import validate_session_id
+from agentkit.transport import validate_session_id
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github/workflows/agent-pr-review.yml"
