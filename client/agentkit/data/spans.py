@@ -30,14 +30,22 @@ class Span:
     span_id: str
     parent_id: str | None
     name: str
-    start: dt.datetime
-    end: dt.datetime
+    start_ns: int  # epoch nanoseconds, as recorded
+    end_ns: int
     attributes: dict[str, Any] = field(default_factory=dict)
     status: str = "UNSET"
 
     @property
+    def start(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.start_ns / 1e9, tz=dt.UTC)
+
+    @property
+    def end(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.end_ns / 1e9, tz=dt.UTC)
+
+    @property
     def duration_ms(self) -> float:
-        return (self.end - self.start).total_seconds() * 1000
+        return (self.end_ns - self.start_ns) / 1e6
 
     @property
     def session_id(self) -> str | None:
@@ -46,10 +54,6 @@ class Span:
     @property
     def failed(self) -> bool:
         return self.status == "ERROR" or "error.type" in self.attributes
-
-
-def _time(nanos: Any) -> dt.datetime:
-    return dt.datetime.fromtimestamp(int(nanos) / 1e9, tz=dt.UTC)
 
 
 def parse_span(obj: Any) -> Span | None:
@@ -65,8 +69,8 @@ def parse_span(obj: Any) -> Span | None:
         span_id=str(obj["spanId"]),
         parent_id=str(obj["parentSpanId"]) if obj.get("parentSpanId") else None,
         name=str(obj["name"]),
-        start=_time(obj["startTimeUnixNano"]),
-        end=_time(end),
+        start_ns=int(obj["startTimeUnixNano"]),
+        end_ns=int(end),
         attributes=dict(attributes) if isinstance(attributes, dict) else {},
         status=code.removeprefix("STATUS_CODE_"),
     )
@@ -127,7 +131,7 @@ def session_trace(spans: Iterable[Span], session_id: str) -> list[tuple[int, Spa
     ordered: list[tuple[int, Span]] = []
 
     def walk(parent: str | None, depth: int) -> None:
-        for span in sorted(children.get(parent, []), key=lambda s: (s.start, s.name)):
+        for span in sorted(children.get(parent, []), key=lambda s: (s.start_ns, s.name)):
             ordered.append((depth, span))
             walk(span.span_id, depth + 1)
 

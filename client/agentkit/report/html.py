@@ -230,9 +230,9 @@ def _waterfall(data: ReportData) -> str:
     title = "Trace waterfall"
     if not data.trace:
         return f"<section class='wide'><h2>{title}</h2><p class='muted'>No spans.</p></section>"
-    t0 = min(s.start for _, s in data.trace)
-    t1 = max(s.end for _, s in data.trace)
-    total = max((t1 - t0).total_seconds() * 1000, 1e-3)
+    t0 = min(s.start_ns for _, s in data.trace)
+    t1 = max(s.end_ns for _, s in data.trace)
+    total = max((t1 - t0) / 1e6, 1e-3)
     width, label_w, row_h = 1060, 330, 22
     plot_w = width - label_w - 90
     height = row_h * len(data.trace) + 26
@@ -245,7 +245,7 @@ def _waterfall(data: ReportData) -> str:
         )
     for row, (depth, span) in enumerate(data.trace):
         y = 2 + row * row_h
-        offset = (span.start - t0).total_seconds() * 1000
+        offset = (span.start_ns - t0) / 1e6
         x = label_w + plot_w * offset / total
         w = max(plot_w * span.duration_ms / total, 1.5)
         color = ERROR_COLOR if span.failed else PALETTE[min(depth, len(PALETTE) - 1)]
