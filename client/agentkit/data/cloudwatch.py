@@ -115,8 +115,8 @@ def cost_rows(
     period: Period = "day",
     models: Sequence[str] | None = None,
 ) -> list[CostRow]:
-    """Cost and tokens per ``period`` and model between ``start`` (aligned down) and ``end``; periods with
-    no data are left out. ``models`` defaults to the models listed for the agent.
+    """Cost and tokens per ``period`` and model between ``start`` (aligned down) and ``end`` (rounded up to
+    the end of its period); periods with no data are left out. ``models`` defaults to the models listed for the agent.
 
     Raises:
         ValueError: unknown ``period`` or ``end`` not after ``start``.
@@ -127,6 +127,8 @@ def cost_rows(
     start, end = align(start, period), utc(end)
     if end <= start:
         raise ValueError("end must be after start")
+    if align(end, period) != end:  # include the period in progress (CloudWatch drops one that ends later)
+        end = align(end, period) + dt.timedelta(seconds=PERIODS[period])
     chosen = (
         list(models)
         if models is not None
