@@ -49,7 +49,7 @@ deploy: setup
 destroy: setup
 	$(CDK) destroy -c stage=$(STAGE)
 
-## lint: ruff, mypy, cfn-lint on the synthesized templates, hadolint on the Dockerfile
+## lint: ruff, mypy, cfn-lint on the synthesized templates, hadolint on the Dockerfile, zizmor on .github/
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -57,6 +57,7 @@ lint: setup
 	$(CDK) synth --quiet -c stage=$(STAGE) >/dev/null
 	$(BIN)/cfn-lint cdk.out/*.template.json
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/zizmor --offline .github/
 
 ## bench: the benchmarks (print measured figures and ratios)
 bench: setup
