@@ -29,6 +29,7 @@ Env vars: see :mod:`agentkit.env`. IAM actions: see each command's module.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib
 import inspect
@@ -127,8 +128,13 @@ def main(
     """
     out, err = stdout or sys.stdout, stderr or sys.stderr
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
+    try:  # argparse prints help/version to stdout and errors to stderr: the streams given here
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args, extra = parser.parse_known_args(argv)
+            if extra:  # reported by the sub-command's parser, with its usage line
+                (getattr(args, "usage_parser", None) or parser).error(
+                    f"unrecognized arguments: {' '.join(extra)}"
+                )
     except SystemExit as exc:  # argparse printed usage and the message (or help / version)
         return int(exc.code or 0)
     if args.command is None:

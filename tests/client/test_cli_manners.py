@@ -324,3 +324,31 @@ def test_stack_from_the_environment_and_qualifier_override(monkeypatch: pytest.M
         "runtime_arn": ARN,
         "qualifier": "canary",
     }
+
+
+# ------------------------------------------------------------------------------------- extension commands
+def test_an_installed_extension_module_adds_its_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``agentkit.doctor`` (shipped separately) registers itself through ``register(subparsers)``."""
+    import types
+
+    calls: list[Any] = []
+    doctor = types.ModuleType("agentkit.doctor")
+
+    def register(subparsers: Any) -> None:
+        parser = subparsers.add_parser("doctor", help="check an account before cdk deploy")
+        parser.add_argument("--strict", action="store_true")
+        parser.set_defaults(handler=lambda args: calls.append(args) or 0)
+
+    doctor.register = register  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agentkit.doctor", doctor)
+    code, out, _ = run([])
+    assert code == 0 and "    doctor " in out
+    assert run(["doctor", "--strict", "--region", "eu-north-1", "--output", "json"])[0] == 0
+    assert calls[0].strict is True and calls[0].region == "eu-north-1" and calls[0].output == "json"
+    code, _, err = run(["doctor", "--bogus"])
+    assert code == 2 and "usage: agentkit doctor" in err
+
+
+def test_without_the_extension_there_is_no_such_command() -> None:
+    code, _, err = run(["doctor"])
+    assert code == 2 and "invalid choice: 'doctor'" in err
