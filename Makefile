@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e ./client
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e ./client  # builds with flit_core (isolated)
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
