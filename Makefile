@@ -14,11 +14,12 @@ PYTEST_ARGS ?=
 ## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml requirements/dev.txt
+$(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e ./client  # builds with flit_core (isolated)
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -48,7 +49,7 @@ deploy: setup
 destroy: setup
 	$(CDK) destroy -c stage=$(STAGE)
 
-## lint: ruff, mypy, cfn-lint on the synthesized templates, hadolint on the Dockerfile
+## lint: ruff, mypy, cfn-lint on the synthesized templates, hadolint on the Dockerfile, zizmor on .github/
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -56,6 +57,7 @@ lint: setup
 	$(CDK) synth --quiet -c stage=$(STAGE) >/dev/null
 	$(BIN)/cfn-lint cdk.out/*.template.json
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/zizmor --offline .github/
 
 ## bench: the benchmarks (print measured figures and ratios)
 bench: setup

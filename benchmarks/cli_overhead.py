@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -20,8 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "client"))  # the slim client, also when it is not pip-installed
 
-from runtime.cli import main  # noqa: E402
+from agentkit.cli import main  # noqa: E402
 from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse  # noqa: E402
 
 EVENTS = [{"type": "text", "text": f"word{i} "} for i in range(200)] + [
@@ -39,6 +41,10 @@ def median_ms(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
 
 
 def main_bench() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "client"), os.environ.get("PYTHONPATH", "")]),
+    }
     with SseRuntimeStandIn(Reply(parts=sse(*EVENTS))) as server:
         url = server.url
 
@@ -54,8 +60,8 @@ def main_bench() -> None:
                 assert main(["invoke", "--local", url, "hi"]) == 0
 
         def cli_process() -> None:
-            cmd = [sys.executable, "-m", "runtime.cli", "invoke", "--local", url, "hi"]
-            subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True)
+            cmd = [sys.executable, "-m", "agentkit", "invoke", "--local", url, "hi"]
+            subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True, env=env)
 
         def bare_python() -> None:
             subprocess.run([sys.executable, "-c", "pass"], check=True)
@@ -65,7 +71,7 @@ def main_bench() -> None:
     print(f"201-event SSE reply, raw urllib read:           {raw_ms:7.2f} ms (median of 50)")
     ratio = inproc_ms / raw_ms
     print(f"same reply through agentkit main() (parse+print): {inproc_ms:7.2f} ms  ratio {ratio:.2f}x")
-    print(f"`python -m runtime.cli invoke` as a process:    {proc_ms:7.2f} ms (median of 15)")
+    print(f"`python -m agentkit invoke` as a process:      {proc_ms:7.2f} ms (median of 15)")
     print(
         f"bare `python -c pass`:                           {bare_ms:7.2f} ms  CLI start-up overhead "
         f"{proc_ms - bare_ms - inproc_ms:.1f} ms"

@@ -1,34 +1,76 @@
 """``python -m runtime``: serve the AgentCore HTTP contract (``POST /invocations``, ``GET /ping``).
 
-Binds ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container) and ``AGENTKIT_PORT`` (default 8080).
+Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container) and ``--port`` >
+``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
+
+Local extras: ``POST /stopruntimesession`` (:mod:`runtime.local_stop`, for ``agentkit sessions stop
+--local``) and, when ``AGENTKIT_SPANS_FILE`` is set, spans written to that file (:mod:`runtime.observe.span_file`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-from runtime.errors import ConfigurationError
-from runtime.server import build_app
-from runtime.settings import Settings
+if TYPE_CHECKING:
+    from runtime.settings import Settings
 
 #: Longest a shutdown may take (closing CLI processes, flushing the store and metrics) before the process exits.
 SHUTDOWN_TIMEOUT_S = 25.0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_arg_parser() -> argparse.ArgumentParser:
+    """Options of ``python -m runtime``; the epilog lists the environment variables (``runtime.settings``)."""
+    from runtime import settings
+    from runtime.observe.span_file import ENV_SPANS_FILE
+
+    env_table = (settings.__doc__ or "").split("Environment variables (all optional):", 1)[-1]
+    rows = env_table.split("Raises", 1)[0].replace("``", "").rstrip().splitlines()
+    env_table = "\n".join(line for line in rows if line.strip(" =")).rstrip()
+    epilog = (
+        "environment variables (all optional; an option wins over its variable):"
+        f"\n{env_table}\n{ENV_SPANS_FILE:<27} write finished spans as JSON lines to this file (local runs)\n\n"
+        "Serves POST /invocations and GET /ping (the AgentCore contract); locally also POST /stopruntimesession."
+    )
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime",
+        description="Serve the AgentCore Claude Kit runtime: the AgentCore HTTP contract around a Claude agent.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, 0.0.0.0 in a container)"
+    )
+    parser.add_argument("--port", type=int, help="port (AGENTKIT_PORT; default 8080)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
+
+    from runtime.errors import ConfigurationError
+    from runtime.local_stop import add_stop_route
+    from runtime.server import build_app
+    from runtime.settings import Settings
+    from runtime.observe.span_file import ENV_SPANS_FILE, install_span_file
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env()
+        settings = Settings.from_env(host=args.host, port=args.port)
     except ConfigurationError as exc:
         print(f"agentkit runtime: {exc.message}", file=sys.stderr)
         return 2
+    if os.environ.get(ENV_SPANS_FILE):
+        install_span_file(os.environ[ENV_SPANS_FILE])
     app = build_app(settings)
+    add_stop_route(app, actor_header=settings.actor_header)
     runtime = app.state.runtime
 
     prewarm = _prewarm(app, settings)

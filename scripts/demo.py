@@ -7,7 +7,10 @@
 3. A two-turn conversation on one session that calls a tool, with the streamed events printed.
 4. The runtime process is killed and a new one started with an empty CLI config dir: the third turn
    resumes the session from the store.
-5. A cost summary computed from the EMF metrics the runtime emitted.
+5. What it cost, read back by the slim client from the EMF metrics the runtime emitted
+   (``agentkit cost --local``), and an HTML report of the run (``agentkit report``: cost, tokens, latency,
+   tools, sessions, and the session's trace from the spans the runtime wrote to ``AGENTKIT_SPANS_FILE``),
+   written to ``.agentkit/demo-report.html``; its path is the last line printed.
 
 Options: ``--skip-synth``, ``--fake-cli`` (use the test fake CLI instead of the real one), ``--keep`` (keep
 the state directory).
@@ -16,6 +19,7 @@ the state directory).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -27,7 +31,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / ".agentkit" / "demo-report.html"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "client"))  # the slim agentkit client, also when it is not pip-installed
 
 from standins import BedrockStandIn, Reply, Usage  # noqa: E402
 from tests.fakes.runtime_server import RuntimeServer  # noqa: E402
@@ -111,34 +117,23 @@ def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
     return result
 
 
-def cost_summary(emf_file: Path) -> None:
-    banner("5/5  cost summary from the EMF metrics the runtime emitted")
-    totals: Counter[str] = Counter()
-    turns = 0
-    for line in emf_file.read_text().splitlines():
-        doc = json.loads(line)
-        directives = doc.get("_aws", {}).get("CloudWatchMetrics", [])
-        names = {m["Name"] for d in directives for m in d["Metrics"]}
-        if "CostUSD" in names:
-            turns += 1
-        for name in (
-            "CostUSD",
-            "InputTokens",
-            "OutputTokens",
-            "CacheReadTokens",
-            "CacheWriteTokens",
-            "ToolCalls",
-        ):
-            if name in names:
-                value = doc[name]
-                totals[name] += sum(value) if isinstance(value, list) else value
-    print(f"{emf_file.name}: {turns} turns")
-    print(f"  cost            ${totals['CostUSD']:.6f}  (Bedrock list prices, runtime/observe/costs.py)")
-    print(f"  input tokens    {totals['InputTokens']:.0f}")
-    print(f"  output tokens   {totals['OutputTokens']:.0f}")
-    print(f"  cache read      {totals['CacheReadTokens']:.0f}")
-    print(f"  cache write     {totals['CacheWriteTokens']:.0f}")
-    print(f"  tool calls      {totals['ToolCalls']:.0f}")
+def cost_and_report(emf_file: Path, spans_file: Path) -> Path:
+    """Step 5 through the client itself: ``agentkit cost --local`` and ``agentkit report``."""
+    from agentkit.cli import main as agentkit
+
+    banner("5/5  agentkit cost --local and agentkit report (the slim client reads the run's EMF and spans)")
+    print(f"{DIM}$ agentkit cost --local {emf_file.name} --by model{RESET}")
+    if agentkit(["cost", "--local", str(emf_file), "--by", "model"]) != 0:
+        raise SystemExit("agentkit cost failed")
+    print(f"\n{DIM}$ agentkit cost --local {emf_file.name} --by session{RESET}")
+    agentkit(["cost", "--local", str(emf_file), "--by", "session"])
+    print(
+        f"\n{DIM}$ agentkit report --emf {emf_file.name} --spans {spans_file.name} --out {REPORT.relative_to(ROOT)}{RESET}"
+    )
+    argv = ["report", "--emf", str(emf_file), "--spans", str(spans_file), "--out", str(REPORT)]
+    if agentkit([*argv, "--title", "agentkit demo: invoices review"], stdout=io.StringIO()) != 0:
+        raise SystemExit("agentkit report failed")
+    return REPORT
 
 
 def main() -> int:
@@ -155,6 +150,7 @@ def main() -> int:
 
     state = Path(tempfile.mkdtemp(prefix="agentkit-demo-"))
     emf_file = state / "metrics.emf.jsonl"
+    spans_file = state / "spans.jsonl"
     store = f"sqlite:///{state / 'sessions.db'}"
     with BedrockStandIn() as bedrock:
         banner(
@@ -166,6 +162,7 @@ def main() -> int:
             "AGENTKIT_SESSION_STORE": store,
             "AGENTKIT_METRICS": "emf",
             "AGENTKIT_EMF_FILE": str(emf_file),
+            "AGENTKIT_SPANS_FILE": str(spans_file),
             "CLAUDE_CONFIG_DIR": str(state / "claude-a"),
         }
         if args.fake_cli:
@@ -228,7 +225,7 @@ def main() -> int:
         finally:
             server.stop()
     time.sleep(0.2)
-    cost_summary(emf_file)
+    report = cost_and_report(emf_file, spans_file)
     print(
         f"\n{DIM}demo finished in {time.monotonic() - started:.1f} s; the model was scripted (standins/bedrock.py){RESET}"
     )
@@ -236,6 +233,7 @@ def main() -> int:
         print(f"state kept in {state}")
     else:
         shutil.rmtree(state, ignore_errors=True)
+    print(f"{GREEN}report:{RESET} {report}")
     return 0
 
 

@@ -6,7 +6,7 @@
   the SDK's design, so the same policy gates them here, first among the ``PreToolUse`` hooks.
 
 Every refusal is reported to telemetry (a ``ToolDenied`` metric attributed to its session and tool call).
-Imports ``claude_agent_sdk`` (for the permission result types): import lazily, as :mod:`runtime.agent` does.
+Imports ``claude_agent_sdk`` (for the permission result types): import lazily, as :mod:`runtime.agent.turn` does.
 """
 
 from __future__ import annotations

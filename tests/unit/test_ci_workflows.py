@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.client import validate_session_id
+from agentkit.transport import validate_session_id
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github/workflows/agent-pr-review.yml"
@@ -42,9 +42,9 @@ def test_workflow_runs_on_pull_requests_with_oidc_permissions() -> None:
     workflow = _load(WORKFLOW)
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "pull_request" in triggers and "pull_request_target" not in triggers
-    assert workflow["permissions"] == {"id-token": "write", "contents": "read", "pull-requests": "write"}
+    assert workflow["permissions"] == {}  # nothing at workflow level; the job asks for what it needs
     for job in workflow["jobs"].values():
-        assert "permissions" not in job or job["permissions"] == workflow["permissions"]
+        assert job["permissions"] == {"id-token": "write", "contents": "read", "pull-requests": "write"}
         assert "github.repository" in job["if"], "fork pull requests must be skipped"
 
 
@@ -217,8 +217,8 @@ def test_checkout_does_not_persist_credentials() -> None:
 
 
 @pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
-def test_third_party_actions_are_pinned_or_marked_for_pinning(path: Path) -> None:
-    """Tags can be moved: each third-party `uses:` is a commit SHA, or carries a comment saying to pin it."""
+def test_third_party_actions_are_pinned_to_commit_shas_with_their_version(path: Path) -> None:
+    """Tags can be moved: each third-party `uses:` is a full commit SHA followed by its release tag."""
     lines = [
         line
         for line in path.read_text(encoding="utf-8").splitlines()
@@ -227,5 +227,27 @@ def test_third_party_actions_are_pinned_or_marked_for_pinning(path: Path) -> Non
     third_party = [line for line in lines if not line.split("uses:", 1)[1].strip().startswith("./")]
     assert third_party, f"{path.name}: expected third-party actions"
     for line in third_party:
-        ref = line.split("uses:", 1)[1].split("#", 1)[0].strip()
-        assert re.search(r"@[0-9a-f]{40}$", ref) or "pin to a full commit SHA" in line, line
+        assert re.search(r"uses: [\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), line
+
+
+def test_composite_action_installs_the_slim_client_with_a_pip_cache() -> None:
+    action = _load(ACTION)
+    install = _step(action, "Install agentkit")
+    assert install["env"]["CLIENT_DIR"] == "${{ github.action_path }}/../../../client"
+    assert 'pip install --disable-pip-version-check --quiet "$CLIENT_DIR"' in install["run"]
+    assert (ROOT / ".github/actions/agentkit-invoke" / "../../../client/pyproject.toml").resolve().is_file()
+    cache = _step(action, "Cache pip downloads")
+    assert cache["uses"].startswith("actions/cache@")
+    assert cache["with"]["path"] == "${{ steps.pip-cache.outputs.dir }}"
+    names = [s.get("name", "") for s in _steps(action)]
+    assert names.index("Cache pip downloads") < names.index("Install agentkit (the slim client, boto3 only)")
+
+
+def test_pip_cache_key_step_runs(tmp_path: Path) -> None:
+    """The key step's script, run as the runner would: one cache dir and a key that changes with the client."""
+    script = _step(_load(ACTION), "Locate the pip cache")["run"]
+    out = tmp_path / "github_output"
+    env = {**os.environ, "CLIENT_DIR": str(ROOT / "client"), "GITHUB_OUTPUT": str(out), "RUNNER_OS": "Linux"}
+    subprocess.run(["bash", "-e", "-c", script], check=True, env=env)
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert outputs["dir"] and re.fullmatch(r"agentkit-pip-Linux-py3\.\d+-[0-9a-f]{16}", outputs["key"])

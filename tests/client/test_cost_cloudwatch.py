@@ -1,4 +1,5 @@
-"""``agentkit cost`` backend: CostUSD written through the cloudwatch sink is read back per day and model."""
+"""``agentkit cost`` backend: metrics written by the RUNTIME's cloudwatch sink are read back by the CLIENT per
+day and model (the contract between ``runtime/observe/metrics/__init__.py`` and ``agentkit.data.cloudwatch``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from runtime.cost_report import CostRow, cost_report, format_table, list_models
+from agentkit.commands.cost import format_cost
+from agentkit.data.cloudwatch import cost_rows, list_dimension_values
+from agentkit.data.usage import CostRow
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, TurnRecord
 
@@ -47,32 +50,35 @@ def test_cost_per_day_and_model(cloudwatch) -> None:
     _write(cloudwatch, "demo", TODAY + dt.timedelta(minutes=1), SONNET, 100_000)  # 0.33
     _write(cloudwatch, "other-agent", TODAY + dt.timedelta(minutes=1), SONNET, 9_000_000)  # not ours
 
-    assert list_models(cloudwatch_client=cloudwatch, namespace=NS, agent="demo") == sorted([SONNET, HAIKU])
-    rows = cost_report(
-        cloudwatch_client=cloudwatch,
+    assert list_dimension_values(
+        cloudwatch, namespace=NS, agent="demo", metric="CostUSD", dimension="Model"
+    ) == sorted([SONNET, HAIKU])
+    rows = cost_rows(
+        cloudwatch,
         namespace=NS,
         agent="demo",
         start=YESTERDAY + dt.timedelta(hours=5),  # aligned down to midnight
         end=TODAY + dt.timedelta(days=1),
     )
-    assert [(r.start, r.model) for r in rows] == [(YESTERDAY, HAIKU), (YESTERDAY, SONNET), (TODAY, SONNET)]
+    assert [(r.start, r.key) for r in rows] == [(YESTERDAY, HAIKU), (YESTERDAY, SONNET), (TODAY, SONNET)]
     assert [r.cost_usd for r in rows] == pytest.approx([2.0, 4.95, 0.33])
+    assert [r.tokens["input"] for r in rows] == [2_000_000, 1_500_000, 100_000]  # tokens read back too
 
-    table = format_table(rows)
+    table = format_cost(rows, period="day", by="model", budget=None, spent_today=0.0)
     lines = table.splitlines()
-    assert lines[0].split() == ["period", "model", "cost", "(USD)"]
+    assert lines[0].split()[:4] == ["period", "model", "cost", "(USD)"]
     assert any(
         YESTERDAY.strftime("%Y-%m-%d") in line and SONNET in line and "4.9500" in line for line in lines
     )
-    assert any("(period total)" in line and "6.9500" in line for line in lines)
-    assert lines[-1].split() == ["total", "7.2800"]
+    assert any("(period total)" in line and "6.9500" in line and "3,500,000" in line for line in lines)
+    assert lines[-1].split()[:3] == ["total", "7.2800", "3,600,000"]
 
 
 def test_hourly_periods_and_named_models(cloudwatch) -> None:
     _write(cloudwatch, "demo", TODAY + dt.timedelta(minutes=10), SONNET, 1_000_000)
     _write(cloudwatch, "demo", TODAY + dt.timedelta(hours=2, minutes=5), SONNET, 1_000_000)
-    rows = cost_report(
-        cloudwatch_client=cloudwatch,
+    rows = cost_rows(
+        cloudwatch,
         namespace=NS,
         agent="demo",
         start=TODAY,
@@ -85,16 +91,14 @@ def test_hourly_periods_and_named_models(cloudwatch) -> None:
         CostRow(TODAY + dt.timedelta(hours=2), SONNET, pytest.approx(3.3)),
     ]
     hour_label = (TODAY + dt.timedelta(hours=2)).strftime("%Y-%m-%d %H:00")
-    assert hour_label in format_table(rows, period="hour")
+    assert hour_label in format_cost(rows, period="hour", by="model", budget=None, spent_today=0.0)
 
 
 def test_empty_and_bad_arguments(cloudwatch) -> None:
-    rows = cost_report(cloudwatch_client=cloudwatch, namespace=NS, agent="demo", start=YESTERDAY, end=TODAY)
+    rows = cost_rows(cloudwatch, namespace=NS, agent="demo", start=YESTERDAY, end=TODAY)
     assert rows == []
-    assert "No CostUSD data" in format_table(rows)
+    assert "No cost data" in format_cost(rows, period="day", by="model", budget=None, spent_today=0.0)
     with pytest.raises(ValueError, match="period"):
-        cost_report(
-            cloudwatch_client=cloudwatch, namespace=NS, agent="d", start=TODAY, end=TODAY, period="week"
-        )  # type: ignore[arg-type]
+        cost_rows(cloudwatch, namespace=NS, agent="d", start=TODAY, end=TODAY, period="week")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="after start"):
-        cost_report(cloudwatch_client=cloudwatch, namespace=NS, agent="d", start=TODAY, end=YESTERDAY)
+        cost_rows(cloudwatch, namespace=NS, agent="d", start=TODAY, end=YESTERDAY)

@@ -1,20 +1,18 @@
-"""Client side of the invocation contract: talk to a runtime locally over HTTP or through AgentCore.
+"""Transports of the invocation contract: a local runtime over HTTP, or a deployed one through AgentCore.
 
-Both transports turn the reply into the same stream of event dicts (the SSE contract in DESIGN §4 and
-``runtime/protocol.py``: ``text``, ``tool_use``, ``tool_result``, ``result``, ``error``), so the CLI renders
-them one way. A failure that happens before any event (connection refused, HTTP 4xx, AWS errors) raises
-:class:`InvokeError` carrying the exit code the CLI should use.
+Both turn the reply into the same stream of event dicts (:mod:`agentkit.sse`), so the CLI renders them one
+way. A failure that happens before any event (connection refused, HTTP 4xx, AWS errors) raises
+:class:`~agentkit.errors.AgentkitError` carrying the exit code the CLI should use.
 
 IAM actions needed on the AWS path: ``bedrock-agentcore:InvokeAgentRuntime`` (invoke),
-``bedrock-agentcore:StopRuntimeSession`` (stop), ``cloudformation:DescribeStacks`` (``--stack``).
+``bedrock-agentcore:StopRuntimeSession`` (stop).
 
 Retries: ``InvokeAgentRuntime`` runs a paid turn, so botocore never retries it (:func:`invoke_config`, one
 attempt, whatever ``AWS_MAX_ATTEMPTS`` says); only throttling, which means the turn did not run, is retried
 by :func:`call_with_backoff`. A read timeout is never retried: the turn may still be running.
 
-Env vars honoured (by boto3 itself): ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_PROFILE``,
-``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS`` (override :func:`retry_config`, not :func:`invoke_config`),
-``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
+Env vars honoured (by botocore): ``AWS_RETRY_MODE``/``AWS_MAX_ATTEMPTS`` (override :func:`retry_config`,
+not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 """
 
 from __future__ import annotations
@@ -26,48 +24,24 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.client_errors import (
+from agentkit.errors import (
+    AgentkitError,
     ExitCode,
-    InvokeError,
     aws_error,
-    error_code_exit,
     is_throttle,
-    runtime_client_error,
     transport_error,
+    usage_error,
 )
-
-__all__ = [
-    "ExitCode",
-    "InvocationRequest",
-    "InvokeError",
-    "aws_error",
-    "call_with_backoff",
-    "error_code_exit",
-    "http_error",
-    "invoke_agentcore",
-    "invoke_config",
-    "invoke_local",
-    "iter_sse_events",
-    "new_session_id",
-    "normalize_event",
-    "region_of_runtime_arn",
-    "retry_config",
-    "runtime_arn_from_stack",
-    "runtime_client_error",
-    "stop_session",
-    "transport_error",
-    "validate_session_id",
-]
+from agentkit.sse import iter_sse_events, normalize_event
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
-_RUNTIME_ARN_RE = re.compile(r"arn:aws[a-z-]*:bedrock-agentcore:([a-z0-9-]+):\d{12}:runtime/[A-Za-z0-9_-]+")
 
 
 def new_session_id() -> str:
@@ -76,92 +50,15 @@ def new_session_id() -> str:
 
 
 def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` if AgentCore accepts it; raise :class:`InvokeError` (usage) otherwise."""
+    """Return ``session_id`` if AgentCore accepts it; raise :class:`AgentkitError` (usage) otherwise."""
     if not SESSION_ID_MIN <= len(session_id) <= SESSION_ID_MAX or not _SESSION_ID_RE.fullmatch(session_id):
-        raise InvokeError(
+        raise AgentkitError(
             f"invalid session id {session_id!r}: need {SESSION_ID_MIN}-{SESSION_ID_MAX} characters of "
             "letters, digits, '-', '.' or ':', starting with a letter or digit "
             "(e.g. 'agentkit-' + 32 hex digits)",
             exit_code=ExitCode.USAGE,
         )
     return session_id
-
-
-def region_of_runtime_arn(arn: str) -> str:
-    """The region inside a runtime ARN; raise :class:`InvokeError` (usage) if it is not a runtime ARN."""
-    match = _RUNTIME_ARN_RE.fullmatch(arn)
-    if not match:
-        raise InvokeError(
-            f"not an AgentCore runtime ARN: {arn!r} "
-            "(expected arn:aws:bedrock-agentcore:<region>:<account>:runtime/<id>)",
-            exit_code=ExitCode.USAGE,
-        )
-    return match.group(1)
-
-
-# --------------------------------------------------------------------------------------------- SSE parsing
-def iter_sse_events(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
-    """Parse an SSE byte stream (any chunking) into event dicts, yielding each as soon as it is complete.
-
-    ``data:`` lines of one event are joined with newlines and decoded as JSON. A JSON string becomes a
-    ``text`` event; a dict without ``type`` but with ``error`` (the BedrockAgentCoreApp's own failure shape)
-    becomes an ``error`` event. Comments, ``event:`` and ``id:`` lines are ignored.
-
-    Raises:
-        InvokeError: an event's data is not JSON (exit code 1).
-    """
-    buffer = b""
-    data_lines: list[str] = []
-    for chunk in chunks:
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for raw in lines:
-            event = _feed_line(raw.rstrip(b"\r").decode("utf-8"), data_lines)
-            if event is not None:
-                yield event
-    if buffer.strip():
-        _feed_line(buffer.rstrip(b"\r").decode("utf-8"), data_lines)
-    if data_lines:
-        yield _decode_event("\n".join(data_lines))
-
-
-def _feed_line(line: str, data_lines: list[str]) -> dict[str, Any] | None:
-    if line == "":
-        if not data_lines:
-            return None
-        payload = "\n".join(data_lines)
-        data_lines.clear()
-        return _decode_event(payload)
-    if line.startswith("data:"):
-        value = line[5:]
-        data_lines.append(value[1:] if value.startswith(" ") else value)
-    return None
-
-
-def _decode_event(payload: str) -> dict[str, Any]:
-    try:
-        value = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise InvokeError(
-            f"runtime sent an event that is not JSON: {payload[:200]!r}", exit_code=ExitCode.AGENT_ERROR
-        ) from exc
-    return normalize_event(value)
-
-
-def normalize_event(value: Any) -> dict[str, Any]:
-    """Map any reply value onto the event contract (see :func:`iter_sse_events`)."""
-    if isinstance(value, str):
-        return {"type": "text", "text": value}
-    if not isinstance(value, dict):
-        return {"type": "unknown", "value": value}
-    if "type" not in value and "error" in value:
-        message = str(value.get("message") or value["error"])
-        if value.get("message") and value.get("error"):
-            message = f"{value['message']}: {value['error']}"
-        return {"type": "error", "code": str(value.get("error_type") or "runtime_error"), "message": message}
-    if "type" not in value and "session_id" in value:  # a non-streaming JSON reply
-        return {"type": "result", **value}
-    return value
 
 
 # ------------------------------------------------------------------------------------------ local transport
@@ -186,13 +83,13 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
     """POST ``{url}/invocations`` to a runtime server (``python -m runtime``) and yield its events.
 
     Raises:
-        InvokeError: bad URL (2), connection failure before the request was sent (1), HTTP error status
+        AgentkitError: bad URL (2), connection failure before the request was sent (1), HTTP error status
             (2 for 4xx validation, 3 for budget, 1 otherwise), no reply within ``timeout`` seconds or the
             connection lost while reading the reply (4: the turn may still be running).
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvokeError(f"--local needs an http(s) URL, got {url!r}", exit_code=ExitCode.USAGE)
+        raise usage_error(f"--local needs an http(s) URL, got {url!r}")
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(parts.hostname, parts.port, timeout=timeout)
     path = parts.path.rstrip("/") + "/invocations"
@@ -201,13 +98,16 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
         "Accept": "text/event-stream" if request.stream else "application/json",
         SESSION_HEADER: request.session_id,
     }
-    hint = f"the runtime may still be running the turn of session {request.session_id}"
+    hint = (
+        f"the runtime may still be running the turn of session {request.session_id}; stop it with "
+        f"`agentkit sessions stop {request.session_id} --local {url}`"
+    )
     events = 0
     try:
         try:
             conn.request("POST", path, body=json.dumps(request.body()).encode(), headers=headers)
         except OSError as exc:
-            raise InvokeError(
+            raise AgentkitError(
                 f"cannot reach the runtime at {url}: {exc.strerror or exc} "
                 "(is it running? start one with `python -m runtime`)",
                 exit_code=ExitCode.AGENT_ERROR,
@@ -233,8 +133,8 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
 _LOCAL_TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 
 
-def http_error(status: int, body: bytes) -> InvokeError:
-    """An :class:`InvokeError` for an HTTP error reply, using the contract's error body when present."""
+def http_error(status: int, body: bytes) -> AgentkitError:
+    """An :class:`AgentkitError` for an HTTP error reply, using the contract's error body when present."""
     try:
         parsed = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -252,14 +152,16 @@ def http_error(status: int, body: bytes) -> InvokeError:
         exit_code = ExitCode.USAGE
     else:
         exit_code = ExitCode.AGENT_ERROR
-    return InvokeError(f"runtime answered HTTP {status} [{code}]: {message}", exit_code=exit_code, code=code)
+    return AgentkitError(
+        f"runtime answered HTTP {status} [{code}]: {message}", exit_code=exit_code, code=code
+    )
 
 
 def _json_or_error(body: bytes) -> Any:
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvokeError(
+        raise AgentkitError(
             f"runtime reply is not JSON: {body[:200]!r}", exit_code=ExitCode.AGENT_ERROR
         ) from exc
 
@@ -333,7 +235,7 @@ def invoke_agentcore(
         throttle_retries: extra tries when throttled (see :func:`call_with_backoff`).
 
     Raises:
-        InvokeError: AWS errors (4; 2 for validation), runtime error replies (1, 2 or 3, see
+        AgentkitError: AWS errors (4; 2 for validation), runtime error replies (1, 2 or 3, see
             :func:`runtime_client_error`), bad reply bodies (1), a read timeout or lost connection before
             or during the reply (4; the message says how to stop the turn, which may still be running).
     """
@@ -360,7 +262,11 @@ def invoke_agentcore(
     except (ReadTimeoutError, ConnectionClosedError) as exc:  # the request was sent: the turn may run
         raise transport_error(exc, events=0, timeout=timeout, hint=hint) from exc
     except (ClientError, BotoCoreError) as exc:
-        raise aws_error(exc, action="InvokeAgentRuntime") from exc
+        raise aws_error(
+            exc,
+            action="InvokeAgentRuntime",
+            iam_action=f"bedrock-agentcore:InvokeAgentRuntime on {runtime_arn}",
+        ) from exc
     body = response["response"]
     content_type = response.get("contentType", "")
     status = int(response.get("statusCode") or 200)
@@ -407,7 +313,7 @@ def stop_session(client: Any, *, runtime_arn: str, session_id: str, qualifier: s
     """Stop a runtime session (the kill switch); returns the HTTP status AgentCore reported.
 
     Raises:
-        InvokeError: AWS errors (exit code 4; 2 for validation).
+        AgentkitError: AWS errors (exit code 4; 2 for validation).
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -417,51 +323,52 @@ def stop_session(client: Any, *, runtime_arn: str, session_id: str, qualifier: s
     try:
         response = client.stop_runtime_session(**params)
     except (ClientError, BotoCoreError) as exc:
-        raise aws_error(exc, action="StopRuntimeSession") from exc
+        raise aws_error(
+            exc, action="StopRuntimeSession", iam_action="bedrock-agentcore:StopRuntimeSession"
+        ) from exc
     return int(response.get("statusCode") or 200)
 
 
-def runtime_arn_from_stack(cloudformation: Any, *, stack_name: str) -> str:
-    """The runtime ARN among a CloudFormation stack's outputs.
+#: Path of the local runtime's stop route (``python -m runtime``), the AgentCore data-plane path without the
+#: ``/runtimes/{arn}`` prefix (botocore model ``bedrock-agentcore`` ``StopRuntimeSession``).
+LOCAL_STOP_PATH = "/stopruntimesession"
 
-    An output matches when its ``OutputKey`` or ``ExportName`` contains ``RuntimeArn`` (case-insensitive) and
-    its value is a runtime ARN. An output whose key is exactly ``RuntimeArn`` wins over the others.
+
+def stop_local_session(url: str, *, session_id: str, timeout: float = 30.0) -> int:
+    """Stop a session of a local runtime (``python -m runtime``): its running and queued turns end and its
+    Claude process closes; the transcript stays in the store, so the next turn resumes it.
 
     Raises:
-        InvokeError: stack missing or unreadable (4), no or several matching outputs (2).
+        AgentkitError: bad URL (2), runtime unreachable (1), no such session (2: HTTP 404), other HTTP errors.
     """
-    from botocore.exceptions import BotoCoreError, ClientError
-
+    parts = _local_parts(url)
+    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
     try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except ClientError as exc:
-        if "does not exist" in str(exc.response.get("Error", {}).get("Message", "")):
-            raise InvokeError(
-                f"stack {stack_name!r} not found (check the name, region and account)",
-                exit_code=ExitCode.AWS_ERROR,
-                code="StackNotFound",
+        try:
+            conn.request(
+                "POST",
+                parts.path.rstrip("/") + LOCAL_STOP_PATH,
+                body=b"{}",
+                headers={SESSION_HEADER: session_id},
+            )
+            response = conn.getresponse()
+            body = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise AgentkitError(
+                f"cannot reach the runtime at {url}: {exc} (is it running? start one with `python -m runtime`)",
+                exit_code=ExitCode.AGENT_ERROR,
+                code="connection_failed",
             ) from exc
-        raise aws_error(exc, action="DescribeStacks") from exc
-    except BotoCoreError as exc:
-        raise aws_error(exc, action="DescribeStacks") from exc
-    outputs = stacks[0].get("Outputs", []) if stacks else []
-    matches = [
-        out
-        for out in outputs
-        if (
-            "runtimearn" in out.get("OutputKey", "").lower()
-            or "runtimearn" in out.get("ExportName", "").lower()
-        )
-        and _RUNTIME_ARN_RE.fullmatch(out.get("OutputValue", ""))
-    ]
-    exact = [out for out in matches if out.get("OutputKey") == "RuntimeArn"]
-    chosen = exact or matches
-    if len(chosen) != 1:
-        keys = ", ".join(out.get("OutputKey", "?") for out in outputs) or "none"
-        what = "no output" if not chosen else "several outputs"
-        raise InvokeError(
-            f"stack {stack_name!r} has {what} with a runtime ARN under a key containing 'RuntimeArn' "
-            f"(outputs: {keys}); pass --runtime-arn instead",
-            exit_code=ExitCode.USAGE,
-        )
-    return str(chosen[0]["OutputValue"])
+    finally:
+        conn.close()
+    if response.status >= 400:
+        raise http_error(response.status, body)
+    return int(response.status)
+
+
+def _local_parts(url: str) -> Any:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise usage_error(f"--local needs an http(s) URL, got {url!r}")
+    return parts

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from runtime.cli import main
+from agentkit.cli import main
+from tests.client.conftest import subprocess_env
 from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
 from tests.fakes.stalling_http import StallingServer, Then, sse_head
 
@@ -57,8 +58,9 @@ def test_text_reaches_stdout_before_the_turn_ends() -> None:
 
     with SseRuntimeStandIn(Reply(parts=TURN, before_part=hold_until_client_printed)) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "invoke", "--local", server.url, "hi"],
+            [sys.executable, "-m", "agentkit", "invoke", "--local", server.url, "hi"],
             cwd=ROOT,
+            env=subprocess_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -241,7 +243,7 @@ def test_aws_path_signs_retries_throttling_and_streams(
 
 
 def test_aws_path_yields_events_before_the_stream_ends() -> None:
-    from runtime.client import InvocationRequest, invoke_agentcore, invoke_config, new_session_id
+    from agentkit.transport import InvocationRequest, invoke_agentcore, invoke_config, new_session_id
 
     first_seen = threading.Event()
     held: list[bool] = []

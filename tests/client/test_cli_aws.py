@@ -14,8 +14,9 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from runtime.cli import main
-from runtime.client import InvokeError, iter_sse_events
+from agentkit.cli import main
+from agentkit.errors import AgentkitError
+from agentkit.sse import iter_sse_events
 
 ARN = "arn:aws:bedrock-agentcore:eu-west-1:123456789012:runtime/agentkit_runtime-AbC123"
 SESSION = "agentkit-" + "0" * 32
@@ -93,7 +94,7 @@ def test_sse_parser_handles_multiline_data_comments_strings_and_unterminated_tai
 
 
 def test_sse_parser_rejects_non_json_data() -> None:
-    with pytest.raises(InvokeError, match="not JSON") as info:
+    with pytest.raises(AgentkitError, match="not JSON") as info:
         list(iter_sse_events([b"data: oops\n\n"]))
     assert info.value.exit_code == 1
 
@@ -102,7 +103,6 @@ def test_sse_parser_rejects_non_json_data() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ([], "required"),
         (["invoke", "--local", "http://x", "--runtime-arn", ARN, "hi"], "not allowed with"),
         (["invoke", "--local", "http://x", "   "], "prompt is empty"),
         (["invoke", "--local", "http://x", "hi", "--prompt-file", "f.txt"], "not both"),
@@ -425,7 +425,7 @@ def test_missing_credentials_exit_4(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", "http://127.0.0.1:9")
     assert main(["invoke", "--runtime-arn", ARN, "hi"]) == 4
-    assert "no usable AWS credentials" in capsys.readouterr().err
+    assert "no AWS credentials found" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------ sessions stop / stack
@@ -522,7 +522,7 @@ def test_cost_prints_a_table_per_day_and_model(capsys: pytest.CaptureFixture[str
     assert "2026-03-10" in out and "2026-03-09" in out and "2026-03-01" not in out
     assert "claude-haiku-4-5" in out and "claude-sonnet-4-5" in out
     total = [line for line in out.splitlines() if line.startswith("total")]
-    assert total and total[0].split()[-1] == "0.8750"
+    assert total and total[0].split()[1] == "0.8750"
 
 
 def test_cost_access_denied_exits_4(capsys: pytest.CaptureFixture[str]) -> None:

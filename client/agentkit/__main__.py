@@ -1,0 +1,7 @@
+"""``python -m agentkit`` = the ``agentkit`` command."""
+
+import sys
+
+from agentkit.cli import main
+
+sys.exit(main())

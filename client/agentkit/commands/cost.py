@@ -1,0 +1,216 @@
+"""``agentkit cost``: what the agent spent, per day or hour, by model, session or actor, against the budget.
+
+Sources: CloudWatch metrics (default; ``--by model`` only, since sessions and actors are never metric
+dimensions), or ``--local FILE``, the EMF file a local run writes (``AGENTKIT_EMF_FILE``; every ``--by``).
+Tokens are shown by type (input, output, cache read, cache write). The daily budget is ``--budget`` >
+``$AGENTKIT_DAILY_BUDGET_USD`` > the threshold of the stack's daily cost alarm (``--stack``).
+
+IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``; with ``--stack`` also
+``cloudformation:ListStackResources`` and ``cloudwatch:DescribeAlarms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from agentkit.context import Context, table
+from agentkit.data import cloudwatch as cw
+from agentkit.data.emf import read_emf_file
+from agentkit.data.usage import By, CostRow, Period, align, cost_rows, for_agent, totals
+from agentkit.env import (
+    DEFAULT_AGENT,
+    DEFAULT_NAMESPACE,
+    ENV_AGENT_NAME,
+    ENV_DAILY_BUDGET_USD,
+    ENV_METRICS_NAMESPACE,
+    ENV_STACK,
+)
+from agentkit.errors import ExitCode, aws_error, usage_error
+from agentkit.stack import stack_resources
+
+MAX_DAYS = 455  # CloudWatch keeps 1-hour data points 455 days
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "cost",
+        parents=[common],
+        help="cost and tokens per day or hour, by model, session or actor",
+        description="Cost and tokens per day (or hour) by model, session or actor, and spend against the "
+        "daily budget. From CloudWatch, or from a local run's EMF file with --local.",
+    )
+    parser.add_argument("--days", type=int, default=7, help="days to report, counting today (7)")
+    parser.add_argument("--hourly", action="store_true", help="one row per hour instead of per day")
+    parser.add_argument(
+        "--by", choices=("model", "session", "actor"), default="model", help="group by (model)"
+    )
+    parser.add_argument("--local", metavar="FILE", help="read a local run's EMF file instead of CloudWatch")
+    parser.add_argument("--budget", type=float, metavar="USD", help=f"daily budget (${ENV_DAILY_BUDGET_USD})")
+    parser.add_argument(
+        "--stack", metavar="NAME", help=f"read the daily budget from this stack's cost alarm (${ENV_STACK})"
+    )
+    add_metric_options(parser)
+    parser.set_defaults(handler=run, usage_parser=parser)
+
+
+def add_metric_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--namespace", default=None, help=f"metric namespace (${ENV_METRICS_NAMESPACE})")
+    parser.add_argument("--agent", default=None, help=f"Agent dimension (${ENV_AGENT_NAME})")
+
+
+def namespace_and_agent(args: argparse.Namespace, ctx: Context) -> tuple[str, str]:
+    namespace = args.namespace or ctx.env.get(ENV_METRICS_NAMESPACE) or DEFAULT_NAMESPACE
+    agent = args.agent or ctx.env.get(ENV_AGENT_NAME) or DEFAULT_AGENT
+    return namespace, agent
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    if not 1 <= args.days <= MAX_DAYS:
+        raise usage_error(
+            f"--days must be between 1 and {MAX_DAYS} (CloudWatch keeps hourly data {MAX_DAYS} days)"
+        )
+    if args.budget is not None and args.budget <= 0:
+        raise usage_error("--budget must be > 0")
+    period: Period = "hour" if args.hourly else "day"
+    by: By = args.by
+    namespace, agent = namespace_and_agent(args, ctx)
+    end = ctx.now()
+    start = align(end - dt.timedelta(days=args.days - 1), "day")
+    if args.local:
+        samples = for_agent(read_emf_file(args.local).samples, args.agent or ctx.env.get(ENV_AGENT_NAME))
+        rows = cost_rows(samples, by=by, period=period, start=start, end=end + dt.timedelta(microseconds=1))
+        source = args.local
+    else:
+        if by != "model":
+            raise usage_error(
+                f"--by {by} needs per-turn records: sessions and actors are not CloudWatch metric dimensions. "
+                "Use --local FILE (a local run's EMF file), or the dashboard's top-sessions table"
+            )
+        client = ctx.aws.client("cloudwatch")
+        rows = _cloudwatch_rows(client, namespace=namespace, agent=agent, start=start, end=end, period=period)
+        source = f"CloudWatch {namespace} Agent={agent}"
+    budget = _budget(args, ctx)
+    today = align(end, "day")
+    spent_today = sum(r.cost_usd for r in rows if align(r.start, "day") == today)
+    cost_total, tokens_total = totals(rows)
+    data = {
+        "source": source,
+        "period": period,
+        "by": by,
+        "start": start,
+        "end": end,
+        "rows": [r.as_dict() for r in rows],
+        "total_usd": cost_total,
+        "tokens": tokens_total,
+        "budget": {
+            "daily_usd": budget,
+            "today_usd": spent_today,
+            "used_percent": (100 * spent_today / budget) if budget else None,
+        },
+    }
+    ctx.emit(data, lambda: format_cost(rows, period=period, by=by, budget=budget, spent_today=spent_today))
+    return int(ExitCode.OK)
+
+
+def _cloudwatch_rows(client: Any, **kwargs: Any) -> list[CostRow]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return cw.cost_rows(client, **kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise aws_error(
+            exc,
+            action="reading cost metrics",
+            iam_action="cloudwatch:ListMetrics and cloudwatch:GetMetricData",
+        ) from exc
+
+
+def _budget(args: argparse.Namespace, ctx: Context) -> float | None:
+    if args.budget is not None:
+        return float(args.budget)
+    if ctx.env.get(ENV_DAILY_BUDGET_USD):
+        try:
+            return float(ctx.env[ENV_DAILY_BUDGET_USD])
+        except ValueError:
+            raise usage_error(
+                f"${ENV_DAILY_BUDGET_USD} is not a number: {ctx.env[ENV_DAILY_BUDGET_USD]!r}"
+            ) from None
+    stack = args.stack or ctx.env.get(ENV_STACK)
+    if not stack:
+        return None
+    return budget_from_stack(ctx, stack)
+
+
+def budget_from_stack(ctx: Context, stack: str) -> float | None:
+    """The threshold of the stack's daily cost alarm (the one on ``CostUSD``), or None."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    alarms = stack_resources(
+        ctx.aws.client("cloudformation"), stack_name=stack, resource_type="AWS::CloudWatch::Alarm"
+    )
+    if not alarms:
+        return None
+    try:
+        found = describe_alarms(ctx.aws.client("cloudwatch"), alarms)
+    except (ClientError, BotoCoreError) as exc:
+        raise aws_error(exc, action="DescribeAlarms", iam_action="cloudwatch:DescribeAlarms") from exc
+    for alarm in found:
+        metrics = [
+            q.get("MetricStat", {}).get("Metric", {}).get("MetricName") for q in alarm.get("Metrics", [])
+        ]
+        if alarm.get("MetricName") == "CostUSD" or "CostUSD" in metrics:
+            return float(alarm["Threshold"])
+    return None
+
+
+def describe_alarms(cloudwatch: Any, alarm_names: list[str]) -> list[dict[str, Any]]:
+    """``DescribeAlarms`` for up to any number of names (100 per call, paged)."""
+    found: list[dict[str, Any]] = []
+    for offset in range(0, len(alarm_names), 100):
+        kwargs: dict[str, Any] = {
+            "AlarmNames": alarm_names[offset : offset + 100],
+            "AlarmTypes": ["MetricAlarm"],
+        }
+        while True:
+            page = cloudwatch.describe_alarms(**kwargs)
+            found += page.get("MetricAlarms", [])
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+    return found
+
+
+def format_cost(
+    rows: list[CostRow], *, period: Period, by: By, budget: float | None, spent_today: float
+) -> str:
+    """The text table: one line per period and key with tokens by type, a subtotal per period, the total,
+    then today's spend against the budget."""
+    if not rows:
+        lines = ["No cost data for this agent and period."]
+    else:
+        fmt = "%Y-%m-%d" if period == "day" else "%Y-%m-%d %H:00"
+        body: list[list[Any]] = []
+        by_start: dict[dt.datetime, list[CostRow]] = {}
+        for row in rows:
+            by_start.setdefault(row.start, []).append(row)
+        for start, group in by_start.items():
+            for row in group:
+                body.append([start.strftime(fmt), row.key, f"{row.cost_usd:.4f}", *_token_cells(row.tokens)])
+            if len(group) > 1:
+                sub_cost, sub_tokens = totals(group)
+                body.append(["", "(period total)", f"{sub_cost:.4f}", *_token_cells(sub_tokens)])
+        cost_total, tokens_total = totals(rows)
+        body.append(["total", "", f"{cost_total:.4f}", *_token_cells(tokens_total)])
+        headers = ["period", by, "cost (USD)", "input", "output", "cache read", "cache write"]
+        lines = [table(headers, body, align="llrrrrr")]
+    if budget:
+        lines.append(
+            f"today: ${spent_today:.4f} of the ${budget:.2f} daily budget ({100 * spent_today / budget:.1f} %)"
+        )
+    return "\n".join(lines)
+
+
+def _token_cells(tokens: dict[str, float]) -> list[str]:
+    return [f"{tokens.get(k, 0.0):,.0f}" for k in ("input", "output", "cache_read", "cache_write")]

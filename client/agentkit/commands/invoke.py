@@ -1,0 +1,130 @@
+"""``agentkit invoke``: send a prompt and stream the answer (stdout) and progress (stderr).
+
+``--output json`` (or ``--json``) prints every event as one JSON line instead. The runtime session id is
+printed first on stderr (``session: <id>``) so a pipeline can continue the conversation.
+
+IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (AWS target), ``cloudformation:DescribeStacks``
+(``--stack``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from typing import Any
+
+from agentkit.context import Context
+from agentkit.errors import AgentkitError, ExitCode, usage_error
+from agentkit.printer import EventPrinter
+from agentkit.targets import add_target_options, resolve_target
+from agentkit.transport import (
+    InvocationRequest,
+    invoke_agentcore,
+    invoke_config,
+    invoke_local,
+    new_session_id,
+    validate_session_id,
+)
+
+MAX_PROMPT_BYTES = 10_000_000  # the service accepts 100 MB payloads; prompts beyond this are a mistake
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "invoke",
+        parents=[common],
+        help="send a prompt and stream the answer",
+        description="Send a prompt to the agent. The answer goes to stdout, progress to stderr.",
+    )
+    parser.add_argument("prompt", nargs="?", help="the prompt; '-' or omitted with piped stdin reads stdin")
+    parser.add_argument("--prompt-file", metavar="F", help="read the prompt from file F ('-' for stdin)")
+    parser.add_argument("--session", metavar="ID", help="continue runtime session ID (33-256 chars)")
+    add_target_options(parser, local=True)
+    parser.add_argument("--json", action="store_true", help="same as --output json: one JSON event per line")
+    parser.add_argument("--no-stream", action="store_true", help="ask for one JSON reply instead of SSE")
+    parser.add_argument("--max-budget-usd", type=positive_float, metavar="X", help="cost cap for this turn")
+    parser.add_argument("--timeout", type=positive_float, default=900.0, help="read timeout, seconds (900)")
+    parser.add_argument(
+        "--throttle-retries", type=int, default=3, metavar="N", help="extra tries when throttled (3)"
+    )
+    parser.set_defaults(handler=run, usage_parser=parser)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    prompt = read_prompt(args, ctx)
+    if args.local and (args.qualifier or ctx.aws.explicit_region or ctx.aws.profile):
+        raise usage_error("--qualifier, --region and --profile apply to AWS targets, not --local")
+    if args.throttle_retries < 0:
+        raise usage_error("--throttle-retries must be >= 0")
+    session_id = validate_session_id(args.session) if args.session else new_session_id()
+    request = InvocationRequest(
+        prompt=prompt, session_id=session_id, stream=not args.no_stream, max_budget_usd=args.max_budget_usd
+    )
+    events: Iterator[dict[str, Any]]
+    if args.local:
+        events = invoke_local(args.local, request, timeout=args.timeout)
+        stop_hint = f"agentkit sessions stop {session_id} --local {args.local}"
+    else:
+        target, _stack = resolve_target(args, ctx)
+        client = ctx.aws.client(
+            "bedrock-agentcore", region=target.region, config=invoke_config(read_timeout=args.timeout)
+        )
+        events = invoke_agentcore(
+            client,
+            request,
+            runtime_arn=target.runtime_arn,
+            qualifier=target.qualifier,
+            throttle_retries=args.throttle_retries,
+            sleep=ctx.sleep,
+        )
+        stop_hint = f"agentkit sessions stop {session_id} --runtime-arn {target.runtime_arn}"
+        if target.qualifier:
+            stop_hint += f" --qualifier {target.qualifier}"
+    ctx.progress(f"session: {session_id}")
+    printer = EventPrinter(stdout=ctx.stdout, stderr=ctx.stderr, json_lines=ctx.json or args.json)
+    try:
+        for event in events:
+            printer.handle(event)
+    except AgentkitError:
+        printer.end_line()  # the CLI prints the error on a line of its own
+        raise
+    except KeyboardInterrupt:
+        printer.end_line()
+        ctx.progress(f"agentkit: interrupted; the turn may still run: {stop_hint}")
+        return int(ExitCode.INTERRUPTED)
+    return int(printer.finish())
+
+
+def read_prompt(args: argparse.Namespace, ctx: Context) -> str:
+    """The prompt from the argument, ``--prompt-file`` or stdin (usage errors when absent, empty or huge)."""
+    if args.prompt is not None and args.prompt_file is not None:
+        raise usage_error("give the prompt as an argument or with --prompt-file, not both")
+    if args.prompt_file is not None and args.prompt_file != "-":
+        try:
+            with open(args.prompt_file, encoding="utf-8") as handle:
+                prompt = handle.read(MAX_PROMPT_BYTES + 1)
+        except OSError as exc:
+            raise usage_error(f"cannot read --prompt-file: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise usage_error(f"--prompt-file is not UTF-8 text: {exc}") from exc
+    elif args.prompt == "-" or args.prompt_file == "-" or (args.prompt is None and not ctx.stdin.isatty()):
+        prompt = ctx.stdin.read(MAX_PROMPT_BYTES + 1)
+    elif args.prompt is None:
+        raise usage_error("no prompt: pass PROMPT, --prompt-file F, or pipe it on stdin")
+    else:
+        prompt = args.prompt
+    if not prompt.strip():
+        raise usage_error("the prompt is empty")
+    if len(prompt) > MAX_PROMPT_BYTES:
+        raise usage_error(f"the prompt is longer than {MAX_PROMPT_BYTES} characters")
+    return prompt

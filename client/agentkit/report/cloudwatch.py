@@ -1,0 +1,152 @@
+"""Gather :class:`~agentkit.report.model.ReportData` for a deployed agent from CloudWatch.
+
+Metrics (``GetMetricData``): cost and tokens per hour and model, turns, turn latency and time-to-first-token
+p50/p90 (CloudWatch's percentiles, per model, highest shown), tool calls/errors/denials per tool.
+Sessions: EMF lines in the runtime's log group (present when the stage's ``metrics_sink`` is ``emf``).
+Waterfall: span records in ``aws/spans`` (CloudWatch Transaction Search), first those carrying the session
+id, then every span of their traces.
+
+IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``, ``logs:FilterLogEvents``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from agentkit.data import cloudwatch as cw
+from agentkit.data import names
+from agentkit.data.emf import parse_emf_lines
+from agentkit.data.spans import Span, parse_span_lines
+from agentkit.data.usage import totals
+from agentkit.report.model import ReportData, pick_trace, top_sessions
+
+SPANS_LOG_GROUP = "aws/spans"  # CloudWatch Transaction Search destination
+MAX_TRACES = 3
+
+
+def _messages(
+    logs: Any, *, group: str, start: dt.datetime, end: dt.datetime, pattern: str, limit: int
+) -> list[str]:
+    """Messages of ``group`` matching ``pattern``; [] when the group does not exist."""
+    from botocore.exceptions import ClientError
+
+    kwargs: dict[str, Any] = {
+        "logGroupName": group,
+        "startTime": int(start.timestamp() * 1000),
+        "endTime": int(end.timestamp() * 1000),
+        "filterPattern": pattern,
+    }
+    out: list[str] = []
+    try:
+        while len(out) < limit:
+            page = logs.filter_log_events(**kwargs)
+            out += [str(e.get("message", "")) for e in page.get("events", [])]
+            if not page.get("nextToken"):
+                break
+            kwargs["nextToken"] = page["nextToken"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
+    return out[:limit]
+
+
+def gather(
+    *,
+    cloudwatch: Any,
+    logs: Any | None,
+    namespace: str,
+    agent: str,
+    start: dt.datetime,
+    end: dt.datetime,
+    log_group: str | None,
+    session: str | None,
+    title: str,
+    generated: dt.datetime,
+) -> ReportData:
+    """Report data for ``agent`` between ``start`` and ``end``.
+
+    Raises:
+        botocore.exceptions.ClientError / BotoCoreError: CloudWatch refused a metrics call.
+    """
+    notes: list[str] = []
+    hourly = cw.cost_rows(cloudwatch, namespace=namespace, agent=agent, start=start, end=end, period="hour")
+    _cost, tokens = totals(hourly)
+    latency_models = cw.list_dimension_values(
+        cloudwatch, namespace=namespace, agent=agent, metric=names.LATENCY, dimension=names.MODEL
+    )
+    pct = cw.percentiles(
+        cloudwatch, namespace=namespace, agent=agent, start=start, end=end, models=latency_models
+    )
+    span_s = max(60, int((end - start).total_seconds()) // 60 * 60)
+    turn_queries = [cw.Query(names.TURNS, ((names.MODEL, m),), "Sum", span_s) for m in latency_models]
+    turn_data = cw.get_metric_data(
+        cloudwatch, turn_queries, namespace=namespace, agent=agent, start=start, end=end
+    )
+    turns = int(sum(v for points in turn_data.values() for _, v in points))
+    tools = cw.tool_totals(cloudwatch, namespace=namespace, agent=agent, start=start, end=end)
+
+    sessions = []
+    spans: list[Span] = []
+    if logs is not None and log_group:
+        lines = _messages(
+            logs,
+            group=log_group,
+            start=start,
+            end=end,
+            pattern=json.dumps(names.PROP_TURN_COST),
+            limit=50_000,
+        )
+        samples = [s for s in parse_emf_lines(lines).samples if s.dimensions.get(names.AGENT) == agent]
+        sessions = top_sessions(samples)
+        if not sessions:
+            notes.append(
+                f"no per-turn EMF lines in {log_group}: per-session cost needs the stage's metrics_sink "
+                "'emf' (sessions are never metric dimensions)"
+            )
+    wanted = session or (sessions[0].session_id if sessions else None)
+    if logs is not None and wanted:
+        first = parse_span_lines(
+            _messages(
+                logs, group=SPANS_LOG_GROUP, start=start, end=end, pattern=json.dumps(wanted), limit=2000
+            )
+        )
+        traces = sorted({s.trace_id for s in first})[:MAX_TRACES]
+        spans = list(first)
+        for trace_id in traces:
+            spans += parse_span_lines(
+                _messages(
+                    logs,
+                    group=SPANS_LOG_GROUP,
+                    start=start,
+                    end=end,
+                    pattern=json.dumps(trace_id),
+                    limit=2000,
+                )
+            )
+        spans = list({s.span_id: s for s in spans}.values())
+        if not spans:
+            notes.append(
+                f"no spans for session {wanted} in {SPANS_LOG_GROUP}: enable CloudWatch Transaction Search "
+                "(one-time, see docs/deploy.md)"
+            )
+    trace_session, trace = pick_trace(spans, sessions, wanted)
+    return ReportData(
+        title=title,
+        source=f"CloudWatch {namespace} Agent={agent}",
+        generated=generated,
+        start=start,
+        end=end,
+        hourly=hourly,
+        tokens=tokens,
+        latency=pct[names.LATENCY],
+        ttft=pct[names.TTFT],
+        turns=turns,
+        tools=tools,
+        sessions=sessions,
+        trace_session=trace_session,
+        trace=trace,
+        notes=notes,
+    )
