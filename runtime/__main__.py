@@ -57,9 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from runtime.errors import ConfigurationError
     from runtime.local_stop import add_stop_route
+    from runtime.observe.span_file import ENV_SPANS_FILE, install_span_file
     from runtime.server import build_app
     from runtime.settings import Settings
-    from runtime.observe.span_file import ENV_SPANS_FILE, install_span_file
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
