@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentkit.data import names
 from agentkit.data.emf import parse_emf_lines
-from runtime import metrics
+from runtime.observe import metrics
 from runtime.observe.costs import compute_turn_cost
 
 ROOT = Path(__file__).resolve().parents[2]
