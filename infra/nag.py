@@ -54,6 +54,10 @@ WORKLOAD_IDENTITY = (
     "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
     "scoped to that prefix."
 )
+IMAGE_URI_TOKEN = (
+    "Info only: the image URI holds the asset's repository and tag tokens, known at deploy time, so the L2 "
+    "cannot check its format at synth."
+)
 
 
 FUNCTION_VERSIONS = (
@@ -88,11 +92,17 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
     region = _as_nag_renders(stack.region, "Region")
     account = _as_nag_renders(stack.account, "AccountId")
-    logs_prefix = f"arn:<AWS::Partition>:logs:{region}:{account}:log-group"
+    # A stack with a known Region renders a literal partition (feature flag @aws-cdk/core:enablePartitionLiterals).
+    partition = _as_nag_renders(stack.partition, "Partition")
+    logs_prefix = f"arn:{partition}:logs:{region}:{account}:log-group"
     agent = stack.node.try_find_child("Agent")
     if agent is not None:
         name = agent.node.find_child("Runtime").agent_runtime_name
         runtime_logs = f"{logs_prefix}:/aws/bedrock-agentcore/runtimes/{name}-*"
+        acknowledge(
+            agent.node.find_child("Runtime"),
+            [("Annotation::aws-cdk-lib.aws-bedrockagentcore:containerUriValidationSkipped", IMAGE_URI_TOKEN)],
+        )
         acknowledge(
             agent.node.find_child("ExecutionRole"),
             [
@@ -101,7 +111,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
                 iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
                 iam5(f"{logs_prefix}:*", DESCRIBE_LOG_GROUPS),
                 iam5(
-                    f"arn:<AWS::Partition>:bedrock-agentcore:{region}:{account}:workload-identity-directory"
+                    f"arn:{partition}:bedrock-agentcore:{region}:{account}:workload-identity-directory"
                     f"/default/workload-identity/{name}-*",
                     WORKLOAD_IDENTITY,
                 ),
@@ -133,7 +143,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
             [
                 iam5(f"{logs_prefix}:/aws/codebuild/<{project_id}>:*", CODEBUILD_DEFAULTS),
                 iam5(
-                    f"arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
+                    f"arn:{partition}:codebuild:{region}:{account}:report-group/<{project_id}>-*",
                     CODEBUILD_DEFAULTS,
                 ),
                 iam5("*", ECR_TOKEN_STAR),

@@ -70,14 +70,15 @@ class AgentKitStack(cdk.Stack):
         image_directory: Path = PROJECT_ROOT,
         **kwargs: Any,
     ) -> None:
-        super().__init__(scope, construct_id, **kwargs)
+        # Stack tags are set on the stack itself (feature flag @aws-cdk/core:explicitStackTags): CloudFormation
+        # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
+        tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
+        super().__init__(scope, construct_id, tags=tags, **kwargs)
         settings = config.settings
         removal = (
             cdk.RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
         )
         retention = _retention(settings.log_retention_days)
-        cdk.Tags.of(self).add("project", config.project_name)
-        cdk.Tags.of(self).add("stage", config.stage)
 
         image = image_source(
             self,
