@@ -7,8 +7,10 @@ the same rule is still reported. ``synth`` fails on any unacknowledged AwsSoluti
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import aws_cdk as cdk
+from aws_cdk import aws_bedrockagentcore as agentcore
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
@@ -83,6 +85,11 @@ CODEBUILD_KMS = (
 )
 
 
+def _logical_id(stack: cdk.Stack, construct: IConstruct) -> str:
+    """The logical id of ``construct``'s CloudFormation resource (its default child)."""
+    return stack.get_logical_id(cast(cdk.CfnElement, construct.node.default_child))
+
+
 def _as_nag_renders(value: str, pseudo: str) -> str:
     """cdk-nag prints unresolved pseudo parameters (env-agnostic stacks) as ``<AWS::Name>``."""
     return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
@@ -97,7 +104,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     logs_prefix = f"arn:{partition}:logs:{region}:{account}:log-group"
     agent = stack.node.try_find_child("Agent")
     if agent is not None:
-        name = agent.node.find_child("Runtime").agent_runtime_name
+        name = cast(agentcore.Runtime, agent.node.find_child("Runtime")).agent_runtime_name
         runtime_logs = f"{logs_prefix}:/aws/bedrock-agentcore/runtimes/{name}-*"
         acknowledge(
             agent.node.find_child("Runtime"),
@@ -121,7 +128,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     if gateway is not None:
         invoices = gateway.node.try_find_child("Invoices")
         if invoices is not None:
-            function_id = stack.get_logical_id(invoices.node.find_child("Function").node.default_child)
+            function_id = _logical_id(stack, invoices.node.find_child("Function"))
             acknowledge(
                 gateway.node.find_child("Gateway").node.find_child("ServiceRole"),
                 [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
@@ -137,7 +144,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     image = stack.node.try_find_child("Image")
     if image is not None and image.node.try_find_child("Project") is not None:
         project = image.node.find_child("Project")
-        project_id = stack.get_logical_id(project.node.default_child)
+        project_id = _logical_id(stack, project)
         acknowledge(
             project,
             [

@@ -106,3 +106,40 @@ def test_every_recommended_feature_flag_is_set() -> None:
     assert not wrong, (
         f"cdk.json flags differing from aws-cdk-lib's recommendation (set, recommended): {wrong}"
     )
+
+
+def test_cli_overrides_reach_the_template(tmp_path: Path) -> None:
+    result = run_cdk(
+        "synth", "--quiet", "-c", "image_build=codebuild", "-c", "gateway.enabled=false", outdir=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    template = json.loads((tmp_path / "AgentKit-dev.template.json").read_text())
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert "AWS::CodeBuild::Project" in types  # image_build=codebuild took effect
+    assert "AWS::BedrockAgentCore::Gateway" not in types  # gateway.enabled=false took effect
+
+
+@pytest.mark.parametrize(
+    ("args", "environ", "message"),
+    [
+        (
+            ["-c", "image-build=codebuild"],
+            {},
+            "invalid config: -c image-build: image-build is not an agentkit",
+        ),
+        (["-c", 'agentkit={"image_build": "codebuild"}'], {}, "replaces the whole agentkit object"),
+        (["-c", "gateway.enabled=maybe"], {}, "agentkit.gateway.enabled: Input should be a valid boolean"),
+        (  # the CLI derives CDK_DEFAULT_REGION from AWS_REGION (or the profile) and hands it to the app
+            [],
+            {"AWS_REGION": "eu-west-1"},
+            "not offered in region eu-west-1 (from CDK_DEFAULT_REGION)",
+        ),
+    ],
+)
+def test_cli_refuses_bad_context_without_a_traceback(
+    tmp_path: Path, args: list[str], environ: dict[str, str], message: str
+) -> None:
+    result = run_cdk("synth", "--quiet", *args, outdir=tmp_path, env=plain_env(**environ))
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
