@@ -207,6 +207,8 @@ class AppConfig(_Model):
     model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
     metrics_namespace: str = "AgentCoreClaudeKit"
+    # Foundation model id -> AWS Marketplace product id, for models newer than infra.model_access's table.
+    marketplace_product_ids: dict[str, str] = {}
     # PutMetricData from a background task is the default: it needs no log-side EMF extraction, which
     # AgentCore's stdout log capture does not document. "emf" writes Powertools EMF lines to stdout instead.
     metrics_sink: Literal["cloudwatch", "emf"] = "cloudwatch"
@@ -237,6 +239,16 @@ class AppConfig(_Model):
     def _extra_are_profiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for item in value:
             inference_profile_parts(item)
+        return value
+
+    @field_validator("marketplace_product_ids")
+    @classmethod
+    def _product_ids_ok(cls, value: dict[str, str]) -> dict[str, str]:
+        for model_id, product_id in value.items():
+            if not re.match(r"^anthropic\.claude-[a-z0-9.-]+(?::\d+)?$", model_id):
+                raise ValueError(f"{model_id!r} is not a Claude foundation model id (anthropic.claude-...)")
+            if not re.match(r"^(prod-[a-z0-9]+|prodview-[a-z0-9]+|[0-9a-f-]{36})$", product_id):
+                raise ValueError(f"{product_id!r} is not an AWS Marketplace product id (prod-...)")
         return value
 
     @field_validator("metrics_namespace")

@@ -51,6 +51,14 @@ RUNTIME_LOGS = (
     "gets a random suffix at creation, so the ARN is scoped to this runtime's name prefix with a wildcard "
     "suffix."
 )
+MARKETPLACE_STAR = (
+    "aws-marketplace:Subscribe/ViewSubscriptions have no resource types: Subscribe is conditioned on the "
+    "configured models' product ids (aws-marketplace:ProductId); ViewSubscriptions only reads."
+)
+LIST_PROFILES = (
+    "bedrock:ListInferenceProfiles is a list call (the Claude Code CLI lists the system profiles at start), "
+    "limited to inference profiles of this account and Region."
+)
 DESCRIBE_LOG_GROUPS = "logs:DescribeLogGroups is a list call that only accepts log-group:* as resource."
 WORKLOAD_IDENTITY = (
     "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
@@ -113,7 +121,8 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
         acknowledge(
             agent.node.find_child("ExecutionRole"),
             [
-                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR}"),
+                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR} {MARKETPLACE_STAR}"),
+                iam5(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/*", LIST_PROFILES),
                 iam5(runtime_logs, RUNTIME_LOGS),
                 iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
                 iam5(f"{logs_prefix}:*", DESCRIBE_LOG_GROUPS),

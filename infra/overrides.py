@@ -77,7 +77,7 @@ def coerce(key: str, value: Any, annotation: Any) -> Any:
     text = value.strip()
     if optional and text.lower() in ("null", "none", ""):
         return None
-    if _is_model(inner):
+    if _is_model(inner) or get_origin(inner) is dict:
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -131,6 +131,7 @@ class AgentKitStack(cdk.Stack):
             endpoint_name=config.stage,
             # JWT auth: the Authorization header must be allow-listed to reach the runtime (actor = JWT sub).
             request_headers=[config.actor_header] if config.auth.mode == "iam" else ["Authorization"],
+            marketplace_product_ids=config.marketplace_product_ids,
             vpc=vpc,
             vpc_subnets=subnets,
         )

@@ -155,3 +155,10 @@ def test_global_and_regional_profiles_in_their_geography() -> None:
         environ={"CDK_DEFAULT_REGION": "eu-west-1"},
     )
     assert c.deploy_region == "eu-west-1"
+
+
+def test_a_mapping_setting_takes_a_json_object() -> None:
+    c = config({"marketplace_product_ids": '{"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"}'})
+    assert c.marketplace_product_ids == {"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"}
+    with pytest.raises(ConfigError, match="not an AWS Marketplace product id"):
+        config({"marketplace_product_ids": '{"anthropic.claude-opus-9-20300101-v1:0": "nope"}'})
