@@ -183,7 +183,6 @@ class AgentKitStack(cdk.Stack):
                 log_retention=retention,
                 removal_policy=removal,
             )
-            cdk.CfnOutput(self, "WebhookUrl", value=webhook.url, description="GitHub webhook payload URL")
             built["webhook"] = webhook
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker

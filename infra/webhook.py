@@ -299,10 +299,27 @@ class GitHubIssueWebhook(Construct):
             )
         )
 
-        cdk.CfnOutput(self, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
-        cdk.CfnOutput(self, "WebhookSecretName", value=webhook_secret_ref)
-        cdk.CfnOutput(self, "GitHubTokenSecretName", value=token_secret_ref)
-        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.dead_letter_queue.queue_url)
+        # Outputs at stack scope: their logical ids are the documented names, without a path hash.
+        stack = cdk.Stack.of(self)
+        cdk.CfnOutput(stack, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
+        cdk.CfnOutput(
+            stack,
+            "WebhookSecretName",
+            value=webhook_secret_ref,
+            description="Secret holding the webhook secret",
+        )
+        cdk.CfnOutput(
+            stack,
+            "GitHubTokenSecretName",
+            value=token_secret_ref,
+            description="Secret holding the GitHub token",
+        )
+        cdk.CfnOutput(
+            stack,
+            "DeadLetterQueueUrl",
+            value=self.dead_letter_queue.queue_url,
+            description="Webhook jobs that failed every retry",
+        )
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
