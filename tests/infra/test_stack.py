@@ -435,6 +435,18 @@ def test_codebuild_image_mode(prod: Synth) -> None:
     assert build_id in prod.raw["Resources"][runtime]["DependsOn"]
     uri = dumps(runtime_props(prod)["AgentRuntimeArtifact"])
     assert build["Properties"]["ImageTag"] in uri
+    # The trigger's code is a reviewed, tested module shipped as an asset, not an inline string.
+    trigger = [
+        f
+        for f in resources(prod, "AWS::Lambda::Function")
+        if f["Properties"].get("Handler") == "index.handler"
+    ]
+    assert trigger and all("ZipFile" not in f["Properties"]["Code"] for f in trigger)
+    assets = json.loads(
+        next(prod.template_path.parent.glob(f"{prod.stack.stack_name}.assets.json")).read_text()
+    )
+    staged = [prod.template_path.parent / a["source"]["path"] for a in assets["files"].values()]
+    assert any((d / "index.py").is_file() and "StartBuild" in (d / "index.py").read_text() for d in staged)
 
 
 # --- outputs -------------------------------------------------------------------------------------------
