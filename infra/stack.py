@@ -58,6 +58,14 @@ def runtime_environment(
     return env
 
 
+def webhook_trackers(config: AppConfig) -> tuple[str, ...]:
+    """Issue trackers the webhook serves (``webhook.trackers``, default github); none without the webhook."""
+    if not config.webhook.enabled:
+        return ()
+    # webhook.trackers is added to WebhookConfig with the multi-tracker webhook (issue 14); until then: github.
+    return tuple(getattr(config.webhook, "trackers", None) or ("github",))
+
+
 class AgentKitStack(cdk.Stack):
     """Everything one stage of the agent needs. Takes the validated :class:`AppConfig`; reads no context."""
 
@@ -144,15 +152,16 @@ class AgentKitStack(cdk.Stack):
             self,
             "Observability",
             runtime=self.agent.runtime,
+            endpoint_name=config.stage,  # the endpoint every caller invokes (--qualifier <stage>)
             dashboard_name=f"{config.project_name}-{config.stage}",
             namespace=config.metrics_namespace,
             agent_name=config.agent_name,
-            models=config.models,
             daily_budget_usd=settings.daily_budget_usd,
             error_rate_percent=settings.error_rate_alarm_percent,
             p99_latency_ms=settings.p99_latency_alarm_ms,
             alarm_email=config.observability.alarm_email,
             transaction_search=config.observability.transaction_search,
+            trackers=webhook_trackers(config),
         )
         self.optional_constructs = self._compose_optional(config, retention=retention, removal=removal)
         self._outputs(config)

@@ -300,28 +300,20 @@ class GitHubIssueWebhook(Construct):
         )
 
         # Outputs at stack scope: their logical ids are the documented names, without a path hash.
-        stack = cdk.Stack.of(self)
-        cdk.CfnOutput(stack, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
-        cdk.CfnOutput(
-            stack,
-            "WebhookSecretName",
-            value=webhook_secret_ref,
-            description="Secret holding the webhook secret",
-        )
-        cdk.CfnOutput(
-            stack,
-            "GitHubTokenSecretName",
-            value=token_secret_ref,
-            description="Secret holding the GitHub token",
-        )
-        cdk.CfnOutput(
-            stack,
-            "DeadLetterQueueUrl",
-            value=self.dead_letter_queue.queue_url,
-            description="Webhook jobs that failed every retry",
+        self._output("WebhookUrl", self.url, "Payload URL for the GitHub webhook")
+        self._output("WebhookSecretName", webhook_secret_ref, "Secret holding the webhook secret")
+        self._output("GitHubTokenSecretName", token_secret_ref, "Secret holding the GitHub token")
+        self._output(
+            "DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "Webhook jobs that failed every retry"
         )
 
     # ------------------------------------------------------------------ helpers
+    def _output(self, name: str, value: str, description: str) -> None:
+        """A stack output named ``name``; a second webhook in the same stack prefixes its construct id."""
+        stack = cdk.Stack.of(self)
+        output_id = name if stack.node.try_find_child(name) is None else f"{self.node.id}{name}"
+        cdk.CfnOutput(stack, output_id, value=value, description=description)
+
     @staticmethod
     def _associations(values: Sequence[str]) -> str:
         """Validate the allowlist; returns the receiver's ``ALLOWED_ASSOCIATIONS`` value."""

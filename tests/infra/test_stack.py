@@ -399,6 +399,24 @@ def test_dashboard_content(dev: Synth) -> None:
         assert needle in body, needle
 
 
+def test_dashboard_opens_on_a_week_with_spend_against_the_budget(dev: Synth, optional: Synth) -> None:
+    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
+    body = dumps(dashboard["Properties"]["DashboardBody"])
+    assert '\\"start\\":\\"-P7D\\"' in body  # 7-day default range: "cost per day" shows a week
+    for needle in (
+        "TimeToFirstTokenMs",
+        "ToolLatencyMs",
+        "Turns",
+        "Spend today (UTC)",
+        "Spend this month (UTC)",
+    ):
+        assert needle in body, needle
+    assert 'daily budget $10\\"' in body and '\\"value\\":10' in body  # threshold line on the cost graph
+    assert "Top sessions and callers by cost" in body and "IssueCostUSD" not in body  # no webhook in dev
+    (with_webhook,) = resources(optional, "AWS::CloudWatch::Dashboard")
+    assert "IssueCostUSD" in dumps(with_webhook["Properties"]["DashboardBody"])
+
+
 def test_transaction_search_is_opt_in(dev: Synth, prod: Synth) -> None:
     dev.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 0)
     prod.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 1)
