@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE ?= dev
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast synth deploy destroy lint bench clean
+.PHONY: setup demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean
 
 ## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current
 setup: $(VENV)/.installed node_modules/.installed
@@ -41,6 +41,19 @@ test-fast: setup
 synth: setup
 	@start=$$(date +%s%N); $(CDK) synth --quiet -c stage=$(STAGE) && \
 	  echo "synth took $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
+
+## bootstrap: cdk bootstrap of the stage's account/region (once per account and region; needs AWS credentials)
+bootstrap: setup
+	$(CDK) bootstrap -c stage=$(STAGE)
+
+## diff: what `make deploy` would change in the deployed stack (needs AWS credentials)
+diff: setup
+	$(CDK) diff -c stage=$(STAGE)
+
+## preflight: `agentkit doctor` — checks the account before a deploy (credentials, region, bootstrap, model
+## access, Powertools layers, Transaction Search, quotas); exits non-zero if something blocks the deploy
+preflight: setup
+	PYTHONPATH=$(CURDIR)/client$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m agentkit.doctor --stage $(STAGE)
 
 ## deploy: cdk deploy (needs AWS credentials and a bootstrapped account/region)
 deploy: setup

@@ -162,8 +162,8 @@ class GitHubOidcInvoker(Construct):
                 cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason)
             )
 
-        cdk.CfnOutput(
-            self,
+        cdk.CfnOutput(  # at stack scope: the logical id is the documented name, without a path hash
+            cdk.Stack.of(self),
             "GitHubOidcRoleArn",
             value=self.role.role_arn,
             description="role-to-assume for aws-actions/configure-aws-credentials",

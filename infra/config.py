@@ -16,7 +16,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
@@ -55,6 +63,7 @@ class ConfigError(ValueError):
 
     def __init__(self, key: str, message: str, *, allowed: str) -> None:
         self.key = key
+        self.detail = message
         self.allowed = allowed
         super().__init__(f"{key}: {message}; allowed: {allowed}")
 
@@ -238,6 +247,8 @@ class AppConfig(_Model):
     model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
     metrics_namespace: str = "AgentCoreClaudeKit"
+    # Foundation model id -> AWS Marketplace product id, for models newer than infra.model_access's table.
+    marketplace_product_ids: dict[str, str] = {}
     # PutMetricData from a background task is the default: it needs no log-side EMF extraction, which
     # AgentCore's stdout log capture does not document. "emf" writes Powertools EMF lines to stdout instead.
     metrics_sink: Literal["cloudwatch", "emf"] = "cloudwatch"
@@ -255,6 +266,7 @@ class AppConfig(_Model):
     webhook: WebhookConfig = WebhookConfig()
     github_oidc: GithubOidcConfig = GithubOidcConfig()
     settings: StageConfig
+    _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
 
     @field_validator("model")
     @classmethod
@@ -267,6 +279,16 @@ class AppConfig(_Model):
     def _extra_are_profiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for item in value:
             inference_profile_parts(item)
+        return value
+
+    @field_validator("marketplace_product_ids")
+    @classmethod
+    def _product_ids_ok(cls, value: dict[str, str]) -> dict[str, str]:
+        for model_id, product_id in value.items():
+            if not re.match(r"^anthropic\.claude-[a-z0-9.-]+(?::\d+)?$", model_id):
+                raise ValueError(f"{model_id!r} is not a Claude foundation model id (anthropic.claude-...)")
+            if not re.match(r"^(prod-[a-z0-9]+|prodview-[a-z0-9]+|[0-9a-f-]{36})$", product_id):
+                raise ValueError(f"{product_id!r} is not an AWS Marketplace product id (prod-...)")
         return value
 
     @field_validator("metrics_namespace")
@@ -288,16 +310,17 @@ class AppConfig(_Model):
             raise ValueError(
                 f"stages.{self.stage}.idle_timeout_minutes ({idle}) exceeds max_lifetime_hours ({lifetime} min)"
             )
-        if self.region:
-            for model in self.models:
-                geo, _ = inference_profile_parts(model)
-                regions = PROFILE_REGIONS[geo]
-                if regions and self.region not in regions:
-                    raise ValueError(
-                        f"model {model!r} is a '{geo}.' profile, not offered in region {self.region} "
-                        f"(offered in {', '.join(regions)}); use a profile of the region's geography or 'global.'"
-                    )
         return self
+
+    @property
+    def deploy_region(self) -> str:
+        """The Region the stack deploys to: ``region``, else the environment's (see :func:`resolve_region`)."""
+        return (self._deploy_region or resolve_region(self.region, {}))[0]
+
+    @property
+    def deploy_region_source(self) -> str:
+        """Where :attr:`deploy_region` came from (``agentkit.region``, ``CDK_DEFAULT_REGION``, ...)."""
+        return (self._deploy_region or resolve_region(self.region, {}))[1]
 
     @property
     def runtime_name(self) -> str:
@@ -321,6 +344,10 @@ _ALLOWED_HINTS = {
     "string_pattern_mismatch": "strings matching {pattern}",
     "extra_forbidden": "the keys documented in infra/config.py",
     "missing": "a value must be given",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "int_parsing": "a whole number",
+    "float_parsing": "a number",
 }
 
 
@@ -340,26 +367,86 @@ def _allowed_for(error: Mapping[str, Any]) -> str:
     return "see infra/config.py"
 
 
-def load_config(raw: Mapping[str, Any] | None, *, stage: str) -> AppConfig:
+DEFAULT_REGION = "us-east-1"
+REGION_VARIABLES = ("CDK_DEFAULT_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
+"""Where the deploy Region comes from when ``agentkit.region`` is unset, in this order (the CDK CLI sets
+``CDK_DEFAULT_REGION`` from the profile it deploys with)."""
+
+
+def resolve_region(region: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """``(region, source)``: ``agentkit.region``, else the first of :data:`REGION_VARIABLES` that is set, else
+    :data:`DEFAULT_REGION`."""
+    if region:
+        return region, "agentkit.region"
+    for variable in REGION_VARIABLES:
+        if environ.get(variable):
+            return environ[variable], variable
+    return DEFAULT_REGION, "the default"
+
+
+def check_models_serve_region(config: AppConfig) -> None:
+    """Every configured profile's geography must serve the deploy Region.
+
+    The geography → source Regions table is :data:`PROFILE_REGIONS` (from AWS's "Supported Regions and models
+    for inference profiles", https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html;
+    a profile called from a Region outside its geography is not found). ``global.`` profiles serve every
+    commercial Region. ``agentkit doctor`` asks Bedrock itself (GetInferenceProfile) in the real account.
+
+    Raises:
+        ConfigError: a profile of another geography, naming the profile, the Region and where it came from.
+    """
+    region, source = config.deploy_region, config.deploy_region_source
+    for model in config.models:
+        geo, _ = inference_profile_parts(model)
+        regions = PROFILE_REGIONS[geo]
+        if regions and region not in regions:
+            key = (
+                "agentkit.model"
+                if model == config.model
+                else f"agentkit.extra_models.{config.extra_models.index(model)}"
+            )
+            raise ConfigError(
+                key,
+                f"{model!r} is a '{geo}.' profile, not offered in region {region} (from {source}); "
+                f"'{geo}.' profiles are called from {', '.join(regions)}",
+                allowed=f"a profile of {region}'s geography, a 'global.' profile, or agentkit.region set to one "
+                f"of {', '.join(regions)}",
+            )
+
+
+def load_config(
+    raw: Mapping[str, Any] | None,
+    *,
+    stage: str,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AppConfig:
     """Validate the ``agentkit`` context object for ``stage`` and return the typed config.
 
     ``raw`` holds shared keys plus ``stages: {dev: {...}, prod: {...}}``; the chosen stage's object becomes
-    ``AppConfig.settings`` and may override shared keys under ``overrides``.
+    ``AppConfig.settings`` and may override shared keys under ``overrides``. ``overrides`` (``-c key=value``
+    from the CDK CLI, see :mod:`infra.overrides`) apply last, over the stage's values. The deploy Region is
+    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`) and every profile is checked
+    against it (:func:`check_models_serve_region`).
 
     Raises:
-        ConfigError: unknown stage, missing stage settings, or any invalid key (named with its dotted path).
+        ConfigError: unknown stage, missing stage settings, an unknown override key, or any invalid key (named
+            with its dotted path), or a profile that does not serve the deploy Region.
     """
+    from infra.overrides import apply_overrides  # imports this module's models
+
     if stage not in STAGES:
         raise ConfigError("stage", f"{stage!r} is not a stage", allowed=", ".join(STAGES))
     data = dict(raw or {})
     stages = data.pop("stages", None)
-    if not isinstance(stages, Mapping) or stage not in stages:
+    if not isinstance(stages, Mapping) or not isinstance(stages.get(stage), Mapping):
         raise ConfigError(f"agentkit.stages.{stage}", "stage settings are missing", allowed="an object")
     stage_data = dict(stages[stage])
-    overrides = stage_data.pop("overrides", {}) or {}
-    merged = {**data, **overrides, "stage": stage, "settings": stage_data}
+    stage_overrides = stage_data.pop("overrides", {}) or {}
+    merged = {**data, **stage_overrides}
+    merged, stage_data = apply_overrides(merged, stage_data, overrides or {})
     try:
-        return AppConfig.model_validate(merged)
+        config = AppConfig.model_validate({**merged, "stage": stage, "settings": stage_data})
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [str(part) for part in first["loc"]]
@@ -367,4 +454,19 @@ def load_config(raw: Mapping[str, Any] | None, *, stage: str) -> AppConfig:
             loc = ["stages", stage, *loc[1:]]
         key = ".".join(["agentkit", *loc])
         message = str(first["msg"]).removeprefix("Value error, ")
+        origin = _override_origin(loc, stage, overrides or {})
+        if origin:
+            message += f" (set by -c {origin})"
         raise ConfigError(key, message, allowed=_allowed_for(first)) from exc
+    config._deploy_region = resolve_region(config.region, environ or {})
+    check_models_serve_region(config)
+    return config
+
+
+def _override_origin(loc: list[str], stage: str, overrides: Mapping[str, Any]) -> str | None:
+    """The ``-c`` key that set the value at ``loc``, if one did."""
+    dotted = ".".join(loc[2:] if loc[:2] == ["stages", stage] else loc)
+    for key in overrides:
+        if dotted == key or dotted.startswith(key + "."):
+            return key
+    return None

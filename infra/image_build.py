@@ -10,7 +10,8 @@ response URL), so the stack waits for the image before creating the runtime. A c
 tag and rebuilds.
 
 IAM: CodeBuild role — s3:GetObject on the context object, ECR push/pull on our repository,
-ecr:GetAuthorizationToken, its own logs. Trigger function — codebuild:StartBuild on the project only.
+ecr:GetAuthorizationToken, its own logs. Trigger function (code in ``infra/functions/image_build_trigger``) —
+codebuild:StartBuild on the project only.
 """
 
 from __future__ import annotations
@@ -29,37 +30,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IDependable
 
-TRIGGER_CODE = """
-import json, os, urllib.request
-import boto3
-
-def _respond(event, status, reason, physical_id):
-    body = json.dumps({"Status": status, "Reason": reason[:3000], "PhysicalResourceId": physical_id,
-                       "StackId": event["StackId"], "RequestId": event["RequestId"],
-                       "LogicalResourceId": event["LogicalResourceId"], "Data": {}}).encode()
-    req = urllib.request.Request(event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""})
-    urllib.request.urlopen(req, timeout=30).read()
-
-def handler(event, context):
-    props = event["ResourceProperties"]
-    physical_id = props["ImageTag"]
-    if event["RequestType"] == "Delete":
-        _respond(event, "SUCCESS", "nothing to delete", event.get("PhysicalResourceId", physical_id))
-        return
-    def body(status, reason):
-        return json.dumps({"Status": status, "Reason": reason, "PhysicalResourceId": physical_id,
-                           "StackId": event["StackId"], "RequestId": event["RequestId"],
-                           "LogicalResourceId": event["LogicalResourceId"],
-                           "Data": {"ImageTag": physical_id}})
-    env = [("CFN_RESPONSE_URL", event["ResponseURL"]), ("CFN_SUCCESS_BODY", body("SUCCESS", "image pushed")),
-           ("CFN_FAILED_BODY", body("FAILED", "image build failed, see the logs of " + props["ProjectName"]))]
-    try:
-        boto3.client("codebuild").start_build(
-            projectName=props["ProjectName"],
-            environmentVariablesOverride=[{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in env])
-    except Exception as exc:  # answer CloudFormation instead of leaving the stack waiting an hour
-        _respond(event, "FAILED", f"StartBuild failed: {exc}", physical_id)
-"""
+TRIGGER_DIR = Path(__file__).resolve().parent / "functions" / "image_build_trigger"
+"""The custom resource's Lambda code (``index.handler``), shipped as a plain asset."""
 
 BUILD_COMMANDS = [
     'aws s3 cp "s3://$SRC_BUCKET/$SRC_KEY" /tmp/context.zip',
@@ -201,7 +173,7 @@ class CodeBuildImage(Construct):
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
-            code=lambda_.Code.from_inline(TRIGGER_CODE),
+            code=lambda_.Code.from_asset(str(TRIGGER_DIR), exclude=["__pycache__", "*.pyc"]),
             role=trigger_role,
             log_group=trigger_logs,
             timeout=cdk.Duration.seconds(60),

@@ -7,8 +7,10 @@ the same rule is still reported. ``synth`` fails on any unacknowledged AwsSoluti
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import aws_cdk as cdk
+from aws_cdk import aws_bedrockagentcore as agentcore
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
@@ -49,10 +51,22 @@ RUNTIME_LOGS = (
     "gets a random suffix at creation, so the ARN is scoped to this runtime's name prefix with a wildcard "
     "suffix."
 )
+MARKETPLACE_STAR = (
+    "aws-marketplace:Subscribe/ViewSubscriptions have no resource types: Subscribe is conditioned on the "
+    "configured models' product ids (aws-marketplace:ProductId); ViewSubscriptions only reads."
+)
+LIST_PROFILES = (
+    "bedrock:ListInferenceProfiles is a list call (the Claude Code CLI lists the system profiles at start), "
+    "limited to inference profiles of this account and Region."
+)
 DESCRIBE_LOG_GROUPS = "logs:DescribeLogGroups is a list call that only accepts log-group:* as resource."
 WORKLOAD_IDENTITY = (
     "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
     "scoped to that prefix."
+)
+IMAGE_URI_TOKEN = (
+    "Info only: the image URI holds the asset's repository and tag tokens, known at deploy time, so the L2 "
+    "cannot check its format at synth."
 )
 
 
@@ -79,6 +93,11 @@ CODEBUILD_KMS = (
 )
 
 
+def _logical_id(stack: cdk.Stack, construct: IConstruct) -> str:
+    """The logical id of ``construct``'s CloudFormation resource (its default child)."""
+    return stack.get_logical_id(cast(cdk.CfnElement, construct.node.default_child))
+
+
 def _as_nag_renders(value: str, pseudo: str) -> str:
     """cdk-nag prints unresolved pseudo parameters (env-agnostic stacks) as ``<AWS::Name>``."""
     return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
@@ -88,20 +107,27 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
     region = _as_nag_renders(stack.region, "Region")
     account = _as_nag_renders(stack.account, "AccountId")
-    logs_prefix = f"arn:<AWS::Partition>:logs:{region}:{account}:log-group"
+    # A stack with a known Region renders a literal partition (feature flag @aws-cdk/core:enablePartitionLiterals).
+    partition = _as_nag_renders(stack.partition, "Partition")
+    logs_prefix = f"arn:{partition}:logs:{region}:{account}:log-group"
     agent = stack.node.try_find_child("Agent")
     if agent is not None:
-        name = agent.node.find_child("Runtime").agent_runtime_name
+        name = cast(agentcore.Runtime, agent.node.find_child("Runtime")).agent_runtime_name
         runtime_logs = f"{logs_prefix}:/aws/bedrock-agentcore/runtimes/{name}-*"
+        acknowledge(
+            agent.node.find_child("Runtime"),
+            [("Annotation::aws-cdk-lib.aws-bedrockagentcore:containerUriValidationSkipped", IMAGE_URI_TOKEN)],
+        )
         acknowledge(
             agent.node.find_child("ExecutionRole"),
             [
-                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR}"),
+                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR} {MARKETPLACE_STAR}"),
+                iam5(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/*", LIST_PROFILES),
                 iam5(runtime_logs, RUNTIME_LOGS),
                 iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
                 iam5(f"{logs_prefix}:*", DESCRIBE_LOG_GROUPS),
                 iam5(
-                    f"arn:<AWS::Partition>:bedrock-agentcore:{region}:{account}:workload-identity-directory"
+                    f"arn:{partition}:bedrock-agentcore:{region}:{account}:workload-identity-directory"
                     f"/default/workload-identity/{name}-*",
                     WORKLOAD_IDENTITY,
                 ),
@@ -111,7 +137,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     if gateway is not None:
         invoices = gateway.node.try_find_child("Invoices")
         if invoices is not None:
-            function_id = stack.get_logical_id(invoices.node.find_child("Function").node.default_child)
+            function_id = _logical_id(stack, invoices.node.find_child("Function"))
             acknowledge(
                 gateway.node.find_child("Gateway").node.find_child("ServiceRole"),
                 [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
@@ -127,13 +153,13 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     image = stack.node.try_find_child("Image")
     if image is not None and image.node.try_find_child("Project") is not None:
         project = image.node.find_child("Project")
-        project_id = stack.get_logical_id(project.node.default_child)
+        project_id = _logical_id(stack, project)
         acknowledge(
             project,
             [
                 iam5(f"{logs_prefix}:/aws/codebuild/<{project_id}>:*", CODEBUILD_DEFAULTS),
                 iam5(
-                    f"arn:<AWS::Partition>:codebuild:{region}:{account}:report-group/<{project_id}>-*",
+                    f"arn:{partition}:codebuild:{region}:{account}:report-group/<{project_id}>-*",
                     CODEBUILD_DEFAULTS,
                 ),
                 iam5("*", ECR_TOKEN_STAR),

@@ -1,15 +1,17 @@
 """Dashboard, alarms and (opt-in) CloudWatch Transaction Search for the agent.
 
-Two metric sources:
-  * the agent's own metrics (namespace from config, default ``AgentCoreClaudeKit``; dimensions ``Agent`` +
-    ``Model``, ``Agent`` + ``Tool``): cost, tokens, latency, tools, budget hits. The dashboard uses SEARCH
-    expressions so every model/tool shows up without being listed here.
-  * the runtime's AWS metrics, namespace ``AWS/Bedrock-AgentCore`` (dimensions
-    ``Operation=InvokeAgentRuntime`` and ``Resource=<runtime ARN>``): Invocations, Latency, SystemErrors,
-    UserErrors, Throttles, SessionCount — taken from the L2 ``Runtime.metric_*`` helpers.
+What each metric is and why its dimensions are what they are: ``infra/dashboard.py``. In short, alarms and
+runtime widgets watch the **stage endpoint** (the one every caller invokes), totals read the ``Agent`` roll-up
+the runtime writes with every document, breakdowns ``SEARCH`` the detailed dimension sets.
 
-Alarms cannot use SEARCH, so they use explicit metrics: error rate and p99 latency from the runtime's AWS
-metrics, daily cost as the sum of ``CostUSD{Agent, Model}`` over the configured models.
+Alarms (to an SNS topic, optional email subscription): runtime error rate (system errors + throttles over
+invocations) and p99 latency of the stage endpoint; daily model spend (``CostUSD`` of the ``Agent`` roll-up,
+every model) above the stage's budget.
+
+The dashboard opens on the last 7 days: spend today and this month against the daily budget, cost per day
+with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token),
+turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs Insights table of
+the sessions and callers that cost most.
 
 Transaction Search (``transaction_search=True``) is account- and Region-wide: it creates
 ``AWS::XRay::TransactionSearchConfig`` and the logs resource policy that lets X-Ray write spans to the
@@ -30,28 +32,32 @@ from aws_cdk import aws_sns_subscriptions as subs
 from aws_cdk import aws_xray as xray
 from constructs import Construct
 
-HOUR = cdk.Duration.hours(1)
-DAY = cdk.Duration.days(1)
-TOKEN_METRICS = ("InputTokens", "OutputTokens", "CacheReadTokens", "CacheWriteTokens")
+from infra.dashboard import (
+    DAY,
+    FIVE_MINUTES,
+    HOUR,
+    TOKEN_METRICS,
+    agent_metric,
+    calendar_spend,
+    cost_table_query,
+    runtime_metric,
+    search,
+)
 
-
-def _search(namespace: str, dims: str, metric: str, agent: str, stat: str, period: cdk.Duration) -> str:
-    return (
-        f'SEARCH(\'{{{namespace},{dims}}} MetricName="{metric}" Agent="{agent}"\', '
-        f"'{stat}', {int(period.to_seconds())})"
-    )
+DEFAULT_RANGE = cdk.Duration.days(7)
 
 
 class AgentObservability(Construct):
-    """Dashboard + alarms + SNS topic for one agent runtime.
+    """Dashboard + alarms + SNS topic for one agent runtime and its stage endpoint.
 
     Args:
-        runtime: the L2 runtime (its AWS metrics feed alarms and widgets).
+        runtime: the L2 runtime (its name, ARN and id identify its metrics and log group).
+        endpoint_name: the endpoint callers invoke (the stage); AgentCore's metrics are per endpoint.
         namespace / agent_name: where and under which ``Agent`` dimension the agent publishes.
-        models: inference profile ids (the ``Model`` dimension) summed by the daily cost alarm.
         daily_budget_usd / error_rate_percent / p99_latency_ms: alarm thresholds.
         alarm_email: optional email subscription to the alarm topic.
         transaction_search: enable CloudWatch Transaction Search (account-level, see module docstring).
+        trackers: issue trackers whose webhook metrics to plot (``Tracker`` dimension); empty: no webhook.
     """
 
     def __init__(
@@ -60,37 +66,43 @@ class AgentObservability(Construct):
         construct_id: str,
         *,
         runtime: agentcore.Runtime,
+        endpoint_name: str,
         dashboard_name: str,
         namespace: str,
         agent_name: str,
-        models: Sequence[str],
         daily_budget_usd: float,
         error_rate_percent: float,
         p99_latency_ms: int,
         alarm_email: str | None,
         transaction_search: bool,
+        trackers: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
+        self.namespace, self.agent, self.budget = namespace, agent_name, daily_budget_usd
+        self.endpoint_name = endpoint_name
+        self._runtime_name, self._runtime_arn = runtime.agent_runtime_name, runtime.agent_runtime_arn
+        self.runtime_log_group = f"/aws/bedrock-agentcore/runtimes/{runtime.agent_runtime_id}-{endpoint_name}"
         self.topic = sns.Topic(self, "AlarmTopic", display_name=f"{dashboard_name} alarms", enforce_ssl=True)
         if alarm_email:
             self.topic.add_subscription(subs.EmailSubscription(alarm_email))
         action = cw_actions.SnsAction(self.topic)
 
-        invocations = runtime.metric_invocations(period=cdk.Duration.minutes(5), statistic="Sum")
-        system_errors = runtime.metric_system_errors(period=cdk.Duration.minutes(5), statistic="Sum")
-        user_errors = runtime.metric_user_errors(period=cdk.Duration.minutes(5), statistic="Sum")
-        throttles = runtime.metric_throttles(period=cdk.Duration.minutes(5), statistic="Sum")
+        invocations = self.runtime_metric("Invocations", "Sum", label="Invocations")
+        system_errors = self.runtime_metric("SystemErrors", "Sum", label="System errors")
+        throttles = self.runtime_metric("Throttles", "Sum", label="Throttles")
         error_rate = cw.MathExpression(
             expression="IF(inv > 0, 100 * (FILL(sys, 0) + FILL(thr, 0)) / inv, 0)",
             using_metrics={"inv": invocations, "sys": system_errors, "thr": throttles},
             label="Error rate %",
-            period=cdk.Duration.minutes(5),
+            period=FIVE_MINUTES,
         )
         self.error_rate_alarm = cw.Alarm(
             self,
             "ErrorRateAlarm",
-            alarm_description=f"Runtime system errors + throttles above {error_rate_percent}% of invocations",
+            alarm_description=(
+                f"Endpoint {endpoint_name}: system errors + throttles above {error_rate_percent}% of invocations"
+            ),
             metric=error_rate,
             threshold=error_rate_percent,
             evaluation_periods=3,
@@ -98,39 +110,25 @@ class AgentObservability(Construct):
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
-        latency_p99 = runtime.metric_latency(period=cdk.Duration.minutes(5), statistic="p99")
         self.latency_alarm = cw.Alarm(
             self,
             "LatencyP99Alarm",
-            alarm_description=f"Runtime p99 latency above {p99_latency_ms} ms",
-            metric=latency_p99,
+            alarm_description=f"Endpoint {endpoint_name}: p99 latency above {p99_latency_ms} ms",
+            metric=self.runtime_metric("Latency", "p99", label="p99"),
             threshold=p99_latency_ms,
             evaluation_periods=3,
             datapoints_to_alarm=2,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
-        cost_metrics = {
-            f"m{i}": cw.Metric(
-                namespace=namespace,
-                metric_name="CostUSD",
-                dimensions_map={"Agent": agent_name, "Model": model},
-                statistic="Sum",
-                period=DAY,
-            )
-            for i, model in enumerate(models)
-        }
-        daily_cost = cw.MathExpression(
-            expression=" + ".join(f"FILL({k}, 0)" for k in cost_metrics),
-            using_metrics=cost_metrics,
-            label="Cost USD per day",
-            period=DAY,
+        self.daily_cost = agent_metric(
+            namespace, agent_name, "CostUSD", statistic="Sum", period=DAY, label="all"
         )
         self.cost_alarm = cw.Alarm(
             self,
             "DailyCostAlarm",
             alarm_description=f"Model spend above the daily budget of {daily_budget_usd} USD",
-            metric=daily_cost,
+            metric=self.daily_cost,
             threshold=daily_budget_usd,
             evaluation_periods=1,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -140,19 +138,26 @@ class AgentObservability(Construct):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
 
-        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
-        self._widgets(
-            stack=stack,
-            runtime=runtime,
-            namespace=namespace,
-            agent=agent_name,
-            invocations=invocations,
-            system_errors=system_errors,
-            user_errors=user_errors,
-            throttles=throttles,
+        self.dashboard = cw.Dashboard(
+            self, "Dashboard", dashboard_name=dashboard_name, default_interval=DEFAULT_RANGE
         )
+        self._header(stack)
+        self._spend_row()
+        self._traffic_rows(invocations=invocations, system_errors=system_errors, throttles=throttles)
+        self._agent_rows(trackers)
         if transaction_search:
             self._enable_transaction_search(stack)
+
+    def runtime_metric(self, name: str, statistic: str, *, label: str | None = None) -> cw.Metric:
+        """An AgentCore runtime metric of this stack's stage endpoint."""
+        return runtime_metric(
+            name,
+            runtime_name=self._runtime_name,
+            runtime_arn=self._runtime_arn,
+            endpoint=self.endpoint_name,
+            statistic=statistic,
+            label=label,
+        )
 
     @property
     def dashboard_url(self) -> str:
@@ -162,29 +167,86 @@ class AgentObservability(Construct):
             f"#dashboards/dashboard/{self.dashboard.dashboard_name}"
         )
 
-    def _widgets(
-        self,
-        *,
-        stack: cdk.Stack,
-        runtime: agentcore.Runtime,
-        namespace: str,
-        agent: str,
-        invocations: cw.IMetric,
-        system_errors: cw.IMetric,
-        user_errors: cw.IMetric,
-        throttles: cw.IMetric,
-    ) -> None:
-        def search(dims: str, metric: str, stat: str, period: cdk.Duration, label: str) -> cw.MathExpression:
-            return cw.MathExpression(
-                expression=_search(namespace, dims, metric, agent, stat, period), label=label, period=period
+    # --- widgets -------------------------------------------------------------------------------------------
+
+    def _search(
+        self, dims: Sequence[str], metric: str, stat: str, period: cdk.Duration, **filters: str
+    ) -> cw.IMetric:
+        return search(
+            self.namespace,
+            ["Agent", *dims],
+            metric,
+            {"Agent": self.agent, **filters},
+            statistic=stat,
+            period=period,
+        )
+
+    def _total(self, metric: str, stat: str, period: cdk.Duration, label: str | None = None) -> cw.Metric:
+        return agent_metric(self.namespace, self.agent, metric, statistic=stat, period=period, label=label)
+
+    def _header(self, stack: cdk.Stack) -> None:
+        console = f"https://{stack.region}.console.aws.amazon.com/cloudwatch/home?region={stack.region}"
+        self.dashboard.add_widgets(
+            cw.TextWidget(
+                markdown=(
+                    f"# Claude agent `{self.agent}`, endpoint `{self.endpoint_name}`\n"
+                    f"Cost, tokens, turns and tools: the agent's metrics (namespace `{self.namespace}`). Runtime "
+                    f"health: `AWS/Bedrock-AgentCore` for this endpoint. Spans need CloudWatch Transaction Search, "
+                    f"enabled once per account and Region (docs/deploy.md).\n\n"
+                    f"[Traces: GenAI observability]({console}#gen-ai-observability/agent-core) · "
+                    f"[X-Ray trace query]({console}#xray:traces/query)"
+                ),
+                width=24,
+                height=3,
             )
+        )
 
-        def total(metric: str, period: cdk.Duration, label: str, stat: str = "Sum") -> cw.MathExpression:
-            inner = _search(namespace, "Agent,Model", metric, agent, stat, period)
-            return cw.MathExpression(expression=f"SUM({inner})", label=label, period=period)
+    def _spend_row(self) -> None:
+        hourly = self._total("CostUSD", "Sum", HOUR)
+        today, today_budget = calendar_spend(hourly, "DATE", self.budget)
+        month, month_budget = calendar_spend(hourly, "MONTH", self.budget)
+        self.dashboard.add_widgets(
+            cw.SingleValueWidget(
+                title=f"Spend today (UTC) vs daily budget ${self.budget:g}",
+                metrics=[today, today_budget],
+                start="-P2D",
+                full_precision=False,
+                width=8,
+                height=4,
+            ),
+            cw.SingleValueWidget(
+                title=f"Spend this month (UTC) vs ${self.budget:g}/day to date",
+                metrics=[month, month_budget],
+                start="-P32D",
+                width=8,
+                height=4,
+            ),
+            cw.AlarmStatusWidget(
+                title="Alarms",
+                alarms=[self.error_rate_alarm, self.latency_alarm, self.cost_alarm],
+                width=8,
+                height=4,
+            ),
+        )
+        budget_line = cw.HorizontalAnnotation(value=self.budget, label=f"daily budget ${self.budget:g}")
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title="Cost USD per day (all models, and by model)",
+                left=[self.daily_cost, self._search(["Model"], "CostUSD", "Sum", DAY)],
+                left_annotations=[budget_line],
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Cost USD per hour by model",
+                left=[self._search(["Model"], "CostUSD", "Sum", HOUR)],
+                width=12,
+            ),
+        )
 
-        five = cdk.Duration.minutes(5)
-        tokens = {name: total(name, HOUR, name) for name in TOKEN_METRICS}
+    def _traffic_rows(
+        self, *, invocations: cw.IMetric, system_errors: cw.IMetric, throttles: cw.IMetric
+    ) -> None:
+        tokens = {name: self._total(name, "Sum", HOUR) for name in TOKEN_METRICS}
         hit_ratio = cw.MathExpression(
             expression="IF((i + r + w) > 0, 100 * r / (i + r + w), 0)",
             using_metrics={
@@ -195,34 +257,7 @@ class AgentObservability(Construct):
             label="Cache hit %",
             period=HOUR,
         )
-        traces_url = (
-            f"https://{stack.region}.console.aws.amazon.com/cloudwatch/home?region={stack.region}"
-            "#gen-ai-observability/agent-core"
-        )
-        xray_url = (
-            f"https://{stack.region}.console.aws.amazon.com/cloudwatch/home?region={stack.region}"
-            "#xray:traces/query"
-        )
         self.dashboard.add_widgets(
-            cw.TextWidget(
-                markdown=(
-                    f"# Claude agent `{agent}`\nCost and tokens come from the agent's own metrics "
-                    f"(namespace `{namespace}`); runtime health from `AWS/Bedrock-AgentCore`.\n\n"
-                    f"[Traces: GenAI observability]({traces_url}) · [X-Ray trace query]({xray_url})"
-                ),
-                width=24,
-                height=3,
-            ),
-            cw.GraphWidget(
-                title="Cost USD per hour by model",
-                left=[search("Agent,Model", "CostUSD", "Sum", HOUR, "")],
-                width=12,
-            ),
-            cw.GraphWidget(
-                title="Cost USD per day by model",
-                left=[search("Agent,Model", "CostUSD", "Sum", DAY, "")],
-                width=12,
-            ),
             cw.GraphWidget(
                 title="Tokens per hour by type", left=list(tokens.values()), stacked=True, width=12
             ),
@@ -232,56 +267,98 @@ class AgentObservability(Construct):
                 left_y_axis=cw.YAxisProps(min=0, max=100),
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
             cw.GraphWidget(
-                title="Invocations and errors (runtime)",
+                title=f"Invocations and errors (endpoint {self.endpoint_name})",
                 left=[invocations],
                 right=[
                     system_errors,
-                    user_errors,
+                    self.runtime_metric("UserErrors", "Sum", label="User errors"),
                     throttles,
-                    total("InvocationErrors", five, "Agent errors"),
+                    self._search(["ErrorCode"], "InvocationErrors", "Sum", FIVE_MINUTES),
                 ],
                 width=12,
             ),
             cw.GraphWidget(
-                title="Invocation latency ms (agent) p50 / p90 / p99",
-                left=[
-                    search("Agent,Model", "InvocationLatencyMs", stat, five, "")
-                    for stat in ("p50", "p90", "p99")
-                ],
+                title=f"Runtime latency ms p50 / p90 / p99 and sessions (endpoint {self.endpoint_name})",
+                left=[self.runtime_metric("Latency", stat, label=stat) for stat in ("p50", "p90", "p99")],
+                right=[self.runtime_metric("SessionCount", "Sum", label="Sessions")],
                 width=12,
             ),
+        )
+
+    def _agent_rows(self, trackers: Sequence[str]) -> None:
+        latency = [
+            self._total("InvocationLatencyMs", s, FIVE_MINUTES, f"turn {s}") for s in ("p50", "p90", "p99")
+        ]
+        ttft = [
+            self._total("TimeToFirstTokenMs", s, FIVE_MINUTES, f"first token {s}") for s in ("p50", "p90")
+        ]
+        self.dashboard.add_widgets(
             cw.GraphWidget(
-                title="Runtime latency (AWS/Bedrock-AgentCore) p50 / p90 / p99",
-                left=[
-                    runtime.metric_latency(period=five, statistic=s, label=s) for s in ("p50", "p90", "p99")
-                ],
-                right=[runtime.metric_session_count(period=five, statistic="Sum", label="Sessions")],
-                width=12,
+                title="Agent latency ms: turn and time to first token", left=latency + ttft, width=12
             ),
             cw.GraphWidget(
-                title="Tool calls and errors by tool",
-                left=[search("Agent,Tool", "ToolCalls", "Sum", five, "")],
+                title="Turns and budget hits per hour",
+                left=[self._total("Turns", "Sum", HOUR, "Turns")],
+                right=[self._total("BudgetExceeded", "Sum", HOUR, "BudgetExceeded")],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title="Tool calls, errors and denials by tool",
+                left=[self._search(["Tool"], "ToolCalls", "Sum", FIVE_MINUTES)],
                 right=[
-                    search("Agent,Tool", "ToolErrors", "Sum", five, ""),
-                    search("Agent,Tool", "ToolDenied", "Sum", five, ""),
+                    self._search(["Tool"], "ToolErrors", "Sum", FIVE_MINUTES),
+                    self._search(["Tool"], "ToolDenied", "Sum", FIVE_MINUTES),
                 ],
                 width=12,
             ),
             cw.GraphWidget(
-                title="Budget hits and session resumes",
-                left=[total("BudgetExceeded", HOUR, "BudgetExceeded")],
-                right=[
-                    total("SessionResumed", HOUR, "SessionResumed"),
-                    total("SessionStoreErrors", HOUR, "SessionStoreErrors"),
-                ],
+                title="Tool latency ms p90 by tool",
+                left=[self._search(["Tool"], "ToolLatencyMs", "p90", FIVE_MINUTES)],
                 width=12,
             ),
-            cw.AlarmStatusWidget(
-                title="Alarms",
-                alarms=[self.error_rate_alarm, self.latency_alarm, self.cost_alarm],
+        )
+        row: list[cw.IWidget] = [
+            cw.GraphWidget(
+                title="Session resumes and session-store errors",
+                left=[self._total("SessionResumed", "Sum", HOUR, "SessionResumed")],
+                right=[self._total("SessionStoreErrors", "Sum", HOUR, "SessionStoreErrors")],
                 width=12,
-            ),
+            )
+        ]
+        if trackers:
+            row.append(
+                cw.GraphWidget(
+                    title="Webhook: cost USD per day by issue tracker",
+                    left=[
+                        search(
+                            self.namespace,
+                            ["Tracker", "service"],
+                            "IssueCostUSD",
+                            {"Tracker": tracker},
+                            statistic="Sum",
+                            period=DAY,
+                            label=tracker,
+                        )
+                        for tracker in trackers
+                    ],
+                    width=12,
+                )
+            )
+        self.dashboard.add_widgets(*row)
+        self.dashboard.add_widgets(
+            cw.LogQueryWidget(
+                title="Top sessions and callers by cost (turn logs)",
+                log_group_names=[self.runtime_log_group],
+                query_lines=cost_table_query(),
+                view=cw.LogQueryVisualizationType.TABLE,
+                width=24,
+                height=6,
+            )
         )
 
     def _enable_transaction_search(self, stack: cdk.Stack) -> None:

@@ -8,6 +8,9 @@ runtime.
 IAM actions granted to the execution role (resource in brackets):
     bedrock:InvokeModel, bedrock:InvokeModelWithResponseStream  [configured inference profiles + the
         foundation models behind them in the profile's Regions]
+    bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [inference-profile/* here]
+    aws-marketplace:Subscribe [* with condition aws-marketplace:ProductId in the configured models' products]
+    aws-marketplace:ViewSubscriptions [* only]  (first use of a Claude model: see infra/model_access.py)
     logs:CreateLogGroup, logs:DescribeLogStreams, logs:CreateLogStream, logs:PutLogEvents
         [/aws/bedrock-agentcore/runtimes/<runtime_name>-*]
     logs:DescribeLogGroups [log-group:* — a list call, cannot be scoped]
@@ -32,6 +35,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import PROFILE_REGIONS, AuthConfig, inference_profile_parts
+from infra.model_access import model_access_statements
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 
@@ -76,6 +80,8 @@ class AgentRuntime(Construct):
         log_retention: retention of the APPLICATION_LOGS / USAGE_LOGS groups.
         endpoint_name: name of the ``RuntimeEndpoint`` (the stage).
         request_headers: custom headers allow-listed through to the container (e.g. the actor header).
+        marketplace_product_ids: extra foundation model id → AWS Marketplace product id entries (models newer
+            than ``infra.model_access.MARKETPLACE_PRODUCT_IDS``).
     """
 
     def __init__(
@@ -96,6 +102,7 @@ class AgentRuntime(Construct):
         removal_policy: cdk.RemovalPolicy,
         endpoint_name: str,
         request_headers: Sequence[str] = (),
+        marketplace_product_ids: Mapping[str, str] | None = None,
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
     ) -> None:
@@ -126,6 +133,18 @@ class AgentRuntime(Construct):
             model_profiles=model_profiles,
             metrics_namespace=metrics_namespace,
         )
+        access, without_product = model_access_statements(
+            model_profiles, stack=stack, extra_product_ids=marketplace_product_ids
+        )
+        for statement in access:
+            self.role.add_to_policy(statement)
+        if without_product:
+            cdk.Annotations.of(self).add_warning_v2(
+                "agentkit:marketplaceProductId",
+                f"No AWS Marketplace product id known for {', '.join(without_product)}: the runtime may not "
+                "subscribe to it on first use. Add it to agentkit.marketplace_product_ids (the model card lists "
+                "it), or subscribe once by hand; `agentkit doctor` shows the subscription state.",
+            )
         image_repository.grant_pull(self.role)
 
         self.application_logs = logs.LogGroup(

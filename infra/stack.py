@@ -58,6 +58,14 @@ def runtime_environment(
     return env
 
 
+def webhook_trackers(config: AppConfig) -> tuple[str, ...]:
+    """Issue trackers the webhook serves (``webhook.trackers``, default github); none without the webhook."""
+    if not config.webhook.enabled:
+        return ()
+    # webhook.trackers is added to WebhookConfig with the multi-tracker webhook (issue 14); until then: github.
+    return tuple(getattr(config.webhook, "trackers", None) or ("github",))
+
+
 class AgentKitStack(cdk.Stack):
     """Everything one stage of the agent needs. Takes the validated :class:`AppConfig`; reads no context."""
 
@@ -70,14 +78,15 @@ class AgentKitStack(cdk.Stack):
         image_directory: Path = PROJECT_ROOT,
         **kwargs: Any,
     ) -> None:
-        super().__init__(scope, construct_id, **kwargs)
+        # Stack tags are set on the stack itself (feature flag @aws-cdk/core:explicitStackTags): CloudFormation
+        # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
+        tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
+        super().__init__(scope, construct_id, tags=tags, **kwargs)
         settings = config.settings
         removal = (
             cdk.RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
         )
         retention = _retention(settings.log_retention_days)
-        cdk.Tags.of(self).add("project", config.project_name)
-        cdk.Tags.of(self).add("stage", config.stage)
 
         image = image_source(
             self,
@@ -130,6 +139,7 @@ class AgentKitStack(cdk.Stack):
             endpoint_name=config.stage,
             # JWT auth: the Authorization header must be allow-listed to reach the runtime (actor = JWT sub).
             request_headers=[config.actor_header] if config.auth.mode == "iam" else ["Authorization"],
+            marketplace_product_ids=config.marketplace_product_ids,
             vpc=vpc,
             vpc_subnets=subnets,
         )
@@ -142,15 +152,16 @@ class AgentKitStack(cdk.Stack):
             self,
             "Observability",
             runtime=self.agent.runtime,
+            endpoint_name=config.stage,  # the endpoint every caller invokes (--qualifier <stage>)
             dashboard_name=f"{config.project_name}-{config.stage}",
             namespace=config.metrics_namespace,
             agent_name=config.agent_name,
-            models=config.models,
             daily_budget_usd=settings.daily_budget_usd,
             error_rate_percent=settings.error_rate_alarm_percent,
             p99_latency_ms=settings.p99_latency_alarm_ms,
             alarm_email=config.observability.alarm_email,
             transaction_search=config.observability.transaction_search,
+            trackers=webhook_trackers(config),
         )
         self.optional_constructs = self._compose_optional(config, retention=retention, removal=removal)
         self._outputs(config)
@@ -188,7 +199,6 @@ class AgentKitStack(cdk.Stack):
                 log_retention=retention,
                 removal_policy=removal,
             )
-            cdk.CfnOutput(self, "WebhookUrl", value=webhook.url, description="GitHub webhook payload URL")
             built["webhook"] = webhook
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker

@@ -367,27 +367,30 @@ class IssueWebhook(Construct):
             )
         )
 
-        cdk.CfnOutput(self, "WebhookUrl", value=self.url, description="Payload URL for the GitHub webhook")
+        # Outputs at stack scope: their logical ids are the documented names, without a path hash.
+        self._output("WebhookUrl", self.url, "Payload URL for the GitHub webhook")
         if "github" in secret_refs:
-            cdk.CfnOutput(self, "WebhookSecretName", value=secret_refs["github"][0])
-            cdk.CfnOutput(self, "GitHubTokenSecretName", value=secret_refs["github"][1])
-        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.dead_letter_queue.queue_url)
-        self._tracker_outputs(secret_refs)
-
-    # ------------------------------------------------------------------ helpers
-    def _tracker_outputs(self, refs: dict[str, tuple[str, str]]) -> None:
-        """GitLab/Jira outputs at stack scope with their documented names as ids (no hash suffix).
-
-        A second webhook in the same stack does not repeat them (ids must be unique in a stack).
-        """
-        stack = cdk.Stack.of(self)
+            self._output(
+                "WebhookSecretName", secret_refs["github"][0], "Secret holding the GitHub webhook secret"
+            )
+            self._output("GitHubTokenSecretName", secret_refs["github"][1], "Secret holding the GitHub token")
+        self._output(
+            "DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "Webhook jobs that failed every retry"
+        )
         for name, (url_id, hook_id, token_id) in TRACKER_OUTPUTS.items():
-            if name not in refs or stack.node.try_find_child(url_id) is not None:
+            if name not in secret_refs:
                 continue
             title = "GitLab" if name == "gitlab" else "Jira"
-            cdk.CfnOutput(stack, url_id, value=self.tracker_urls[name], description=f"{title} webhook URL")
-            cdk.CfnOutput(stack, hook_id, value=refs[name][0], description=f"{title} webhook secret")
-            cdk.CfnOutput(stack, token_id, value=refs[name][1], description=f"{title} API token secret")
+            self._output(url_id, self.tracker_urls[name], f"{title} webhook URL")
+            self._output(hook_id, secret_refs[name][0], f"Secret holding the {title} webhook secret")
+            self._output(token_id, secret_refs[name][1], f"Secret holding the {title} API token")
+
+    # ------------------------------------------------------------------ helpers
+    def _output(self, name: str, value: str, description: str) -> None:
+        """A stack output named ``name``; a second webhook in the same stack prefixes its construct id."""
+        stack = cdk.Stack.of(self)
+        output_id = name if stack.node.try_find_child(name) is None else f"{self.node.id}{name}"
+        cdk.CfnOutput(stack, output_id, value=value, description=description)
 
     def _secret(
         self,

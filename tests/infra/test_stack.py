@@ -177,6 +177,59 @@ def test_model_access_only_on_profiles_and_their_models(dev: Synth) -> None:
     assert len(rendered) == 8
 
 
+def test_first_use_of_a_claude_model_can_subscribe(dev: Synth) -> None:
+    """Bedrock subscribes on first invocation; the role needs Subscribe (scoped by product) + ViewSubscriptions."""
+    subscribe = by_sid(dev, "MarketplaceSubscribeConfiguredModels")
+    assert subscribe["Action"] == "aws-marketplace:Subscribe" and subscribe["Resource"] == "*"
+    # Sonnet 4.5 and Haiku 4.5 (AWS's product-id table), nothing else.
+    assert subscribe["Condition"] == {
+        "ForAnyValue:StringEquals": {
+            "aws-marketplace:ProductId": ["prod-mxcfnwvpd6kb4", "prod-xdkflymybwmvi"]
+        }
+    }
+    view = by_sid(dev, "MarketplaceViewSubscriptions")
+    assert view["Action"] == "aws-marketplace:ViewSubscriptions" and "Condition" not in view
+    marketplace = {a for st in runtime_statements(dev) for a in as_list(st["Action"]) if "marketplace" in a}
+    assert marketplace == {"aws-marketplace:Subscribe", "aws-marketplace:ViewSubscriptions"}  # no Unsubscribe
+
+
+def test_inference_profile_reads_are_scoped(dev: Synth) -> None:
+    get = by_sid(dev, "ReadConfiguredInferenceProfiles")
+    assert get["Action"] == "bedrock:GetInferenceProfile"
+    rendered = sorted(dumps(r) for r in as_list(get["Resource"]))
+    assert len(rendered) == 2 and all("*" not in r for r in rendered)
+    assert "inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0" in rendered[1] + rendered[0]
+    listing = by_sid(dev, "ListInferenceProfiles")
+    assert listing["Action"] == "bedrock:ListInferenceProfiles"
+    assert dumps(listing["Resource"]).endswith(':inference-profile/*"]]}')  # this account and Region only
+
+
+def test_unknown_product_id_warns_and_config_can_add_it(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from aws_cdk.assertions import Annotations
+
+    from tests.infra.conftest import synth
+
+    newer = "us.anthropic.claude-opus-9-20300101-v1:0"
+    warned = synth(
+        tmp_path_factory.mktemp("w"), stage="dev", overrides={"extra_models": [newer]}, account=None
+    )
+    Annotations.from_stack(warned.stack).has_warning(
+        "*", Match.string_like_regexp("No AWS Marketplace product id known for anthropic.claude-opus-9")
+    )
+    added = synth(
+        tmp_path_factory.mktemp("a"),
+        stage="dev",
+        overrides={
+            "extra_models": [newer],
+            "marketplace_product_ids": {"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"},
+        },
+        account=None,
+    )
+    condition = by_sid(added, "MarketplaceSubscribeConfiguredModels")["Condition"]
+    assert "prod-abc123" in condition["ForAnyValue:StringEquals"]["aws-marketplace:ProductId"]
+    assert not Annotations.from_stack(added.stack).find_warning("*", Match.string_like_regexp("Marketplace"))
+
+
 def test_no_bedrock_wildcards_anywhere(dev: Synth, prod: Synth) -> None:
     for s in (dev, prod):
         for policy in resources(s, "AWS::IAM::Policy"):
@@ -346,6 +399,24 @@ def test_dashboard_content(dev: Synth) -> None:
         assert needle in body, needle
 
 
+def test_dashboard_opens_on_a_week_with_spend_against_the_budget(dev: Synth, optional: Synth) -> None:
+    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
+    body = dumps(dashboard["Properties"]["DashboardBody"])
+    assert '\\"start\\":\\"-P7D\\"' in body  # 7-day default range: "cost per day" shows a week
+    for needle in (
+        "TimeToFirstTokenMs",
+        "ToolLatencyMs",
+        "Turns",
+        "Spend today (UTC)",
+        "Spend this month (UTC)",
+    ):
+        assert needle in body, needle
+    assert 'daily budget $10\\"' in body and '\\"value\\":10' in body  # threshold line on the cost graph
+    assert "Top sessions and callers by cost" in body and "IssueCostUSD" not in body  # no webhook in dev
+    (with_webhook,) = resources(optional, "AWS::CloudWatch::Dashboard")
+    assert "IssueCostUSD" in dumps(with_webhook["Properties"]["DashboardBody"])
+
+
 def test_transaction_search_is_opt_in(dev: Synth, prod: Synth) -> None:
     dev.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 0)
     prod.template.resource_count_is("AWS::XRay::TransactionSearchConfig", 1)
@@ -382,6 +453,18 @@ def test_codebuild_image_mode(prod: Synth) -> None:
     assert build_id in prod.raw["Resources"][runtime]["DependsOn"]
     uri = dumps(runtime_props(prod)["AgentRuntimeArtifact"])
     assert build["Properties"]["ImageTag"] in uri
+    # The trigger's code is a reviewed, tested module shipped as an asset, not an inline string.
+    trigger = [
+        f
+        for f in resources(prod, "AWS::Lambda::Function")
+        if f["Properties"].get("Handler") == "index.handler"
+    ]
+    assert trigger and all("ZipFile" not in f["Properties"]["Code"] for f in trigger)
+    assets = json.loads(
+        next(prod.template_path.parent.glob(f"{prod.stack.stack_name}.assets.json")).read_text()
+    )
+    staged = [prod.template_path.parent / a["source"]["path"] for a in assets["files"].values()]
+    assert any((d / "index.py").is_file() and "StartBuild" in (d / "index.py").read_text() for d in staged)
 
 
 # --- outputs -------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
 
 Dimensions are restricted to the low-cardinality names in :data:`DIMENSIONS`; session id, caller, Claude
 session id and the SDK's own cost go in as EMF properties (``emf``) or log fields (``cloudwatch``), never
-dimensions.
+dimensions. Every recorded turn also logs one INFO line (:func:`turn_cost_line`: session, caller, cost) that the
+dashboard's Logs Insights table sums (every sink but ``off``).
 
 Sinks never raise into a turn: serialisation or delivery failures are logged and counted in ``stats``.
 
@@ -35,10 +36,12 @@ from runtime.observe.metrics.base import (
     DIMENSIONS,
     EVENTS,
     METRICS_KINDS,
+    TURN_COST_MARKER,
     BaseMetrics,
     MetricDoc,
     ToolRecord,
     TurnRecord,
+    turn_cost_line,
 )
 from runtime.observe.metrics.cloudwatch import CloudWatchMetrics
 from runtime.observe.metrics.emf import EmfMetrics
@@ -49,6 +52,7 @@ __all__ = [
     "DIMENSIONS",
     "EVENTS",
     "METRICS_KINDS",
+    "TURN_COST_MARKER",
     "BaseMetrics",
     "CloudWatchMetrics",
     "EmfMetrics",
@@ -57,6 +61,7 @@ __all__ = [
     "ToolRecord",
     "TurnRecord",
     "make_metrics",
+    "turn_cost_line",
 ]
 
 

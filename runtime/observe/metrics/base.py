@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import logging
 import math
 import time
@@ -62,6 +64,22 @@ class MetricDoc:
     metrics: list[tuple[str, str, float]]  # (name, unit, value)
     properties: dict[str, Any] = field(default_factory=dict)
     timestamp: float = 0.0  # epoch seconds
+
+
+TURN_COST_MARKER = "agentkit.turn_cost"
+
+
+def turn_cost_line(record: TurnRecord) -> str:
+    """The per-turn log line the dashboard's "top sessions and callers by cost" Logs Insights query reads.
+
+    ``agentkit.turn_cost session="<id>" caller="<actor>" cost_usd=<usd> model="<profile>" completed=<bool>``;
+    strings are JSON-quoted (so a caller with spaces or quotes parses), an unknown caller is ``"-"``.
+    """
+    return (
+        f"{TURN_COST_MARKER} session={json.dumps(record.session_id or '-')} "
+        f"caller={json.dumps(record.caller or '-')} cost_usd={record.cost.total_cost_usd:.6f} "
+        f"model={json.dumps(record.model)} completed={'true' if record.completed else 'false'}"
+    )
 
 
 def _finite(value: float | None) -> bool:
@@ -164,8 +182,10 @@ class BaseMetrics:
 
     # --- public API ----------------------------------------------------------------------------------------
     def record_turn(self, record: TurnRecord) -> None:
-        """Record a finished turn (tokens and cost per model, latency, TTFT). Never raises."""
+        """Record a finished turn (tokens and cost per model, latency, TTFT) and log its cost line. Never raises."""
         self._safe_emit(lambda: self.turn_docs(record))
+        with contextlib.suppress(Exception):
+            logger.info("%s", turn_cost_line(record))
 
     def record_tool(self, record: ToolRecord) -> None:
         """Record one tool call or denial. Never raises."""

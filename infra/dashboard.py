@@ -1,0 +1,154 @@
+"""The metrics the dashboard and alarms read, and the dashboard's widgets.
+
+Three sources, each queried only with a metric name + dimension set its emitter really writes
+(``tests/infra/test_metric_contract.py`` checks this against the runtime's metrics module):
+
+* the agent's own metrics (namespace from config, ``runtime/observe/metrics/__init__.py``): every document is written with its
+  own dimension set (``Agent``+``Model``, ``Agent``+``Tool``, ``Agent``+``ErrorCode``) **and** the ``Agent``
+  roll-up. Totals read the roll-up (:func:`agent_metric`); breakdowns use ``SEARCH`` on the detailed set, so
+  every model and tool shows up without being listed here.
+* AgentCore's runtime metrics, namespace ``AWS/Bedrock-AgentCore`` (:func:`runtime_metric`): Invocations,
+  Throttles, SystemErrors, UserErrors, Latency, SessionCount ("AgentCore generated runtime observability
+  data", https://docs.aws.amazon.com/bedrock-agentcore/latest/devguide/observability-runtime-metrics.html).
+  They carry ``Operation=InvokeAgentRuntime``, ``Resource=<runtime ARN>`` and ``Name=<runtime name>::<endpoint
+  name>`` (the same Operation/Resource/Name triple AgentCore documents for its gateway metrics,
+  https://docs.aws.amazon.com/bedrock-agentcore/latest/devguide/gateway-advanced-observability-metrics.html;
+  the runtime's shape as aws-cdk-lib's ``Runtime.metric*`` helpers write it, aws/aws-cdk#38486). Those helpers
+  hard-code the ``DEFAULT`` endpoint, which nobody here calls: every caller uses the stage's endpoint, so the
+  metrics are built for it.
+* the webhook's metrics (same namespace, Powertools EMF): ``IssueCostUSD`` … with dimensions ``Tracker`` and
+  ``service``; plotted per configured tracker.
+
+The per-session / per-caller cost table is a Logs Insights query over the runtime's stdout log group
+(``/aws/bedrock-agentcore/runtimes/<runtime id>-<endpoint>``, "View observability data", CloudWatch user
+guide) and the ``agentkit.turn_cost`` line ``runtime/observe/metrics/__init__.py`` logs for every turn.
+
+Spend today and this month use metric math on the hourly cost (``FILL``, ``DATE``/``MONTH``, ``DIFF``,
+``RUNNING_SUM``, ``IF``; CloudWatch "Using metric math"): a running count of calendar boundaries marks the
+hours of the current UTC day / month, and the widget shows the last value of the running sum over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+
+AGENTCORE_NAMESPACE = "AWS/Bedrock-AgentCore"
+INVOKE_OPERATION = "InvokeAgentRuntime"
+RUNTIME_METRICS = ("Invocations", "Throttles", "SystemErrors", "UserErrors", "Latency", "SessionCount")
+FIVE_MINUTES = cdk.Duration.minutes(5)
+HOUR = cdk.Duration.hours(1)
+DAY = cdk.Duration.days(1)
+TOKEN_METRICS = ("InputTokens", "OutputTokens", "CacheReadTokens", "CacheWriteTokens")
+TURN_COST_MARKER = "agentkit.turn_cost"  # runtime/observe/metrics/__init__.py: TURN_COST_MARKER
+#: The Logs Insights regex for the runtime's per-turn cost line (Logs Insights' named-group syntax).
+TURN_COST_PATTERN = (
+    r'/agentkit\.turn_cost session="(?<session>(?:[^"\\]|\\.)*)" '
+    r'caller="(?<caller>(?:[^"\\]|\\.)*)" cost_usd=(?<cost>[0-9.]+)/'
+)
+
+
+def runtime_metric(
+    name: str,
+    *,
+    runtime_name: str,
+    runtime_arn: str,
+    endpoint: str,
+    statistic: str,
+    period: cdk.Duration = FIVE_MINUTES,
+    label: str | None = None,
+) -> cw.Metric:
+    """An AgentCore runtime metric of the ``endpoint`` the callers use (see module docstring)."""
+    if name not in RUNTIME_METRICS:
+        raise ValueError(f"{name!r} is not an AgentCore runtime metric ({', '.join(RUNTIME_METRICS)})")
+    return cw.Metric(
+        namespace=AGENTCORE_NAMESPACE,
+        metric_name=name,
+        dimensions_map={
+            "Operation": INVOKE_OPERATION,
+            "Name": f"{runtime_name}::{endpoint}",
+            "Resource": runtime_arn,
+        },
+        statistic=statistic,
+        period=period,
+        label=label,
+    )
+
+
+def agent_metric(
+    namespace: str, agent: str, name: str, *, statistic: str, period: cdk.Duration, label: str | None = None
+) -> cw.Metric:
+    """The ``Agent`` roll-up of one of the agent's metrics (every document is also written to it)."""
+    return cw.Metric(
+        namespace=namespace,
+        metric_name=name,
+        dimensions_map={"Agent": agent},
+        statistic=statistic,
+        period=period,
+        label=label or name,
+    )
+
+
+def search(
+    namespace: str,
+    dimensions: Sequence[str],
+    metric: str,
+    filters: dict[str, str],
+    *,
+    statistic: str,
+    period: cdk.Duration,
+    label: str = "",
+) -> cw.MathExpression:
+    """``SEARCH`` over exactly one dimension set (the schema ``{ns,dims}`` matches no other set)."""
+    terms = " ".join([f'MetricName="{metric}"', *(f'{k}="{v}"' for k, v in filters.items())])
+    schema = ",".join([namespace, *dimensions])
+    return cw.MathExpression(
+        expression=f"SEARCH('{{{schema}}} {terms}', '{statistic}', {int(period.to_seconds())})",
+        label=label,
+        period=period,
+    )
+
+
+def calendar_spend(
+    hourly_cost: cw.IMetric, unit: str, daily_budget_usd: float
+) -> tuple[cw.IMetric, cw.IMetric]:
+    """``(spend so far, budget so far)`` in the current UTC ``unit`` (``DATE``: day, ``MONTH``: month).
+
+    Both are time series whose last value is the figure: the running sum of the hours after the last
+    ``unit`` boundary, and the budget prorated over those hours.
+    """
+    if unit not in ("DATE", "MONTH"):
+        raise ValueError("unit is DATE (a UTC day) or MONTH")
+    key = unit.lower()
+    filled = cw.MathExpression(expression="FILL(h, 0)", using_metrics={"h": hourly_cost}, period=HOUR)
+    boundaries = cw.MathExpression(
+        expression=f"RUNNING_SUM(IF(DIFF({unit}(hf)) != 0, 1, 0))", using_metrics={"hf": filled}, period=HOUR
+    )
+    current = "bn == MAX(bn)"
+    spend = cw.MathExpression(
+        expression=f"RUNNING_SUM(IF({current}, hf, 0))",
+        using_metrics={"hf": filled, "bn": boundaries},
+        label="today (UTC) USD" if key == "date" else "this month (UTC) USD",
+        period=HOUR,
+    )
+    budget = cw.MathExpression(
+        expression=f"RUNNING_SUM(IF({current}, 1, 0)) * {daily_budget_usd} / 24",
+        using_metrics={"bn": boundaries},
+        label="budget so far USD",
+        period=HOUR,
+    )
+    return spend, budget
+
+
+def cost_table_query(limit: int = 20) -> list[str]:
+    """Logs Insights lines: the top sessions and callers by summed turn cost."""
+    return [
+        "fields @timestamp, @message",
+        f"filter @message like /{TURN_COST_MARKER.replace('.', '[.]')} /",
+        f"parse @message {TURN_COST_PATTERN}",
+        "stats sum(cost) as cost_usd, count(*) as turns by session, caller",
+        "sort cost_usd desc",
+        f"limit {limit}",
+    ]

@@ -1,0 +1,94 @@
+"""What the runtime role needs so the first call of a Claude model works in a fresh account.
+
+Bedrock starts the AWS Marketplace subscription of a third-party model on its first invocation in an account.
+The caller then needs ``aws-marketplace:Subscribe`` and ``aws-marketplace:ViewSubscriptions``, otherwise the
+call fails with AccessDenied ("Request access to models",
+https://docs.aws.amazon.com/bedrock/latest/userguide/model-access.html). ``Subscribe`` (only it) can be limited
+with the ``aws-marketplace:ProductId`` condition key to the products of the configured models ("Use product ID
+condition keys to control access", https://docs.aws.amazon.com/bedrock/latest/userguide/model-access-product-ids.html,
+which lists the IDs below). ``ViewSubscriptions`` has no such key and is granted on ``*``. ``Unsubscribe`` is
+not granted: the runtime never needs it.
+
+The Claude Code CLI lists the system-defined inference profiles at every start and resolves the one it uses
+(Claude Code's Bedrock IAM docs): ``bedrock:ListInferenceProfiles`` and ``bedrock:GetInferenceProfile``. The
+Bedrock user guide's inference-profile prerequisites grant both on ``inference-profile`` ARNs
+(https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html); here Get is limited to
+the configured profiles and List to this account's profiles in the stack's Region. The CLI tolerates a
+failed list, so a service that wanted ``*`` for the list would cost nothing but the lookup.
+
+What IAM cannot do: Anthropic's one-time "use case" form (per account, or once in an organization's
+management account). ``agentkit doctor`` checks it (``GetUseCaseForModelAccess``) and says how to submit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+
+from infra.config import inference_profile_parts
+
+#: Foundation model id → AWS Marketplace product id, from AWS's product-id table (see module docstring; the
+#: newest models are listed on their model cards). Extend with ``agentkit.marketplace_product_ids``.
+MARKETPLACE_PRODUCT_IDS: dict[str, str] = {
+    "anthropic.claude-sonnet-4-5-20250929-v1:0": "prod-mxcfnwvpd6kb4",
+    "anthropic.claude-haiku-4-5-20251001-v1:0": "prod-xdkflymybwmvi",
+    "anthropic.claude-sonnet-4-20250514-v1:0": "prod-4pmewlybdftbs",
+    "anthropic.claude-opus-4-1-20250805-v1:0": "prod-w3q2d6rfge4tw",
+    "anthropic.claude-opus-4-20250514-v1:0": "prod-azycxvnd5mhqi",
+    "anthropic.claude-3-7-sonnet-20250219-v1:0": "prod-4dlfvry4v5hbi",
+    "anthropic.claude-3-5-haiku-20241022-v1:0": "prod-5oba7y7jpji56",
+    "anthropic.claude-3-5-sonnet-20241022-v2:0": "prod-cx7ovbu5wex7g",
+    "anthropic.claude-3-5-sonnet-20240620-v1:0": "prod-m5ilt4siql27k",
+    "anthropic.claude-3-haiku-20240307-v1:0": "prod-ozonys2hmmpeu",
+}
+
+
+def product_ids(
+    profile_ids: Sequence[str], extra: Mapping[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """``(product ids, foundation models without a known product id)`` for the configured profiles."""
+    table = {**MARKETPLACE_PRODUCT_IDS, **(extra or {})}
+    found: list[str] = []
+    missing: list[str] = []
+    for profile_id in profile_ids:
+        _, model_id = inference_profile_parts(profile_id)
+        if model_id in table:
+            found.append(table[model_id])
+        else:
+            missing.append(model_id)
+    return list(dict.fromkeys(found)), list(dict.fromkeys(missing))
+
+
+def model_access_statements(
+    profile_ids: Sequence[str], *, stack: cdk.Stack, extra_product_ids: Mapping[str, str] | None = None
+) -> tuple[list[iam.PolicyStatement], list[str]]:
+    """The statements described in the module docstring, and the models left without ``Subscribe``."""
+    products, missing = product_ids(profile_ids, extra_product_ids)
+    profile_arn = f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile"
+    statements = [
+        iam.PolicyStatement(
+            sid="ReadConfiguredInferenceProfiles",
+            actions=["bedrock:GetInferenceProfile"],
+            resources=[f"{profile_arn}/{p}" for p in dict.fromkeys(profile_ids)],
+        ),
+        iam.PolicyStatement(
+            sid="ListInferenceProfiles",
+            actions=["bedrock:ListInferenceProfiles"],
+            resources=[f"{profile_arn}/*"],
+        ),
+        iam.PolicyStatement(
+            sid="MarketplaceViewSubscriptions", actions=["aws-marketplace:ViewSubscriptions"], resources=["*"]
+        ),
+    ]
+    if products:
+        statements.append(
+            iam.PolicyStatement(
+                sid="MarketplaceSubscribeConfiguredModels",
+                actions=["aws-marketplace:Subscribe"],
+                resources=["*"],
+                conditions={"ForAnyValue:StringEquals": {"aws-marketplace:ProductId": products}},
+            )
+        )
+    return statements, missing

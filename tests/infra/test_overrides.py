@@ -1,0 +1,164 @@
+"""-c overrides and the deploy Region check: infra.overrides, infra.context, infra.config.check_models_serve_region."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.config import ConfigError
+from infra.context import config_from_context, overrides_from
+from infra.overrides import known_keys
+from tests.infra.conftest import base_context
+
+
+def config(extra: dict[str, object] | None = None, environ: dict[str, str] | None = None):
+    return config_from_context({**base_context(), **(extra or {})}, environ=environ or {})
+
+
+def test_flat_dotted_and_stage_overrides_are_typed() -> None:
+    c = config(
+        {
+            "image_build": "codebuild",
+            "gateway.enabled": "false",
+            "observability.transaction_search": "yes",
+            "daily_budget_usd": "25.5",
+            "log_retention_days": "30",
+            "extra_models": "us.anthropic.claude-haiku-4-5-20251001-v1:0,us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "webhook.allowed_author_associations": '["OWNER"]',
+            "observability.alarm_email": "ops@example.com",
+        }
+    )
+    assert c.image_build == "codebuild"
+    assert c.gateway.enabled is False and c.gateway.authorizer == "iam"  # the rest of gateway kept
+    assert c.observability.transaction_search is True
+    assert c.settings.daily_budget_usd == 25.5 and c.settings.log_retention_days == 30
+    assert c.extra_models == (
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "us.anthropic.claude-sonnet-4-20250514-v1:0",
+    )
+    assert c.webhook.allowed_author_associations == ("OWNER",)
+    assert c.observability.alarm_email == "ops@example.com"
+
+
+def test_overrides_win_over_the_stage_overrides() -> None:
+    assert config({"stage": "prod"}).memory.customer_managed_key is True  # cdk.json's prod override
+    assert (
+        config({"stage": "prod", "memory.customer_managed_key": "false"}).memory.customer_managed_key is False
+    )
+
+
+def test_a_json_object_merges_into_the_setting() -> None:
+    c = config({"gateway": '{"invoices_tool": false}', "gateway.enabled": "false"})
+    assert (c.gateway.enabled, c.gateway.invoices_tool, c.gateway.authorizer) == (False, False, "iam")
+
+
+def test_null_clears_an_optional_setting() -> None:
+    c = config({"observability.alarm_email": "ops@example.com"})
+    assert c.observability.alarm_email == "ops@example.com"
+    assert config({"observability.alarm_email": "null"}).observability.alarm_email is None
+
+
+def test_unknown_key_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as err:
+        config({"image-build": "codebuild"})
+    assert err.value.key == "-c image-build"
+    assert "is not an agentkit setting" in str(err.value)
+    for key in ("image_build", "gateway.enabled", "daily_budget_usd"):
+        assert key in err.value.allowed
+
+
+def test_bad_value_names_the_key_and_the_override() -> None:
+    with pytest.raises(ConfigError) as err:
+        config({"gateway.enabled": "maybe"})
+    assert err.value.key == "agentkit.gateway.enabled"
+    assert "set by -c gateway.enabled" in str(err.value)
+    assert err.value.allowed == "true or false"
+
+
+def test_cdk_keys_are_not_overrides() -> None:
+    context = {
+        "stage": "dev",
+        "agentkit": {},
+        "@aws-cdk/core:explicitStackTags": True,
+        "aws:cdk:enable-path-metadata": True,
+        "availability-zones:account=123456789012:region=us-east-1": ["us-east-1a"],
+        "acknowledged-issue-numbers": [1],
+        "image_build": "codebuild",
+    }
+    assert overrides_from(context) == {"image_build": "codebuild"}
+
+
+def test_agentkit_as_json_replaces_the_object_or_says_why_not() -> None:
+    full = base_context()["agentkit"]
+    import json
+
+    replaced = config({"agentkit": json.dumps({**full, "image_build": "codebuild"})})
+    assert replaced.image_build == "codebuild"
+    with pytest.raises(ConfigError) as err:
+        config({"agentkit": '{"image_build": "codebuild"}'})
+    assert "stage settings are missing" in str(err.value) and "-c image_build=codebuild" in str(err.value)
+    with pytest.raises(ConfigError, match="is not JSON"):
+        config({"agentkit": "{image_build: codebuild}"})
+    with pytest.raises(ConfigError, match="-c gateway"):
+        config({"gateway": "[1]"})
+
+
+def test_every_setting_is_reachable() -> None:
+    keys = known_keys()
+    assert {"image_build", "gateway.enabled", "auth.jwt.discovery_url", "daily_budget_usd", "region"} <= set(
+        keys
+    )
+    assert "stage" not in keys and "settings" not in keys
+
+
+# --- the deploy Region -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", ["CDK_DEFAULT_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"])
+def test_us_profiles_outside_their_regions_fail_whatever_sets_the_region(variable: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config(environ={variable: "eu-west-1"})
+    assert err.value.key == "agentkit.model"
+    message = str(err.value)
+    assert "not offered in region eu-west-1" in message and f"(from {variable})" in message
+    assert "us-east-1, us-east-2, us-west-2" in message
+
+
+def test_region_precedence_and_default() -> None:
+    environ = {"CDK_DEFAULT_REGION": "us-west-2", "AWS_REGION": "eu-west-1"}
+    assert config(environ=environ).deploy_region == "us-west-2"
+    c = config({"region": "us-east-2"}, environ=environ)
+    assert (c.deploy_region, c.deploy_region_source) == ("us-east-2", "agentkit.region")
+    c = config()
+    assert (c.deploy_region, c.deploy_region_source) == ("us-east-1", "the default")
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "us-east-2", "us-west-2"])
+def test_us_profiles_in_their_regions_pass(region: str) -> None:
+    assert config(environ={"CDK_DEFAULT_REGION": region}).deploy_region == region
+
+
+def test_extra_model_of_another_geography_is_named() -> None:
+    with pytest.raises(ConfigError) as err:
+        config(
+            {"model": "global.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+            environ={"AWS_REGION": "eu-central-1"},
+        )
+    assert err.value.key == "agentkit.extra_models.0"
+
+
+def test_global_and_regional_profiles_in_their_geography() -> None:
+    c = config(
+        {
+            "model": "eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "extra_models": "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+        },
+        environ={"CDK_DEFAULT_REGION": "eu-west-1"},
+    )
+    assert c.deploy_region == "eu-west-1"
+
+
+def test_a_mapping_setting_takes_a_json_object() -> None:
+    c = config({"marketplace_product_ids": '{"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"}'})
+    assert c.marketplace_product_ids == {"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"}
+    with pytest.raises(ConfigError, match="not an AWS Marketplace product id"):
+        config({"marketplace_product_ids": '{"anthropic.claude-opus-9-20300101-v1:0": "nope"}'})
