@@ -349,6 +349,16 @@ def test_an_installed_extension_module_adds_its_command(monkeypatch: pytest.Monk
     assert code == 2 and "usage: agentkit doctor" in err
 
 
-def test_without_the_extension_there_is_no_such_command() -> None:
+def test_an_extension_that_is_not_installed_adds_no_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentkit.cli
+
+    monkeypatch.setattr(agentkit.cli, "EXTENSIONS", ("agentkit.not_installed",))
     code, _, err = run(["doctor"])
     assert code == 2 and "invalid choice: 'doctor'" in err
+
+
+def test_the_shipped_doctor_registers_with_the_global_options() -> None:
+    """The real ``agentkit.doctor`` plugs into the CLI (``--help`` only: no AWS call is made)."""
+    code, out, _ = run(["doctor", "--help"])
+    assert code == 0 and "usage: agentkit doctor" in out
+    assert "--region" in out and "--profile" in out and "--output" in out

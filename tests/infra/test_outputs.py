@@ -26,8 +26,8 @@ def outputs_named_in(path: Path) -> set[str]:
     """Backticked names in any sentence or table cell of ``path`` that speaks of an output."""
     text = re.sub(r"\n[ \t]*(?=[^\s|#*-])", " ", path.read_text())  # join wrapped lines of a paragraph
     names: set[str] = set()
-    for clause in re.split(r"(?<=[.:])\s|\||\n", text):
-        if re.search(r"\boutputs?\b", clause, re.I):
+    for clause in re.split(r"(?<=[.:;,])\s|\||\n", text):  # clauses and list items, not whole paragraphs
+        if re.search(r"(?<!-)\boutputs?\b", clause, re.I):  # not the CLI's --output option
             names.update(re.findall(r"`([A-Z][A-Za-z0-9]+)`", clause))
     return {n for n in names if not n.endswith(("Error", "Exception")) and n not in CFN_FIELDS}
 
