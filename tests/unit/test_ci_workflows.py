@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -131,7 +130,6 @@ def test_session_step_derives_a_valid_stable_session_id(tmp_path: Path, repo: st
     assert first.startswith("pr-") and f"-{number}-" in first
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_prompt_step_truncates_the_diff(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
