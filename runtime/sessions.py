@@ -23,7 +23,6 @@ lifecycle only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -41,6 +40,10 @@ _END = object()
 HTTP_STATUS_KEY = "_http_status"
 #: How long shutdown waits for a turn's post-reply persistence (its spend) before cancelling it.
 PERSIST_GRACE_S = 5.0
+#: How long closing a client (the CLI process) may take before it is given up.
+DISCONNECT_TIMEOUT_S = 15.0
+#: Upper bound on :meth:`WarmSession.close`: persistence grace, client disconnect, and a margin.
+CLOSE_TIMEOUT_S = PERSIST_GRACE_S + DISCONNECT_TIMEOUT_S + 5.0
 
 
 class ClientHandle(Protocol):
@@ -114,6 +117,7 @@ class WarmSession:
         self.persist_lock = asyncio.Lock()
         self.last_used = time.monotonic()
         self.serving = False  # a turn (or its post-reply work) is in progress
+        self._unfinished = 0  # turns submitted and not yet finished (queued, taken off the queue, or serving)
         self._queue: asyncio.Queue[TurnRequest] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -127,24 +131,34 @@ class WarmSession:
                 "wait for them to finish or use another session id."
             )
         self._queue.put_nowait(request)
+        self._unfinished += 1
         self.last_used = time.monotonic()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
 
     @property
     def idle(self) -> bool:
-        """No turn running or waiting: closing the session loses nothing."""
-        return not self.serving and self._queue.empty()
+        """No turn running or waiting: closing the session loses nothing.
+
+        A turn counts from :meth:`submit` until it is finished, so a session that has taken a request off its
+        queue but not started it yet is not idle (it must not be evicted in between)."""
+        return self._unfinished == 0
 
     async def close(self) -> None:
         """Shut down now (SIGTERM): the running turn and every queued one end with a ``shutting_down``
         error the caller can retry, and the client is closed. What the turn already said is in the store; a
         finished turn's persistence still running gets up to ``PERSIST_GRACE_S`` to complete."""
         self.closing = True
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            # Bounded: the loop's own waits are bounded (persistence grace, disconnect timeout); this is the
+            # backstop so a SIGTERM never overruns its deadline.
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if not done:
+                logger.warning(
+                    "session %s did not close within %.0f s", self.runtime_session_id, CLOSE_TIMEOUT_S
+                )
 
     # -- actor loop -----------------------------------------------------------------------------------------
 
@@ -152,7 +166,10 @@ class WarmSession:
         try:
             while True:
                 try:
-                    request = await asyncio.wait_for(self._queue.get(), timeout=self.registry.idle_timeout_s)
+                    # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives as the
+                    # queue hands over an item (CPython gh-86296), which ran queued turns after close().
+                    async with asyncio.timeout(self.registry.idle_timeout_s):
+                        request = await self._queue.get()
                 except TimeoutError:
                     if not self._queue.empty():
                         continue
@@ -162,14 +179,21 @@ class WarmSession:
                     self.registry._forget(self)
                     logger.info("session %s idle, closing its client", self.runtime_session_id)
                     break
+                if self.closing:  # closed while the request was handed over: it must not run
+                    self._refuse(request)
+                    break
                 await self._serve(request)
         finally:
             self.registry._forget(self)
             await self._drop_client()
             while not self._queue.empty():
-                pending = self._queue.get_nowait()
-                pending.events.put_nowait(_shutting_down())
-                pending.events.put_nowait(_END)
+                self._refuse(self._queue.get_nowait())
+
+    def _refuse(self, request: TurnRequest) -> None:
+        """End a turn that will not run with a retryable ``shutting_down`` error."""
+        self._unfinished -= 1
+        request.events.put_nowait(_shutting_down())
+        request.events.put_nowait(_END)
 
     async def _serve(self, request: TurnRequest) -> None:
         async def emit(event: Event) -> None:
@@ -194,6 +218,7 @@ class WarmSession:
         except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
             self.registry.active_turns -= 1
             self.serving = False
+            self._unfinished -= 1
             await emit(_shutting_down())
             raise
         except Exception as exc:  # the session must survive anything a turn throws
@@ -222,6 +247,7 @@ class WarmSession:
                 self.client_turns += 1
             self.registry.active_turns -= 1
             self.serving = False
+            self._unfinished -= 1
             self.last_used = time.monotonic()
 
     async def _drop_client(self) -> None:
@@ -229,7 +255,8 @@ class WarmSession:
         if client is None:
             return
         try:
-            await asyncio.wait_for(client.disconnect(), timeout=15)
+            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                await client.disconnect()
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise

@@ -261,3 +261,84 @@ async def test_shutdown_lets_a_running_persistence_finish() -> None:
     await asyncio.wait_for(registry.close_all(), timeout=5)
     assert runner.persisted == ["last turn"]
     assert runner.disconnects == ["s"] and registry.active_turns == 0
+
+
+async def test_close_is_bounded_and_queued_turns_are_not_run_with_a_long_idle_timeout() -> None:
+    # Regression (CPython gh-86296): ``asyncio.wait_for(queue.get(), ...)`` on 3.11 could swallow the shutdown's
+    # cancellation when a queued turn was ready at that moment, so queued paid turns still ran and close_all
+    # waited out the idle timeout (900 s in production).
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=900, max_queued=10)
+    first = asyncio.ensure_future(_collect(registry, "s", "a"))
+    while not runner.log:  # "a" is running
+        await asyncio.sleep(0.001)
+    queued = [
+        await registry.invoke(
+            key="s",
+            runtime_session_id="s",
+            claude_session_id="s",
+            actor_id=None,
+            request=TurnRequest(prompt=p),
+        )
+        for p in ("b", "c")
+    ]
+    await first  # "a" is done; the session takes "b" off its queue now
+    async with asyncio.timeout(5):
+        await registry.close_all()
+        replies = [[e async for e in events] for events in queued]
+    assert [r[-1]["code"] for r in replies] == ["shutting_down", "shutting_down"]
+    # "b" may have started just before the close (then it was interrupted); "c" never ran, nothing finished.
+    assert ("start", "s", "c") not in runner.log and runner.log[-1] != ("end", "s", "b")
+    assert len(registry) == 0
+
+
+async def test_a_new_session_is_never_evicted_before_its_first_turn_starts() -> None:
+    # Regression: a new session looked idle between taking its request off the queue and starting it, so a
+    # concurrent new session at the cap evicted it and its caller got a false ``shutting_down`` (503); seen as 2
+    # of 48 callers with AGENTKIT_MAX_SESSIONS=4 and 8 concurrent new sessions. The second session arrives after
+    # every number of loop iterations that covers the window: it is refused (429), the first turn runs.
+    for yields in range(10):
+        runner = RecordingRunner()
+        registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=1)
+        first = await registry.invoke(
+            key="a",
+            runtime_session_id="a",
+            claude_session_id="a",
+            actor_id=None,
+            request=TurnRequest(prompt="x"),
+        )
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        with pytest.raises(SessionBusy, match="too many active sessions"):
+            await registry.invoke(
+                key="b",
+                runtime_session_id="b",
+                claude_session_id="b",
+                actor_id=None,
+                request=TurnRequest(prompt="y"),
+            )
+        assert [e async for e in first] == [{"type": "result", "text": "x"}], f"after {yields} yields"
+        await registry.close_all()
+
+
+async def test_eight_concurrent_new_sessions_at_a_cap_of_four_get_no_shutting_down() -> None:
+    runner = RecordingRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=4)
+
+    async def caller(key: str) -> list[str]:
+        codes = []
+        for turn in range(6):
+            try:
+                events = await _collect(registry, key, f"{key}{turn}")
+            except SessionBusy:  # every warm session busy: a 429 the caller retries, not a lost turn
+                codes.append("session_busy")
+                await asyncio.sleep(0)
+                continue
+            codes.append(events[-1].get("code", "ok"))
+        return codes
+
+    results = await asyncio.gather(*(caller(f"k{i}") for i in range(8)))
+    codes = [code for per_caller in results for code in per_caller]
+    assert "shutting_down" not in codes
+    assert codes.count("ok") >= 6  # each of the first four sessions ran its turns
+    await registry.close_all()
