@@ -25,7 +25,7 @@ from bedrock_agentcore.runtime.models import PingStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from runtime.errors import AgentKitError, InvalidRequest
+from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import SESSION_HEADER, parse_body, parse_payload, resolve_session_id
 from runtime.settings import Settings
@@ -113,10 +113,9 @@ def build_app(
                 raise
             except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
                 logger.exception("could not build the runtime")
-                raise AgentKitError(
+                raise ConfigurationError(
                     f"the runtime could not start its dependencies ({type(exc).__name__}). "
-                    "The details are in the runtime logs; check its AGENTKIT_* settings.",
-                    code="configuration_error",
+                    "The details are in the runtime logs; check its AGENTKIT_* settings."
                 ) from exc
             from runtime.sessions import TurnRequest
 
@@ -174,24 +173,9 @@ async def _collect(events: AsyncIterator[Event]) -> Response:
     if final["type"] == "error":
         status = final.get(_HTTP_STATUS_KEY)
         if not isinstance(status, int) or isinstance(status, bool):
-            status = _status_for(final["code"])
+            status = status_for_code(final["code"])
         return JSONResponse(_public(final), status_code=status)
     return JSONResponse({**_public(final), "tool_events": tools})
-
-
-def _status_for(code: str) -> int:
-    """The default HTTP status of an error code (for events emitted without ``_http_status``)."""
-    from runtime import errors
-
-    for cls in vars(errors).values():
-        if isinstance(cls, type) and issubclass(cls, AgentKitError) and cls.code == code:
-            return cls.http_status
-    return {
-        "max_turns_exceeded": 422,
-        "model_error": 502,
-        "shutting_down": 503,
-        "session_store_unavailable": 503,
-    }.get(code, 500)
 
 
 def warm_sdk_import(delay_s: float = 0.5) -> threading.Timer:

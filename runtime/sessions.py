@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runtime.errors import AgentKitError, SessionBusy
+from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
 
 logger = logging.getLogger(__name__)
 
@@ -377,11 +377,7 @@ async def _finish_shielded(after: Awaitable[None]) -> None:
 
 def _shutting_down() -> Event:
     return error_event(
-        AgentKitError(
-            "the runtime is shutting down; retry the invocation (the session resumes elsewhere)",
-            code="shutting_down",
-            http_status=503,
-        )
+        ShuttingDown("the runtime is shutting down; retry the invocation (the session resumes elsewhere)")
     )
 
 

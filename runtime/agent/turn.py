@@ -53,7 +53,7 @@ from runtime.agent.turn_stream import (
     settle_task,
     sum_usage,
 )
-from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
+from runtime.errors import AgentProcessError, BudgetExceeded, SessionStoreError, TurnTimeout
 from runtime.guard.gate import PermissionGate
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.budgets import BudgetPolicy, error_for_result
@@ -152,11 +152,9 @@ class AgentTurnRunner:
                     entries = await store.load(key)
                 except Exception as exc:
                     self.deps.telemetry.store_error("load", exc)
-                    raise AgentKitError(
+                    raise SessionStoreError(
                         f"the session store could not load session {session.runtime_session_id}: {exc}. "
-                        "Retry shortly; nothing was lost.",
-                        code="session_store_unavailable",
-                        http_status=503,
+                        "Retry shortly; nothing was lost."
                     ) from exc
         local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
         resume = bool(entries) or local.exists()

@@ -22,29 +22,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from runtime.errors import AgentKitError, AgentResultError, BudgetExceeded, InvalidRequest
-
-
-class MaxTurnsExceeded(AgentResultError):
-    """The agent used all its turns without finishing (SDK ``error_max_turns``)."""
-
-    code = "max_turns_exceeded"
-    http_status = 422
-
-
-class AgentExecutionError(AgentResultError):
-    """The CLI reported an error while running the turn (SDK ``error_during_execution``)."""
-
-    code = "execution_error"
-    http_status = 500
-
-
-class ModelApiError(AgentResultError):
-    """The model API call failed (result ``success`` with ``is_error``; e.g. throttling, 5xx)."""
-
-    code = "model_error"
-    http_status = 502
-
+from runtime.errors import (
+    AgentExecutionError,
+    AgentKitError,
+    AgentResultError,
+    BudgetExceeded,
+    InvalidRequest,
+    MaxTurnsExceeded,
+    ModelApiError,
+)
 
 # SDK result subtype → (error class, human message).
 RESULT_ERRORS: dict[str, tuple[type[AgentKitError], str]] = {

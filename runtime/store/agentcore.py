@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from runtime.errors import AgentKitError
+from runtime.errors import SessionStoreError
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -90,21 +90,6 @@ MEMORY_ID_RE = re.compile(
     r"[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}$"
 )
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-
-
-class SessionStoreError(AgentKitError):
-    """A session store call failed. ``retryable`` is true for throttling and transient service errors.
-
-    ``aws_code`` is the AWS error code (e.g. ``ThrottledException``) or the SQLite error class name.
-    """
-
-    code = "session_store_unavailable"
-    http_status = 503
-
-    def __init__(self, message: str, *, aws_code: str = "", retryable: bool = False) -> None:
-        super().__init__(message)
-        self.aws_code = aws_code
-        self.retryable = retryable
 
 
 def escape_id(value: str) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.errors import AgentResultError, BudgetExceeded, InvalidRequest
-from runtime.observe.budgets import BudgetPolicy, MaxTurnsExceeded, error_for_result
+from runtime.errors import AgentResultError, BudgetExceeded, InvalidRequest, MaxTurnsExceeded
+from runtime.observe.budgets import BudgetPolicy, error_for_result
 from runtime.observe.costs import compute_turn_cost
 
 POLICY = BudgetPolicy(max_turns=20, max_budget_usd=2.0, session_budget_usd=5.0)
