@@ -7,7 +7,7 @@ always says what the caller can do about it. Every class is defined here, with i
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 
 class AgentKitError(Exception):
@@ -23,10 +23,6 @@ class AgentKitError(Exception):
             self.code = code  # type: ignore[misc]
         if http_status is not None:
             self.http_status = http_status  # type: ignore[misc]
-
-    def to_event(self) -> dict[str, Any]:
-        """The error as the SSE / JSON body the contract defines."""
-        return {"type": "error", "code": self.code, "message": self.message}
 
 
 class InvalidRequest(AgentKitError):

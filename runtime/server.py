@@ -6,9 +6,9 @@ imported lazily on the first invocation (and warmed in the background after star
 answers in well under a second.
 
 Reply formats are described in :mod:`runtime.protocol`. Every error is
-``{"type": "error", "code": ..., "message": ...}`` with a fitting HTTP status: error events carry their
-status inside the runtime (``_http_status``, set where they are raised), which is used for non-streaming
-replies and removed from every event sent to a client.
+``{"type": "error", "code": ..., "message": ...}`` with a fitting HTTP status: a failed turn ends with a
+:class:`~runtime.protocol.Failure` that carries the status next to the error event; the server sends the event
+and uses the status for non-streaming replies.
 """
 
 from __future__ import annotations
@@ -27,16 +27,26 @@ from starlette.responses import JSONResponse, Response
 
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
 from runtime.identity import claude_session_id, resolve_actor
-from runtime.protocol import SESSION_HEADER, parse_body, parse_payload, resolve_session_id
+from runtime.protocol import (
+    SESSION_HEADER,
+    Event,
+    Failure,
+    JsonReply,
+    ResultEvent,
+    ToolEvent,
+    TurnItem,
+    error_event,
+    parse_body,
+    parse_payload,
+    resolve_session_id,
+)
 from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Event = dict[str, Any]
-
 
 def error_response(exc: AgentKitError) -> JSONResponse:
-    return JSONResponse(exc.to_event(), status_code=exc.http_status)
+    return JSONResponse(error_event(exc), status_code=exc.http_status)
 
 
 class AgentKitApp(BedrockAgentCoreApp):
@@ -144,38 +154,35 @@ def build_app(
     return app
 
 
-_HTTP_STATUS_KEY = "_http_status"  # runtime.sessions.HTTP_STATUS_KEY (not imported: keeps start-up light)
+def _unwrap(item: TurnItem) -> Event:
+    """The event a client sees: a failure's error event."""
+    return item.event if isinstance(item, Failure) else item
 
 
-def _public(event: Event) -> Event:
-    """The event as a client sees it (without the runtime-internal HTTP status)."""
-    if _HTTP_STATUS_KEY in event:
-        return {k: v for k, v in event.items() if k != _HTTP_STATUS_KEY}
-    return event
+async def _stream(events: AsyncIterator[TurnItem]) -> AsyncIterator[Event]:
+    async for item in events:
+        yield _unwrap(item)
 
 
-async def _stream(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    async for event in events:
-        yield _public(event)
-
-
-async def _collect(events: AsyncIterator[Event]) -> Response:
+async def _collect(events: AsyncIterator[TurnItem]) -> Response:
     """Non-streaming reply: the result event as one JSON body, plus the tool calls made."""
-    tools: list[Event] = []
-    final: Event | None = None
-    async for event in events:
-        if event["type"] in ("tool_use", "tool_result"):
-            tools.append(event)
-        elif event["type"] in ("result", "error"):
-            final = event
+    tools: list[ToolEvent] = []
+    final: ResultEvent | Failure | None = None
+    async for item in events:
+        if isinstance(item, Failure):
+            final = item
+        elif item["type"] == "tool_use" or item["type"] == "tool_result":
+            tools.append(item)
+        elif item["type"] == "result":
+            final = item
+        elif item["type"] == "error":  # an error event without a Failure around it: the status of its code
+            final = Failure(item, status_for_code(item["code"]))
     if final is None:
         return error_response(AgentKitError("the turn ended without a result; retry the invocation"))
-    if final["type"] == "error":
-        status = final.get(_HTTP_STATUS_KEY)
-        if not isinstance(status, int) or isinstance(status, bool):
-            status = status_for_code(final["code"])
-        return JSONResponse(_public(final), status_code=status)
-    return JSONResponse({**_public(final), "tool_events": tools})
+    if isinstance(final, Failure):
+        return JSONResponse(final.event, status_code=final.http_status)
+    reply: JsonReply = {**final, "tool_events": tools}
+    return JSONResponse(reply)
 
 
 def warm_sdk_import(delay_s: float = 0.5) -> threading.Timer:

@@ -30,14 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
+from runtime.protocol import Failure, TurnItem
 
 logger = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 _END = object()
-
-#: Error events carry their HTTP status under this key inside the runtime; the server strips it before replying.
-HTTP_STATUS_KEY = "_http_status"
 #: How long shutdown waits for a turn's post-reply persistence (its spend) before cancelling it.
 PERSIST_GRACE_S = 5.0
 #: How long closing a client (the CLI process) may take before it is given up.
@@ -54,7 +51,8 @@ class ClientHandle(Protocol):
 
 @dataclass
 class TurnRequest:
-    """One invocation queued on a session. Events go to ``events``; the last one is result or error."""
+    """One invocation queued on a session. Events go to ``events``; the last one is a result or a
+    :class:`~runtime.protocol.Failure`."""
 
     prompt: str
     max_turns: int | None = None
@@ -75,7 +73,7 @@ class TurnRunner(Protocol):
         session: WarmSession,
         client: Any,
         request: TurnRequest,
-        emit: Callable[[Event], Awaitable[None]],
+        emit: Callable[[TurnItem], Awaitable[None]],
     ) -> Awaitable[None] | None:
         """Run the turn; may return work to finish after the reply is complete (before the next turn)."""
         ...
@@ -196,7 +194,7 @@ class WarmSession:
         request.events.put_nowait(_END)
 
     async def _serve(self, request: TurnRequest) -> None:
-        async def emit(event: Event) -> None:
+        async def emit(event: TurnItem) -> None:
             request.events.put_nowait(event)
 
         self.registry.active_turns += 1
@@ -214,7 +212,7 @@ class WarmSession:
         except AgentKitError as exc:
             if exc.http_status >= 500:  # the client may be broken (dead CLI, timeout): start afresh next turn
                 await self._drop_client()
-            await emit(error_event(exc))
+            await emit(Failure.of(exc))
         except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
             self.registry.active_turns -= 1
             self.serving = False
@@ -225,7 +223,7 @@ class WarmSession:
             logger.exception("turn failed on session %s", self.runtime_session_id)
             await self._drop_client()
             await emit(
-                error_event(
+                Failure.of(
                     AgentKitError(
                         f"internal error ({type(exc).__name__}); the details are in the runtime logs. "
                         "Retry the invocation."
@@ -300,7 +298,7 @@ class SessionRegistry:
         claude_session_id: str,
         actor_id: str | None,
         request: TurnRequest,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[TurnItem]:
         """Queue ``request`` on its session and yield its events as they arrive (last: result or error).
 
         Raises:
@@ -354,11 +352,6 @@ class SessionRegistry:
             del self._sessions[session.key]
 
 
-def error_event(exc: AgentKitError) -> Event:
-    """The error event for ``exc``, carrying its HTTP status internally (see :data:`HTTP_STATUS_KEY`)."""
-    return {**exc.to_event(), HTTP_STATUS_KEY: exc.http_status}
-
-
 async def _finish_shielded(after: Awaitable[None]) -> None:
     """Await post-turn work; if the session is cancelled meanwhile (shutdown), let the work finish for up to
     ``PERSIST_GRACE_S`` (then cancel it) before the cancellation goes on."""
@@ -375,13 +368,13 @@ async def _finish_shielded(after: Awaitable[None]) -> None:
         raise
 
 
-def _shutting_down() -> Event:
-    return error_event(
+def _shutting_down() -> Failure:
+    return Failure.of(
         ShuttingDown("the runtime is shutting down; retry the invocation (the session resumes elsewhere)")
     )
 
 
-async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[TurnItem]:
     """Yield a turn's events. Text deltas that are already waiting are merged into one event: each event
     costs an SSE frame and several thread hops in the server, so a fast stream is sent in fewer, larger
     pieces while a slow one still goes out delta by delta."""
@@ -391,11 +384,11 @@ async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
         pending = None
         if item is _END:
             return
-        if item.get("type") == "text":
+        if _is_text(item):
             parts = [item["text"]]
             while not queue.empty():
                 nxt = queue.get_nowait()
-                if nxt is not _END and nxt.get("type") == "text":
+                if _is_text(nxt):
                     parts.append(nxt["text"])
                 else:
                     pending = nxt
@@ -403,3 +396,7 @@ async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
             if len(parts) > 1:
                 item = {"type": "text", "text": "".join(parts)}
         yield item
+
+
+def _is_text(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "text"

@@ -59,8 +59,8 @@ from runtime.guard.policy import PermissionPolicy
 from runtime.observe.budgets import BudgetPolicy, error_for_result
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.telemetry import Telemetry, TurnOutcome
-from runtime.protocol import summarize
-from runtime.sessions import HTTP_STATUS_KEY, TurnRequest, WarmSession
+from runtime.protocol import Failure, TurnItem, summarize
+from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ PROCESS_BUDGET_FACTOR = 10
 # Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
+Emit = Callable[[TurnItem], Awaitable[None]]
 
 
 @dataclass
@@ -300,13 +300,15 @@ class AgentTurnRunner:
             if error.code == "model_error":
                 detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
             await emit(
-                {
-                    "type": "error",
-                    "code": error.code,
-                    "message": f"{error.message}.{detail}".rstrip(),
-                    "partial": figures | {"subtype": result.subtype},
-                    HTTP_STATUS_KEY: error.http_status,
-                }
+                Failure(
+                    {
+                        "type": "error",
+                        "code": error.code,
+                        "message": f"{error.message}.{detail}".rstrip(),
+                        "partial": {**figures, "subtype": result.subtype},
+                    },
+                    error.http_status,
+                )
             )
             return telemetry.persist_turn(session, outcome)
         await emit(

@@ -20,12 +20,15 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
 from runtime.observe.metrics import BaseMetrics, NullMetrics, TurnRecord
 from runtime.observe.tool_hooks import ToolTelemetry
 from runtime.observe.tracing import Tracing, record_turn_result
+
+if TYPE_CHECKING:
+    from runtime.protocol import TurnFigures
 
 logger = logging.getLogger(__name__)
 
@@ -231,9 +234,7 @@ class Telemetry:
 
     # -- the end of a turn --------------------------------------------------------------------------------
 
-    async def turn_finished(
-        self, session: Any, request: Any, outcome: TurnOutcome, span: Any
-    ) -> dict[str, Any]:
+    async def turn_finished(self, session: Any, request: Any, outcome: TurnOutcome, span: Any) -> TurnFigures:
         """Price the turn, emit its metrics and span attributes, count the spend; returns the reply figures.
 
         Persisting happens in :meth:`persist_turn`, after the reply has gone out.

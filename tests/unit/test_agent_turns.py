@@ -31,6 +31,7 @@ from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
+from runtime.protocol import Failure
 from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
@@ -172,8 +173,8 @@ async def test_an_over_budget_interrupt_does_not_stall_the_message_stream(tmp_pa
     client = ScriptedClient(model_call() + chatter, result(subtype="error_during_execution", is_error=True))
     final = await s.turn(client, TurnRequest(prompt="go", max_budget_usd=0.005))
     assert client.interrupts == 1
-    assert final["code"] == "budget_exceeded" and final["_http_status"] == 402
-    assert "max_budget_usd of $0.0050" in final["message"]
+    assert isinstance(final, Failure) and final.http_status == 402
+    assert final.event["code"] == "budget_exceeded" and "max_budget_usd of $0.0050" in final.event["message"]
 
 
 async def test_sending_the_prompt_is_inside_the_turn_timeout(tmp_path: Path) -> None:

@@ -47,4 +47,4 @@ def test_status_for_code(code: str, status: int) -> None:
 def test_an_instance_may_override_its_status_but_not_the_class() -> None:
     throttled = errors.ModelApiError("slow down", http_status=429)
     assert throttled.http_status == 429 and errors.ModelApiError.http_status == 502
-    assert throttled.to_event() == {"type": "error", "code": "model_error", "message": "slow down"}
+    assert throttled.message == "slow down" and throttled.code == "model_error"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from runtime.protocol import Failure
 from runtime.server import build_app
 from runtime.settings import Settings
 from tests.fakes.runtime_server import SESSION_HEADER, session_id
@@ -37,7 +38,7 @@ class ScriptedRegistry:
 
         async def replay() -> AsyncIterator[dict[str, Any]]:
             for event in self.events:
-                yield dict(event)
+                yield event
 
         return replay()
 
@@ -59,14 +60,9 @@ def _post(client: TestClient, body: dict[str, Any], headers: dict[str, str] | No
     )
 
 
-THROTTLED = [
+THROTTLED: list[Any] = [
     {"type": "tool_use", "id": "t1", "name": "x", "input_summary": "{}"},
-    {
-        "type": "error",
-        "code": "model_error",
-        "message": "the model call failed (HTTP 429)",
-        "_http_status": 429,
-    },
+    Failure({"type": "error", "code": "model_error", "message": "the model call failed (HTTP 429)"}, 429),
 ]
 
 
@@ -94,7 +90,11 @@ def test_streamed_events_never_carry_the_internal_status(tmp_path: Path) -> None
     assert reply.status_code == 200
     events = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: ")]
     assert [e["type"] for e in events] == ["tool_use", "error"]
-    assert all("_http_status" not in e for e in events)
+    assert events[-1] == {
+        "type": "error",
+        "code": "model_error",
+        "message": "the model call failed (HTTP 429)",
+    }
 
 
 def test_configuration_error_names_the_exception_type_only(tmp_path: Path) -> None:

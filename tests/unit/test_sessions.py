@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from runtime.errors import AgentKitError, AgentProcessError, SessionBusy
+from runtime.protocol import Failure
 from runtime.sessions import SessionRegistry, TurnRequest
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +45,12 @@ class RecordingRunner:
         await emit({"type": "result", "text": request.prompt})
 
 
-async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[dict]:
+def _code(item: Any) -> str:
+    """The error code a turn ended with ("ok" for a result)."""
+    return item.event["code"] if isinstance(item, Failure) else "ok"
+
+
+async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[Any]:
     events = await registry.invoke(
         key=key,
         runtime_session_id=key,
@@ -80,10 +86,8 @@ async def test_failed_turn_yields_error_event_and_next_turn_reconnects() -> None
     runner = RecordingRunner()
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
     failed = await _collect(registry, "s", "fail")
-    # The HTTP status travels with the error event inside the runtime (the server strips it).
-    assert failed == [
-        {"type": "error", "code": "agent_process_error", "message": "CLI died", "_http_status": 502}
-    ]
+    # The HTTP status travels next to the error event inside the runtime (the server unwraps it).
+    assert failed == [Failure({"type": "error", "code": "agent_process_error", "message": "CLI died"}, 502)]
     ok = await _collect(registry, "s", "again")
     assert ok[-1]["text"] == "again"
     assert runner.connects == ["s", "s"] and runner.disconnects == ["s"]
@@ -164,8 +168,8 @@ async def test_shutdown_ends_running_and_queued_turns_with_a_retryable_error() -
     first = await running.__anext__()
     assert first == {"type": "text", "text": "working"} and registry.active_turns == 1
     await asyncio.wait_for(registry.close_all(), timeout=5)  # does not wait for the 60 s turn
-    assert [e async for e in running][-1]["code"] == "shutting_down"
-    assert [e async for e in queued][-1]["code"] == "shutting_down"
+    assert _code([e async for e in running][-1]) == "shutting_down"
+    assert _code([e async for e in queued][-1]) == "shutting_down"
     assert runner.disconnects == ["s"] and registry.active_turns == 0 and len(registry) == 0
 
 
@@ -179,11 +183,12 @@ class StatusRunner(RecordingRunner):
 async def test_error_events_carry_their_own_status_and_internal_errors_hide_details() -> None:
     registry = SessionRegistry(runner=StatusRunner(), idle_timeout_s=5, max_queued=10)
     (throttled,) = await _collect(registry, "s", "throttled")
-    assert throttled["code"] == "model_error" and throttled["_http_status"] == 429
+    assert throttled.event["code"] == "model_error" and throttled.http_status == 429
     (internal,) = await _collect(registry, "s", "boom")
-    assert internal["code"] == "internal_error" and internal["_http_status"] == 500
-    assert "RuntimeError" in internal["message"] and "runtime logs" in internal["message"]
-    assert "secret" not in internal["message"] and "passwd" not in internal["message"]
+    assert internal.event["code"] == "internal_error" and internal.http_status == 500
+    message = internal.event["message"]
+    assert "RuntimeError" in message and "runtime logs" in message
+    assert "secret" not in message and "passwd" not in message
     await registry.close_all()
 
 
@@ -286,7 +291,7 @@ async def test_close_is_bounded_and_queued_turns_are_not_run_with_a_long_idle_ti
     async with asyncio.timeout(5):
         await registry.close_all()
         replies = [[e async for e in events] for events in queued]
-    assert [r[-1]["code"] for r in replies] == ["shutting_down", "shutting_down"]
+    assert [_code(r[-1]) for r in replies] == ["shutting_down", "shutting_down"]
     # "b" may have started just before the close (then it was interrupted); "c" never ran, nothing finished.
     assert ("start", "s", "c") not in runner.log and runner.log[-1] != ("end", "s", "b")
     assert len(registry) == 0
@@ -334,7 +339,7 @@ async def test_eight_concurrent_new_sessions_at_a_cap_of_four_get_no_shutting_do
                 codes.append("session_busy")
                 await asyncio.sleep(0)
                 continue
-            codes.append(events[-1].get("code", "ok"))
+            codes.append(_code(events[-1]))
         return codes
 
     results = await asyncio.gather(*(caller(f"k{i}") for i in range(8)))
