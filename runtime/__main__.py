@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         warm_sdk_import()
         yield
         # Shutdown (SIGTERM): close warm clients on the loop that owns them.
-        loop = app._ensure_worker_loop()
+        loop = app.worker_loop()
         future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout=SHUTDOWN_TIMEOUT_S)

@@ -18,13 +18,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from bedrock_agentcore.runtime.models import PingStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from runtime.app_adapter import AgentCoreAdapter
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import (
@@ -42,6 +42,9 @@ from runtime.protocol import (
 )
 from runtime.settings import Settings
 
+if TYPE_CHECKING:
+    from runtime.wiring import Services
+
 logger = logging.getLogger(__name__)
 
 
@@ -49,62 +52,62 @@ def error_response(exc: AgentKitError) -> JSONResponse:
     return JSONResponse(error_event(exc), status_code=exc.http_status)
 
 
-class AgentKitApp(BedrockAgentCoreApp):
+class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
 
     max_prompt_chars: int = 100_000
 
-    async def _handle_invocation(self, request: Request) -> Response:
+    async def before_invocation(self, request: Request) -> Response | None:
         try:
             parse_body(await request.body(), max_prompt_chars=self.max_prompt_chars)
             resolve_session_id(request.headers.get(SESSION_HEADER))
         except AgentKitError as exc:
             return error_response(exc)
-        return await super()._handle_invocation(request)
+        return None
 
 
 class Runtime:
-    """Holds the lazily built registry; lives on the app's worker event loop."""
+    """Holds the lazily built services; lives on the app's worker event loop."""
 
-    def __init__(self, settings: Settings, registry_factory: Callable[[Settings], Any] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, services_factory: Callable[[Settings], Services] | None = None
+    ) -> None:
         self.settings = settings
-        self._registry_factory = registry_factory
-        self.registry: Any = None
+        self._services_factory = services_factory
+        self.services: Services | None = None
         self._lock: asyncio.Lock | None = None
 
-    async def get_registry(self) -> Any:
-        if self.registry is None:
+    async def get_services(self) -> Services:
+        if self.services is None:
             if self._lock is None:
                 self._lock = asyncio.Lock()
             async with self._lock:
-                if self.registry is None:
-                    factory = self._registry_factory
+                if self.services is None:
+                    factory = self._services_factory
                     if factory is None:
-                        from runtime.wiring import build_registry
+                        from runtime.wiring import build_services
 
-                        factory = build_registry
-                    self.registry = await asyncio.to_thread(factory, self.settings)
-        return self.registry
+                        factory = build_services
+                    self.services = await asyncio.to_thread(factory, self.settings)
+        return self.services
 
     async def close(self) -> None:
-        if self.registry is not None:
-            await self.registry.close_all()
-            closer = getattr(self.registry, "aclose_dependencies", None)
-            if closer is not None:
-                await closer()
+        if self.services is not None:
+            await self.services.registry.close_all()
+            await self.services.aclose()
 
     @property
     def busy(self) -> bool:
-        return bool(self.registry is not None and self.registry.active_turns > 0)
+        return self.services is not None and self.services.registry.active_turns > 0
 
 
 def build_app(
-    settings: Settings, *, registry_factory: Callable[[Settings], Any] | None = None
+    settings: Settings, *, services_factory: Callable[[Settings], Services] | None = None
 ) -> AgentKitApp:
-    """The runtime's ASGI app. ``registry_factory`` lets tests inject their own wiring."""
+    """The runtime's ASGI app. ``services_factory`` lets tests inject their own wiring."""
     app = AgentKitApp()
     app.max_prompt_chars = settings.max_prompt_chars
-    runtime = Runtime(settings, registry_factory)
+    runtime = Runtime(settings, services_factory)
     app.state.runtime = runtime
 
     @app.ping
@@ -118,7 +121,7 @@ def build_app(
             session_id, _generated = resolve_session_id(context.session_id)
             actor = resolve_actor(context.request_headers, actor_header=settings.actor_header)
             try:
-                registry = await runtime.get_registry()
+                services = await runtime.get_services()
             except AgentKitError:
                 raise
             except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
@@ -135,10 +138,8 @@ def build_app(
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,
             )
-            checker = getattr(registry.runner, "check_request", None)
-            if checker is not None:
-                checker(turn)
-            events = await registry.invoke(
+            services.runner.check_request(turn)
+            events = await services.registry.invoke(
                 key=claude_session_id(session_id, actor),
                 runtime_session_id=session_id,
                 claude_session_id=claude_session_id(session_id, actor),

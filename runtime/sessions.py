@@ -64,6 +64,10 @@ class TurnRequest:
 class TurnRunner(Protocol):
     """Connects clients and runs turns. Implemented by :class:`runtime.agent.turn.AgentTurnRunner`."""
 
+    def check_request(self, request: TurnRequest) -> None:
+        """Validate a request before it is queued (raises :class:`~runtime.errors.InvalidRequest`)."""
+        ...
+
     async def connect(self, session: WarmSession, request: TurnRequest) -> Any: ...
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool: ...

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
@@ -20,16 +22,29 @@ from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
-from runtime.sessions import SessionRegistry
+from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from runtime.store.spool import SpoolingSessionStore
 
 logger = logging.getLogger(__name__)
 
 ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
 
 
-def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> SessionRegistry:
-    """The session registry with every dependency wired from settings."""
+@dataclass(frozen=True)
+class Services:
+    """What the server runs on: the session registry, its turn runner, and how to close the rest."""
+
+    registry: SessionRegistry
+    runner: TurnRunner
+    #: Closes the dependencies (store, metrics, tracing) once the registry's sessions are closed.
+    aclose: Callable[[], Awaitable[None]]
+
+
+def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
+    """The session registry and its runner, with every dependency wired from settings."""
     settings.ensure_dirs()
     if definition is None:
         agent_file = os.environ.get(ENV_AGENT_FILE)
@@ -96,25 +111,24 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         extra_mcp_servers=extra_servers,
     )
+    runner = AgentTurnRunner(deps)
     registry = SessionRegistry(
-        runner=AgentTurnRunner(deps),
+        runner=runner,
         idle_timeout_s=settings.idle_timeout_s,
         max_queued=settings.max_queued,
-        max_sessions=getattr(settings, "max_sessions", 32),
+        max_sessions=settings.max_sessions,
     )
 
     async def aclose_dependencies() -> None:
         await telemetry.drain()  # spend written in the background reaches the store before it closes
-        closer = getattr(store, "close", None)
-        if closer is not None:
-            await closer()
+        if store is not None:
+            await store.close()
         await telemetry.aclose()
 
-    registry.aclose_dependencies = aclose_dependencies  # type: ignore[attr-defined]
-    return registry
+    return Services(registry=registry, runner=runner, aclose=aclose_dependencies)
 
 
-def build_store(settings: Settings, *, on_error: Any = None) -> Any:
+def build_store(settings: Settings, *, on_error: Any = None) -> SpoolingSessionStore | None:
     """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so failed writes are spooled, not lost."""
     url = settings.resolved_session_store
     if url is None:
