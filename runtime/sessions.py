@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
+from runtime.observe.budgets import SpendLedger
 from runtime.protocol import Failure, TurnItem
 
 logger = logging.getLogger(__name__)
@@ -94,29 +95,27 @@ class WarmSession:
         claude_session_id: str,
         actor_id: str | None,
         runner: TurnRunner,
-        registry: SessionRegistry,
+        idle_timeout_s: float,
+        max_queued: int,
+        on_closed: Callable[[WarmSession], None] = lambda session: None,
     ) -> None:
         self.key = key
         self.runtime_session_id = runtime_session_id
         self.claude_session_id = claude_session_id
         self.actor_id = actor_id
         self.runner = runner
-        self.registry = registry
+        self.idle_timeout_s = idle_timeout_s
+        self.max_queued = max_queued
+        self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
         self.client: Any = None
-        self.client_limits: tuple[int | None, float | None] | None = None
+        #: The turn runner's state of the current client (e.g. ``runtime.agent.client_state.AgentClientState``);
+        #: opaque here, dropped with the client.
+        self.client_state: object | None = None
         self.turns_done = 0  # turns completed in this process
         self.client_turns = 0  # turns completed on the current client
         self.closing = False
-        self.resumed = False  # the current client resumed a stored transcript
-        self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
-        self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
-        # Persisted session state (see runtime.observe.telemetry): None while the stored base is unknown (not read
-        # yet, or the read failed); spend and turns counted meanwhile wait in the unpersisted_* fields.
-        self.spent_usd: float | None = None
-        self.turns_total: int | None = None
-        self.unpersisted_usd = 0.0
-        self.unpersisted_turns = 0
-        self.persist_lock = asyncio.Lock()
+        #: The session's cumulative spend, persisted with it (kept by :mod:`runtime.observe.telemetry`).
+        self.spend = SpendLedger()
         self.last_used = time.monotonic()
         self.serving = False  # a turn (or its post-reply work) is in progress
         self._unfinished = 0  # turns submitted and not yet finished (queued, taken off the queue, or serving)
@@ -127,7 +126,7 @@ class WarmSession:
 
     def submit(self, request: TurnRequest) -> None:
         """Queue a turn. Raises :class:`SessionBusy` when too many are waiting."""
-        if self._queue.qsize() >= self.registry.max_queued:
+        if self._queue.qsize() >= self.max_queued:
             raise SessionBusy(
                 f"{self._queue.qsize()} invocations are already waiting on this session; "
                 "wait for them to finish or use another session id."
@@ -170,7 +169,7 @@ class WarmSession:
                 try:
                     # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives as the
                     # queue hands over an item (CPython gh-86296), which ran queued turns after close().
-                    async with asyncio.timeout(self.registry.idle_timeout_s):
+                    async with asyncio.timeout(self.idle_timeout_s):
                         request = await self._queue.get()
                 except TimeoutError:
                     if not self._queue.empty():
@@ -178,7 +177,7 @@ class WarmSession:
                     # No await between this check and leaving the registry: a new submit either came
                     # before (queue not empty) or will create a fresh session.
                     self.closing = True
-                    self.registry._forget(self)
+                    self._on_closed(self)
                     logger.info("session %s idle, closing its client", self.runtime_session_id)
                     break
                 if self.closing:  # closed while the request was handed over: it must not run
@@ -186,7 +185,7 @@ class WarmSession:
                     break
                 await self._serve(request)
         finally:
-            self.registry._forget(self)
+            self._on_closed(self)
             await self._drop_client()
             while not self._queue.empty():
                 self._refuse(self._queue.get_nowait())
@@ -201,7 +200,6 @@ class WarmSession:
         async def emit(event: TurnItem) -> None:
             request.events.put_nowait(event)
 
-        self.registry.active_turns += 1
         self.serving = True
         after: Awaitable[None] | None = None
         completed = False
@@ -218,7 +216,6 @@ class WarmSession:
                 await self._drop_client()
             await emit(Failure.of(exc))
         except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
-            self.registry.active_turns -= 1
             self.serving = False
             self._unfinished -= 1
             await emit(_shutting_down())
@@ -247,13 +244,12 @@ class WarmSession:
             if completed:
                 self.turns_done += 1
                 self.client_turns += 1
-            self.registry.active_turns -= 1
             self.serving = False
             self._unfinished -= 1
             self.last_used = time.monotonic()
 
     async def _drop_client(self) -> None:
-        client, self.client, self.client_limits = self.client, None, None
+        client, self.client, self.client_state = self.client, None, None
         if client is None:
             return
         try:
@@ -284,9 +280,13 @@ class SessionRegistry:
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self.max_sessions = max_sessions
-        self.active_turns = 0
         self._sessions: dict[str, WarmSession] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def active_turns(self) -> int:
+        """Turns running now (or finishing their post-reply work), over every warm session."""
+        return sum(1 for s in self._sessions.values() if s.serving)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -317,7 +317,9 @@ class SessionRegistry:
                 claude_session_id=claude_session_id,
                 actor_id=actor_id,
                 runner=self.runner,
-                registry=self,
+                idle_timeout_s=self.idle_timeout_s,
+                max_queued=self.max_queued,
+                on_closed=self._forget,
             )
             self._sessions[key] = session
         session.submit(request)

@@ -41,6 +41,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import CanUseToolShadowedWarning
 
+from runtime.agent.client_state import AgentClientState, ClientLimits
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.options import build_options
 from runtime.agent.turn_stream import (
@@ -87,6 +88,14 @@ class AgentDeps:
     extra_mcp_servers: dict[str, Any] | None = None
 
 
+def client_state(session: WarmSession) -> AgentClientState:
+    """The agent's state of the session's current client (set by :meth:`AgentTurnRunner.connect`)."""
+    state = session.client_state
+    if not isinstance(state, AgentClientState):
+        raise RuntimeError(f"session {session.runtime_session_id} has no connected client")
+    return state
+
+
 class AgentTurnRunner:
     """Implements :class:`runtime.sessions.TurnRunner` with the real Claude Agent SDK."""
 
@@ -99,7 +108,7 @@ class AgentTurnRunner:
 
     # -- limits -----------------------------------------------------------------------------------------------
 
-    def limits_for(self, request: TurnRequest) -> tuple[int | None, float | None]:
+    def limits_for(self, request: TurnRequest) -> ClientLimits:
         """The CLI flags for a request: ``(--max-turns, --max-budget-usd)``.
 
         ``--max-turns`` counts per turn, so it is the invocation's limit. ``--max-budget-usd`` counts the CLI
@@ -128,7 +137,8 @@ class AgentTurnRunner:
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         flags = self.limits_for(request)
-        if session.client_limits != flags:  # a request that lowers max_turns needs a CLI started with it
+        state = client_state(session)
+        if state.limits != flags:  # a request that lowers max_turns needs a CLI started with it
             return True
         # A process close to its cumulative budget is replaced (resuming the session) so that this
         # invocation still has its full budget.
@@ -136,7 +146,7 @@ class AgentTurnRunner:
             request.max_turns, request.max_budget_usd
         ).max_budget_usd
         cap = flags[1]
-        return cap is not None and invocation is not None and session.sdk_cost_baseline + invocation > cap
+        return cap is not None and invocation is not None and state.sdk_cost_baseline + invocation > cap
 
     # -- connect ----------------------------------------------------------------------------------------------
 
@@ -181,10 +191,10 @@ class AgentTurnRunner:
         except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
             await discard_client(client)
             raise
-        session.client_limits = limits
         # A new CLI process counts usage and cost from zero.
-        session.sdk_cost_baseline = 0.0
-        session.cost_tracker = self.deps.telemetry.cost_tracker()
+        session.client_state = AgentClientState(
+            cost_tracker=self.deps.telemetry.cost_tracker(), limits=limits, resumed=resume
+        )
         if resume:
             self.deps.telemetry.session_resumed(session)
         logger.info(
@@ -194,11 +204,10 @@ class AgentTurnRunner:
             resume,
             (time.monotonic() - started) * 1000,
         )
-        session.resumed = resume
         return client
 
     def build_options(
-        self, session: WarmSession, *, limits: tuple[int | None, float | None], resume: bool, store: Any
+        self, session: WarmSession, *, limits: ClientLimits, resume: bool, store: Any
     ) -> ClaudeAgentOptions:
         return build_options(
             settings=self.settings,
@@ -266,13 +275,11 @@ class AgentTurnRunner:
             if result is None:  # unreachable: guarded raises when the stream ends without a result
                 raise AgentProcessError("the turn ended without a result; retry the invocation")
             # The CLI reports total_cost_usd (like modelUsage) cumulatively per process: keep the difference.
-            sdk_cost = None
-            if result.total_cost_usd is not None:
-                sdk_cost = round(result.total_cost_usd - session.sdk_cost_baseline, 6)
-                session.sdk_cost_baseline = result.total_cost_usd
+            process = client_state(session)
             outcome = TurnOutcome(
                 result=result,
-                sdk_cost_usd=sdk_cost,
+                cost=process.cost_tracker.price(result.model_usage, result.usage),
+                sdk_cost_usd=process.sdk_cost(result.total_cost_usd),
                 text=result.result if result.result is not None else "".join(state.text),
                 latency_ms=(time.monotonic() - started) * 1000,
                 ttft_ms=state.ttft_ms,
@@ -320,7 +327,7 @@ class AgentTurnRunner:
                 "subtype": result.subtype,
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
-                "resumed": session.resumed and session.client_turns == 0,
+                "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
         )

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import runtime.agent.turn as agent_module
+from runtime.agent.client_state import AgentClientState
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import AgentProcessError, TurnTimeout
@@ -32,7 +33,7 @@ from runtime.observe.metrics import EmfMetrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
 from runtime.protocol import Failure
-from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
+from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
 from tests.fakes import fake_claude as fc
@@ -74,16 +75,16 @@ class Setup:
             budgets=BudgetPolicy(max_turns=25, max_budget_usd=1.0),
         )
         self.runner = AgentTurnRunner(deps)
-        registry = SessionRegistry(runner=self.runner, idle_timeout_s=5, max_queued=2)
         self.session = WarmSession(
             key=SID,
             runtime_session_id="rt-" + "1" * 36,
             claude_session_id=SID,
             actor_id=None,
             runner=self.runner,
-            registry=registry,
+            idle_timeout_s=5,
+            max_queued=2,
         )
-        self.session.cost_tracker = self.telemetry.cost_tracker()
+        self.session.client_state = AgentClientState(cost_tracker=self.telemetry.cost_tracker())
         self.events: list[dict[str, Any]] = []
 
     async def emit(self, event: dict[str, Any]) -> None:
@@ -240,7 +241,7 @@ async def test_a_failed_spend_read_never_overwrites_the_stored_total(tmp_path: P
     assert store.puts == [] and await inner.get_state(SID) == {"spent_usd": 1.0, "turns": 4}
     assert [d.get("operation") for d in s.docs() if "SessionStoreErrors" in d] == ["get_state"] * 2
 
-    s.session.cost_tracker = s.telemetry.cost_tracker()  # a fresh CLI process
+    s.session.client_state = AgentClientState(cost_tracker=s.telemetry.cost_tracker())  # a fresh CLI process
     second = await s.turn(ScriptedClient(model_call(), result()))
     assert second["session_cost_usd"] == pytest.approx(1.0 + 2 * CALL_USD, abs=1e-6)
     stored = await inner.get_state(SID)
@@ -259,7 +260,8 @@ async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_pat
         s.telemetry.session_spend(s.session), s.telemetry.session_spend(s.session)
     )
     assert first == second == pytest.approx(1.5)
-    assert (s.session.spent_usd, s.session.turns_total, s.session.unpersisted_usd) == (1.5, 5, 0.0)
+    ledger = s.session.spend
+    assert (ledger.spent_usd, ledger.turns, ledger.unpersisted_usd) == (1.5, 5, 0.0)
 
 
 # -- connect ----------------------------------------------------------------------------------------------
