@@ -98,6 +98,7 @@ class WarmSession:
         idle_timeout_s: float,
         max_queued: int,
         on_closed: Callable[[WarmSession], None] = lambda session: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
         self.runtime_session_id = runtime_session_id
@@ -107,6 +108,7 @@ class WarmSession:
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
+        self._clock = clock
         self.client: Any = None
         #: The turn runner's state of the current client (e.g. ``runtime.agent.client_state.AgentClientState``);
         #: opaque here, dropped with the client.
@@ -116,7 +118,7 @@ class WarmSession:
         self.closing = False
         #: The session's cumulative spend, persisted with it (kept by :mod:`runtime.observe.telemetry`).
         self.spend = SpendLedger()
-        self.last_used = time.monotonic()
+        self.last_used = self._clock()
         self.serving = False  # a turn (or its post-reply work) is in progress
         self._unfinished = 0  # turns submitted and not yet finished (queued, taken off the queue, or serving)
         self._queue: asyncio.Queue[TurnRequest] = asyncio.Queue()
@@ -133,7 +135,7 @@ class WarmSession:
             )
         self._queue.put_nowait(request)
         self._unfinished += 1
-        self.last_used = time.monotonic()
+        self.last_used = self._clock()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
 
@@ -246,7 +248,7 @@ class WarmSession:
                 self.client_turns += 1
             self.serving = False
             self._unfinished -= 1
-            self.last_used = time.monotonic()
+            self.last_used = self._clock()
 
     async def _drop_client(self) -> None:
         client, self.client, self.client_state = self.client, None, None
@@ -269,10 +271,17 @@ class SessionRegistry:
         idle_timeout_s: a session idle this long closes its client.
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
+        clock: monotonic seconds, for "least recently used".
     """
 
     def __init__(
-        self, *, runner: TurnRunner, idle_timeout_s: float, max_queued: int, max_sessions: int = 32
+        self,
+        *,
+        runner: TurnRunner,
+        idle_timeout_s: float,
+        max_queued: int,
+        max_sessions: int = 32,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -280,6 +289,7 @@ class SessionRegistry:
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self.max_sessions = max_sessions
+        self._clock = clock
         self._sessions: dict[str, WarmSession] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -320,6 +330,7 @@ class SessionRegistry:
                 idle_timeout_s=self.idle_timeout_s,
                 max_queued=self.max_queued,
                 on_closed=self._forget,
+                clock=self._clock,
             )
             self._sessions[key] = session
         session.submit(request)

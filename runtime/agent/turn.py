@@ -86,6 +86,10 @@ class AgentDeps:
     budgets: BudgetPolicy
     session_store: Any = None
     extra_mcp_servers: dict[str, Any] | None = None
+    #: Builds the SDK client for a connect (tests pass a scripted one).
+    client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
+    #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
+    clock: Callable[[], float] = time.monotonic
 
 
 def client_state(session: WarmSession) -> AgentClientState:
@@ -102,6 +106,7 @@ class AgentTurnRunner:
     def __init__(self, deps: AgentDeps) -> None:
         self.deps = deps
         self.settings = deps.settings
+        self.clock = deps.clock
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
         self.gate = PermissionGate(deps.policy, deps.telemetry)
@@ -151,7 +156,7 @@ class AgentTurnRunner:
     # -- connect ----------------------------------------------------------------------------------------------
 
     async def connect(self, session: WarmSession, request: TurnRequest) -> ClaudeSDKClient:
-        started = time.monotonic()
+        started = self.clock()
         store = self.deps.session_store
         sid = session.claude_session_id
         key = {"project_key": self.project_key, "session_id": sid}
@@ -175,7 +180,7 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
         )
-        client = ClaudeSDKClient(options=options)
+        client = self.deps.client_factory(options)
         try:
             await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
         except TimeoutError:
@@ -202,7 +207,7 @@ class AgentTurnRunner:
             session.runtime_session_id,
             sid,
             resume,
-            (time.monotonic() - started) * 1000,
+            (self.clock() - started) * 1000,
         )
         return client
 
@@ -239,8 +244,8 @@ class AgentTurnRunner:
             telemetry.invocation_error("budget_exceeded")
             telemetry.budget_exceeded(session, "session")
             raise
-        started = time.monotonic()
-        state = TurnState(started=started, client=client, budget=limits.max_budget_usd)
+        started = self.clock()
+        state = TurnState(started=started, clock=self.clock, client=client, budget=limits.max_budget_usd)
         with telemetry.turn_span(session, request) as span:
             prompt_uuid = str(uuid.uuid4())
             result: ResultMessage | None = None
@@ -281,7 +286,7 @@ class AgentTurnRunner:
                 cost=process.cost_tracker.price(result.model_usage, result.usage),
                 sdk_cost_usd=process.sdk_cost(result.total_cost_usd),
                 text=result.result if result.result is not None else "".join(state.text),
-                latency_ms=(time.monotonic() - started) * 1000,
+                latency_ms=(self.clock() - started) * 1000,
                 ttft_ms=state.ttft_ms,
                 tools=state.tool_names_used,
                 prompt=request.prompt,
@@ -349,7 +354,7 @@ class AgentTurnRunner:
                 session,
                 request,
                 sum_usage(usages),
-                latency_ms=(time.monotonic() - state.started) * 1000,
+                latency_ms=(self.clock() - state.started) * 1000,
                 span=span,
             )
             logger.info("session %s: aborted turn cost $%.6f", session.runtime_session_id, cost)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,6 +62,7 @@ class Telemetry:
         state_store: Any = None,
         recall: Any = None,
         recall_hook_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics or NullMetrics(namespace="AgentCoreClaudeKit", agent="agentkit")
         self.tracing = tracing or Tracing()
@@ -69,7 +71,7 @@ class Telemetry:
         self.state_store = state_store
         self.recall = recall
         self.recall_hook_factory = recall_hook_factory
-        self.tools = ToolTelemetry(self.metrics, self.tracing)
+        self.tools = ToolTelemetry(self.metrics, self.tracing, clock=clock)
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- spans --------------------------------------------------------------------------------------------

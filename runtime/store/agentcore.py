@@ -42,9 +42,8 @@ IAM actions the runtime role needs on the memory ARN
 ``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.store.recall`,
 ``bedrock-agentcore:RetrieveMemoryRecords``.
 
-Environment: none read here. Without an injected ``client`` the store builds
-``boto3.client("bedrock-agentcore")``, which honours ``AWS_REGION`` and
-``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
+Environment: none read here. Without an injected ``client`` the store builds one with
+:func:`runtime.aws.agentcore_client`, which honours ``AWS_REGION`` and ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 """
 
 from __future__ import annotations
@@ -136,16 +135,6 @@ def wrap_client_error(exc: BaseException, action: str) -> SessionStoreError:
     )
 
 
-def _default_client() -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "bedrock-agentcore",
-        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10),
-    )
-
-
 @dataclass
 class _KeyCache:
     """What this process knows about one transcript key after reading or writing it."""
@@ -210,7 +199,9 @@ class AgentCoreMemorySessionStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = _default_client()
+            from runtime.aws import agentcore_client
+
+            self._client = agentcore_client(None)  # region from AWS_REGION, as boto3 resolves it
         return self._client
 
     def _call(self, action: str, **kwargs: Any) -> Any:

@@ -2,8 +2,8 @@
 that never goes out, cancellation while connecting, aborted turns' spend, a session store that does not
 answer, denials racing the tool telemetry, and request metadata on spans and metrics.
 
-The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (``connect``
-is the only place where the real ``ClaudeSDKClient`` is swapped out).
+The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (passed to
+``run_turn``, or built by ``AgentDeps.client_factory`` for ``connect``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import runtime.agent.turn as agent_module
 from runtime.agent.client_state import AgentClientState
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
@@ -52,7 +51,13 @@ USAGE = {
 
 class Setup:
     def __init__(
-        self, tmp_path: Path, *, store: Any = None, turn_timeout_s: float = 30.0, tracing: Any = None
+        self,
+        tmp_path: Path,
+        *,
+        store: Any = None,
+        turn_timeout_s: float = 30.0,
+        tracing: Any = None,
+        client_factory: Any = None,
     ) -> None:
         settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
         definition = AgentDefinitionSpec()
@@ -74,6 +79,8 @@ class Setup:
             telemetry=self.telemetry,
             budgets=BudgetPolicy(max_turns=25, max_budget_usd=1.0),
         )
+        if client_factory is not None:
+            deps.client_factory = client_factory
         self.runner = AgentTurnRunner(deps)
         self.session = WarmSession(
             key=SID,
@@ -267,9 +274,7 @@ async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_pat
 # -- connect ----------------------------------------------------------------------------------------------
 
 
-async def test_cancelling_a_connect_disconnects_the_spawned_client(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Path) -> None:
     clients: list[Any] = []
 
     class SlowStartClient:
@@ -283,8 +288,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(
         async def disconnect(self) -> None:
             self.disconnected = True
 
-    monkeypatch.setattr(agent_module, "ClaudeSDKClient", SlowStartClient)
-    s = Setup(tmp_path)
+    s = Setup(tmp_path, client_factory=SlowStartClient)
     task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
     while not clients:
         await asyncio.sleep(0.01)
