@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from runtime.env import DEFAULT_METRICS_NAMESPACE
+
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
 
@@ -197,7 +199,7 @@ class AppConfig(_Model):
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
     model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
-    metrics_namespace: str = "AgentCoreClaudeKit"
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
     # PutMetricData from a background task is the default: it needs no log-side EMF extraction, which
     # AgentCore's stdout log capture does not document. "emf" writes Powertools EMF lines to stdout instead.
     metrics_sink: Literal["cloudwatch", "emf"] = "cloudwatch"

@@ -46,6 +46,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.functions.webhook.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -108,7 +109,7 @@ class GitHubIssueWebhook(Construct):
         max_concurrency: int = 5,
         max_receive_count: int = 3,
         max_body_bytes: int = 1024 * 1024,
-        metrics_namespace: str = "AgentCoreClaudeKit",
+        metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         python_runtime: lambda_.Runtime | None = None,
         architecture: lambda_.Architecture | None = None,
         powertools_layer_arn: str | None = None,

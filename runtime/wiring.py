@@ -7,11 +7,9 @@ invocation. Outside dependencies are created here (boto3 clients through :mod:`r
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime import aws
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
-
 
 @dataclass(frozen=True)
 class Services:
@@ -50,8 +46,8 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     settings.ensure_dirs()
     clock = time.monotonic  # the one clock: latencies, time to first token, tool spans, least recently used
     if definition is None:
-        agent_file = os.environ.get(ENV_AGENT_FILE)
-        definition = AgentDefinitionSpec.from_file(Path(agent_file)) if agent_file else AgentDefinitionSpec()
+        agent_file = settings.agent_file
+        definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
     emf_stream = None
     if settings.metrics == "emf" and settings.emf_file:
         settings.emf_file.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +78,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     telemetry = Telemetry(
         metrics=metrics,
         tracing=Tracing(agent=settings.agent_name),
-        prices=load_price_table(),
+        prices=load_price_table(overrides=settings.prices),
         model=settings.model,
         state_store=store,
         recall=recall,

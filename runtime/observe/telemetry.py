@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
-from runtime.observe.metrics import BaseMetrics, NullMetrics, TurnRecord
+from runtime.observe.metrics import DEFAULT_NAMESPACE, BaseMetrics, NullMetrics, TurnRecord
 from runtime.observe.tool_hooks import ToolTelemetry
 from runtime.observe.tracing import Tracing, record_turn_result
 
@@ -64,7 +64,7 @@ class Telemetry:
         recall_hook_factory: Any = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.metrics = metrics or NullMetrics(namespace="AgentCoreClaudeKit", agent="agentkit")
+        self.metrics = metrics or NullMetrics(namespace=DEFAULT_NAMESPACE, agent="agentkit")
         self.tracing = tracing or Tracing()
         self.prices = prices
         self.model = model

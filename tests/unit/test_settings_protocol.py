@@ -150,3 +150,16 @@ def test_summaries_are_short_single_lines() -> None:
     assert summarize({"b": 1, "a": "x\ny"}) == '{"a": "x\\ny", "b": 1}'
     assert len(summarize("word " * 200)) == 160
     assert summarize([{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]) == "hello world"
+
+
+def test_agent_file_and_price_overrides_are_read_through_settings(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {
+            "AGENTKIT_AGENT_FILE": str(tmp_path / "agent.json"),
+            "AGENTKIT_PRICES": '{"m": {"input": 1, "output": 2}}',
+        }
+    )
+    assert settings.agent_file == tmp_path / "agent.json"
+    assert settings.prices == '{"m": {"input": 1, "output": 2}}'
+    with pytest.raises(ConfigurationError, match=r"AGENTKIT_PRICES: .*needs 'output'"):
+        Settings.from_env({"AGENTKIT_PRICES": '{"m": {"input": 1}}'})
