@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
-from claude_agent_sdk import (  # noqa: E402
+from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     PermissionResultAllow,
@@ -26,16 +23,11 @@ from claude_agent_sdk import (  # noqa: E402
     tool,
 )
 
-from standins import BedrockStandIn, Reply, Usage, cli_env  # noqa: E402
+from standins import BedrockStandIn, Reply, Usage, cli_env
+from tests.e2e.conftest import BUNDLED_CLI
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 TURN_TIMEOUT_S = 30
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="claude-agent-sdk wheel without a bundled CLI"),
-]
 
 
 async def streamed(text: str) -> AsyncIterator[dict[str, Any]]:

@@ -10,12 +10,14 @@ import http.client
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.fakes.loopback import LoopbackServer
 
-class FlakyProxy:
+
+class FlakyProxy(LoopbackServer):
     def __init__(
         self, upstream: str, *, fail: Callable[[str, str], bool], failures: int, status: int = 503
     ) -> None:
@@ -61,17 +63,4 @@ class FlakyProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FlakyProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)
