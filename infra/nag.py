@@ -12,6 +12,8 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from infra.runtime import AgentRuntime
+
 Ack = tuple[str, str]
 
 
@@ -84,14 +86,22 @@ def _as_nag_renders(value: str, pseudo: str) -> str:
     return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
 
 
+def _default_resource(construct: IConstruct) -> cdk.CfnElement:
+    """The CloudFormation resource behind an L2 construct."""
+    child = construct.node.default_child
+    if not isinstance(child, cdk.CfnElement):
+        raise TypeError(f"{construct.node.path} has no CloudFormation resource as its default child")
+    return child
+
+
 def acknowledge_stack(stack: cdk.Stack) -> None:
     """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
     region = _as_nag_renders(stack.region, "Region")
     account = _as_nag_renders(stack.account, "AccountId")
     logs_prefix = f"arn:<AWS::Partition>:logs:{region}:{account}:log-group"
     agent = stack.node.try_find_child("Agent")
-    if agent is not None:
-        name = agent.node.find_child("Runtime").agent_runtime_name
+    if isinstance(agent, AgentRuntime):
+        name = agent.runtime.agent_runtime_name
         runtime_logs = f"{logs_prefix}:/aws/bedrock-agentcore/runtimes/{name}-*"
         acknowledge(
             agent.node.find_child("ExecutionRole"),
@@ -111,7 +121,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     if gateway is not None:
         invoices = gateway.node.try_find_child("Invoices")
         if invoices is not None:
-            function_id = stack.get_logical_id(invoices.node.find_child("Function").node.default_child)
+            function_id = stack.get_logical_id(_default_resource(invoices.node.find_child("Function")))
             acknowledge(
                 gateway.node.find_child("Gateway").node.find_child("ServiceRole"),
                 [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
@@ -127,7 +137,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
     image = stack.node.try_find_child("Image")
     if image is not None and image.node.try_find_child("Project") is not None:
         project = image.node.find_child("Project")
-        project_id = stack.get_logical_id(project.node.default_child)
+        project_id = stack.get_logical_id(_default_resource(project))
         acknowledge(
             project,
             [

@@ -24,6 +24,7 @@ class FlakyProxy(LoopbackServer):
         self.failures_left = failures
         self.failed: list[str] = []
         target = urlsplit(upstream)
+        host = target.hostname or "127.0.0.1"
         proxy = self
         lock = threading.Lock()
 
@@ -47,7 +48,7 @@ class FlakyProxy(LoopbackServer):
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                conn = http.client.HTTPConnection(host, target.port, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
