@@ -33,6 +33,9 @@ class RecordingRunner:
 
         return Client()
 
+    def check_request(self, request: TurnRequest) -> None:
+        return None
+
     def wants_reconnect(self, session: Any, request: TurnRequest) -> bool:
         return False
 
