@@ -31,7 +31,7 @@ from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
-from runtime.protocol import Failure
+from runtime.protocol import Failure, TurnItem
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
@@ -92,9 +92,9 @@ class Setup:
             max_queued=2,
         )
         self.session.client_state = AgentClientState(cost_tracker=self.telemetry.cost_tracker())
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Any] = []
 
-    async def emit(self, event: dict[str, Any]) -> None:
+    async def emit(self, event: TurnItem) -> None:
         self.events.append(event)
 
     async def turn(self, client: Any, request: TurnRequest | None = None, timeout: float = 5) -> Any:
@@ -344,6 +344,7 @@ async def test_request_metadata_goes_on_the_turn_span_and_the_turn_metrics(tmp_p
     request = TurnRequest(prompt="go", metadata={"ticket": "T-42", "channel": "slack"})
     assert (await s.turn(ScriptedClient(model_call(), result()), request))["type"] == "result"
     (turn_span,) = [span for span in exporter.get_finished_spans() if span.name.startswith("chat ")]
+    assert turn_span.attributes is not None
     assert turn_span.attributes["agentkit.metadata.ticket"] == "T-42"
     assert turn_span.attributes["agentkit.metadata.channel"] == "slack"
     (turn_doc,) = [d for d in s.docs() if "Turns" in d]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.errors import AgentResultError, BudgetExceeded, InvalidRequest, MaxTurnsExceeded
+from runtime.errors import AgentKitError, AgentResultError, BudgetExceeded, InvalidRequest, MaxTurnsExceeded
 from runtime.observe.budgets import BudgetPolicy, SpendLedger, error_for_result
 from runtime.observe.costs import compute_turn_cost
 
@@ -118,7 +118,7 @@ def test_result_subtypes_map_to_clear_codes(
     subtype: str, is_error: bool, cls: type, code: str, status: int
 ) -> None:
     error = error_for_result(subtype, is_error=is_error, errors=["boom"])
-    assert isinstance(error, cls)
+    assert isinstance(error, AgentKitError) and isinstance(error, cls)
     assert (error.code, error.http_status) == (code, status)
     assert "boom" in error.message
 

@@ -147,7 +147,7 @@ async def test_waiting_text_deltas_are_merged_and_order_is_kept() -> None:
         key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="p")
     )
     await asyncio.sleep(0.05)  # everything is queued before the consumer reads
-    received = [e async for e in events]
+    received: list[Any] = [e async for e in events]
     assert [e["type"] for e in received] == ["text", "tool_use", "text", "result"]
     assert [e["text"] for e in received if e["type"] == "text"] == ["abc", "d"]
     await registry.close_all()
@@ -223,7 +223,8 @@ async def test_session_cap_refuses_a_new_session_when_every_session_is_busy() ->
             actor_id=None,
             request=TurnRequest(prompt=key),
         )
-        assert (await events.__anext__())["text"] == "working"
+        first: Any = await events.__anext__()
+        assert first["text"] == "working"
         running.append(events)
     with pytest.raises(SessionBusy, match="too many active sessions") as info:
         await registry.invoke(
