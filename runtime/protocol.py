@@ -213,17 +213,17 @@ def _explain(exc: ValidationError) -> str:
     )
 
 
-def resolve_session_id(header_value: str | None) -> tuple[str, bool]:
-    """Validate the runtime session id header, or generate one. Returns ``(session_id, generated)``."""
+def resolve_session_id(header_value: str | None) -> str:
+    """Validate the runtime session id header, or generate one (when the header is absent or empty)."""
     if header_value is None or header_value == "":
-        return f"agentkit-{uuid.uuid4().hex}", True
+        return f"agentkit-{uuid.uuid4().hex}"
     if not SESSION_ID_RE.match(header_value):
         raise InvalidSessionId(
             f"{SESSION_HEADER} must be 33-256 characters of letters, digits and '-', '.', ':' "
             f"starting with a letter or digit (got {len(header_value)} characters). "
             "Omit the header to get a new session id in the reply, or send e.g. 'agentkit-' + 32 hex digits."
         )
-    return header_value, False
+    return header_value
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:

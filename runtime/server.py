@@ -118,7 +118,7 @@ def build_app(
     async def invoke(payload: Any, context: Any) -> Any:
         try:
             request = parse_payload(payload, max_prompt_chars=settings.max_prompt_chars)
-            session_id, _generated = resolve_session_id(context.session_id)
+            session_id = resolve_session_id(context.session_id)
             actor = resolve_actor(context.request_headers, actor_header=settings.actor_header)
             try:
                 services = await runtime.get_services()

@@ -44,12 +44,6 @@ DISCONNECT_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = PERSIST_GRACE_S + DISCONNECT_TIMEOUT_S + 5.0
 
 
-class ClientHandle(Protocol):
-    """What a session needs from a connected SDK client (``ClaudeSDKClient`` satisfies it)."""
-
-    async def disconnect(self) -> None: ...
-
-
 @dataclass
 class TurnRequest:
     """One invocation queued on a session. Events go to ``events``; the last one is a result or a

@@ -453,7 +453,7 @@ def _token_sum(entry: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 class TurnCostTracker:
     """Prices successive results of one CLI process (one warm client): keeps the last cumulative
-    ``model_usage`` and prices each turn's increase. Call :meth:`reset` when the client reconnects.
+    ``model_usage`` and prices each turn's increase. A new CLI process gets a new tracker.
 
     On the first result of a process, ``model_usage`` may already hold earlier usage (a CLI that restored
     its cost state on ``--resume``): when its token total exceeds the turn's ``usage``, the turn is priced
@@ -464,10 +464,6 @@ class TurnCostTracker:
         self.default_model = default_model
         self.table = table
         self._last: dict[str, Any] | None = None
-
-    def reset(self) -> None:
-        """Forget the snapshot (a new CLI process starts counting from zero)."""
-        self._last = None
 
     def price(self, model_usage: Mapping[str, Any] | None, usage: Mapping[str, Any] | None) -> TurnCost:
         """The cost of the turn that produced this result. Never raises."""

@@ -236,8 +236,8 @@ def test_tracker_prices_each_turn_of_a_warm_client_once() -> None:
     assert first.total_cost_usd == pytest.approx(0.0066)
     assert second.total_cost_usd == pytest.approx(0.0132)
     assert second.input_tokens == 2000 and second.source == "model_usage"
-    tracker.reset()  # reconnect: a new process counts from zero
-    assert tracker.price(_mu(1), _usage(1)).total_cost_usd == pytest.approx(0.0066)
+    fresh = TurnCostTracker(default_model=SONNET_US)  # reconnect: a new process gets a new tracker
+    assert fresh.price(_mu(1), _usage(1)).total_cost_usd == pytest.approx(0.0066)
 
 
 def test_tracker_first_turn_with_restored_history_uses_usage() -> None:

@@ -107,10 +107,10 @@ def test_body_parsing() -> None:
 
 
 def test_session_ids() -> None:
-    generated, was_generated = resolve_session_id(None)
-    assert was_generated and re.fullmatch(r"agentkit-[0-9a-f]{32}", generated)
+    generated = resolve_session_id(None)
+    assert re.fullmatch(r"agentkit-[0-9a-f]{32}", generated) and resolve_session_id("") != generated
     good = "a" * 33
-    assert resolve_session_id(good) == (good, False)
+    assert resolve_session_id(good) == good
     for bad in ("a" * 32, "a" * 257, "a" * 30 + " bcd", "-" + "a" * 40, "a" * 35 + "/../x"):
         with pytest.raises(InvalidSessionId):
             resolve_session_id(bad)
