@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -131,6 +132,8 @@ def error_event(exc: AgentKitError) -> ErrorEvent:
 
 #: What a turn emits: events, and a :class:`Failure` last when it fails.
 TurnItem = Event | Failure
+#: How a turn runner hands each item to its caller.
+Emit = Callable[[TurnItem], Awaitable[None]]
 
 
 class InvocationRequest(BaseModel):

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
 from runtime.observe.budgets import SpendLedger
-from runtime.protocol import Failure, TurnItem
+from runtime.protocol import Emit, Failure, TurnItem
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class TurnRunner(Protocol):
         session: WarmSession,
         client: Any,
         request: TurnRequest,
-        emit: Callable[[TurnItem], Awaitable[None]],
+        emit: Emit,
     ) -> Awaitable[None] | None:
         """Run the turn; may return work to finish after the reply is complete (before the next turn)."""
         ...

@@ -60,7 +60,7 @@ from runtime.guard.policy import PermissionPolicy
 from runtime.observe.budgets import BudgetPolicy, error_for_result
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.telemetry import Telemetry, TurnOutcome
-from runtime.protocol import Failure, TurnItem, summarize
+from runtime.protocol import Emit, Failure, summarize
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 
@@ -71,8 +71,6 @@ PROCESS_BUDGET_FACTOR = 10
 
 # Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
-
-Emit = Callable[[TurnItem], Awaitable[None]]
 
 
 @dataclass

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from runtime.protocol import Failure, ResultEvent, TurnItem
+from runtime.protocol import Emit, Failure, ResultEvent, TurnItem
 from runtime.server import build_app
 from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
 from runtime.settings import Settings
@@ -42,13 +42,7 @@ class ScriptedRunner:
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         return False
 
-    async def run_turn(
-        self,
-        session: WarmSession,
-        client: Any,
-        request: TurnRequest,
-        emit: Callable[[TurnItem], Awaitable[None]],
-    ) -> None:
+    async def run_turn(self, session: WarmSession, client: Any, request: TurnRequest, emit: Emit) -> None:
         self.actors.append(session.actor_id)
         for event in self.events:
             await emit(event)

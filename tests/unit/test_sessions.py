@@ -6,6 +6,7 @@ The registry is the unit under test; the turn runner is its collaborator, replac
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -53,15 +54,19 @@ def _code(item: Any) -> str:
     return item.event["code"] if isinstance(item, Failure) else "ok"
 
 
-async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[Any]:
-    events = await registry.invoke(
+async def _invoke(registry: SessionRegistry, key: str, prompt: str) -> AsyncIterator[Any]:
+    """Queue ``prompt`` on session ``key`` (one id for the registry, runtime and Claude session; no actor)."""
+    return await registry.invoke(
         key=key,
         runtime_session_id=key,
         claude_session_id=key,
         actor_id=None,
         request=TurnRequest(prompt=prompt),
     )
-    return [e async for e in events]
+
+
+async def _collect(registry: SessionRegistry, key: str, prompt: str) -> list[Any]:
+    return [e async for e in await _invoke(registry, key, prompt)]
 
 
 async def test_turns_on_one_session_run_in_arrival_order_without_interleaving() -> None:
@@ -114,20 +119,10 @@ async def test_too_many_waiting_turns_are_refused() -> None:
     first = asyncio.ensure_future(_collect(registry, "s", "a"))
     while not runner.log:  # "a" is running; the queue is empty again
         await asyncio.sleep(0.001)
-    await registry.invoke(
-        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="b")
-    )
-    await registry.invoke(
-        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="c")
-    )
+    await _invoke(registry, "s", "b")
+    await _invoke(registry, "s", "c")
     with pytest.raises(SessionBusy, match="already waiting"):
-        await registry.invoke(
-            key="s",
-            runtime_session_id="s",
-            claude_session_id="s",
-            actor_id=None,
-            request=TurnRequest(prompt="d"),
-        )
+        await _invoke(registry, "s", "d")
     await first
     await registry.close_all()
 
@@ -143,9 +138,7 @@ class ChattyRunner(RecordingRunner):
 
 async def test_waiting_text_deltas_are_merged_and_order_is_kept() -> None:
     registry = SessionRegistry(runner=ChattyRunner(), idle_timeout_s=5, max_queued=10)
-    events = await registry.invoke(
-        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="p")
-    )
+    events = await _invoke(registry, "s", "p")
     await asyncio.sleep(0.05)  # everything is queued before the consumer reads
     received: list[Any] = [e async for e in events]
     assert [e["type"] for e in received] == ["text", "tool_use", "text", "result"]
@@ -162,12 +155,8 @@ class SlowRunner(RecordingRunner):
 async def test_shutdown_ends_running_and_queued_turns_with_a_retryable_error() -> None:
     runner = SlowRunner()
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
-    running = await registry.invoke(
-        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="a")
-    )
-    queued = await registry.invoke(
-        key="s", runtime_session_id="s", claude_session_id="s", actor_id=None, request=TurnRequest(prompt="b")
-    )
+    running = await _invoke(registry, "s", "a")
+    queued = await _invoke(registry, "s", "b")
     first = await running.__anext__()
     assert first == {"type": "text", "text": "working"} and registry.active_turns == 1
     await asyncio.wait_for(registry.close_all(), timeout=5)  # does not wait for the 60 s turn
@@ -216,33 +205,15 @@ async def test_session_cap_refuses_a_new_session_when_every_session_is_busy() ->
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=2)
     running = []
     for key in ("a", "b"):
-        events = await registry.invoke(
-            key=key,
-            runtime_session_id=key,
-            claude_session_id=key,
-            actor_id=None,
-            request=TurnRequest(prompt=key),
-        )
+        events = await _invoke(registry, key, key)
         first: Any = await events.__anext__()
         assert first["text"] == "working"
         running.append(events)
     with pytest.raises(SessionBusy, match="too many active sessions") as info:
-        await registry.invoke(
-            key="c",
-            runtime_session_id="c",
-            claude_session_id="c",
-            actor_id=None,
-            request=TurnRequest(prompt="c"),
-        )
+        await _invoke(registry, "c", "c")
     assert info.value.http_status == 429
     # An existing session still takes turns (queued behind its running one).
-    await registry.invoke(
-        key="a",
-        runtime_session_id="a",
-        claude_session_id="a",
-        actor_id=None,
-        request=TurnRequest(prompt="a2"),
-    )
+    await _invoke(registry, "a", "a2")
     assert runner.disconnects == [] and len(registry) == 2
     await asyncio.wait_for(registry.close_all(), timeout=5)
 
@@ -281,16 +252,7 @@ async def test_close_is_bounded_and_queued_turns_are_not_run_with_a_long_idle_ti
     first = asyncio.ensure_future(_collect(registry, "s", "a"))
     while not runner.log:  # "a" is running
         await asyncio.sleep(0.001)
-    queued = [
-        await registry.invoke(
-            key="s",
-            runtime_session_id="s",
-            claude_session_id="s",
-            actor_id=None,
-            request=TurnRequest(prompt=p),
-        )
-        for p in ("b", "c")
-    ]
+    queued = [await _invoke(registry, "s", p) for p in ("b", "c")]
     await first  # "a" is done; the session takes "b" off its queue now
     async with asyncio.timeout(5):
         await registry.close_all()
@@ -309,23 +271,11 @@ async def test_a_new_session_is_never_evicted_before_its_first_turn_starts() -> 
     for yields in range(10):
         runner = RecordingRunner()
         registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=1)
-        first = await registry.invoke(
-            key="a",
-            runtime_session_id="a",
-            claude_session_id="a",
-            actor_id=None,
-            request=TurnRequest(prompt="x"),
-        )
+        first = await _invoke(registry, "a", "x")
         for _ in range(yields):
             await asyncio.sleep(0)
         with pytest.raises(SessionBusy, match="too many active sessions"):
-            await registry.invoke(
-                key="b",
-                runtime_session_id="b",
-                claude_session_id="b",
-                actor_id=None,
-                request=TurnRequest(prompt="y"),
-            )
+            await _invoke(registry, "b", "y")
         assert [e async for e in first] == [{"type": "result", "text": "x"}], f"after {yields} yields"
         await registry.close_all()
 
