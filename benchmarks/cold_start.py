@@ -173,8 +173,9 @@ def first_turn_ours(setup: CliSetup, collector: OtlpCollector, i: int) -> tuple[
 
 
 def first_turn_bare(setup: CliSetup, i: int) -> tuple[float, float]:
-    spec = {"tmp": str(setup.tmp / f"bare-{i}"), "cli_env": setup.cli_env, "prompt": setup.text_turn()}
-    Path(spec["tmp"]).mkdir(parents=True, exist_ok=True)
+    tmp = setup.tmp / f"bare-{i}"
+    spec = {"tmp": str(tmp), "cli_env": setup.cli_env, "prompt": setup.text_turn()}
+    tmp.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", BARE_QUERY, str(ROOT / "benchmarks"), json.dumps(spec)],

@@ -143,10 +143,10 @@ def bare_client_options(setup: CliSetup, workspace: Path) -> Any:
 
 
 def in_process_registry(setup: CliSetup) -> Any:
-    """The runtime's own session registry (``runtime.wiring.build_registry``) with the HTTP server's settings,
+    """The runtime's own session registry (``runtime.wiring.build_services``) with the HTTP server's settings,
     driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
     from runtime.settings import Settings
-    from runtime.wiring import build_registry
+    from runtime.wiring import build_services
 
     settings = Settings.from_env(
         {
@@ -157,7 +157,7 @@ def in_process_registry(setup: CliSetup) -> Any:
             "AGENTKIT_EMF_FILE": str(setup.tmp / "inproc.emf.jsonl"),
         }
     )
-    return build_registry(settings)
+    return build_services(settings).registry
 
 
 async def registry_turn(registry: Any, session: str, prompt: str) -> float:

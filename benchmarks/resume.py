@@ -37,7 +37,7 @@ KEY = {"project_key": "bench", "session_id": str(uuid.uuid5(uuid.NAMESPACE_URL, 
 
 def transcript(n: int) -> list[dict[str, Any]]:
     """Entries shaped like CLI transcript lines (~1.5 KB each; every 50th carries a 20 KB tool result)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for i in range(n):
         text = ("tool output " * 1700) if i % 50 == 49 else ("lorem ipsum dolor sit amet " * 50)
         out.append(

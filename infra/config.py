@@ -26,6 +26,8 @@ from pydantic import (
     model_validator,
 )
 
+from runtime.env import DEFAULT_METRICS_NAMESPACE
+
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
 
@@ -246,7 +248,7 @@ class AppConfig(_Model):
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
     model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
-    metrics_namespace: str = "AgentCoreClaudeKit"
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
     # Foundation model id -> AWS Marketplace product id, for models newer than infra.model_access's table.
     marketplace_product_ids: dict[str, str] = {}
     # PutMetricData from a background task is the default: it needs no log-side EMF extraction, which

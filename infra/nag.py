@@ -103,6 +103,14 @@ def _as_nag_renders(value: str, pseudo: str) -> str:
     return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
 
 
+def _default_resource(construct: IConstruct) -> cdk.CfnElement:
+    """The CloudFormation resource behind an L2 construct."""
+    child = construct.node.default_child
+    if not isinstance(child, cdk.CfnElement):
+        raise TypeError(f"{construct.node.path} has no CloudFormation resource as its default child")
+    return child
+
+
 def acknowledge_stack(stack: cdk.Stack) -> None:
     """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
     region = _as_nag_renders(stack.region, "Region")

@@ -1,6 +1,6 @@
 """The one stack: composes image, memory, runtime, gateway, observability (+ optional webhook / CI access).
 
-Runtime container environment (see DESIGN.md §4): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
+Runtime container environment (names from :mod:`runtime.env`; see DESIGN.md §4): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
 ``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``.
@@ -28,6 +28,19 @@ from infra.image_build import image_source
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
+from runtime.env import (
+    ENV_ACTOR_HEADER,
+    ENV_AGENT_NAME,
+    ENV_AWS_REGION,
+    ENV_GATEWAY_URL,
+    ENV_MEMORY_ID,
+    ENV_METRICS,
+    ENV_METRICS_NAMESPACE,
+    ENV_MODEL,
+    ENV_RECALL_NAMESPACES,
+    ENV_SESSION_STORE,
+    ENV_SMALL_MODEL,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,24 +50,24 @@ def runtime_environment(
 ) -> dict[str, str]:
     """The container's environment variables for ``config`` (no local-only settings)."""
     env = {
-        "AGENTKIT_SESSION_STORE": f"agentcore://{memory_id}",
-        "AGENTKIT_MEMORY_ID": memory_id,
-        "AGENTKIT_RECALL_NAMESPACES": ",".join(RECALL_NAMESPACES),
-        "AGENTKIT_METRICS": config.metrics_sink,
-        "AGENTKIT_METRICS_NAMESPACE": config.metrics_namespace,
-        "AGENTKIT_MODEL": config.model,
-        "AGENTKIT_AGENT_NAME": config.agent_name,
-        "AWS_REGION": region,
+        ENV_SESSION_STORE: f"agentcore://{memory_id}",
+        ENV_MEMORY_ID: memory_id,
+        ENV_RECALL_NAMESPACES: ",".join(RECALL_NAMESPACES),
+        ENV_METRICS: config.metrics_sink,
+        ENV_METRICS_NAMESPACE: config.metrics_namespace,
+        ENV_MODEL: config.model,
+        ENV_AGENT_NAME: config.agent_name,
+        ENV_AWS_REGION: region,
     }
     if config.auth.mode == "iam":
         # With IAM inbound auth only our own principals can invoke, so their actor header is trusted. With JWT
         # auth the actor is the token's sub; a header any token holder can set must not name it.
-        env["AGENTKIT_ACTOR_HEADER"] = config.actor_header
+        env[ENV_ACTOR_HEADER] = config.actor_header
     # The CLI's small/fast slot must be a profile the role may invoke: the first extra model, else the main one.
     small = [m for m in config.extra_models if m != config.model]
-    env["AGENTKIT_SMALL_MODEL"] = small[0] if small else config.model
+    env[ENV_SMALL_MODEL] = small[0] if small else config.model
     if gateway_url:
-        env["AGENTKIT_GATEWAY_URL"] = gateway_url
+        env[ENV_GATEWAY_URL] = gateway_url
     return env
 
 

@@ -57,6 +57,7 @@ from infra.webhook_trackers import (
     gitlab_env,
     jira_env,
 )
+from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -129,7 +130,7 @@ class IssueWebhook(Construct):
         trackers: Sequence[str] = ("github",),
         gitlab: GitLabSettings | None = None,
         jira: JiraSettings | None = None,
-        metrics_namespace: str = "AgentCoreClaudeKit",
+        metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         python_runtime: lambda_.Runtime | None = None,
         architecture: lambda_.Architecture | None = None,
         powertools_layer_arn: str | None = None,

@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             work.start()
         yield
         # Shutdown (SIGTERM): close warm clients on the loop that owns them.
-        loop = app._ensure_worker_loop()
+        loop = app.worker_loop()
         future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout=SHUTDOWN_TIMEOUT_S)
@@ -110,8 +110,8 @@ def _prewarm(app: Any, settings: Settings) -> list[Any]:
     otel = install(OtelSetup())
 
     def registry() -> None:
-        loop = app._ensure_worker_loop()
-        asyncio.run_coroutine_threadsafe(app.state.runtime.get_registry(), loop).result(timeout=60)
+        loop = app.worker_loop()
+        asyncio.run_coroutine_threadsafe(app.state.runtime.get_services(), loop).result(timeout=60)
 
     def cli_pages() -> None:
         path = cli_binary(Path(settings.cli_path) if settings.cli_path else None)

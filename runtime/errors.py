@@ -1,12 +1,13 @@
 """One error hierarchy for the runtime: every failure a caller can see has a stable ``code`` and an HTTP status.
 
 The server turns any :class:`AgentKitError` into ``{"type": "error", "code": ..., "message": ...}``; the message
-always says what the caller can do about it.
+always says what the caller can do about it. Every class is defined here, with its code and HTTP status, and
+:data:`ERRORS_BY_CODE` maps each code to its class (:func:`status_for_code` gives a code's default status).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 
 class AgentKitError(Exception):
@@ -22,10 +23,6 @@ class AgentKitError(Exception):
             self.code = code  # type: ignore[misc]
         if http_status is not None:
             self.http_status = http_status  # type: ignore[misc]
-
-    def to_event(self) -> dict[str, Any]:
-        """The error as the SSE / JSON body the contract defines."""
-        return {"type": "error", "code": self.code, "message": self.message}
 
 
 class InvalidRequest(AgentKitError):
@@ -76,6 +73,27 @@ class AgentResultError(AgentKitError):
     http_status = 500
 
 
+class MaxTurnsExceeded(AgentResultError):
+    """The agent used all its turns without finishing (SDK ``error_max_turns``)."""
+
+    code = "max_turns_exceeded"
+    http_status = 422
+
+
+class AgentExecutionError(AgentResultError):
+    """The CLI reported an error while running the turn (SDK ``error_during_execution``)."""
+
+    code = "execution_error"
+    http_status = 500
+
+
+class ModelApiError(AgentResultError):
+    """The model API call failed (result ``success`` with ``is_error``; e.g. throttling, 5xx)."""
+
+    code = "model_error"
+    http_status = 502
+
+
 class SessionBusy(AgentKitError):
     """Too many invocations are queued on one session (HTTP 429)."""
 
@@ -88,3 +106,42 @@ class ConfigurationError(AgentKitError):
 
     code = "configuration_error"
     http_status = 500
+
+
+class ShuttingDown(AgentKitError):
+    """The runtime is shutting down (SIGTERM) or closed the session; the caller retries (HTTP 503)."""
+
+    code = "shutting_down"
+    http_status = 503
+
+
+class SessionStoreError(AgentKitError):
+    """A session store call failed (HTTP 503). ``retryable`` is true for throttling and transient service errors.
+
+    ``aws_code`` is the AWS error code (e.g. ``ThrottledException``) or the SQLite error class name.
+    """
+
+    code = "session_store_unavailable"
+    http_status = 503
+
+    def __init__(self, message: str, *, aws_code: str = "", retryable: bool = False) -> None:
+        super().__init__(message)
+        self.aws_code = aws_code
+        self.retryable = retryable
+
+
+def _codes(base: type[AgentKitError]) -> dict[str, type[AgentKitError]]:
+    found = {base.code: base}
+    for sub in base.__subclasses__():
+        found |= _codes(sub)
+    return found
+
+
+#: Every error code the runtime sends, with the class that defines it (and so its default HTTP status).
+ERRORS_BY_CODE: dict[str, type[AgentKitError]] = _codes(AgentKitError)
+
+
+def status_for_code(code: str) -> int:
+    """The default HTTP status of an error code (500 for a code this module does not define)."""
+    cls = ERRORS_BY_CODE.get(code)
+    return cls.http_status if cls is not None else AgentKitError.http_status

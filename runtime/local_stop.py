@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse
 
 from runtime.errors import AgentKitError, InvalidSessionId
 from runtime.identity import claude_session_id, resolve_actor
-from runtime.protocol import SESSION_HEADER, resolve_session_id
+from runtime.protocol import SESSION_HEADER, error_event, resolve_session_id
 
 STOP_PATH = "/stopruntimesession"
 
@@ -55,14 +55,15 @@ def add_stop_route(app: Any, *, actor_header: str | None) -> None:
         try:
             if not header:
                 raise InvalidSessionId(f"{SESSION_HEADER} is required: it names the session to stop")
-            session_id, _ = resolve_session_id(header)
+            session_id = resolve_session_id(header)
             actor = resolve_actor(request.headers, actor_header=actor_header)
         except AgentKitError as exc:
-            return JSONResponse(exc.to_event(), status_code=exc.http_status)
-        registry = app.state.runtime.registry
-        if registry is None:
+            return JSONResponse(error_event(exc), status_code=exc.http_status)
+        services = app.state.runtime.services
+        if services is None:
             return _not_found(session_id)
-        loop = app._ensure_worker_loop()  # the registry's sessions live on the app's worker loop
+        registry = services.registry
+        loop = app.worker_loop()  # the registry's sessions live on the app's worker loop
         future = asyncio.run_coroutine_threadsafe(
             _close(registry, claude_session_id(session_id, actor)), loop
         )

@@ -7,7 +7,7 @@ checks share the GIL with the import, which Python hands over every 5 ms) run, i
    to read it ahead (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in
    from disk;
 2. the Claude Agent SDK import (~1 s, mostly ``mcp``), via :mod:`runtime.agent.turn`;
-3. the runtime's object graph (``Runtime.get_registry``: boto3 clients, store connection, price table,
+3. the runtime's object graph (``Runtime.get_services``: boto3 clients, store connection, price table,
    agent definition), built on the app's worker loop as the first invocation would;
 4. the OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`). Last, because a new session's first
    invocation arrives right after ``/ping`` (AgentCore starts the microVM for it): the SDK import and the

@@ -12,8 +12,13 @@ Unknown fields are rejected. Streaming replies are ``data: <event>`` lines; the 
 ``tool_result````{"type": "tool_result", "id": str, "name": str, "ok": bool, "summary": str}``
 ``result``     ``{"type": "result", "session_id", "claude_session_id", "text", "cost_usd", "sdk_cost_usd",
                "usage", "num_turns", "subtype", "duration_ms", "resumed"}``
-``error``      ``{"type": "error", "code": str, "message": str}``
+``error``      ``{"type": "error", "code": str, "message": str, "partial": {...}?}``
 =============  =======================================================================================
+
+A non-streaming reply is the ``result`` event plus ``"tool_events"`` (the ``tool_use`` / ``tool_result`` events),
+or the ``error`` event with the error's HTTP status. Inside the runtime a failed turn ends with a
+:class:`Failure`, which carries that status next to the error event (the server unwraps it); the events
+themselves hold only what goes on the wire.
 """
 
 from __future__ import annotations
@@ -21,16 +26,114 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runtime.errors import InvalidRequest, InvalidSessionId, PromptTooLarge
+from runtime.errors import AgentKitError, InvalidRequest, InvalidSessionId, PromptTooLarge
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{32,255}$")
 MAX_METADATA_KEYS = 15
 MAX_SUMMARY_CHARS = 160
+
+
+# -- events and replies --------------------------------------------------------------------------------------
+
+
+class TextEvent(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseEvent(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input_summary: str
+
+
+class ToolResultEvent(TypedDict):
+    type: Literal["tool_result"]
+    id: str
+    name: str
+    ok: bool
+    summary: str
+
+
+class Usage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+
+
+class TurnFigures(TypedDict):
+    """What a finished turn cost (in ``result`` events, and in ``partial`` of an error after a result)."""
+
+    cost_usd: float
+    sdk_cost_usd: float | None
+    cost_complete: bool
+    session_cost_usd: float | None
+    usage: Usage
+
+
+class PartialFigures(TurnFigures):
+    subtype: str
+
+
+class ResultEvent(TurnFigures):
+    type: Literal["result"]
+    session_id: str
+    claude_session_id: str
+    text: str
+    subtype: str
+    num_turns: int
+    duration_ms: int
+    resumed: bool
+
+
+class ErrorEvent(TypedDict):
+    type: Literal["error"]
+    code: str
+    message: str
+    partial: NotRequired[PartialFigures]
+
+
+ToolEvent = ToolUseEvent | ToolResultEvent
+Event = TextEvent | ToolUseEvent | ToolResultEvent | ResultEvent | ErrorEvent
+
+
+class JsonReply(ResultEvent):
+    """The non-streaming reply of a successful turn."""
+
+    tool_events: list[ToolEvent]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How a failed turn ends inside the runtime: the error event a client gets, and the HTTP status of a
+    non-streaming reply (an error instance may differ from its class's status, e.g. a throttled model call)."""
+
+    event: ErrorEvent
+    http_status: int
+
+    @classmethod
+    def of(cls, exc: AgentKitError) -> Failure:
+        return cls(error_event(exc), exc.http_status)
+
+
+def error_event(exc: AgentKitError) -> ErrorEvent:
+    """The error event for ``exc`` (the contract's ``{"type": "error", "code", "message"}``)."""
+    return {"type": "error", "code": exc.code, "message": exc.message}
+
+
+#: What a turn emits: events, and a :class:`Failure` last when it fails.
+TurnItem = Event | Failure
+#: How a turn runner hands each item to its caller.
+Emit = Callable[[TurnItem], Awaitable[None]]
 
 
 class InvocationRequest(BaseModel):
@@ -113,17 +216,17 @@ def _explain(exc: ValidationError) -> str:
     )
 
 
-def resolve_session_id(header_value: str | None) -> tuple[str, bool]:
-    """Validate the runtime session id header, or generate one. Returns ``(session_id, generated)``."""
+def resolve_session_id(header_value: str | None) -> str:
+    """Validate the runtime session id header, or generate one (when the header is absent or empty)."""
     if header_value is None or header_value == "":
-        return f"agentkit-{uuid.uuid4().hex}", True
+        return f"agentkit-{uuid.uuid4().hex}"
     if not SESSION_ID_RE.match(header_value):
         raise InvalidSessionId(
             f"{SESSION_HEADER} must be 33-256 characters of letters, digits and '-', '.', ':' "
             f"starting with a letter or digit (got {len(header_value)} characters). "
             "Omit the header to get a new session id in the reply, or send e.g. 'agentkit-' + 32 hex digits."
         )
-    return header_value, False
+    return header_value
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:

@@ -4,9 +4,9 @@ The implementations live in :mod:`runtime.store`: :mod:`runtime.store.sqlite` (e
 :mod:`runtime.store.agentcore` (AgentCore Memory), :mod:`runtime.store.factory` (``AGENTKIT_SESSION_STORE``).
 """
 
+from runtime.errors import SessionStoreError
 from runtime.store.agentcore import (
     AgentCoreMemorySessionStore,
-    SessionStoreError,
     actor_id_for,
     escape_id,
     session_id_for,

@@ -23,35 +23,31 @@ lifecycle only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runtime.errors import AgentKitError, SessionBusy
+from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
+from runtime.observe.budgets import SpendLedger
+from runtime.protocol import Emit, Failure, TurnItem
 
 logger = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 _END = object()
-
-#: Error events carry their HTTP status under this key inside the runtime; the server strips it before replying.
-HTTP_STATUS_KEY = "_http_status"
 #: How long shutdown waits for a turn's post-reply persistence (its spend) before cancelling it.
 PERSIST_GRACE_S = 5.0
-
-
-class ClientHandle(Protocol):
-    """What a session needs from a connected SDK client (``ClaudeSDKClient`` satisfies it)."""
-
-    async def disconnect(self) -> None: ...
+#: How long closing a client (the CLI process) may take before it is given up.
+DISCONNECT_TIMEOUT_S = 15.0
+#: Upper bound on :meth:`WarmSession.close`: persistence grace, client disconnect, and a margin.
+CLOSE_TIMEOUT_S = PERSIST_GRACE_S + DISCONNECT_TIMEOUT_S + 5.0
 
 
 @dataclass
 class TurnRequest:
-    """One invocation queued on a session. Events go to ``events``; the last one is result or error."""
+    """One invocation queued on a session. Events go to ``events``; the last one is a result or a
+    :class:`~runtime.protocol.Failure`."""
 
     prompt: str
     max_turns: int | None = None
@@ -66,6 +62,10 @@ class TurnRequest:
 class TurnRunner(Protocol):
     """Connects clients and runs turns. Implemented by :class:`runtime.agent.turn.AgentTurnRunner`."""
 
+    def check_request(self, request: TurnRequest) -> None:
+        """Validate a request before it is queued (raises :class:`~runtime.errors.InvalidRequest`)."""
+        ...
+
     async def connect(self, session: WarmSession, request: TurnRequest) -> Any: ...
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool: ...
@@ -75,7 +75,7 @@ class TurnRunner(Protocol):
         session: WarmSession,
         client: Any,
         request: TurnRequest,
-        emit: Callable[[Event], Awaitable[None]],
+        emit: Emit,
     ) -> Awaitable[None] | None:
         """Run the turn; may return work to finish after the reply is complete (before the next turn)."""
         ...
@@ -92,31 +92,32 @@ class WarmSession:
         claude_session_id: str,
         actor_id: str | None,
         runner: TurnRunner,
-        registry: SessionRegistry,
+        idle_timeout_s: float,
+        max_queued: int,
+        on_closed: Callable[[WarmSession], None] = lambda session: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
         self.runtime_session_id = runtime_session_id
         self.claude_session_id = claude_session_id
         self.actor_id = actor_id
         self.runner = runner
-        self.registry = registry
+        self.idle_timeout_s = idle_timeout_s
+        self.max_queued = max_queued
+        self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
+        self._clock = clock
         self.client: Any = None
-        self.client_limits: tuple[int | None, float | None] | None = None
+        #: The turn runner's state of the current client (e.g. ``runtime.agent.client_state.AgentClientState``);
+        #: opaque here, dropped with the client.
+        self.client_state: object | None = None
         self.turns_done = 0  # turns completed in this process
         self.client_turns = 0  # turns completed on the current client
         self.closing = False
-        self.resumed = False  # the current client resumed a stored transcript
-        self.cost_tracker: Any = None  # prices each result of the current CLI process (cumulative usage)
-        self.sdk_cost_baseline = 0.0  # the CLI's cumulative total_cost_usd at the last result
-        # Persisted session state (see runtime.observe.telemetry): None while the stored base is unknown (not read
-        # yet, or the read failed); spend and turns counted meanwhile wait in the unpersisted_* fields.
-        self.spent_usd: float | None = None
-        self.turns_total: int | None = None
-        self.unpersisted_usd = 0.0
-        self.unpersisted_turns = 0
-        self.persist_lock = asyncio.Lock()
-        self.last_used = time.monotonic()
+        #: The session's cumulative spend, persisted with it (kept by :mod:`runtime.observe.telemetry`).
+        self.spend = SpendLedger()
+        self.last_used = self._clock()
         self.serving = False  # a turn (or its post-reply work) is in progress
+        self._unfinished = 0  # turns submitted and not yet finished (queued, taken off the queue, or serving)
         self._queue: asyncio.Queue[TurnRequest] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -124,30 +125,40 @@ class WarmSession:
 
     def submit(self, request: TurnRequest) -> None:
         """Queue a turn. Raises :class:`SessionBusy` when too many are waiting."""
-        if self._queue.qsize() >= self.registry.max_queued:
+        if self._queue.qsize() >= self.max_queued:
             raise SessionBusy(
                 f"{self._queue.qsize()} invocations are already waiting on this session; "
                 "wait for them to finish or use another session id."
             )
         self._queue.put_nowait(request)
-        self.last_used = time.monotonic()
+        self._unfinished += 1
+        self.last_used = self._clock()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
 
     @property
     def idle(self) -> bool:
-        """No turn running or waiting: closing the session loses nothing."""
-        return not self.serving and self._queue.empty()
+        """No turn running or waiting: closing the session loses nothing.
+
+        A turn counts from :meth:`submit` until it is finished, so a session that has taken a request off its
+        queue but not started it yet is not idle (it must not be evicted in between)."""
+        return self._unfinished == 0
 
     async def close(self) -> None:
         """Shut down now (SIGTERM): the running turn and every queued one end with a ``shutting_down``
         error the caller can retry, and the client is closed. What the turn already said is in the store; a
         finished turn's persistence still running gets up to ``PERSIST_GRACE_S`` to complete."""
         self.closing = True
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            # Bounded: the loop's own waits are bounded (persistence grace, disconnect timeout); this is the
+            # backstop so a SIGTERM never overruns its deadline.
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if not done:
+                logger.warning(
+                    "session %s did not close within %.0f s", self.runtime_session_id, CLOSE_TIMEOUT_S
+                )
 
     # -- actor loop -----------------------------------------------------------------------------------------
 
@@ -155,30 +166,39 @@ class WarmSession:
         try:
             while True:
                 try:
-                    request = await asyncio.wait_for(self._queue.get(), timeout=self.registry.idle_timeout_s)
+                    # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives as the
+                    # queue hands over an item (CPython gh-86296), which ran queued turns after close().
+                    async with asyncio.timeout(self.idle_timeout_s):
+                        request = await self._queue.get()
                 except TimeoutError:
                     if not self._queue.empty():
                         continue
                     # No await between this check and leaving the registry: a new submit either came
                     # before (queue not empty) or will create a fresh session.
                     self.closing = True
-                    self.registry._forget(self)
+                    self._on_closed(self)
                     logger.info("session %s idle, closing its client", self.runtime_session_id)
+                    break
+                if self.closing:  # closed while the request was handed over: it must not run
+                    self._refuse(request)
                     break
                 await self._serve(request)
         finally:
-            self.registry._forget(self)
+            self._on_closed(self)
             await self._drop_client()
             while not self._queue.empty():
-                pending = self._queue.get_nowait()
-                pending.events.put_nowait(_shutting_down())
-                pending.events.put_nowait(_END)
+                self._refuse(self._queue.get_nowait())
+
+    def _refuse(self, request: TurnRequest) -> None:
+        """End a turn that will not run with a retryable ``shutting_down`` error."""
+        self._unfinished -= 1
+        request.events.put_nowait(_shutting_down())
+        request.events.put_nowait(_END)
 
     async def _serve(self, request: TurnRequest) -> None:
-        async def emit(event: Event) -> None:
+        async def emit(event: TurnItem) -> None:
             request.events.put_nowait(event)
 
-        self.registry.active_turns += 1
         self.serving = True
         after: Awaitable[None] | None = None
         completed = False
@@ -193,17 +213,17 @@ class WarmSession:
         except AgentKitError as exc:
             if exc.http_status >= 500:  # the client may be broken (dead CLI, timeout): start afresh next turn
                 await self._drop_client()
-            await emit(error_event(exc))
+            await emit(Failure.of(exc))
         except asyncio.CancelledError:  # shutdown: tell the caller, then let the cancellation go on
-            self.registry.active_turns -= 1
             self.serving = False
+            self._unfinished -= 1
             await emit(_shutting_down())
             raise
         except Exception as exc:  # the session must survive anything a turn throws
             logger.exception("turn failed on session %s", self.runtime_session_id)
             await self._drop_client()
             await emit(
-                error_event(
+                Failure.of(
                     AgentKitError(
                         f"internal error ({type(exc).__name__}); the details are in the runtime logs. "
                         "Retry the invocation."
@@ -223,16 +243,17 @@ class WarmSession:
             if completed:
                 self.turns_done += 1
                 self.client_turns += 1
-            self.registry.active_turns -= 1
             self.serving = False
-            self.last_used = time.monotonic()
+            self._unfinished -= 1
+            self.last_used = self._clock()
 
     async def _drop_client(self) -> None:
-        client, self.client, self.client_limits = self.client, None, None
+        client, self.client, self.client_state = self.client, None, None
         if client is None:
             return
         try:
-            await asyncio.wait_for(client.disconnect(), timeout=15)
+            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                await client.disconnect()
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -247,10 +268,17 @@ class SessionRegistry:
         idle_timeout_s: a session idle this long closes its client.
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
+        clock: monotonic seconds, for "least recently used".
     """
 
     def __init__(
-        self, *, runner: TurnRunner, idle_timeout_s: float, max_queued: int, max_sessions: int = 32
+        self,
+        *,
+        runner: TurnRunner,
+        idle_timeout_s: float,
+        max_queued: int,
+        max_sessions: int = 32,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -258,9 +286,14 @@ class SessionRegistry:
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self.max_sessions = max_sessions
-        self.active_turns = 0
+        self._clock = clock
         self._sessions: dict[str, WarmSession] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def active_turns(self) -> int:
+        """Turns running now (or finishing their post-reply work), over every warm session."""
+        return sum(1 for s in self._sessions.values() if s.serving)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -276,7 +309,7 @@ class SessionRegistry:
         claude_session_id: str,
         actor_id: str | None,
         request: TurnRequest,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[TurnItem]:
         """Queue ``request`` on its session and yield its events as they arrive (last: result or error).
 
         Raises:
@@ -291,7 +324,10 @@ class SessionRegistry:
                 claude_session_id=claude_session_id,
                 actor_id=actor_id,
                 runner=self.runner,
-                registry=self,
+                idle_timeout_s=self.idle_timeout_s,
+                max_queued=self.max_queued,
+                on_closed=self._forget,
+                clock=self._clock,
             )
             self._sessions[key] = session
         session.submit(request)
@@ -330,11 +366,6 @@ class SessionRegistry:
             del self._sessions[session.key]
 
 
-def error_event(exc: AgentKitError) -> Event:
-    """The error event for ``exc``, carrying its HTTP status internally (see :data:`HTTP_STATUS_KEY`)."""
-    return {**exc.to_event(), HTTP_STATUS_KEY: exc.http_status}
-
-
 async def _finish_shielded(after: Awaitable[None]) -> None:
     """Await post-turn work; if the session is cancelled meanwhile (shutdown), let the work finish for up to
     ``PERSIST_GRACE_S`` (then cancel it) before the cancellation goes on."""
@@ -351,17 +382,13 @@ async def _finish_shielded(after: Awaitable[None]) -> None:
         raise
 
 
-def _shutting_down() -> Event:
-    return error_event(
-        AgentKitError(
-            "the runtime is shutting down; retry the invocation (the session resumes elsewhere)",
-            code="shutting_down",
-            http_status=503,
-        )
+def _shutting_down() -> Failure:
+    return Failure.of(
+        ShuttingDown("the runtime is shutting down; retry the invocation (the session resumes elsewhere)")
     )
 
 
-async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[TurnItem]:
     """Yield a turn's events. Text deltas that are already waiting are merged into one event: each event
     costs an SSE frame and several thread hops in the server, so a fast stream is sent in fewer, larger
     pieces while a slow one still goes out delta by delta."""
@@ -371,11 +398,11 @@ async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
         pending = None
         if item is _END:
             return
-        if item.get("type") == "text":
+        if _is_text(item):
             parts = [item["text"]]
             while not queue.empty():
                 nxt = queue.get_nowait()
-                if nxt is not _END and nxt.get("type") == "text":
+                if _is_text(nxt):
                     parts.append(nxt["text"])
                 else:
                     pending = nxt
@@ -383,3 +410,7 @@ async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Event]:
             if len(parts) > 1:
                 item = {"type": "text", "text": "".join(parts)}
         yield item
+
+
+def _is_text(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "text"

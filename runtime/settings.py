@@ -1,7 +1,8 @@
 """Runtime settings: every knob in one typed, validated object.
 
 Precedence is explicit argument > environment variable > default (:meth:`Settings.from_env`).
-The environment variable names below are the contract with the CDK stack, the Dockerfile and the README.
+The environment variable names below are the contract with the CDK stack, the Dockerfile and the README; the
+constants live in :mod:`runtime.env`.
 
 Environment variables (all optional):
 
@@ -35,6 +36,8 @@ Environment variables (all optional):
 ``AGENTKIT_ACTOR_HEADER``       trusted ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header naming the actor
 ``AGENTKIT_WORKSPACE``          the agent's working directory (default ``<state dir>/workspace``)
 ``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
+``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
+``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
 ==============================  ==========================================================================
 
@@ -51,37 +54,41 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runtime.env import (
+    DEFAULT_METRICS_NAMESPACE,
+    ENV_ACTOR_HEADER,
+    ENV_AGENT_FILE,
+    ENV_AGENT_NAME,
+    ENV_AWS_REGION,
+    ENV_BEDROCK_ENDPOINT,
+    ENV_CLAUDE_CONFIG_DIR,
+    ENV_CLI_PATH,
+    ENV_EMF_FILE,
+    ENV_GATEWAY_URL,
+    ENV_HOST,
+    ENV_IDLE_TIMEOUT,
+    ENV_MAX_BUDGET_USD,
+    ENV_MAX_PROMPT_CHARS,
+    ENV_MAX_QUEUED,
+    ENV_MAX_SESSIONS,
+    ENV_MAX_TURNS,
+    ENV_MEMORY_ID,
+    ENV_METRICS,
+    ENV_METRICS_NAMESPACE,
+    ENV_MODEL,
+    ENV_PORT,
+    ENV_PRICES,
+    ENV_RECALL_NAMESPACES,
+    ENV_RECALL_TIMEOUT_MS,
+    ENV_SESSION_BUDGET_USD,
+    ENV_SESSION_STORE,
+    ENV_SMALL_MODEL,
+    ENV_STATE_DIR,
+    ENV_STORE_WRITE_BEHIND,
+    ENV_TURN_TIMEOUT,
+    ENV_WORKSPACE,
+)
 from runtime.errors import ConfigurationError
-
-ENV_HOST = "AGENTKIT_HOST"
-ENV_PORT = "AGENTKIT_PORT"
-ENV_CLI_PATH = "AGENTKIT_CLI_PATH"
-ENV_SESSION_STORE = "AGENTKIT_SESSION_STORE"
-ENV_STATE_DIR = "AGENTKIT_STATE_DIR"
-ENV_STORE_WRITE_BEHIND = "AGENTKIT_STORE_WRITE_BEHIND"
-ENV_METRICS = "AGENTKIT_METRICS"
-ENV_METRICS_NAMESPACE = "AGENTKIT_METRICS_NAMESPACE"
-ENV_EMF_FILE = "AGENTKIT_EMF_FILE"
-ENV_AGENT_NAME = "AGENTKIT_AGENT_NAME"
-ENV_MODEL = "AGENTKIT_MODEL"
-ENV_SMALL_MODEL = "AGENTKIT_SMALL_MODEL"
-ENV_BEDROCK_ENDPOINT = "AGENTKIT_BEDROCK_ENDPOINT"
-ENV_MAX_PROMPT_CHARS = "AGENTKIT_MAX_PROMPT_CHARS"
-ENV_TURN_TIMEOUT = "AGENTKIT_TURN_TIMEOUT"
-ENV_IDLE_TIMEOUT = "AGENTKIT_IDLE_TIMEOUT"
-ENV_MAX_QUEUED = "AGENTKIT_MAX_QUEUED"
-ENV_MAX_SESSIONS = "AGENTKIT_MAX_SESSIONS"
-ENV_MAX_TURNS = "AGENTKIT_MAX_TURNS"
-ENV_MAX_BUDGET_USD = "AGENTKIT_MAX_BUDGET_USD"
-ENV_SESSION_BUDGET_USD = "AGENTKIT_SESSION_BUDGET_USD"
-ENV_MEMORY_ID = "AGENTKIT_MEMORY_ID"
-ENV_RECALL_NAMESPACES = "AGENTKIT_RECALL_NAMESPACES"
-ENV_RECALL_TIMEOUT_MS = "AGENTKIT_RECALL_TIMEOUT_MS"
-ENV_GATEWAY_URL = "AGENTKIT_GATEWAY_URL"
-ENV_ACTOR_HEADER = "AGENTKIT_ACTOR_HEADER"
-ENV_WORKSPACE = "AGENTKIT_WORKSPACE"
-ENV_AWS_REGION = "AWS_REGION"
-ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -123,6 +130,8 @@ _ENV_FIELDS: dict[str, str] = {
     "workspace": ENV_WORKSPACE,
     "aws_region": ENV_AWS_REGION,
     "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
+    "agent_file": ENV_AGENT_FILE,
+    "prices": ENV_PRICES,
 }
 
 
@@ -143,7 +152,7 @@ class Settings(BaseModel):
     state_dir: Path = Path(".agentkit")
     store_write_behind: bool = False
     metrics: Literal["emf", "cloudwatch", "off"] = "emf"
-    metrics_namespace: str = Field(default="AgentCoreClaudeKit", min_length=1, max_length=255)
+    metrics_namespace: str = Field(default=DEFAULT_METRICS_NAMESPACE, min_length=1, max_length=255)
     emf_file: Path | None = None
     agent_name: str = Field(default="agentkit", min_length=1, max_length=64)
     model: str = DEFAULT_MODEL
@@ -167,6 +176,17 @@ class Settings(BaseModel):
     workspace: Path | None = None
     aws_region: str = "us-east-1"
     claude_config_dir: Path | None = None
+    agent_file: Path | None = None
+    prices: str | None = None  # JSON price-table overrides, checked here and applied by the wiring
+
+    @field_validator("prices")
+    @classmethod
+    def _price_overrides(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.observe.costs import load_price_table
+
+            load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
 
     @field_validator("model", "small_model")
     @classmethod

@@ -1,16 +1,18 @@
 """Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
 
 Imports the Claude Agent SDK (via :mod:`runtime.agent.turn`), so the server calls it lazily on the first
-invocation. Outside dependencies (boto3 clients) are created here and only here.
+invocation. Outside dependencies are created here (boto3 clients through :mod:`runtime.aws`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from runtime import aws
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
@@ -21,25 +23,39 @@ from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
-from runtime.sessions import SessionRegistry
+from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from runtime.store.spool import SpoolingSessionStore
 
 logger = logging.getLogger(__name__)
 
-ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
+
+@dataclass(frozen=True)
+class Services:
+    """What the server runs on: the session registry, its turn runner, and how to close the rest."""
+
+    registry: SessionRegistry
+    runner: TurnRunner
+    #: Closes the dependencies (store, metrics, tracing) once the registry's sessions are closed.
+    aclose: Callable[[], Awaitable[None]]
 
 
-def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> SessionRegistry:
-    """The session registry with every dependency wired from settings."""
+def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
+    """The session registry and its runner, with every dependency wired from settings."""
     settings.ensure_dirs()
+    clock = time.monotonic  # the one clock: latencies, time to first token, tool spans, least recently used
     if definition is None:
-        agent_file = os.environ.get(ENV_AGENT_FILE)
-        definition = AgentDefinitionSpec.from_file(Path(agent_file)) if agent_file else AgentDefinitionSpec()
+        agent_file = settings.agent_file
+        definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
     emf_stream = None
     if settings.metrics == "emf" and settings.emf_file:
         settings.emf_file.parent.mkdir(parents=True, exist_ok=True)
         emf_stream = open(settings.emf_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    cloudwatch_client = _cloudwatch_client(settings) if settings.metrics == "cloudwatch" else None
+    cloudwatch_client = (
+        aws.cloudwatch_client(settings.aws_region) if settings.metrics == "cloudwatch" else None
+    )
     metrics = make_metrics(
         settings.metrics,
         cloudwatch_client=cloudwatch_client,
@@ -54,7 +70,7 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         from runtime.store.recall import MemoryRecall, make_recall_hook
 
         recall = MemoryRecall(
-            client=_agentcore_client(settings),
+            client=aws.agentcore_client(settings.aws_region),
             memory_id=settings.memory_id,
             namespaces=list(settings.recall_namespaces),
             timeout_s=settings.recall_timeout_ms / 1000,
@@ -63,21 +79,20 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
     telemetry = Telemetry(
         metrics=metrics,
         tracing=Tracing(agent=settings.agent_name),
-        prices=load_price_table(),
+        prices=load_price_table(overrides=settings.prices),
         model=settings.model,
         state_store=store,
         recall=recall,
         recall_hook_factory=recall_hook_factory,
+        clock=clock,
     )
     extra_servers: dict[str, Any] = {}
     if settings.gateway_url:
-        import boto3
-
         from runtime.agent.gateway_tools import build_gateway_mcp_server
 
         extra_servers["gateway"] = build_gateway_mcp_server(
             settings.gateway_url,
-            session=boto3.Session(region_name=settings.aws_region),
+            session=aws.session(settings.aws_region),
             region=settings.aws_region,
         )
     deps = AgentDeps(
@@ -96,26 +111,27 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         ),
         session_store=store,
         extra_mcp_servers=extra_servers,
+        clock=clock,
     )
+    runner = AgentTurnRunner(deps)
     registry = SessionRegistry(
-        runner=AgentTurnRunner(deps),
+        runner=runner,
         idle_timeout_s=settings.idle_timeout_s,
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
+        clock=clock,
     )
 
     async def aclose_dependencies() -> None:
         await telemetry.drain()  # spend written in the background reaches the store before it closes
-        closer = getattr(store, "close", None)
-        if closer is not None:
-            await closer()
+        if store is not None:
+            await store.close()
         await telemetry.aclose()
 
-    registry.aclose_dependencies = aclose_dependencies  # type: ignore[attr-defined]
-    return registry
+    return Services(registry=registry, runner=runner, aclose=aclose_dependencies)
 
 
-def build_store(settings: Settings, *, on_error: Any = None) -> Any:
+def build_store(settings: Settings, *, on_error: Any = None) -> SpoolingSessionStore | None:
     """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so failed writes are spooled, not lost."""
     url = settings.resolved_session_store
     if url is None:
@@ -123,7 +139,7 @@ def build_store(settings: Settings, *, on_error: Any = None) -> Any:
     from runtime.store.factory import store_from_url
     from runtime.store.spool import SpoolingSessionStore
 
-    client = _agentcore_client(settings) if url.startswith("agentcore://") else None
+    client = aws.agentcore_client(settings.aws_region) if url.startswith("agentcore://") else None
     try:
         inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client)
     except ValueError as exc:
@@ -133,30 +149,6 @@ def build_store(settings: Settings, *, on_error: Any = None) -> Any:
         spool_dir=settings.resolved_state_dir / "spool",
         on_error=on_error,
         write_behind=settings.store_write_behind,
-    )
-
-
-def _cloudwatch_client(settings: Settings) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    # Endpoint overrides come from AWS_ENDPOINT_URL_CLOUDWATCH; short timeouts: metrics never hold a turn.
-    return boto3.client(
-        "cloudwatch",
-        region_name=settings.aws_region,
-        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5),
-    )
-
-
-def _agentcore_client(settings: Settings) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    # Endpoint overrides come from AWS_ENDPOINT_URL_BEDROCK_AGENTCORE (boto3's own variable).
-    return boto3.client(
-        "bedrock-agentcore",
-        region_name=settings.aws_region,
-        config=Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10),
     )
 
 

@@ -41,6 +41,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import CanUseToolShadowedWarning
 
+from runtime.agent.client_state import AgentClientState, ClientLimits
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.options import build_options
 from runtime.agent.turn_stream import (
@@ -53,14 +54,14 @@ from runtime.agent.turn_stream import (
     settle_task,
     sum_usage,
 )
-from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, TurnTimeout
+from runtime.errors import AgentProcessError, BudgetExceeded, SessionStoreError, TurnTimeout
 from runtime.guard.gate import PermissionGate
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.budgets import BudgetPolicy, error_for_result
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.telemetry import Telemetry, TurnOutcome
-from runtime.protocol import summarize
-from runtime.sessions import HTTP_STATUS_KEY, TurnRequest, WarmSession
+from runtime.protocol import Emit, Failure, summarize
+from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -70,8 +71,6 @@ PROCESS_BUDGET_FACTOR = 10
 
 # Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
 warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
-
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 @dataclass
@@ -85,6 +84,18 @@ class AgentDeps:
     budgets: BudgetPolicy
     session_store: Any = None
     extra_mcp_servers: dict[str, Any] | None = None
+    #: Builds the SDK client for a connect (tests pass a scripted one).
+    client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
+    #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
+    clock: Callable[[], float] = time.monotonic
+
+
+def client_state(session: WarmSession) -> AgentClientState:
+    """The agent's state of the session's current client (set by :meth:`AgentTurnRunner.connect`)."""
+    state = session.client_state
+    if not isinstance(state, AgentClientState):
+        raise RuntimeError(f"session {session.runtime_session_id} has no connected client")
+    return state
 
 
 class AgentTurnRunner:
@@ -93,13 +104,14 @@ class AgentTurnRunner:
     def __init__(self, deps: AgentDeps) -> None:
         self.deps = deps
         self.settings = deps.settings
+        self.clock = deps.clock
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
         self.gate = PermissionGate(deps.policy, deps.telemetry)
 
     # -- limits -----------------------------------------------------------------------------------------------
 
-    def limits_for(self, request: TurnRequest) -> tuple[int | None, float | None]:
+    def limits_for(self, request: TurnRequest) -> ClientLimits:
         """The CLI flags for a request: ``(--max-turns, --max-budget-usd)``.
 
         ``--max-turns`` counts per turn, so it is the invocation's limit. ``--max-budget-usd`` counts the CLI
@@ -128,7 +140,8 @@ class AgentTurnRunner:
 
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         flags = self.limits_for(request)
-        if session.client_limits != flags:  # a request that lowers max_turns needs a CLI started with it
+        state = client_state(session)
+        if state.limits != flags:  # a request that lowers max_turns needs a CLI started with it
             return True
         # A process close to its cumulative budget is replaced (resuming the session) so that this
         # invocation still has its full budget.
@@ -136,12 +149,12 @@ class AgentTurnRunner:
             request.max_turns, request.max_budget_usd
         ).max_budget_usd
         cap = flags[1]
-        return cap is not None and invocation is not None and session.sdk_cost_baseline + invocation > cap
+        return cap is not None and invocation is not None and state.sdk_cost_baseline + invocation > cap
 
     # -- connect ----------------------------------------------------------------------------------------------
 
     async def connect(self, session: WarmSession, request: TurnRequest) -> ClaudeSDKClient:
-        started = time.monotonic()
+        started = self.clock()
         store = self.deps.session_store
         sid = session.claude_session_id
         key = {"project_key": self.project_key, "session_id": sid}
@@ -152,11 +165,9 @@ class AgentTurnRunner:
                     entries = await store.load(key)
                 except Exception as exc:
                     self.deps.telemetry.store_error("load", exc)
-                    raise AgentKitError(
+                    raise SessionStoreError(
                         f"the session store could not load session {session.runtime_session_id}: {exc}. "
-                        "Retry shortly; nothing was lost.",
-                        code="session_store_unavailable",
-                        http_status=503,
+                        "Retry shortly; nothing was lost."
                     ) from exc
         local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
         resume = bool(entries) or local.exists()
@@ -167,7 +178,7 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
         )
-        client = ClaudeSDKClient(options=options)
+        client = self.deps.client_factory(options)
         try:
             await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
         except TimeoutError:
@@ -183,10 +194,10 @@ class AgentTurnRunner:
         except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
             await discard_client(client)
             raise
-        session.client_limits = limits
         # A new CLI process counts usage and cost from zero.
-        session.sdk_cost_baseline = 0.0
-        session.cost_tracker = self.deps.telemetry.cost_tracker()
+        session.client_state = AgentClientState(
+            cost_tracker=self.deps.telemetry.cost_tracker(), limits=limits, resumed=resume
+        )
         if resume:
             self.deps.telemetry.session_resumed(session)
         logger.info(
@@ -194,13 +205,12 @@ class AgentTurnRunner:
             session.runtime_session_id,
             sid,
             resume,
-            (time.monotonic() - started) * 1000,
+            (self.clock() - started) * 1000,
         )
-        session.resumed = resume
         return client
 
     def build_options(
-        self, session: WarmSession, *, limits: tuple[int | None, float | None], resume: bool, store: Any
+        self, session: WarmSession, *, limits: ClientLimits, resume: bool, store: Any
     ) -> ClaudeAgentOptions:
         return build_options(
             settings=self.settings,
@@ -233,8 +243,8 @@ class AgentTurnRunner:
             telemetry.budget_exceeded(session, "session")
             raise
         await telemetry.spans_ready()  # first turns: the background OpenTelemetry set-up (runtime.prewarm)
-        started = time.monotonic()
-        state = TurnState(started=started, client=client, budget=limits.max_budget_usd)
+        started = self.clock()
+        state = TurnState(started=started, clock=self.clock, client=client, budget=limits.max_budget_usd)
         with telemetry.turn_span(session, request) as span:
             prompt_uuid = str(uuid.uuid4())
             result: ResultMessage | None = None
@@ -269,15 +279,13 @@ class AgentTurnRunner:
             if result is None:  # unreachable: guarded raises when the stream ends without a result
                 raise AgentProcessError("the turn ended without a result; retry the invocation")
             # The CLI reports total_cost_usd (like modelUsage) cumulatively per process: keep the difference.
-            sdk_cost = None
-            if result.total_cost_usd is not None:
-                sdk_cost = round(result.total_cost_usd - session.sdk_cost_baseline, 6)
-                session.sdk_cost_baseline = result.total_cost_usd
+            process = client_state(session)
             outcome = TurnOutcome(
                 result=result,
-                sdk_cost_usd=sdk_cost,
+                cost=process.cost_tracker.price(result.model_usage, result.usage),
+                sdk_cost_usd=process.sdk_cost(result.total_cost_usd),
                 text=result.result if result.result is not None else "".join(state.text),
-                latency_ms=(time.monotonic() - started) * 1000,
+                latency_ms=(self.clock() - started) * 1000,
                 ttft_ms=state.ttft_ms,
                 tools=state.tool_names_used,
                 prompt=request.prompt,
@@ -303,13 +311,15 @@ class AgentTurnRunner:
             if error.code == "model_error":
                 detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
             await emit(
-                {
-                    "type": "error",
-                    "code": error.code,
-                    "message": f"{error.message}.{detail}".rstrip(),
-                    "partial": figures | {"subtype": result.subtype},
-                    HTTP_STATUS_KEY: error.http_status,
-                }
+                Failure(
+                    {
+                        "type": "error",
+                        "code": error.code,
+                        "message": f"{error.message}.{detail}".rstrip(),
+                        "partial": {**figures, "subtype": result.subtype},
+                    },
+                    error.http_status,
+                )
             )
             return telemetry.persist_turn(session, outcome)
         await emit(
@@ -321,7 +331,7 @@ class AgentTurnRunner:
                 "subtype": result.subtype,
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
-                "resumed": session.resumed and session.client_turns == 0,
+                "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
         )
@@ -343,7 +353,7 @@ class AgentTurnRunner:
                 session,
                 request,
                 sum_usage(usages),
-                latency_ms=(time.monotonic() - state.started) * 1000,
+                latency_ms=(self.clock() - state.started) * 1000,
                 span=span,
             )
             logger.info("session %s: aborted turn cost $%.6f", session.runtime_session_id, cost)

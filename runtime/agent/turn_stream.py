@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ class TurnState:
     """One turn's progress: streamed text and tools, time to first token, and its priced model calls."""
 
     started: float
+    clock: Callable[[], float] = time.monotonic  # the runner's clock (``started`` was read from it)
     client: Any = None
     budget: float | None = None  # this invocation's max_budget_usd (already capped by the session budget)
     ttft_ms: float | None = None
@@ -62,7 +63,7 @@ class TurnState:
 
     def mark_first_token(self) -> None:
         if self.ttft_ms is None:
-            self.ttft_ms = (time.monotonic() - self.started) * 1000
+            self.ttft_ms = (self.clock() - self.started) * 1000
 
 
 class CLIGone(Exception):

@@ -19,32 +19,20 @@ Environment variables: none read here; the caller builds the policy from setting
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from runtime.errors import AgentKitError, AgentResultError, BudgetExceeded, InvalidRequest
-
-
-class MaxTurnsExceeded(AgentResultError):
-    """The agent used all its turns without finishing (SDK ``error_max_turns``)."""
-
-    code = "max_turns_exceeded"
-    http_status = 422
-
-
-class AgentExecutionError(AgentResultError):
-    """The CLI reported an error while running the turn (SDK ``error_during_execution``)."""
-
-    code = "execution_error"
-    http_status = 500
-
-
-class ModelApiError(AgentResultError):
-    """The model API call failed (result ``success`` with ``is_error``; e.g. throttling, 5xx)."""
-
-    code = "model_error"
-    http_status = 502
-
+from runtime.errors import (
+    AgentExecutionError,
+    AgentKitError,
+    AgentResultError,
+    BudgetExceeded,
+    InvalidRequest,
+    MaxTurnsExceeded,
+    ModelApiError,
+)
 
 # SDK result subtype → (error class, human message).
 RESULT_ERRORS: dict[str, tuple[type[AgentKitError], str]] = {
@@ -190,3 +178,64 @@ class BudgetPolicy:
         if remaining is not None:
             budget = remaining if budget is None else min(budget, remaining)
         return EffectiveLimits(max_turns=turns, max_budget_usd=budget, session_remaining_usd=remaining)
+
+
+class SpendLedger:
+    """A session's cumulative spend and turn count, as persisted with the session (it outlives the microVM).
+
+    The stored base is unknown until :meth:`load` (not read yet, or the read failed); spend counted meanwhile
+    waits as *unpersisted* and is folded into the base once, when it is loaded. ``lock`` serialises writes.
+    """
+
+    def __init__(self) -> None:
+        self._spent_usd: float | None = None
+        self._turns: int | None = None
+        self._unpersisted_usd = 0.0
+        self._unpersisted_turns = 0
+        self.lock = asyncio.Lock()
+
+    @property
+    def known(self) -> bool:
+        """Whether the stored base has been loaded (only then is the total worth reporting or writing)."""
+        return self._spent_usd is not None
+
+    @property
+    def spent_usd(self) -> float | None:
+        """The session's total spend, or None while the stored base is unknown."""
+        return self._spent_usd
+
+    @property
+    def unpersisted_usd(self) -> float:
+        """Spend counted while the stored base was unknown (0 once it is loaded)."""
+        return self._unpersisted_usd
+
+    def so_far(self) -> float:
+        """The spend known now: the total, or (base unknown) what this process has counted."""
+        return self._spent_usd if self._spent_usd is not None else self._unpersisted_usd
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Take the stored ``{"spent_usd", "turns"}`` as the base (once: a later load changes nothing)."""
+        if self._spent_usd is not None:
+            return
+        self._spent_usd = float(state.get("spent_usd", 0.0)) + self._unpersisted_usd
+        self._turns = int(state.get("turns", 0)) + self._unpersisted_turns
+        self._unpersisted_usd, self._unpersisted_turns = 0.0, 0
+
+    def add(self, usd: float, *, turns: int = 1) -> float:
+        """Count ``usd`` (and ``turns``); returns the spend now known."""
+        if self._spent_usd is None:
+            self._unpersisted_usd += usd
+            self._unpersisted_turns += turns
+            return self._unpersisted_usd
+        self._spent_usd += usd
+        self._turns = (self._turns or 0) + turns
+        return self._spent_usd
+
+    def state(self) -> dict[str, Any]:
+        """What is persisted: ``{"spent_usd", "turns"}`` (only meaningful once :attr:`known`)."""
+        return {"spent_usd": self._spent_usd, "turns": self._turns}
+
+    @property
+    def turns(self) -> int | None:
+        """Turns counted over the session's life, or None while the stored base is unknown."""
+        return self._turns

@@ -19,8 +19,8 @@ Shapes priced (claude-agent-sdk 0.2.187, ``claude_agent_sdk/types.py``):
 ``InputTokens`` everywhere means *uncached* input tokens (the API's ``input_tokens``); cache reads and writes
 are counted separately.
 
-Environment variables:
-    AGENTKIT_PRICES: optional JSON object of price overrides (see :func:`load_price_table`).
+Environment variables: none read here; ``AGENTKIT_PRICES`` (JSON price overrides) reaches
+:func:`load_price_table` through :class:`runtime.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -28,15 +28,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-logger = logging.getLogger(__name__)
+from runtime.env import ENV_PRICES
 
-ENV_PRICES = "AGENTKIT_PRICES"
+logger = logging.getLogger(__name__)
 
 Route = Literal["global", "regional"]
 
@@ -196,12 +195,9 @@ def _parse_price(key: str, spec: Any) -> ModelPrice:
 
 
 def load_price_table(
-    *,
-    overrides: Mapping[str, Any] | str | None = None,
-    env: Mapping[str, str] | None = None,
-    base: PriceTable = DEFAULT_PRICES,
+    *, overrides: Mapping[str, Any] | str | None = None, base: PriceTable = DEFAULT_PRICES
 ) -> PriceTable:
-    """The default table with overrides applied (argument > ``AGENTKIT_PRICES`` env var > none).
+    """The default table with ``overrides`` applied (``Settings.prices``, from ``AGENTKIT_PRICES``).
 
     Overrides are a JSON object (or mapping) ``{key: {"input": 3, "output": 15, "cache_write_5m"?: ...,
     "cache_write_1h"?: ..., "cache_read"?: ..., "regional_multiplier"?: 1.1}}``. A key is a canonical name
@@ -211,10 +207,7 @@ def load_price_table(
     Raises:
         ValueError: the JSON is malformed, a field is unknown, or a rate is negative / not a number.
     """
-    if overrides is None:
-        environ = os.environ if env is None else env
-        overrides = environ.get(ENV_PRICES) or None
-    if overrides is None:
+    if not overrides:
         return base
     if isinstance(overrides, str):
         try:
@@ -460,7 +453,7 @@ def _token_sum(entry: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 class TurnCostTracker:
     """Prices successive results of one CLI process (one warm client): keeps the last cumulative
-    ``model_usage`` and prices each turn's increase. Call :meth:`reset` when the client reconnects.
+    ``model_usage`` and prices each turn's increase. A new CLI process gets a new tracker.
 
     On the first result of a process, ``model_usage`` may already hold earlier usage (a CLI that restored
     its cost state on ``--resume``): when its token total exceeds the turn's ``usage``, the turn is priced
@@ -471,10 +464,6 @@ class TurnCostTracker:
         self.default_model = default_model
         self.table = table
         self._last: dict[str, Any] | None = None
-
-    def reset(self) -> None:
-        """Forget the snapshot (a new CLI process starts counting from zero)."""
-        self._last = None
 
     def price(self, model_usage: Mapping[str, Any] | None, usage: Mapping[str, Any] | None) -> TurnCost:
         """The cost of the turn that produced this result. Never raises."""

@@ -18,14 +18,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCost, TurnCostTracker, compute_turn_cost
-from runtime.observe.metrics import BaseMetrics, NullMetrics, TurnRecord
+from runtime.observe.metrics import DEFAULT_NAMESPACE, BaseMetrics, NullMetrics, TurnRecord
 from runtime.observe.tool_hooks import ToolTelemetry
 from runtime.observe.tracing import Tracing, record_turn_result
+
+if TYPE_CHECKING:
+    from runtime.observe.budgets import SpendLedger
+    from runtime.protocol import TurnFigures
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +53,7 @@ class TurnOutcome:
     """What a finished turn produced (the SDK ``ResultMessage`` plus timings)."""
 
     result: Any
+    cost: TurnCost  # priced by the agent from the CLI process's cumulative usage
     sdk_cost_usd: float | None
     text: str
     latency_ms: float
@@ -69,15 +75,16 @@ class Telemetry:
         state_store: Any = None,
         recall: Any = None,
         recall_hook_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.metrics = metrics or NullMetrics(namespace="AgentCoreClaudeKit", agent="agentkit")
+        self.metrics = metrics or NullMetrics(namespace=DEFAULT_NAMESPACE, agent="agentkit")
         self.tracing = tracing or Tracing()
         self.prices = prices
         self.model = model
         self.state_store = state_store
         self.recall = recall
         self.recall_hook_factory = recall_hook_factory
-        self.tools = ToolTelemetry(self.metrics, self.tracing)
+        self.tools = ToolTelemetry(self.metrics, self.tracing, clock=clock)
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- spans --------------------------------------------------------------------------------------------
@@ -173,7 +180,8 @@ class Telemetry:
         Read from the store on first use. When the read fails (recorded as SessionStoreErrors) the base stays
         unknown and this returns what this process has counted; a later call reads again.
         """
-        if session.spent_usd is None:
+        ledger: SpendLedger = session.spend
+        if not ledger.known:
             if self.state_store is None:
                 state: dict[str, Any] = {}
             else:
@@ -181,24 +189,14 @@ class Telemetry:
                     state = await self.state_store.get_state(session.claude_session_id) or {}
                 except Exception as exc:
                     self.store_error("get_state", exc)
-                    return float(
-                        session.spent_usd if session.spent_usd is not None else session.unpersisted_usd
-                    )
-            if session.spent_usd is None:  # a concurrent read may have folded the unpersisted part in already
-                session.spent_usd = float(state.get("spent_usd", 0.0)) + session.unpersisted_usd
-                session.turns_total = int(state.get("turns", 0)) + session.unpersisted_turns
-                session.unpersisted_usd, session.unpersisted_turns = 0.0, 0
-        return float(session.spent_usd)
+                    return ledger.so_far()
+            ledger.load(state)  # a concurrent read may have loaded it already: then this changes nothing
+        return ledger.so_far()
 
     def add_spend(self, session: Any, usd: float, *, turns: int = 1) -> float:
         """Count ``usd`` (and ``turns``) into the session; returns the spend now known."""
-        if session.spent_usd is None:
-            session.unpersisted_usd += usd
-            session.unpersisted_turns += turns
-            return float(session.unpersisted_usd)
-        session.spent_usd += usd
-        session.turns_total = (session.turns_total or 0) + turns
-        return float(session.spent_usd)
+        ledger: SpendLedger = session.spend
+        return ledger.add(usd, turns=turns)
 
     async def persist_spend(self, session: Any) -> None:
         """Write the session's totals (``spent_usd``, ``turns``) to the store. Never raises.
@@ -208,21 +206,19 @@ class Telemetry:
         """
         if self.state_store is None:
             return
-        async with session.persist_lock:
-            if session.spent_usd is None:
+        ledger: SpendLedger = session.spend
+        async with ledger.lock:
+            if not ledger.known:
                 await self.session_spend(session)
-                if session.spent_usd is None:
+                if not ledger.known:
                     logger.warning(
                         "session %s: stored spend unknown, $%.6f kept in memory until the store answers",
                         session.runtime_session_id,
-                        session.unpersisted_usd,
+                        ledger.unpersisted_usd,
                     )
                     return
             try:
-                await self.state_store.put_state(
-                    session.claude_session_id,
-                    {"spent_usd": session.spent_usd, "turns": session.turns_total},
-                )
+                await self.state_store.put_state(session.claude_session_id, ledger.state())
             except Exception as exc:
                 self.store_error("put_state", exc)
 
@@ -259,15 +255,13 @@ class Telemetry:
 
     # -- the end of a turn --------------------------------------------------------------------------------
 
-    async def turn_finished(
-        self, session: Any, request: Any, outcome: TurnOutcome, span: Any
-    ) -> dict[str, Any]:
+    async def turn_finished(self, session: Any, request: Any, outcome: TurnOutcome, span: Any) -> TurnFigures:
         """Price the turn, emit its metrics and span attributes, count the spend; returns the reply figures.
 
         Persisting happens in :meth:`persist_turn`, after the reply has gone out.
         """
         result = outcome.result
-        cost: TurnCost = session.cost_tracker.price(result.model_usage, result.usage)
+        cost = outcome.cost
         record_turn_result(
             span,
             cost,
@@ -296,7 +290,7 @@ class Telemetry:
         # The stored base was read (or tried) before the turn; a retry waits for persist_spend, after the reply.
         self.add_spend(session, cost.total_cost_usd)
         # None while the stored base is unknown (the store did not answer): a partial sum would mislead.
-        spent = session.spent_usd
+        spent = session.spend.spent_usd
         return {
             "cost_usd": round(cost.total_cost_usd, 6),
             "sdk_cost_usd": outcome.sdk_cost_usd,

@@ -42,9 +42,8 @@ IAM actions the runtime role needs on the memory ARN
 ``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.store.recall`,
 ``bedrock-agentcore:RetrieveMemoryRecords``.
 
-Environment: none read here. Without an injected ``client`` the store builds
-``boto3.client("bedrock-agentcore")``, which honours ``AWS_REGION`` and
-``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
+Environment: none read here. Without an injected ``client`` the store builds one with
+:func:`runtime.aws.agentcore_client`, which honours ``AWS_REGION`` and ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from runtime.errors import AgentKitError
+from runtime.errors import SessionStoreError
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -90,21 +89,6 @@ MEMORY_ID_RE = re.compile(
     r"[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}$"
 )
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-
-
-class SessionStoreError(AgentKitError):
-    """A session store call failed. ``retryable`` is true for throttling and transient service errors.
-
-    ``aws_code`` is the AWS error code (e.g. ``ThrottledException``) or the SQLite error class name.
-    """
-
-    code = "session_store_unavailable"
-    http_status = 503
-
-    def __init__(self, message: str, *, aws_code: str = "", retryable: bool = False) -> None:
-        super().__init__(message)
-        self.aws_code = aws_code
-        self.retryable = retryable
 
 
 def escape_id(value: str) -> str:
@@ -148,16 +132,6 @@ def wrap_client_error(exc: BaseException, action: str) -> SessionStoreError:
         )
     return SessionStoreError(
         f"AgentCore Memory {action} failed: {exc}", aws_code=type(exc).__name__, retryable=True
-    )
-
-
-def _default_client() -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "bedrock-agentcore",
-        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10),
     )
 
 
@@ -225,7 +199,9 @@ class AgentCoreMemorySessionStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = _default_client()
+            from runtime.aws import agentcore_client
+
+            self._client = agentcore_client(None)  # region from AWS_REGION, as boto3 resolves it
         return self._client
 
     def _call(self, action: str, **kwargs: Any) -> Any:

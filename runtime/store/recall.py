@@ -28,7 +28,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -217,7 +217,7 @@ class MemoryRecall:
 
 def make_recall_hook(
     recall: MemoryRecall, *, actor_id: str, session_id: str
-) -> Callable[[Any, str | None, Any], Awaitable[dict[str, Any]]]:
+) -> Callable[[Any, str | None, Any], Coroutine[Any, Any, dict[str, Any]]]:
     """A ``UserPromptSubmit`` hook callback: adds recalled records as ``additionalContext``; never raises.
 
     Register it as ``hooks={"UserPromptSubmit": [HookMatcher(hooks=[hook])]}``.

@@ -337,7 +337,12 @@ def test_an_installed_extension_module_adds_its_command(monkeypatch: pytest.Monk
     def register(subparsers: Any) -> None:
         parser = subparsers.add_parser("doctor", help="check an account before cdk deploy")
         parser.add_argument("--strict", action="store_true")
-        parser.set_defaults(handler=lambda args: calls.append(args) or 0)
+
+        def handler(args: Any) -> int:
+            calls.append(args)
+            return 0
+
+        parser.set_defaults(handler=handler)
 
     doctor.register = register  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "agentkit.doctor", doctor)

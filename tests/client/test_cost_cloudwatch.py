@@ -12,7 +12,6 @@ from moto import mock_aws
 
 from agentkit.commands.cost import format_cost
 from agentkit.data.cloudwatch import cost_rows, list_dimension_values
-from agentkit.data.usage import CostRow
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, TurnRecord
 
@@ -86,9 +85,9 @@ def test_hourly_periods_and_named_models(cloudwatch) -> None:
         period="hour",
         models=[SONNET, "never-used"],
     )
-    assert rows == [
-        CostRow(TODAY, SONNET, pytest.approx(3.3)),
-        CostRow(TODAY + dt.timedelta(hours=2), SONNET, pytest.approx(3.3)),
+    assert [(r.start, r.key, r.cost_usd) for r in rows] == [
+        (TODAY, SONNET, pytest.approx(3.3)),
+        (TODAY + dt.timedelta(hours=2), SONNET, pytest.approx(3.3)),
     ]
     hour_label = (TODAY + dt.timedelta(hours=2)).strftime("%Y-%m-%d %H:00")
     assert hour_label in format_cost(rows, period="hour", by="model", budget=None, spent_today=0.0)

@@ -102,11 +102,11 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             sink.record_tool(
                 ToolRecord(
                     tool=tool,
-                    outcome=outcome,
+                    outcome=outcome,  # type: ignore[arg-type]  # the test's plain strings
                     latency_ms=None if outcome == "denied" else 12.0,
                     session_id="sess-a",
                 )
-            )  # type: ignore[arg-type]
+            )
         other = EmfMetrics(
             namespace="AgentCoreClaudeKit", agent="someone-else", stream=stream, now=T0.timestamp
         )
@@ -120,8 +120,8 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tracing = Tracing(provider.get_tracer("agentkit.runtime"), agent="agentkit")
     with tracing.invocation(session_id="sess-a", model=SONNET), tracing.turn(model=SONNET) as turn_span:
         parent = trace.set_span_in_context(turn_span)
-        tool = tracing.start_tool(tool_name="Read", tool_use_id="t1", parent=parent)
-        Tracing.end_tool(tool, latency_ms=12.0)
+        read_span = tracing.start_tool(tool_name="Read", tool_use_id="t1", parent=parent)
+        Tracing.end_tool(read_span, latency_ms=12.0)
         failed = tracing.start_tool(tool_name="Bash", tool_use_id="t2", parent=parent)
         Tracing.end_tool(failed, error="exit 1")
         record_turn_result(

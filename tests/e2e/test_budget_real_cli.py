@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from standins import BedrockStandIn, Reply, Usage
+from tests.fakes.runtime_server import RuntimeServer, session_id
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
-from standins import BedrockStandIn, Reply, Usage  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer, session_id  # noqa: E402
-
-BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="claude-agent-sdk wheel without a bundled CLI"),
-]
 TOOL = "mcp__kit__list_overdue_invoices"
 
 

@@ -10,20 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from standins import BedrockStandIn, Reply
+from tests.fakes.gateway_standin import ACCESS_KEY, REGION, SECRET_KEY, serve_gateway
+from tests.fakes.runtime_server import RuntimeServer, session_id
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
-from standins import BedrockStandIn, Reply  # noqa: E402
-from tests.fakes.gateway_standin import ACCESS_KEY, REGION, SECRET_KEY, serve_gateway  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer, session_id  # noqa: E402
-
-BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="claude-agent-sdk wheel without a bundled CLI"),
-]
 TOOL = "mcp__gateway__invoices___get_invoice"
 
 

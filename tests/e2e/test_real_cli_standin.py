@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
-from claude_agent_sdk import (  # noqa: E402
+from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     PermissionResultAllow,
@@ -26,16 +23,11 @@ from claude_agent_sdk import (  # noqa: E402
     tool,
 )
 
-from standins import BedrockStandIn, Reply, Usage, cli_env  # noqa: E402
+from standins import BedrockStandIn, Reply, Usage, cli_env
+from tests.e2e.conftest import BUNDLED_CLI
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 TURN_TIMEOUT_S = 30
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="claude-agent-sdk wheel without a bundled CLI"),
-]
 
 
 async def streamed(text: str) -> AsyncIterator[dict[str, Any]]:
@@ -73,7 +65,8 @@ async def turn(client: ClaudeSDKClient, text: str) -> ResultMessage:
 def run_turns(opts: ClaudeAgentOptions, *prompts: str) -> list[ResultMessage]:
     async def main() -> list[ResultMessage]:
         async with ClaudeSDKClient(opts) as client:
-            return [await turn(client, p) for p in prompts]
+            results = [await turn(client, p) for p in prompts]
+        return results
 
     return asyncio.run(main())
 
@@ -103,6 +96,7 @@ def test_text_turn_reports_the_stand_in_usage_and_cost(bedrock, tmp_path):
     assert (
         result.usage["cache_creation_input_tokens"] == 300 and result.usage["cache_read_input_tokens"] == 4000
     )
+    assert result.model_usage is not None
     per_model = result.model_usage[MODEL]
     assert (per_model["inputTokens"], per_model["outputTokens"]) == (100, 20)
     assert (per_model["cacheCreationInputTokens"], per_model["cacheReadInputTokens"]) == (300, 4000)
@@ -188,6 +182,7 @@ def test_permission_callback_denies_a_bash_command(bedrock, tmp_path):
 
     assert not marker.exists()
     assert result.result == "Understood."
+    assert result.permission_denials is not None
     assert [d["tool_name"] for d in result.permission_denials] == ["Bash"]
     (tool_result,) = [
         b for b in last_user_blocks(bedrock.model_requests[-1].body) if b["type"] == "tool_result"

@@ -20,23 +20,14 @@ from typing import Any
 
 import pytest
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
+from runtime.agent.tools import load_sample_invoices, overdue_invoices
+from standins import BedrockStandIn, RecordedRequest, Reply, Usage
+from tests.fakes.runtime_server import RuntimeServer, session_id
 
-from runtime.agent.tools import load_sample_invoices, overdue_invoices  # noqa: E402
-from standins import BedrockStandIn, RecordedRequest, Reply, Usage  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer, session_id  # noqa: E402
-
-BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TOOL = "mcp__kit__list_overdue_invoices"
 # Sonnet 4.5 on a geographic (us.) profile, USD per million tokens: global rates x 1.10 (runtime/observe/costs.py).
 US_SONNET_45 = {"input": 3.0 * 1.1, "output": 15.0 * 1.1, "cache_write": 3.75 * 1.1, "cache_read": 0.30 * 1.1}
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not BUNDLED_CLI.exists(), reason="claude-agent-sdk wheel without a bundled CLI"),
-]
 
 
 def expected_cost(usage: Usage) -> float:

@@ -156,7 +156,8 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
         i += 1
         if not arg.startswith("--"):
             continue
-        name, eq, value = arg.partition("=")
+        name, eq, raw_value = arg.partition("=")
+        value: str | bool = raw_value
         if not eq and (name in VALUE_FLAGS or name not in _BOOL_FLAGS):
             if i < len(argv) and (name in VALUE_FLAGS or not argv[i].startswith("--")):
                 value, i = argv[i], i + 1
@@ -201,9 +202,9 @@ def sanitize_path(path: str) -> str:
     return f"{sanitized[:200]}-{out or '0'}"
 
 
-def parse_directives(prompt: str) -> list[tuple[str, object]]:
+def parse_directives(prompt: str) -> list[tuple[str, Any]]:
     """Return ``[(kind, arg), ...]`` in prompt order; raises ValueError on a malformed tool directive."""
-    out: list[tuple[str, object]] = []
+    out: list[tuple[str, Any]] = []
     pos = 0
     while (m := _DIRECTIVE_RE.search(prompt, pos)) is not None:
         kind, pos = m.group(1), m.end()
@@ -216,10 +217,11 @@ def parse_directives(prompt: str) -> list[tuple[str, object]]:
             name_m = re.compile(r"\s*([^\s\]]+)\s*").match(prompt, pos)
             if name_m is None:
                 raise ValueError(f"tool directive without a tool name at {m.start()}")
-            name, pos, args = name_m.group(1), name_m.end(), {}
+            name, pos = name_m.group(1), name_m.end()
+            args: Any = {}
             if prompt[pos] != "]":
                 args, pos = json.JSONDecoder().raw_decode(prompt, pos)
-                pos = re.compile(r"\s*").match(prompt, pos).end()
+                pos += len(prompt[pos:]) - len(prompt[pos:].lstrip())
                 if not isinstance(args, dict) or prompt[pos : pos + 1] != "]":
                     raise ValueError(f"tool directive args must be one JSON object then ']' at {m.start()}")
             out.append((kind, (name, args)))
@@ -274,6 +276,7 @@ class FakeClaude:
         self.argv = argv
         self.opts = parse_args(argv)
         self.pid = os.getpid()
+        self._tool_use_id = ""  # the tool_use being run (set before each tool call)
         self.cwd = unicodedata.normalize("NFC", os.path.realpath(os.getcwd()))
         self.model = str(self.opts.get("--model") or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL)
         self.permission_mode = str(self.opts.get("--permission-mode") or "default")
@@ -569,7 +572,7 @@ class FakeClaude:
     def use_tool(self, name: str, args: dict[str, Any], denials: list[dict[str, Any]]) -> tuple[str, str]:
         """Full tool flow after the tool_use was emitted; returns (status, summary text)."""
         tool_use_id = self._tool_use_id
-        decision = None
+        decision: tuple[Any, ...] | None = None
         for out in self.run_hooks(
             "PreToolUse", name, {"tool_name": name, "tool_input": args, "tool_use_id": tool_use_id}
         ):
@@ -716,8 +719,8 @@ class FakeClaude:
                 delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
                 ev({"type": "content_block_delta", "index": index, "delta": delta})
             ev({"type": "content_block_stop", "index": index})
-        delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-        ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": CALL_OUTPUT_TOKENS}})
+        stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+        ev({"type": "message_delta", "delta": stop, "usage": {"output_tokens": CALL_OUTPUT_TOKENS}})
         ev({"type": "message_stop"})
 
     def result(
@@ -785,7 +788,7 @@ class FakeClaude:
 
     def session_state(self, state: str) -> None:
         if self.emit_state:
-            frame = {
+            frame: dict[str, Any] = {
                 "type": "system",
                 "subtype": "session_state_changed",
                 "state": state,

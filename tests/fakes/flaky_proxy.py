@@ -10,18 +10,21 @@ import http.client
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.fakes.loopback import LoopbackServer
 
-class FlakyProxy:
+
+class FlakyProxy(LoopbackServer):
     def __init__(
         self, upstream: str, *, fail: Callable[[str, str], bool], failures: int, status: int = 503
     ) -> None:
         self.failures_left = failures
         self.failed: list[str] = []
         target = urlsplit(upstream)
+        host = target.hostname or "127.0.0.1"
         proxy = self
         lock = threading.Lock()
 
@@ -45,7 +48,7 @@ class FlakyProxy:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                conn = http.client.HTTPConnection(host, target.port, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
@@ -61,17 +64,4 @@ class FlakyProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FlakyProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)

@@ -14,12 +14,14 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from tests.fakes.loopback import LoopbackServer
 
 ACCESS_KEY, SECRET_KEY, REGION = "AKIDGATEWAYTEST", "gateway-secret", "us-east-1"
 TOOLS = [
@@ -182,13 +184,8 @@ def serve_gateway(control: GatewayControl | None = None) -> Iterator[tuple[str, 
     received: list[dict[str, Any]] = []
     control = control or GatewayControl()
     handler = type("Handler", (GatewayStandIn,), {"received": received, "control": control})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", received
-    finally:
-        control.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with LoopbackServer(handler) as server:
+        try:
+            yield f"{server.url}/mcp", received
+        finally:
+            control.release.set()  # a held request lets go before the server waits for its handler

@@ -8,14 +8,15 @@ Point a runtime at it with ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``; boto3 signs a
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.fakes.loopback import LoopbackServer
 
-class MemoryStandIn:
+
+class MemoryStandIn(LoopbackServer):
     def __init__(self) -> None:
         self.records: dict[str, list[str]] = {}
         self.retrieved_namespaces: list[str] = []
@@ -69,17 +70,4 @@ class MemoryStandIn:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> MemoryStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(Handler)

@@ -11,8 +11,10 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer
 
 
 def sse(*events: Any) -> list[bytes]:
@@ -48,7 +50,7 @@ class Received:
         return json.loads(self.body)
 
 
-class SseRuntimeStandIn:
+class SseRuntimeStandIn(LoopbackServer):
     """Threaded HTTP server on 127.0.0.1; ``replies`` are served in order (the last one repeats)."""
 
     def __init__(self, *replies: Reply) -> None:
@@ -85,20 +87,4 @@ class SseRuntimeStandIn:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> SseRuntimeStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(Handler, poll_interval=0.02, daemon_threads=True)

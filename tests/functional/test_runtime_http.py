@@ -5,6 +5,7 @@ One server per module for the common cases (fast), dedicated servers where a set
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import signal
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer, read_log, session_id
+from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -109,31 +110,33 @@ def test_sessions_are_isolated(server: RuntimeServer) -> None:
 
 def test_concurrent_invocations_on_one_session_are_serialized_in_arrival_order(server: RuntimeServer) -> None:
     sid = session_id("concurrent")
-    server.invoke("warm up", session=sid, stream=False)
-    replies: dict[int, dict] = {}
-
-    def call(i: int) -> None:
-        replies[i] = server.invoke(f"[slow:150] request {i}", session=sid, stream=False).body
-
-    threads = []
+    warm = server.invoke("warm up", session=sid, stream=False).body
+    # Streamed replies start (status and headers) once the turn is queued on its session, so each request is
+    # sent after the one before it has arrived: a definite arrival order, while the earlier turns still run.
+    open_replies = []
     for i in range(4):
-        t = threading.Thread(target=call, args=(i,))
-        t.start()
-        threads.append(t)
-        time.sleep(0.05)  # a definite arrival order
-    for t in threads:
-        t.join()
-    assert sorted(replies) == [0, 1, 2, 3]
-    assert all(r["type"] == "result" for r in replies.values())
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        body = json.dumps({"prompt": f"[slow:150] request {i}", "stream": True})
+        conn.request("POST", "/invocations", body=body, headers={SESSION_HEADER: sid})
+        response = conn.getresponse()
+        assert response.status == 200
+        open_replies.append((conn, response))
+    finals = []
+    for conn, response in open_replies:
+        events = [
+            json.loads(line[6:])
+            for line in response.read().decode().splitlines()
+            if line.startswith("data: ")
+        ]
+        conn.close()
+        finals.append(events[-1])
+    assert [f["type"] for f in finals] == ["result"] * 4
+    assert [f"request {i}" in f["text"] for i, f in enumerate(finals)] == [True] * 4  # each got its own reply
     turns = [
-        e
-        for e in fake_log(server)
-        if e["event"] == "turn" and e["session_id"] == replies[0]["claude_session_id"]
+        e for e in fake_log(server) if e["event"] == "turn" and e["session_id"] == warm["claude_session_id"]
     ]
     prompts = [t["prompt"] for t in turns]
-    # Arrival order is asserted deterministically in tests/unit/test_sessions.py; over HTTP, with threads on a
-    # busy machine, only the set is certain.
-    assert sorted(prompts[1:]) == [f"[slow:150] request {i}" for i in range(4)]
+    assert prompts == ["warm up"] + [f"[slow:150] request {i}" for i in range(4)]  # in arrival order
     # Each turn saw exactly the turns before it: nothing interleaved, nothing lost.
     assert [t["history"] for t in turns] == list(range(5))
 

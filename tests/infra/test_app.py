@@ -69,7 +69,11 @@ def test_cli_reports_bad_stage_with_allowed_values(tmp_path: Path) -> None:
 def test_app_launcher_without_a_usable_python_says_what_to_do(tmp_path: Path) -> None:
     # A real interpreter without the project's dependencies (a bare venv of the base Python).
     bare = tmp_path / "bare"
-    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    subprocess.run(
+        [getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
+        check=True,
+        timeout=120,
+    )
     result = subprocess.run(
         ["sh", str(ROOT / "scripts" / "cdk_app.sh")],
         cwd=tmp_path,

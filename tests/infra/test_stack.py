@@ -78,6 +78,38 @@ def test_runtime_environment(dev: Synth) -> None:
     assert env["AWS_REGION"] == {"Ref": "AWS::Region"}
 
 
+def _resolve(value: Any) -> str:
+    """A synthesized value with its CloudFormation references replaced by plausible deployed values."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_resolve(part) for part in parts)
+    ref = dumps(value)
+    if "AWS::Region" in ref:
+        return "eu-west-1"
+    if "Memory" in ref:
+        return "agentkit_dev_memory-AbCdEf1234"
+    if "Gateway" in ref:
+        return "https://gw-abc.gateway.bedrock-agentcore.eu-west-1.amazonaws.com/mcp"
+    raise AssertionError(f"unexpected reference in the runtime environment: {ref}")
+
+
+def test_what_the_stack_sets_parses_through_the_runtime_settings(dev: Synth) -> None:
+    from runtime.env import ENV_MEMORY_ID
+    from runtime.settings import Settings
+
+    env = {name: _resolve(value) for name, value in runtime_props(dev)["EnvironmentVariables"].items()}
+    settings = Settings.from_env(env)  # raises ConfigurationError on any value the runtime would refuse
+    assert settings.session_store == "agentcore://agentkit_dev_memory-AbCdEf1234"
+    assert settings.memory_id == env[ENV_MEMORY_ID] and settings.aws_region == "eu-west-1"
+    assert settings.metrics == "cloudwatch" and settings.metrics_namespace == "AgentCoreClaudeKit"
+    assert settings.recall_namespaces == ("/agentkit/facts/{actorId}", "/agentkit/preferences/{actorId}")
+    assert settings.actor_header == "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+    assert settings.gateway_url is not None and settings.gateway_url.startswith("https://")
+    assert settings.bedrock_endpoint is None  # never set by a deployed stack
+
+
 def test_bedrock_endpoint_is_never_deployed(dev: Synth, prod: Synth) -> None:
     for s in (dev, prod):
         assert "AGENTKIT_BEDROCK_ENDPOINT" not in runtime_props(s)["EnvironmentVariables"]

@@ -2,8 +2,8 @@
 that never goes out, cancellation while connecting, aborted turns' spend, a session store that does not
 answer, denials racing the tool telemetry, and request metadata on spans and metrics.
 
-The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (``connect``
-is the only place where the real ``ClaudeSDKClient`` is swapped out).
+The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (passed to
+``run_turn``, or built by ``AgentDeps.client_factory`` for ``connect``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import runtime.agent.turn as agent_module
+from runtime.agent.client_state import AgentClientState
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import AgentProcessError, TurnTimeout
@@ -31,7 +31,8 @@ from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.telemetry import Telemetry
 from runtime.observe.tracing import Tracing
-from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
+from runtime.protocol import Failure, TurnItem
+from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
 from tests.fakes import fake_claude as fc
@@ -50,7 +51,13 @@ USAGE = {
 
 class Setup:
     def __init__(
-        self, tmp_path: Path, *, store: Any = None, turn_timeout_s: float = 30.0, tracing: Any = None
+        self,
+        tmp_path: Path,
+        *,
+        store: Any = None,
+        turn_timeout_s: float = 30.0,
+        tracing: Any = None,
+        client_factory: Any = None,
     ) -> None:
         settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
         definition = AgentDefinitionSpec()
@@ -72,20 +79,22 @@ class Setup:
             telemetry=self.telemetry,
             budgets=BudgetPolicy(max_turns=25, max_budget_usd=1.0),
         )
+        if client_factory is not None:
+            deps.client_factory = client_factory
         self.runner = AgentTurnRunner(deps)
-        registry = SessionRegistry(runner=self.runner, idle_timeout_s=5, max_queued=2)
         self.session = WarmSession(
             key=SID,
             runtime_session_id="rt-" + "1" * 36,
             claude_session_id=SID,
             actor_id=None,
             runner=self.runner,
-            registry=registry,
+            idle_timeout_s=5,
+            max_queued=2,
         )
-        self.session.cost_tracker = self.telemetry.cost_tracker()
-        self.events: list[dict[str, Any]] = []
+        self.session.client_state = AgentClientState(cost_tracker=self.telemetry.cost_tracker())
+        self.events: list[Any] = []
 
-    async def emit(self, event: dict[str, Any]) -> None:
+    async def emit(self, event: TurnItem) -> None:
         self.events.append(event)
 
     async def turn(self, client: Any, request: TurnRequest | None = None, timeout: float = 5) -> Any:
@@ -172,8 +181,8 @@ async def test_an_over_budget_interrupt_does_not_stall_the_message_stream(tmp_pa
     client = ScriptedClient(model_call() + chatter, result(subtype="error_during_execution", is_error=True))
     final = await s.turn(client, TurnRequest(prompt="go", max_budget_usd=0.005))
     assert client.interrupts == 1
-    assert final["code"] == "budget_exceeded" and final["_http_status"] == 402
-    assert "max_budget_usd of $0.0050" in final["message"]
+    assert isinstance(final, Failure) and final.http_status == 402
+    assert final.event["code"] == "budget_exceeded" and "max_budget_usd of $0.0050" in final.event["message"]
 
 
 async def test_sending_the_prompt_is_inside_the_turn_timeout(tmp_path: Path) -> None:
@@ -239,7 +248,7 @@ async def test_a_failed_spend_read_never_overwrites_the_stored_total(tmp_path: P
     assert store.puts == [] and await inner.get_state(SID) == {"spent_usd": 1.0, "turns": 4}
     assert [d.get("operation") for d in s.docs() if "SessionStoreErrors" in d] == ["get_state"] * 2
 
-    s.session.cost_tracker = s.telemetry.cost_tracker()  # a fresh CLI process
+    s.session.client_state = AgentClientState(cost_tracker=s.telemetry.cost_tracker())  # a fresh CLI process
     second = await s.turn(ScriptedClient(model_call(), result()))
     assert second["session_cost_usd"] == pytest.approx(1.0 + 2 * CALL_USD, abs=1e-6)
     stored = await inner.get_state(SID)
@@ -258,15 +267,14 @@ async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_pat
         s.telemetry.session_spend(s.session), s.telemetry.session_spend(s.session)
     )
     assert first == second == pytest.approx(1.5)
-    assert (s.session.spent_usd, s.session.turns_total, s.session.unpersisted_usd) == (1.5, 5, 0.0)
+    ledger = s.session.spend
+    assert (ledger.spent_usd, ledger.turns, ledger.unpersisted_usd) == (1.5, 5, 0.0)
 
 
 # -- connect ----------------------------------------------------------------------------------------------
 
 
-async def test_cancelling_a_connect_disconnects_the_spawned_client(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Path) -> None:
     clients: list[Any] = []
 
     class SlowStartClient:
@@ -280,8 +288,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(
         async def disconnect(self) -> None:
             self.disconnected = True
 
-    monkeypatch.setattr(agent_module, "ClaudeSDKClient", SlowStartClient)
-    s = Setup(tmp_path)
+    s = Setup(tmp_path, client_factory=SlowStartClient)
     task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
     while not clients:
         await asyncio.sleep(0.01)
@@ -337,6 +344,7 @@ async def test_request_metadata_goes_on_the_turn_span_and_the_turn_metrics(tmp_p
     request = TurnRequest(prompt="go", metadata={"ticket": "T-42", "channel": "slack"})
     assert (await s.turn(ScriptedClient(model_call(), result()), request))["type"] == "result"
     (turn_span,) = [span for span in exporter.get_finished_spans() if span.name.startswith("chat ")]
+    assert turn_span.attributes is not None
     assert turn_span.attributes["agentkit.metadata.ticket"] == "T-42"
     assert turn_span.attributes["agentkit.metadata.channel"] == "slack"
     (turn_doc,) = [d for d in s.docs() if "Turns" in d]

@@ -367,6 +367,7 @@ def test_module_runs_standalone_and_prints_its_url():
         [sys.executable, "-m", "standins", "--port", "0"], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
     try:
+        assert proc.stdout is not None
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
         status, _, _ = post(url, stream_path(), request_body())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.errors import AgentResultError, BudgetExceeded, InvalidRequest
-from runtime.observe.budgets import BudgetPolicy, MaxTurnsExceeded, error_for_result
+from runtime.errors import AgentKitError, AgentResultError, BudgetExceeded, InvalidRequest, MaxTurnsExceeded
+from runtime.observe.budgets import BudgetPolicy, SpendLedger, error_for_result
 from runtime.observe.costs import compute_turn_cost
 
 POLICY = BudgetPolicy(max_turns=20, max_budget_usd=2.0, session_budget_usd=5.0)
@@ -118,7 +118,7 @@ def test_result_subtypes_map_to_clear_codes(
     subtype: str, is_error: bool, cls: type, code: str, status: int
 ) -> None:
     error = error_for_result(subtype, is_error=is_error, errors=["boom"])
-    assert isinstance(error, cls)
+    assert isinstance(error, AgentKitError) and isinstance(error, cls)
     assert (error.code, error.http_status) == (code, status)
     assert "boom" in error.message
 
@@ -127,3 +127,21 @@ def test_success_is_no_error_and_throttling_is_429() -> None:
     assert error_for_result("success", is_error=False) is None
     throttled = error_for_result("success", is_error=True, api_error_status=429)
     assert throttled is not None and throttled.http_status == 429 and "HTTP 429" in throttled.message
+
+
+def test_the_spend_ledger_folds_what_was_counted_before_the_base_was_known_in_once() -> None:
+    ledger = SpendLedger()
+    assert not ledger.known and ledger.spent_usd is None and ledger.so_far() == 0.0
+    assert ledger.add(0.25) == 0.25 and ledger.add(0.5, turns=0) == 0.75  # base unknown: kept aside
+    assert ledger.unpersisted_usd == 0.75 and ledger.turns is None
+    ledger.load({"spent_usd": 1.0, "turns": 4})
+    assert ledger.known and ledger.spent_usd == 1.75 and ledger.turns == 5 and ledger.unpersisted_usd == 0.0
+    ledger.load({"spent_usd": 9.0, "turns": 9})  # a second (concurrent) read changes nothing
+    assert ledger.add(0.25) == 2.0
+    assert ledger.state() == {"spent_usd": 2.0, "turns": 6}
+
+
+def test_the_spend_ledger_of_a_new_session_starts_from_zero() -> None:
+    ledger = SpendLedger()
+    ledger.load({})
+    assert ledger.state() == {"spent_usd": 0.0, "turns": 0} and ledger.so_far() == 0.0

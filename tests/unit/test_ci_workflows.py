@@ -19,7 +19,7 @@ ACTION = ROOT / ".github/actions/agentkit-invoke/action.yml"
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> dict[Any, Any]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(data, dict), f"{path} is not a mapping"
     return data
@@ -40,6 +40,7 @@ def _step(doc: dict[str, Any], name_part: str) -> dict[str, Any]:
 def test_workflow_runs_on_pull_requests_with_oidc_permissions() -> None:
     workflow = _load(WORKFLOW)
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert triggers is not None
     assert "pull_request" in triggers and "pull_request_target" not in triggers
     assert workflow["permissions"] == {}  # nothing at workflow level; the job asks for what it needs
     for job in workflow["jobs"].values():

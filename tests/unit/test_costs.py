@@ -170,21 +170,17 @@ def test_odd_input_never_crashes(model_usage: object, usage: object) -> None:
     assert cost.input_tokens == 0 and cost.output_tokens == 0
 
 
-def test_overrides_from_env_and_argument() -> None:
-    table = load_price_table(env={"AGENTKIT_PRICES": '{"claude-sonnet-4-5": {"input": 2, "output": 10}}'})
+def test_overrides_as_json_or_mapping() -> None:
+    table = load_price_table(overrides='{"claude-sonnet-4-5": {"input": 2, "output": 10}}')
     p = table.prices["claude-sonnet-4-5"]
     assert (p.input, p.output, p.cache_write_5m, p.cache_write_1h, p.cache_read) == (2, 10, 2.5, 4, 0.2)
     assert p.regional_multiplier == 1.0
     arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/zz9"
-    table = load_price_table(
-        overrides={arn: {"input": 1, "output": 1, "cache_read": 0}},
-        env={"AGENTKIT_PRICES": '{"ignored": {"input": 9, "output": 9}}'},
-    )
-    assert "ignored" not in table.prices  # argument beats env
+    table = load_price_table(overrides={arn: {"input": 1, "output": 1, "cache_read": 0}})
     mu = {arn: {"inputTokens": 2_000_000, "cacheReadInputTokens": 5}}
     cost = compute_turn_cost(mu, None, default_model=arn, table=table)
     assert cost.total_cost_usd == pytest.approx(2.0)
-    assert load_price_table(env={}) is DEFAULT_PRICES
+    assert load_price_table() is DEFAULT_PRICES and load_price_table(overrides="") is DEFAULT_PRICES
 
 
 @pytest.mark.parametrize(
@@ -200,7 +196,7 @@ def test_overrides_from_env_and_argument() -> None:
 )
 def test_bad_overrides_are_clear_errors(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        load_price_table(env={"AGENTKIT_PRICES": raw})
+        load_price_table(overrides=raw)
 
 
 def test_fake_cli_fixed_usage_matches_hand_computed_cost() -> None:
@@ -240,8 +236,8 @@ def test_tracker_prices_each_turn_of_a_warm_client_once() -> None:
     assert first.total_cost_usd == pytest.approx(0.0066)
     assert second.total_cost_usd == pytest.approx(0.0132)
     assert second.input_tokens == 2000 and second.source == "model_usage"
-    tracker.reset()  # reconnect: a new process counts from zero
-    assert tracker.price(_mu(1), _usage(1)).total_cost_usd == pytest.approx(0.0066)
+    fresh = TurnCostTracker(default_model=SONNET_US)  # reconnect: a new process gets a new tracker
+    assert fresh.price(_mu(1), _usage(1)).total_cost_usd == pytest.approx(0.0066)
 
 
 def test_tracker_first_turn_with_restored_history_uses_usage() -> None:

@@ -32,7 +32,8 @@ class Session:
     """The part of boto3.Session the doctor uses: ``region_name`` and ``client()``, serving prepared clients."""
 
     def __init__(self, clients: dict[str, Any], region_name: str | None = REGION) -> None:
-        self.clients, self.region_name, self.asked = clients, region_name, []
+        self.clients, self.region_name = clients, region_name
+        self.asked: list[Any] = []
 
     def client(self, name: str, region_name: str | None = None) -> Any:
         self.asked.append((name, region_name))

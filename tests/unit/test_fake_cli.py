@@ -38,6 +38,7 @@ from claude_agent_sdk import (
     query,
     tool,
 )
+from claude_agent_sdk.types import HookJSONOutput, SessionKey
 
 from tests.fakes import fake_claude as fc
 from tests.fakes.cli import write_fake_cli
@@ -95,7 +96,8 @@ def log_events(env: dict[str, Any], event: str | None = None) -> list[dict[str, 
 def test_handshake_and_text_turn(env: dict[str, Any]) -> None:
     async def go() -> list[Any]:
         async with ClaudeSDKClient(options(env, model="us.anthropic.claude-sonnet-4-5-20250929-v1:0")) as c:
-            return await turn(c, "hello there")
+            result = await turn(c, "hello there")
+        return result
 
     messages = run(go)
     init = messages[0]
@@ -109,6 +111,7 @@ def test_handshake_and_text_turn(env: dict[str, Any]) -> None:
     result = result_of(messages)
     assert (result.subtype, result.is_error, result.num_turns) == ("success", False, 1)
     assert result.result == text.text and result.session_id == init.data["session_id"]
+    assert result.usage is not None and result.model_usage is not None
     assert result.usage["input_tokens"] == fc.CALL_INPUT_TOKENS
     assert result.usage["cache_read_input_tokens"] == fc.CALL_CACHE_READ_TOKENS
     by_hand = (1000 * 3 + 200 * 15 + 300 * 3.75 + 400 * 0.3) / 1e6
@@ -124,7 +127,8 @@ def test_handshake_and_text_turn(env: dict[str, Any]) -> None:
 def test_two_turns_share_one_process_and_history(env: dict[str, Any]) -> None:
     async def go() -> tuple[list[Any], list[Any]]:
         async with ClaudeSDKClient(options(env)) as c:
-            return await turn(c, "one"), await turn(c, "two")
+            result = await turn(c, "one"), await turn(c, "two")
+        return result
 
     first, second = run(go)
     a, b = REPLY_RE.match(result_of(first).result or ""), REPLY_RE.match(result_of(second).result or "")
@@ -154,7 +158,7 @@ def test_sdk_mcp_tool_call_pre_allowed_skips_can_use_tool(env: dict[str, Any]) -
         asked.append(name)
         return PermissionResultAllow()
 
-    async def post_hook(data: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def post_hook(data: Any, tool_use_id: Any, ctx: Any) -> HookJSONOutput:
         post.append(data)
         return {}
 
@@ -168,7 +172,8 @@ def test_sdk_mcp_tool_call_pre_allowed_skips_can_use_tool(env: dict[str, Any]) -
 
     async def go() -> list[Any]:
         async with ClaudeSDKClient(opts) as c:
-            return await turn(c, 'check [tool:mcp__billing__invoice {"id": 7}]')
+            result = await turn(c, 'check [tool:mcp__billing__invoice {"id": 7}]')
+        return result
 
     messages = run(go)
     assert calls == [{"id": 7}] and asked == []
@@ -186,6 +191,7 @@ def test_sdk_mcp_tool_call_pre_allowed_skips_can_use_tool(env: dict[str, Any]) -
     assert tool_result.tool_use_id == tool_use.id and not tool_result.is_error
     result = result_of(messages)
     assert "tool=mcp__billing__invoice ok: invoice 7 is paid" in (result.result or "")
+    assert result.usage is not None
     assert result.num_turns == 2 and result.usage["output_tokens"] == 2 * fc.CALL_OUTPUT_TOKENS
     assert post[0]["hook_event_name"] == "PostToolUse" and post[0]["tool_use_id"] == tool_use.id
 
@@ -193,7 +199,7 @@ def test_sdk_mcp_tool_call_pre_allowed_skips_can_use_tool(env: dict[str, Any]) -
 def test_failed_tool_runs_post_tool_use_failure(env: dict[str, Any]) -> None:
     events: list[str] = []
 
-    async def hook(data: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def hook(data: Any, tool_use_id: Any, ctx: Any) -> HookJSONOutput:
         events.append(data["hook_event_name"])
         return {}
 
@@ -206,7 +212,8 @@ def test_failed_tool_runs_post_tool_use_failure(env: dict[str, Any]) -> None:
 
     async def go() -> list[Any]:
         async with ClaudeSDKClient(opts) as c:
-            return await turn(c, '[tool:mcp__billing__invoice {"id": 1}]')
+            result = await turn(c, '[tool:mcp__billing__invoice {"id": 1}]')
+        return result
 
     result = result_of(run(go))
     assert events == ["PostToolUseFailure"]
@@ -226,14 +233,15 @@ def test_can_use_tool_deny_and_allow_with_updated_input(env: dict[str, Any]) -> 
 
     async def go() -> tuple[list[Any], list[Any]]:
         async with ClaudeSDKClient(opts) as c:
-            return await turn(c, '[tool:mcp__billing__invoice {"id": 13}]'), await turn(
-                c, '[tool:mcp__billing__invoice {"id": 2}]'
-            )
+            denied = await turn(c, '[tool:mcp__billing__invoice {"id": 13}]')
+            allowed = await turn(c, '[tool:mcp__billing__invoice {"id": 2}]')
+        return denied, allowed
 
     denied, allowed = run(go)
     assert calls == [{"id": 102}]
     denied_result = result_of(denied)
     assert "tool=mcp__billing__invoice denied: unlucky invoice" in (denied_result.result or "")
+    assert denied_result.permission_denials is not None
     assert denied_result.permission_denials[0]["tool_name"] == "mcp__billing__invoice"
     assert "invoice 102 is paid" in (result_of(allowed).result or "")
 
@@ -245,14 +253,15 @@ def test_pre_tool_use_hook_deny_blocks_before_permission(env: dict[str, Any]) ->
         asked.append(name)
         return PermissionResultAllow()
 
-    async def deny_rm(data: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def deny_rm(data: Any, tool_use_id: Any, ctx: Any) -> HookJSONOutput:
         if "rm " in data["tool_input"]["command"]:
-            out = {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": "no rm",
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": "no rm",
+                }
             }
-            return {"hookSpecificOutput": out}
         return {}
 
     opts = options(
@@ -261,7 +270,8 @@ def test_pre_tool_use_hook_deny_blocks_before_permission(env: dict[str, Any]) ->
 
     async def go() -> tuple[list[Any], list[Any]]:
         async with ClaudeSDKClient(opts) as c:
-            return await turn(c, "[bash:rm -rf /]"), await turn(c, "[bash:ls -l] [read:/etc/hosts]")
+            result = await turn(c, "[bash:rm -rf /]"), await turn(c, "[bash:ls -l] [read:/etc/hosts]")
+        return result
 
     denied, allowed = run(go)
     assert "tool=Bash denied: no rm" in (result_of(denied).result or "")
@@ -274,16 +284,21 @@ def test_pre_tool_use_hook_deny_blocks_before_permission(env: dict[str, Any]) ->
 def test_user_prompt_submit_additional_context_reaches_reply(env: dict[str, Any]) -> None:
     seen: list[str] = []
 
-    async def recall(data: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def recall(data: Any, tool_use_id: Any, ctx: Any) -> HookJSONOutput:
         seen.append(data["prompt"])
-        out = {"hookEventName": "UserPromptSubmit", "additionalContext": "User prefers invoices in EUR. " * 3}
-        return {"hookSpecificOutput": out}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "UserPromptSubmit",
+                "additionalContext": "User prefers invoices in EUR. " * 3,
+            }
+        }
 
     opts = options(env, hooks={"UserPromptSubmit": [HookMatcher(hooks=[recall])]})
 
     async def go() -> list[Any]:
         async with ClaudeSDKClient(opts) as c:
-            return await turn(c, "what currency?")
+            result = await turn(c, "what currency?")
+        return result
 
     result = result_of(run(go))
     assert seen == ["what currency?"]
@@ -317,7 +332,8 @@ def test_crash_raises_without_result(env: dict[str, Any]) -> None:
 def test_error_results(env: dict[str, Any], directive: str, subtype: str) -> None:
     async def go() -> list[Any]:
         async with ClaudeSDKClient(options(env)) as c:
-            return await turn(c, directive)
+            result = await turn(c, directive)
+        return result
 
     result = result_of(run(go))
     assert (result.subtype, result.is_error) == (subtype, True)
@@ -330,7 +346,8 @@ def test_max_turns_and_budget_options(env: dict[str, Any]) -> None:
             limited = await turn(c, "[bash:a] [bash:b]")
         async with ClaudeSDKClient(options(env, max_budget_usd=0.01)) as c:
             await turn(c, "first")
-            return limited, await turn(c, "second")
+            result = limited, await turn(c, "second")
+        return result
 
     limited, budget = run(go)
     assert result_of(limited).subtype == "error_max_turns"
@@ -341,7 +358,8 @@ def test_max_turns_and_budget_options(env: dict[str, Any]) -> None:
 def test_partial_messages_stream_text_deltas(env: dict[str, Any]) -> None:
     async def go() -> list[Any]:
         async with ClaudeSDKClient(options(env, include_partial_messages=True)) as c:
-            return await turn(c, "stream me [big:300]")
+            result = await turn(c, "stream me [big:300]")
+        return result
 
     messages = run(go)
     events = [m.event for m in messages if isinstance(m, StreamEvent)]
@@ -362,11 +380,12 @@ def test_session_store_mirror_and_resume_in_new_process(env: dict[str, Any], tmp
         session_id = result_of(first).session_id
         fresh = {**env, "config": tmp_path / "empty-config"}  # nothing on local disk for the new process
         async with ClaudeSDKClient(options(fresh, session_store=store, resume=session_id)) as c:
-            return session_id, await turn(c, "what did I say?")
+            result = session_id, await turn(c, "what did I say?")
+        return result
 
     session_id, resumed = run(go)
-    key = {"project_key": project_key_for_directory(env["cwd"]), "session_id": session_id}
-    entries = store.get_entries(key)  # type: ignore[arg-type]
+    key: SessionKey = {"project_key": project_key_for_directory(env["cwd"]), "session_id": session_id}
+    entries: list[dict[str, Any]] = [dict(e) for e in store.get_entries(key)]
     assert [e["type"] for e in entries] == ["user", "assistant"] * 3
     assert entries[0]["message"]["content"] == "remember the number 42" and entries[0]["parentUuid"] is None
     assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(entries))
@@ -381,7 +400,8 @@ def test_session_store_mirror_and_resume_in_new_process(env: dict[str, Any], tmp
 def test_local_transcript_and_missing_resume(env: dict[str, Any]) -> None:
     async def go() -> str:
         async with ClaudeSDKClient(options(env)) as c:
-            return result_of(await turn(c, "hi")).session_id
+            result = result_of(await turn(c, "hi")).session_id
+        return result
 
     session_id = run(go)
     path = env["config"] / "projects" / project_key_for_directory(env["cwd"]) / f"{session_id}.jsonl"
@@ -427,10 +447,12 @@ def test_interrupt_ends_turn_like_the_real_cli(env: dict[str, Any]) -> None:
             await asyncio.sleep(0.1)
             await c.interrupt()
             interrupted = [m async for m in c.receive_response()]
-            return interrupted, await turn(c, "after")
+            result = interrupted, await turn(c, "after")
+        return result
 
     interrupted, after = run(go)
     notice = next(m for m in interrupted if isinstance(m, UserMessage))
+    assert isinstance(notice.content, list) and isinstance(notice.content[0], TextBlock)
     assert notice.content[0].text == "[Request interrupted by user]"
     result = result_of(interrupted)
     assert (result.subtype, result.is_error, result.num_turns) == ("error_during_execution", True, 0)

@@ -21,6 +21,7 @@ import botocore
 import pytest
 from botocore.exceptions import ClientError
 from claude_agent_sdk.testing import run_session_store_conformance
+from claude_agent_sdk.types import SessionKey
 from moto import mock_aws
 
 from runtime.session_store import (
@@ -33,7 +34,7 @@ from runtime.session_store import (
 )
 
 _ids = itertools.count()
-KEY = {"project_key": "proj", "session_id": "0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"}
+KEY: SessionKey = {"project_key": "proj", "session_id": "0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"}
 
 
 def run(coro: Any) -> Any:
@@ -44,7 +45,7 @@ def memory_id() -> str:
     return f"mem-{next(_ids):010d}"
 
 
-def entries(n: int, start: int = 0) -> list[dict[str, Any]]:
+def entries(n: int, start: int = 0) -> list[Any]:  # transcript lines: blobs to a store (SessionStoreEntry)
     return [{"type": "user", "uuid": f"u{i}", "n": i} for i in range(start, start + n)]
 
 
@@ -155,7 +156,7 @@ def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
     store = AgentCoreMemorySessionStore(mid, client=spy)
-    big = {"type": "assistant", "uuid": "big", "text": "é" * 250_001}
+    big: Any = {"type": "assistant", "uuid": "big", "text": "é" * 250_001}
     run(store.append(KEY, [entries(1)[0], big, *entries(1, start=1)]))
     items = [p["blob"] for call in spy.create_calls for p in call["payload"]]
     chunks = [i for i in items if i.get("u") == "big"]
@@ -174,7 +175,9 @@ def test_many_entries_split_into_events_of_at_most_100_items(moto_client: Any) -
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
     store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10_000)
-    batch = [{"type": "user", "uuid": f"u{i}", "text": "x" * 25} for i in range(120)]  # ≥ 4 chunks each
+    batch: list[Any] = [
+        {"type": "user", "uuid": f"u{i}", "text": "x" * 25} for i in range(120)
+    ]  # ≥ 4 chunks each
     run(store.append(KEY, batch))
     transcript_calls = [c for c in spy.create_calls if c["sessionId"] != "index"]
     assert len(transcript_calls) > 4
@@ -221,7 +224,7 @@ def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> Non
         run(store.append(KEY, entries(3)))
         run(store.append(KEY, entries(4)))  # u0..u2 again plus u3
         run(make().append(KEY, entries(2, start=2)))  # another process re-sends u2 and u3
-        no_uuid = {"type": "title", "text": "t"}
+        no_uuid: Any = {"type": "title", "text": "t"}
         run(store.append(KEY, [no_uuid]))
         run(store.append(KEY, [no_uuid]))
         assert run(make().load(KEY)) == [*entries(4), no_uuid, no_uuid]
@@ -234,7 +237,7 @@ def test_throttling_surfaces_and_retry_loses_nothing(moto_client: Any) -> None:
     run(store.append(KEY, entries(1)))
     # Next batch needs several events; the 2nd of them is throttled after the 1st landed.
     spy.fail_creates = [len(spy.create_calls) + 2]
-    batch = [{"type": "user", "uuid": f"v{i}", "text": "y" * 8} for i in range(4)]
+    batch: list[Any] = [{"type": "user", "uuid": f"v{i}", "text": "y" * 8} for i in range(4)]
     with pytest.raises(SessionStoreError) as info:
         run(store.append(KEY, batch))
     assert info.value.retryable and info.value.aws_code == "ThrottledException"
@@ -289,7 +292,8 @@ def test_state_last_write_wins_and_outlives_the_instance(moto_client: Any, tmp_p
 def _writer(path: str, tag: str, n: int) -> None:
     store = SqliteSessionStore(Path(path))
     for i in range(n):
-        asyncio.run(store.append(KEY, [{"type": "user", "uuid": f"{tag}{i}", "i": i}]))
+        line: Any = {"type": "user", "uuid": f"{tag}{i}", "i": i}
+        asyncio.run(store.append(KEY, [line]))
 
 
 def test_sqlite_is_safe_for_several_processes(tmp_path: Path) -> None:
@@ -323,10 +327,10 @@ def test_sqlite_delete_failure_rolls_back_and_leaves_the_connection_usable(tmp_p
         with pytest.raises(SessionStoreError, match="boom"):
             await store.delete(KEY)
         # Rolled back: the entries deleted before the failure are back, and the same connection can write.
-        assert [e["n"] for e in (await store.load(KEY)) or []] == [0, 1, 2]
-        other_key = {"project_key": "proj", "session_id": "1c8e3b67-6e2f-5d90-8b64-2a1d3cae5f22"}
+        assert [dict(e)["n"] for e in (await store.load(KEY)) or []] == [0, 1, 2]
+        other_key: SessionKey = {"project_key": "proj", "session_id": "1c8e3b67-6e2f-5d90-8b64-2a1d3cae5f22"}
         await store.append(other_key, entries(1, start=7))
-        assert [e["n"] for e in (await SqliteSessionStore(path).load(other_key)) or []] == [7]
+        assert [dict(e)["n"] for e in (await SqliteSessionStore(path).load(other_key)) or []] == [7]
 
     run(go())
 
@@ -340,7 +344,8 @@ def test_store_from_url(tmp_path: Path, moto_client: Any) -> None:
     ac = store_from_url("agentcore://agentkit_mem-AbCdEf1234", state_dir=tmp_path, client=moto_client)
     assert isinstance(ac, AgentCoreMemorySessionStore) and ac.memory_id == "agentkit_mem-AbCdEf1234"
     arn = "arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/agentkit_mem-AbCdEf1234"
-    assert store_from_url(f"agentcore://{arn}", state_dir=tmp_path).memory_id == arn
+    by_arn = store_from_url(f"agentcore://{arn}", state_dir=tmp_path)
+    assert isinstance(by_arn, AgentCoreMemorySessionStore) and by_arn.memory_id == arn
     for bad, message in [
         ("sqlite://relative.db", "absolute path"),
         ("sqlite:///", "absolute path"),

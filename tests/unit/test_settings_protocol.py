@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from runtime.errors import ConfigurationError, InvalidRequest, InvalidSessionId,
 from runtime.identity import claude_session_id, normalise_actor, resolve_actor
 from runtime.protocol import parse_body, resolve_session_id, summarize
 from runtime.settings import Settings, is_inference_profile
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_precedence_argument_over_env_over_default(tmp_path: Path) -> None:
@@ -107,10 +111,10 @@ def test_body_parsing() -> None:
 
 
 def test_session_ids() -> None:
-    generated, was_generated = resolve_session_id(None)
-    assert was_generated and re.fullmatch(r"agentkit-[0-9a-f]{32}", generated)
+    generated = resolve_session_id(None)
+    assert re.fullmatch(r"agentkit-[0-9a-f]{32}", generated) and resolve_session_id("") != generated
     good = "a" * 33
-    assert resolve_session_id(good) == (good, False)
+    assert resolve_session_id(good) == good
     for bad in ("a" * 32, "a" * 257, "a" * 30 + " bcd", "-" + "a" * 40, "a" * 35 + "/../x"):
         with pytest.raises(InvalidSessionId):
             resolve_session_id(bad)
@@ -150,3 +154,27 @@ def test_summaries_are_short_single_lines() -> None:
     assert summarize({"b": 1, "a": "x\ny"}) == '{"a": "x\\ny", "b": 1}'
     assert len(summarize("word " * 200)) == 160
     assert summarize([{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]) == "hello world"
+
+
+def test_agent_file_and_price_overrides_are_read_through_settings(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {
+            "AGENTKIT_AGENT_FILE": str(tmp_path / "agent.json"),
+            "AGENTKIT_PRICES": '{"m": {"input": 1, "output": 2}}',
+        }
+    )
+    assert settings.agent_file == tmp_path / "agent.json"
+    assert settings.prices == '{"m": {"input": 1, "output": 2}}'
+    with pytest.raises(ConfigurationError, match=r"AGENTKIT_PRICES: .*needs 'output'"):
+        Settings.from_env({"AGENTKIT_PRICES": '{"m": {"input": 1}}'})
+
+
+def test_the_env_contract_module_imports_nothing_heavy() -> None:
+    # infra/ imports runtime.env to name the variables it sets: that must not pull in the runtime's dependencies.
+    code = (
+        "import sys, runtime.env; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'boto3', 'botocore', 'claude_agent_sdk', 'starlette', 'bedrock_agentcore')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claude_agent_sdk.types import SessionKey
 
 from runtime.session_store import SessionStoreError, SqliteSessionStore
 from runtime.store.spool import SpoolingSessionStore
 
-KEY = {"project_key": "proj", "session_id": "sess"}
-SUB = {**KEY, "subpath": "subagents/agent-1"}
+KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
+SUB: SessionKey = {**KEY, "subpath": "subagents/agent-1"}
 
 
-def batch(start: int, n: int = 2) -> list[dict[str, Any]]:
+def batch(start: int, n: int = 2) -> list[Any]:  # transcript lines: blobs to a store (SessionStoreEntry)
     return [{"type": "user", "uuid": f"u{i}", "n": i} for i in range(start, start + n)]
 
 
@@ -172,14 +173,16 @@ def test_write_behind_returns_before_the_remote_write_and_loses_nothing(tmp_path
             await asyncio.wait_for(store.append(KEY, batch(2 * i)), timeout=1)  # would hang if it waited
         await store.put_state("sess", {"spent_usd": 0.5})
         assert await inner.load(KEY) is None  # nothing delivered yet ...
-        assert [e["n"] for e in await store.load(KEY) or []] == list(range(6))  # ... but nothing is missing
+        assert [dict(e)["n"] for e in await store.load(KEY) or []] == list(
+            range(6)
+        )  # ... but nothing is missing
         assert await store.get_state("sess") == {"spent_usd": 0.5}
         inner.gate.set()
         for _ in range(100):
             if store.pending_count == 0:
                 break
             await asyncio.sleep(0.01)
-        assert [e["n"] for e in await inner.load(KEY) or []] == list(range(6))
+        assert [dict(e)["n"] for e in await inner.load(KEY) or []] == list(range(6))
         assert await inner.get_state("sess") == {"spent_usd": 0.5}
         await store.close()
 

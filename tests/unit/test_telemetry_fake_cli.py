@@ -95,7 +95,7 @@ def test_warm_client_tool_metrics_spans_and_cost(tmp_path: Path, monkeypatch: py
     turns = [s for s in spans if s.name == f"chat {MODEL}"]
     tool_spans = [s for s in spans if s.name == "execute_tool Bash"]
     assert len(turns) == 2 and len(tool_spans) == 3
-    assert [s.parent.span_id for s in tool_spans] == [turns[0].context.span_id] + [
+    assert [s.parent.span_id if s.parent else None for s in tool_spans] == [turns[0].context.span_id] + [
         turns[1].context.span_id
     ] * 2
     assert tools.pending == 0 and tools.errors == 0

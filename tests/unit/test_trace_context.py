@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from opentelemetry import baggage, propagate, trace
@@ -75,7 +76,7 @@ def run_turn(telemetry: Telemetry, trace_headers: dict[str, str] | None, *, tool
     asyncio.run(session_task())
 
 
-def spans_by_name(exporter: InMemorySpanExporter) -> dict[str, object]:
+def spans_by_name(exporter: InMemorySpanExporter) -> dict[str, Any]:
     return {s.name: s for s in exporter.get_finished_spans()}
 
 
@@ -138,7 +139,7 @@ def test_baggage_reaches_spans_of_other_libraries_in_the_turn(
     finally:
         otel_context.detach(token)
     (span,) = exporter.get_finished_spans()
-    assert span.attributes["session.id"] == SESSION
+    assert span.attributes is not None and span.attributes["session.id"] == SESSION
 
 
 def test_invocation_context_ignores_non_trace_headers() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -27,7 +30,17 @@ def tracing(exporter: InMemorySpanExporter) -> Tracing:
     return Tracing(provider.get_tracer("test"), agent="demo")
 
 
-def _by_name(exporter: InMemorySpanExporter) -> dict[str, object]:
+def attrs(span: ReadableSpan) -> Mapping[str, Any]:
+    assert span.attributes is not None
+    return span.attributes
+
+
+def parent_id(span: ReadableSpan) -> int:
+    assert span.parent is not None, f"{span.name} has no parent"
+    return span.parent.span_id
+
+
+def _by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
     return {s.name: s for s in exporter.get_finished_spans()}
 
 
@@ -67,17 +80,17 @@ def test_invocation_turn_tool_and_session_spans_nest(
     }
     inv_s, turn_s, tool_s = spans["invoke_agent demo"], spans["chat " + SONNET], spans["execute_tool Bash"]
     assert inv_s.parent is None
-    assert turn_s.parent.span_id == inv.get_span_context().span_id
-    assert tool_s.parent.span_id == turn.get_span_context().span_id
-    assert spans["session.load"].parent.span_id == inv_s.context.span_id
-    assert spans["session.flush"].parent.span_id == inv_s.context.span_id
+    assert parent_id(turn_s) == inv.get_span_context().span_id
+    assert parent_id(tool_s) == turn.get_span_context().span_id
+    assert parent_id(spans["session.load"]) == inv_s.context.span_id
+    assert parent_id(spans["session.flush"]) == inv_s.context.span_id
     assert len({s.context.trace_id for s in spans.values()}) == 1
 
-    assert inv_s.attributes["gen_ai.system"] == "aws.bedrock"
-    assert inv_s.attributes["gen_ai.operation.name"] == "invoke_agent"
-    assert inv_s.attributes["gen_ai.conversation.id"] == "rt-1"
-    assert inv_s.attributes["agentkit.caller"] == "octocat"
-    t = turn_s.attributes
+    assert attrs(inv_s)["gen_ai.system"] == "aws.bedrock"
+    assert attrs(inv_s)["gen_ai.operation.name"] == "invoke_agent"
+    assert attrs(inv_s)["gen_ai.conversation.id"] == "rt-1"
+    assert attrs(inv_s)["agentkit.caller"] == "octocat"
+    t = attrs(turn_s)
     assert t["gen_ai.request.model"] == SONNET
     assert t["gen_ai.usage.input_tokens"] == 1200 + 20_000 + 4000
     assert t["gen_ai.usage.output_tokens"] == 350
@@ -87,9 +100,9 @@ def test_invocation_turn_tool_and_session_spans_nest(
     assert t["agentkit.sdk_cost_usd"] == 0.02
     assert t["agentkit.num_turns"] == 2
     assert turn_s.status.status_code == StatusCode.UNSET
-    assert tool_s.attributes["gen_ai.tool.name"] == "Bash"
-    assert tool_s.attributes["gen_ai.tool.call.id"] == "toolu_01"
-    assert tool_s.attributes["agentkit.tool.latency_ms"] == 12.5
+    assert attrs(tool_s)["gen_ai.tool.name"] == "Bash"
+    assert attrs(tool_s)["gen_ai.tool.call.id"] == "toolu_01"
+    assert attrs(tool_s)["agentkit.tool.latency_ms"] == 12.5
 
 
 def test_error_result_and_exceptions_mark_spans(tracing: Tracing, exporter: InMemorySpanExporter) -> None:
@@ -101,9 +114,9 @@ def test_error_result_and_exceptions_mark_spans(tracing: Tracing, exporter: InMe
     spans = _by_name(exporter)
     turn_s, inv_s = spans["chat " + SONNET], spans["invoke_agent demo"]
     assert turn_s.status.status_code == StatusCode.ERROR
-    assert turn_s.attributes["error.type"] == "error_max_turns"
+    assert attrs(turn_s)["error.type"] == "error_max_turns"
     assert inv_s.status.status_code == StatusCode.ERROR
-    assert inv_s.attributes["error.type"] == "budget_exceeded"
+    assert attrs(inv_s)["error.type"] == "budget_exceeded"
     assert any(e.name == "exception" for e in inv_s.events)
 
 
@@ -112,7 +125,7 @@ def test_failed_tool_span(tracing: Tracing, exporter: InMemorySpanExporter) -> N
     Tracing.end_tool(span, error="file not found")
     (s,) = exporter.get_finished_spans()
     assert s.status.status_code == StatusCode.ERROR and s.status.description == "file not found"
-    assert s.attributes["error.type"] == "tool_error"
+    assert attrs(s)["error.type"] == "tool_error"
 
 
 def test_default_tracer_works_without_a_provider() -> None:

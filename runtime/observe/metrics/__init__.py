@@ -77,8 +77,8 @@ def make_metrics(
 ) -> BaseMetrics:
     """Build the sink named by ``kind`` (the value of ``AGENTKIT_METRICS``).
 
-    ``cloudwatch_client`` defaults to ``boto3.client("cloudwatch")`` with standard retries and short timeouts
-    (its endpoint honours ``AWS_ENDPOINT_URL_CLOUDWATCH``). ``cloudwatch_options`` go to
+    ``cloudwatch_client`` defaults to :func:`runtime.aws.cloudwatch_client` (its endpoint honours
+    ``AWS_ENDPOINT_URL_CLOUDWATCH``). ``cloudwatch_options`` go to
     :class:`CloudWatchMetrics` (``max_queue``, ``batch_size``, ``flush_interval_s``).
 
     Raises:
@@ -91,15 +91,10 @@ def make_metrics(
         return EmfMetrics(namespace=namespace, agent=agent, stream=emf_stream, now=now)
     if normalized == "cloudwatch":
         if cloudwatch_client is None:
-            import boto3
-            from botocore.config import Config
+            from runtime.aws import cloudwatch_client as build_client
 
-            cloudwatch_client = boto3.client(
-                "cloudwatch",
-                region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
-                config=Config(
-                    retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5
-                ),
+            cloudwatch_client = build_client(
+                os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
             )
         return CloudWatchMetrics(
             namespace=namespace, agent=agent, client=cloudwatch_client, now=now, **cloudwatch_options

@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.observe.costs import TurnCost
 
 logger = logging.getLogger(__name__)
 
 METRICS_KINDS: tuple[str, ...] = ("emf", "cloudwatch", "off")
-DEFAULT_NAMESPACE = "AgentCoreClaudeKit"
+DEFAULT_NAMESPACE = DEFAULT_METRICS_NAMESPACE
 DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
 EVENTS = frozenset({"BudgetExceeded", "InvocationErrors", "SessionResumed", "SessionStoreErrors"})
 
