@@ -26,8 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from runtime.errors import AgentKitError, InvalidRequest
+from runtime.http_limits import HttpGuard
 from runtime.identity import claude_session_id, resolve_actor
-from runtime.protocol import SESSION_HEADER, parse_body, parse_payload, resolve_session_id
+from runtime.protocol import SESSION_HEADER, max_body_bytes, parse_body, parse_payload, resolve_session_id
 from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,18 @@ class AgentKitApp(BedrockAgentCoreApp):
     """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
 
     max_prompt_chars: int = 100_000
+    _guard: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The HTTP edge (body limit, error contract, disconnects) wraps everything, the framework's own
+        # error middleware included.
+        if self._guard is None:
+            self._guard = HttpGuard(
+                super().__call__,
+                max_body_bytes=max_body_bytes(self.max_prompt_chars),
+                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+            )
+        await self._guard(scope, receive, send)
 
     async def _handle_invocation(self, request: Request) -> Response:
         try:

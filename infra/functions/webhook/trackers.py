@@ -33,6 +33,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import json_limits
 from github_models import AUTHOR_ASSOCIATIONS, IssueCommentEvent, IssuesEvent, PingEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -310,8 +311,8 @@ class GitHubTracker:
                 f"content type {content_type!r}; set the webhook's content type to application/json"
             )
         try:
-            payload = json.loads(request.body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            payload = json_limits.loads(request.body)
+        except ValueError as exc:  # not UTF-8, not JSON, or nested too deep (json_limits.JsonTooDeep)
             raise BadRequestError(f"body is not valid JSON: {exc}") from None
         if not isinstance(payload, dict):
             raise BadRequestError("body must be a JSON object")
