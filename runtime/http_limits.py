@@ -102,6 +102,17 @@ def on_disconnect(callback: Callable[[], None]) -> bool:
     return True
 
 
+def abandon_on_disconnect(event: asyncio.Event) -> bool:
+    """Set ``event`` (on the running loop, thread-safely) when the current request's client disconnects."""
+    loop = asyncio.get_running_loop()
+
+    def _set() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to interrupt
+            loop.call_soon_threadsafe(event.set)
+
+    return on_disconnect(_set)
+
+
 class HttpGuard:
     """ASGI middleware; see the module docstring.
 
@@ -264,8 +275,8 @@ class _ContractSend:
             "prompt_too_large",
             f"request body is over {limit} bytes (got at least {size}){self._limit_hint}; shorten the prompt or "
             "split the work over several turns of one session",
-            headers=[(b"connection", b"close")],
-        )
+        )  # no "connection: close": uvicorn then discards the rest of the body (memory stays flat) and the
+        # client can finish sending and read this reply instead of a reset
 
     async def _write(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
         await self._send(

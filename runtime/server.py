@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from runtime.errors import AgentKitError, InvalidRequest
-from runtime.http_limits import HttpGuard
+from runtime.http_limits import HttpGuard, abandon_on_disconnect
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import SESSION_HEADER, max_body_bytes, parse_body, parse_payload, resolve_session_id
 from runtime.settings import Settings
@@ -139,6 +139,7 @@ def build_app(
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,
             )
+            abandon_on_disconnect(turn.abandoned)
             checker = getattr(registry.runner, "check_request", None)
             if checker is not None:
                 checker(turn)
@@ -152,7 +153,7 @@ def build_app(
         except AgentKitError as exc:
             return error_response(exc)
         if request.stream:
-            return _stream(events)
+            return _stream(events, turn.abandoned)
         return await _collect(events)
 
     return app
@@ -168,9 +169,15 @@ def _public(event: Event) -> Event:
     return event
 
 
-async def _stream(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    async for event in events:
-        yield _public(event)
+async def _stream(events: AsyncIterator[Event], abandoned: asyncio.Event) -> AsyncIterator[Event]:
+    finished = False
+    try:
+        async for event in events:
+            yield _public(event)
+        finished = True
+    finally:
+        if not finished:  # the reply stream was closed early: the caller is gone
+            abandoned.set()
 
 
 async def _collect(events: AsyncIterator[Event]) -> Response:

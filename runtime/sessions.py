@@ -58,6 +58,8 @@ class TurnRequest:
     max_budget_usd: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     events: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    #: Set when the caller disconnected before the reply was complete (see runtime.agent.disconnect).
+    abandoned: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class TurnRunner(Protocol):

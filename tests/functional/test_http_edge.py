@@ -45,7 +45,7 @@ def raw_request(port: int, head: bytes, body_chunks: Any = (), *, timeout: float
             pass  # the server answered and closed before the whole body was sent
         data = b""
         try:
-            while True:
+            while not _complete(data):
                 part = sock.recv(65536)
                 if not part:
                     break
@@ -59,6 +59,18 @@ def raw_request(port: int, head: bytes, body_chunks: Any = (), *, timeout: float
     if headers.get("transfer-encoding") == "chunked":
         body = _unchunk(body)
     return status, json.loads(body)
+
+
+def _complete(data: bytes) -> bool:
+    """A whole reply has arrived (Content-Length, or the last chunk)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value)
+    return body.endswith(b"0\r\n\r\n")
 
 
 def _unchunk(data: bytes) -> bytes:
