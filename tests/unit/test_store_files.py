@@ -159,3 +159,58 @@ def test_a_truncated_shm_file_does_not_crash_the_process_and_loses_nothing(tmp_p
     assert asyncio.run(reopened(tmp_path / "sessions.db").load(KEY)) == [
         {"type": "user", "uuid": u, "n": n} for n, u in enumerate(["a", "b1", "b2", "b3"])
     ]
+
+
+_DISK_FULL_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, resource, signal, sys
+    from pathlib import Path
+    from runtime.session_store import SqliteSessionStore
+    from runtime.store.spool import SpoolingSessionStore
+
+    path, spool = Path(sys.argv[1]), Path(sys.argv[2])
+    key = {"project_key": "proj", "session_id": "sess"}
+    errors = []
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, like ENOSPC
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+
+    async def main():
+        store = SpoolingSessionStore(SqliteSessionStore(path), spool_dir=spool, on_error=errors.append,
+                                     retry_initial_s=0.05, retry_max_s=0.1)
+        await store.append(key, [{"type": "user", "uuid": "a", "n": 0}])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))  # the disk is full: no file may grow
+        for i in range(1, 4):  # the store cannot write its WAL and the spool cannot write its journal
+            await store.append(key, [{"type": "user", "uuid": f"b{i}", "n": i}])
+        pending_while_full = store.pending_count
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # space is back
+        for _ in range(300):
+            if store.pending_count == 0:
+                break
+            await asyncio.sleep(0.01)
+        loaded = await store.load(key)
+        await store.close()
+        print(json.dumps({"loaded": [e["uuid"] for e in loaded], "pending_while_full": pending_while_full,
+                          "errors": [type(e).__name__ + ": " + str(e) for e in errors]}))
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_full_disk_for_the_spool_while_the_store_fails_loses_nothing(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _DISK_FULL_CHILD, str(tmp_path / "sessions.db"), str(tmp_path / "spool")],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["pending_while_full"] == 3  # held in memory: neither the store nor the journal could take them
+    assert out["loaded"] == ["a", "b1", "b2", "b3"]
+    assert any("File too large" in e for e in out["errors"]), out["errors"]  # the journal fault was reported
+    assert asyncio.run(reopened(tmp_path / "sessions.db").load(KEY)) == [
+        {"type": "user", "uuid": u, "n": n} for n, u in enumerate(["a", "b1", "b2", "b3"])
+    ]
