@@ -62,6 +62,8 @@ bench: setup
 	$(BIN)/python benchmarks/warm_turn.py
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/resume.py
+	$(BIN)/python benchmarks/load.py
+	$(BIN)/python benchmarks/faults.py
 
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache
