@@ -10,6 +10,7 @@ a caller leaving mid-turn (``test_disconnect.py``).
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
@@ -270,7 +271,7 @@ def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Re
                 prompt = f"r{round_} t{n} [slow:{rng.randrange(0, 40)}]"
                 try:
                     reply = srv.invoke(prompt, session=sid, stream=False, timeout=10)
-                except OSError:  # the process was killed under the request
+                except (OSError, http.client.HTTPException):  # the process was killed under the request
                     return
                 if reply.status == 200:
                     completed.append(prompt)
