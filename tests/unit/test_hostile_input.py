@@ -9,6 +9,7 @@ receiver turns into ``{"error", "message"}``. The suite prints how many distinct
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -69,11 +70,9 @@ def report(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     counts = {k: len(v) for k, v in BAD.items()}
     line = f"hostile input: {sum(counts.values())} distinct bad inputs tried {counts}, every one a contract error"
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
-    else:
-        print(line)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        print(f"\n{line}")
 
 
 def assert_contract(response: Any) -> dict[str, Any]:
