@@ -192,7 +192,7 @@ def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
     finally:
         srv.stop()
     cli_pids = {e["pid"] for e in read_log(tmp_path / "fake.log") if e["event"] == "start"}
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in cli_pids), timeout=15)  # no orphan
+    wait_for(lambda: not any(_alive(pid) for pid in cli_pids), timeout=15)  # no orphaned CLI
     fresh = make_server(tmp_path, "vm-2").start()
     try:
         after = fresh.invoke("turn 4", session=sid, stream=False)
@@ -252,6 +252,14 @@ def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
 KILL9_ROUNDS = int(os.environ.get("AGENTKIT_KILL9_ROUNDS", "3"))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"  # a zombie has exited (its parent, the test, has not reaped it yet)
+
+
 def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Reply]:
     """``rounds`` runtimes of one session, each SIGKILLed at a random point while a client drives turns.
     Returns the prompts that got a result and the reply of one more turn in a fresh runtime."""
@@ -283,6 +291,9 @@ def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Re
         srv.kill()
         stop.set()
         driver.join(15)
+        # No CLI outlives its runtime: it sees stdin close and exits (no orphan keeps running and billing).
+        pids = {e["pid"] for e in read_log(tmp / "fake.log") if e["event"] == "start"}
+        wait_for(lambda pids=pids: not any(_alive(pid) for pid in pids), timeout=15)
     final = make_server(tmp, "vm-final").start()
     try:
         after = final.invoke("final", session=sid, stream=False, timeout=60)
