@@ -96,6 +96,20 @@ def test_cli_killed_mid_turn(tmp_path: Path) -> None:
         )  # a new CLI, resumed from the store
 
 
+def test_runtime_sigkilled_mid_turn_leaves_no_cli_running(tmp_path: Path) -> None:
+    """A CLI busy with a turn does not read stdin, so it may not notice its runtime is gone (run standalone,
+    the fake CLI in ``[slow:30000]`` went on for the full 30 s). The parent-death signal kills it at once: it
+    is gone, and it never got to log an exit of its own."""
+    srv = make_server(tmp_path).start()
+    in_background(srv.invoke, "[slow:30000] busy", session=session_id("orphan"), stream=False)
+    wait_for(lambda: started(tmp_path, "[slow:30000] busy"))
+    pid = started(tmp_path, "[slow:30000] busy")[0]["pid"]
+    srv.kill()
+    wait_for(lambda: not _alive(pid), timeout=10)
+    exits = [e for e in read_log(tmp_path / "fake.log") if e["event"] == "exit" and e["pid"] == pid]
+    assert exits == [], exits  # killed by the kernel, not an exit it chose (e.g. "stdout closed" on a write)
+
+
 @pytest.mark.parametrize(
     ("directive", "ok"),
     [("[garbage]", None), ("[longline:9000000]", False), ("[longline:2000000]", True)],
