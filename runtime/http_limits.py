@@ -229,33 +229,41 @@ class HttpGuard:
 
 
 class _ContractSend:
-    """Wraps ``send``: passes JSON and streaming replies through, turns a plain-text error into the contract."""
+    """Wraps ``send``: passes successful and streaming replies through; an error reply (status >= 400) is held
+    until its body is complete and sent on if it already is ``{"type": "error", "code", "message"}``, else
+    replaced by one (the framework's plain-text 404/405/500, or the base app's ``{"error": ...}``)."""
 
     def __init__(self, send: Send, limit_hint: str = "") -> None:
         self._send = send
         self._limit_hint = limit_hint
         self.started = False
         self.complete = False
-        self._held: Message | None = None  # a non-JSON error start, waiting for its body to be replaced
+        self._held: Message | None = None  # an error reply's start, waiting for its body
+        self._body = b""
 
     async def __call__(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             self.started = True
-            status = int(message["status"])
-            content_type = _header(message.get("headers", []), b"content-type") or b""
-            if status >= 400 and not content_type.startswith(b"application/json"):
+            if int(message["status"]) >= 400:
                 self._held = message
                 return
         elif kind == "http.response.body" and self._held is not None:
+            self._body += message.get("body", b"")
             if message.get("more_body", False):
-                return  # the framework's own words are dropped
-            status = int(self._held["status"])
+                return
+            held, body = self._held, self._body
+            self._held, self._body = None, b""
+            if _is_contract(body):
+                self.complete = True
+                await self._send(held)
+                await self._send({"type": "http.response.body", "body": body, "more_body": False})
+                return
+            status = int(held["status"])
             text = (
                 "internal error; the details are in the runtime logs" if status >= 500 else f"HTTP {status}"
             )
-            extra = [(k, v) for k, v in self._held.get("headers", []) if k.lower() == b"allow"]
-            self._held = None
+            extra = [(k, v) for k, v in held.get("headers", []) if k.lower() == b"allow"]
             code = _CODES.get(status, "internal_error" if status >= 500 else "http_error")
             await self._write(status, error_body(code, text), extra)
             return
@@ -292,6 +300,19 @@ class _ContractSend:
         )
         self.complete = True
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _is_contract(body: bytes) -> bool:
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return False
+    return (
+        isinstance(doc, dict)
+        and doc.get("type") == "error"
+        and isinstance(doc.get("code"), str)
+        and isinstance(doc.get("message"), str)
+    )
 
 
 def _header(headers: Any, name: bytes) -> bytes | None:

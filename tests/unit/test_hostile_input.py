@@ -230,3 +230,18 @@ def test_a_deeply_nested_signed_webhook_body_is_a_400() -> None:
     }
     with pytest.raises(trackers.BadRequestError, match="nested"):
         TRACKER.parse_request(trackers.InboundRequest.create(headers, body))
+
+
+def test_an_unexpected_error_in_the_handler_is_a_contract_500_without_its_text(tmp_path: Path) -> None:
+    class Broken(ScriptedRegistry):
+        async def invoke(self, **_: Any) -> AsyncIterator[dict[str, Any]]:
+            raise RuntimeError("db password=hunter2 leaked in an exception")
+
+    app = build_app(Settings(state_dir=tmp_path), registry_factory=lambda _s: Broken())
+    with TestClient(app, raise_server_exceptions=False) as tc:
+        response = tc.post(
+            "/invocations", json={"prompt": "hi"}, headers={SESSION_HEADER: session_id("boom")}
+        )
+    assert response.status_code == 500
+    assert response.json()["type"] == "error" and response.json()["code"] == "internal_error"
+    assert "hunter2" not in response.text
