@@ -79,6 +79,8 @@ bench: setup
 	$(BIN)/python benchmarks/resume.py
 	$(BIN)/python benchmarks/real_cli.py
 	$(BIN)/python benchmarks/cold_start.py
+	$(BIN)/python benchmarks/load.py
+	$(BIN)/python benchmarks/faults.py
 
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 import uuid
 from collections.abc import Mapping
 
+from runtime import json_guard
 from runtime.errors import InvalidRequest
 
 SESSION_NAMESPACE = uuid.UUID("6f1f8a3e-7c43-5b8e-9a51-0c2d4e6b7a90")
@@ -79,8 +79,8 @@ def _jwt_subject(token: str) -> str | None:
         )
     try:
         padded = parts[1] + "=" * (-len(parts[1]) % 4)
-        claims = json.loads(base64.urlsafe_b64decode(padded))
-    except (ValueError, json.JSONDecodeError):
+        claims = json_guard.loads(base64.urlsafe_b64decode(padded))
+    except ValueError:  # bad base64, not UTF-8, not JSON (JSONDecodeError) or nested too deep (JsonTooDeep)
         raise InvalidRequest("the Authorization bearer token has an unreadable payload") from None
     sub = claims.get("sub") if isinstance(claims, dict) else None
     return sub if isinstance(sub, str) and sub.strip() else None

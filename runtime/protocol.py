@@ -32,12 +32,24 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runtime import json_guard
 from runtime.errors import AgentKitError, InvalidRequest, InvalidSessionId, PromptTooLarge
+from runtime.json_guard import JsonTooDeep
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{32,255}$")
 MAX_METADATA_KEYS = 15
 MAX_SUMMARY_CHARS = 160
+#: Bytes one prompt character may take in the body: a character outside the BMP sent as a ``\\u`` surrogate pair
+#: (``json.dumps``' default, ``ensure_ascii=True``) is 12 bytes.
+MAX_BYTES_PER_CHAR = 12
+#: Room for the rest of the body (other fields, metadata, whitespace).
+ENVELOPE_BYTES = 64 * 1024
+
+
+def max_body_bytes(max_prompt_chars: int) -> int:
+    """The largest body that can still hold a prompt of ``max_prompt_chars`` characters, however encoded."""
+    return max_prompt_chars * MAX_BYTES_PER_CHAR + ENVELOPE_BYTES
 
 
 # -- events and replies --------------------------------------------------------------------------------------
@@ -164,14 +176,19 @@ class InvocationRequest(BaseModel):
 
 def parse_body(raw: bytes, *, max_prompt_chars: int) -> InvocationRequest:
     """Parse and validate raw request bytes. Raises :class:`InvalidRequest` / :class:`PromptTooLarge`."""
-    # A body far beyond the prompt limit is refused before JSON parsing (4 bytes per char worst case + envelope).
-    if len(raw) > max_prompt_chars * 4 + 64 * 1024:
+    # A body that cannot hold a prompt within the limit, however it is encoded, is refused before parsing.
+    if len(raw) > max_body_bytes(max_prompt_chars):
         raise PromptTooLarge(
             f"request body is {len(raw)} bytes; prompts are limited to {max_prompt_chars} characters. "
             "Shorten the prompt or split the work over several turns of one session."
         )
     try:
-        data = json.loads(raw)
+        data = json_guard.loads(raw)
+    except JsonTooDeep as exc:
+        raise InvalidRequest(
+            f"body is too deeply nested ({exc}). Send a flat JSON object such as "
+            '{"prompt": "Summarise the open issues", "stream": true}.'
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequest(
             f"body is not valid UTF-8 JSON ({exc}). Send a JSON object such as "

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
+from runtime.http_limits import HttpGuard, abandon_on_disconnect
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import (
     SESSION_HEADER,
@@ -34,6 +35,7 @@ from runtime.protocol import (
     ToolEvent,
     TurnItem,
     error_event,
+    max_body_bytes,
     parse_body,
     parse_payload,
     resolve_session_id,
@@ -54,6 +56,18 @@ class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
 
     max_prompt_chars: int = 100_000
+    _guard: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The HTTP edge (body limit, error contract, disconnects) wraps everything, the framework's own
+        # error middleware included.
+        if self._guard is None:
+            self._guard = HttpGuard(
+                super().__call__,
+                max_body_bytes=max_body_bytes(self.max_prompt_chars),
+                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+            )
+        await self._guard(scope, receive, send)
 
     async def before_invocation(self, request: Request) -> Response | None:
         try:
@@ -137,6 +151,7 @@ def build_app(
                 metadata=request.metadata,
                 trace_headers=_trace_headers(context),
             )
+            abandon_on_disconnect(turn.abandoned)
             services.runner.check_request(turn)
             events = await services.registry.invoke(
                 key=claude_session_id(session_id, actor),
@@ -148,7 +163,7 @@ def build_app(
         except AgentKitError as exc:
             return error_response(exc)
         if request.stream:
-            return _stream(events)
+            return _stream(events, turn.abandoned)
         return await _collect(events)
 
     return app
@@ -168,9 +183,15 @@ def _unwrap(item: TurnItem) -> Event:
     return item.event if isinstance(item, Failure) else item
 
 
-async def _stream(events: AsyncIterator[TurnItem]) -> AsyncIterator[Event]:
-    async for item in events:
-        yield _unwrap(item)
+async def _stream(events: AsyncIterator[TurnItem], abandoned: asyncio.Event) -> AsyncIterator[Event]:
+    finished = False
+    try:
+        async for item in events:
+            yield _unwrap(item)
+        finished = True
+    finally:
+        if not finished:  # the reply stream was closed early: the caller is gone
+            abandoned.set()
 
 
 async def _collect(events: AsyncIterator[TurnItem]) -> Response:

@@ -57,6 +57,8 @@ class TurnRequest:
     #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
     #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.
     trace_headers: dict[str, str] | None = None
+    #: Set when the caller disconnected before the reply was complete (see runtime.agent.disconnect).
+    abandoned: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class TurnRunner(Protocol):

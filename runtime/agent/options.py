@@ -15,6 +15,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition
 
 from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.orphan_guard import parent_death_wrapper
 from runtime.guard.gate import CanUseTool
 from runtime.settings import Settings
 
@@ -64,7 +65,7 @@ def build_options(
         max_budget_usd=limits[1],
         model=settings.model,
         cwd=str(cwd),
-        cli_path=settings.cli_path,
+        cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
         env=settings.cli_env(),
         setting_sources=[],
         include_partial_messages=True,

@@ -43,6 +43,7 @@ from claude_agent_sdk.types import CanUseToolShadowedWarning
 
 from runtime.agent.client_state import AgentClientState, ClientLimits
 from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.disconnect import ClientDisconnected, interrupt_on_disconnect, skip_if_abandoned
 from runtime.agent.options import build_options
 from runtime.agent.turn_stream import (
     CLIGone,
@@ -233,6 +234,7 @@ class AgentTurnRunner:
     ) -> Awaitable[None]:
         """Run one turn, emitting its events; returns the post-turn work (persistence) to run after the reply."""
         telemetry = self.deps.telemetry
+        skip_if_abandoned(request, telemetry, session)
         try:
             spent = await telemetry.session_spend(session)
             limits = self.deps.budgets.effective_limits(
@@ -249,7 +251,10 @@ class AgentTurnRunner:
             prompt_uuid = str(uuid.uuid4())
             result: ResultMessage | None = None
             try:
-                async with asyncio.timeout(self.settings.turn_timeout_s):
+                async with (
+                    asyncio.timeout(self.settings.turn_timeout_s),
+                    interrupt_on_disconnect(request, state, telemetry, session) as gone,
+                ):
                     try:
                         await client.query(
                             prompt_stream(request.prompt, session.claude_session_id, prompt_uuid)
@@ -297,7 +302,9 @@ class AgentTurnRunner:
             errors=result.errors,
             api_error_status=result.api_error_status,
         )
-        if state.budget_hit:
+        if gone.fired:
+            error = ClientDisconnected("the caller disconnected; the turn was interrupted")
+        elif state.budget_hit:
             error = BudgetExceeded(
                 f"the invocation reached its max_budget_usd of ${state.budget:.4f} (spent ${state.running_cost:.4f})"
                 " and was stopped; raise max_budget_usd (up to AGENTKIT_MAX_BUDGET_USD) or narrow the task"

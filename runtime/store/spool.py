@@ -106,10 +106,31 @@ class SpoolingSessionStore:
         os.fsync(f.fileno())
 
     def _spool(self, batch: _Batch) -> None:
-        self._write(
-            {"op": "batch", "id": batch.id, "key": batch.key, "entries": batch.entries, "state": batch.state}
-        )
+        """Queue ``batch`` for delivery and journal it. A journal that cannot be written (disk full, read-only
+        volume) does not lose the batch: it stays queued in memory and is delivered when the store is back;
+        only a process death before then loses it, and the failure is logged and reported."""
         self._pending.append(batch)
+        try:
+            self._write(
+                {
+                    "op": "batch",
+                    "id": batch.id,
+                    "key": batch.key,
+                    "entries": batch.entries,
+                    "state": batch.state,
+                }
+            )
+        except OSError as exc:
+            log.error(
+                "spool journal %s could not be written (%s); %d batch(es) are held in memory until the store "
+                "is back",
+                self._path,
+                exc,
+                len(self._pending),
+            )
+            if self._on_error is not None:
+                with contextlib.suppress(Exception):
+                    self._on_error(exc)
 
     def _adopt_orphans(self) -> None:
         """Take over journals of dead processes (their lock is free) and queue what they had not delivered."""
@@ -176,9 +197,13 @@ class SpoolingSessionStore:
                     self._report(exc, "retry")
                     return False
                 self._pending.popleft()
-                self._write({"op": "done", "id": batch.id})
+                with contextlib.suppress(
+                    OSError
+                ):  # a full disk: the batch is delivered, the mark is optional
+                    self._write({"op": "done", "id": batch.id})
             if self._file is not None:
-                self._file.truncate(0)
+                with contextlib.suppress(OSError):
+                    self._file.truncate(0)
             return True
         finally:
             self._delivering = False
@@ -224,7 +249,7 @@ class SpoolingSessionStore:
     # ------------------------------------------------------------------ SessionStore protocol
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Append through ``inner``; on failure (or behind earlier failures of this key) spool. Never raises
-        for store failures (a full disk still raises ``OSError``)."""
+        for store failures, nor for a full spool disk (the batch is then held in memory)."""
         if not entries:
             return
         batch = _Batch(uuid.uuid4().hex, dict(key), list(entries))  # type: ignore[arg-type]

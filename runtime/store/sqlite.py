@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from runtime.errors import SessionStoreError
+from runtime.store.file_guard import Fault, FileGuard, dump_rows, restore_rows
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -42,6 +44,7 @@ if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checki
 __all__ = ["SqliteSessionStore"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -93,22 +96,30 @@ class SqliteSessionStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._guard = FileGuard(self.path)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
 
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
         with self._lock:
             try:
+                fault = self._guard.check() if self._db is not None else None
+                if fault is not None:
+                    self._on_fault(fault, write=write)
                 if self._db is None:
-                    db = sqlite3.connect(
-                        self.path, timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False
-                    )
-                    db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
-                    db.execute("PRAGMA synchronous=NORMAL")
-                    self._db = db
+                    self._db = self._open()
                 yield self._db
+                self._guard.opened()
             except sqlite3.Error as exc:
                 raise SessionStoreError(
                     f"SQLite session store {self.path} failed: {exc}",
@@ -116,16 +127,54 @@ class SqliteSessionStore:
                     retryable=True,
                 ) from exc
 
+    def _on_fault(self, fault: Fault, *, write: bool) -> None:
+        """Recover from a fault found by the file guard (under the lock). A write raises afterwards, so the
+        spool keeps its batch and redelivers it, and ``SessionStoreErrors`` counts the fault."""
+        log.error("SQLite session store: %s", fault.detail)
+        old = self._db
+        if fault.database_moved and old is not None:
+            # Read what the old file holds, close it and remove the -wal/-shm it leaves at the path, then write it
+            # all into the file now at the path (a new one if it was deleted).
+            rows = dump_rows(old)
+            self._db = None
+            old.close()
+            self._guard.remove_stale_sidecars()
+            new = self._open()
+            try:
+                new.execute("PRAGMA journal_mode=WAL")
+                new.executescript(_SCHEMA)
+                copied = restore_rows(new, rows)
+            except BaseException:
+                new.close()
+                raise
+            self._db = new
+            self._guard.opened()
+            log.error(
+                "SQLite session store: rewrote the %d entries the old file held into %s", copied, self.path
+            )
+        elif not fault.repaired and old is not None:
+            self._db = (
+                None  # the mapping is intact (only truncation breaks it): close, reopen on the next call
+            )
+            old.close()
+        if write or not (fault.database_moved or fault.repaired):
+            raise SessionStoreError(
+                f"SQLite session store {self.path}: {fault.detail}; the write is kept in the spool and retried",
+                aws_code=f"File{fault.kind.title().replace('_', '')}",
+                retryable=True,
+            )
+
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
         with self._lock:
             if self._db is not None:
+                self._guard.check()  # grows back a truncated -shm: closing touches its mapping
                 self._db.close()
                 self._db = None
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
         def work() -> T:
-            with self._connect() as db:
+            with self._connect(write=write) as db:
                 return fn(db)
 
         return await asyncio.to_thread(work)
@@ -180,7 +229,7 @@ class SqliteSessionStore:
                 db.execute("ROLLBACK")
                 raise
 
-        await self._run(work)
+        await self._run(work, write=True)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         args = (key["project_key"], key["session_id"], _subpath(key))
@@ -230,7 +279,7 @@ class SqliteSessionStore:
                 db.execute("ROLLBACK")  # the connection is long-lived: never leave it inside a transaction
                 raise
 
-        await self._run(work)
+        await self._run(work, write=True)
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         def work(db: sqlite3.Connection) -> list[str]:
@@ -263,4 +312,4 @@ class SqliteSessionStore:
                 (session_id, now, data),
             )
 
-        await self._run(work)
+        await self._run(work, write=True)

@@ -16,6 +16,8 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
     [error]                       end the turn with result subtype error_during_execution (is_error true)
     [max_turns]                   end the turn with result subtype error_max_turns
     [max_budget]                  end the turn with result subtype error_max_budget_usd
+    [garbage]                     write one line that is not JSON to stdout, then go on
+    [longline:<n>]                write one valid JSON line of about <n> bytes to stdout, then go on
 
 A malformed directive (bad JSON, unterminated) ends the turn with error_during_execution.
 
@@ -140,7 +142,9 @@ VALUE_FLAGS = {
     "--setting-sources",
 }
 LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION", "DISABLE_", "ENABLE_")
-_DIRECTIVE_RE = re.compile(r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget)(?=[:\]])")
+_DIRECTIVE_RE = re.compile(
+    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline)(?=[:\]])"
+)
 
 
 class Interrupted(Exception):
@@ -231,7 +235,7 @@ def parse_directives(prompt: str) -> list[tuple[str, Any]]:
         if end < 0:
             raise ValueError(f"unterminated directive at {m.start()}")
         raw, pos = prompt[pos:end], end + 1
-        out.append((kind, int(raw) if kind in ("slow", "big") else raw))
+        out.append((kind, int(raw) if kind in ("slow", "big", "longline") else raw))
     return out
 
 
@@ -331,7 +335,9 @@ class FakeClaude:
             os.close(fd)
 
     def send(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj) + "\n").encode()
+        self.send_raw((json.dumps(obj) + "\n").encode())
+
+    def send_raw(self, data: bytes) -> None:
         with self.out_lock:
             try:
                 sys.stdout.buffer.write(data)
@@ -910,6 +916,11 @@ class FakeClaude:
                 return
             elif kind == "big":
                 big = int(arg)
+            elif kind == "garbage":  # a line that is not JSON, then the turn goes on
+                self.send_raw(b"this is not json {\n")
+            elif kind == "longline":  # one valid JSON line of <n> bytes (a huge tool result, say)
+                pad = max(0, int(arg) - 64)
+                self.send({"type": "system", "subtype": "fake_padding", "pad": "x" * pad})
             else:
                 name, args = (
                     arg

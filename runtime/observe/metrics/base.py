@@ -20,7 +20,9 @@ logger = logging.getLogger(__name__)
 METRICS_KINDS: tuple[str, ...] = ("emf", "cloudwatch", "off")
 DEFAULT_NAMESPACE = DEFAULT_METRICS_NAMESPACE
 DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
-EVENTS = frozenset({"BudgetExceeded", "InvocationErrors", "SessionResumed", "SessionStoreErrors"})
+EVENTS = frozenset(
+    {"BudgetExceeded", "Disconnected", "InvocationErrors", "SessionResumed", "SessionStoreErrors"}
+)
 
 COUNT, MS, NONE = "Count", "Milliseconds", "None"
 MAX_VALUES_PER_DATUM = 150  # PutMetricData limit on distinct Values per datum
@@ -200,7 +202,7 @@ class BaseMetrics:
         value: float = 1,
         properties: Mapping[str, Any] | None = None,
     ) -> None:
-        """Count an event (BudgetExceeded, InvocationErrors, SessionResumed, SessionStoreErrors).
+        """Count an event (BudgetExceeded, Disconnected, InvocationErrors, SessionResumed, SessionStoreErrors).
 
         Raises:
             ValueError: unknown event name or a dimension outside Model/Tool/ErrorCode (a programming error).

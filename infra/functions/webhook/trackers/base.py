@@ -16,11 +16,11 @@ carrying ``code`` and ``http_status``.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+import json_limits
 from pydantic import BaseModel, ConfigDict, Field
 
 TrackerName = Literal["github", "gitlab", "jira"]
@@ -190,8 +190,8 @@ def require_json(request: InboundRequest) -> dict[str, object]:
             f"content type {content_type!r}; set the webhook's content type to application/json"
         )
     try:
-        payload = json.loads(request.body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        payload = json_limits.loads(request.body)
+    except ValueError as exc:  # not UTF-8, not JSON, or nested too deep (json_limits.JsonTooDeep)
         raise BadRequestError(f"body is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise BadRequestError("body must be a JSON object")

@@ -1,0 +1,77 @@
+"""A caller that leaves mid-turn: interrupt the turn so it stops spending, count it, keep the session.
+
+The HTTP edge (:mod:`runtime.http_limits`) sets the request's ``abandoned`` event when the client goes away
+before its reply is complete (SSE or JSON). A turn still waiting in the session's queue is then skipped; a
+running one gets the SDK client's ``interrupt()`` — the CLI ends the turn with an interrupted result at its
+next step, its spend so far is counted as usual, and the warm client stays connected for the next turn.
+Each abandoned invocation counts one ``Disconnected`` metric.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from runtime.errors import AgentKitError
+
+logger = logging.getLogger(__name__)
+
+DISCONNECTED_METRIC = "Disconnected"
+
+
+class ClientDisconnected(AgentKitError):
+    """The caller left before the reply was complete (nobody sees this error; it ends the turn cleanly)."""
+
+    code = "client_disconnected"
+    http_status = 499  # client closed request (a 4xx: the warm client is kept)
+
+
+class DisconnectWatch:
+    """Whether the caller of the current turn left while it ran."""
+
+    def __init__(self) -> None:
+        self.fired = False
+
+
+def count_disconnect(telemetry: Any, session: Any) -> None:
+    telemetry.metrics.record_event(DISCONNECTED_METRIC, properties={"session_id": session.runtime_session_id})
+
+
+def skip_if_abandoned(request: Any, telemetry: Any, session: Any) -> None:
+    """Before a queued turn starts. Raises :class:`ClientDisconnected` when its caller already left."""
+    abandoned = getattr(request, "abandoned", None)
+    if abandoned is not None and abandoned.is_set():
+        count_disconnect(telemetry, session)
+        logger.info("session %s: caller left before its turn started; skipped", session.runtime_session_id)
+        raise ClientDisconnected("the caller disconnected before the turn started")
+
+
+@contextlib.asynccontextmanager
+async def interrupt_on_disconnect(
+    request: Any, state: Any, telemetry: Any, session: Any
+) -> AsyncIterator[DisconnectWatch]:
+    """While the body runs: if the caller leaves, interrupt the turn (as a task, like the budget interrupt:
+    the SDK reads the interrupt's answer only after the messages before it are consumed)."""
+    watch = DisconnectWatch()
+    abandoned: asyncio.Event | None = getattr(request, "abandoned", None)
+
+    async def wait() -> None:
+        assert abandoned is not None
+        await abandoned.wait()
+        watch.fired = True
+        count_disconnect(telemetry, session)
+        logger.info("session %s: caller disconnected mid-turn; interrupting", session.runtime_session_id)
+        if state.interrupt_task is None:
+            state.interrupt_task = asyncio.create_task(state.client.interrupt(), name="turn-interrupt")
+
+    task = asyncio.create_task(wait(), name="turn-disconnect-watch") if abandoned is not None else None
+    try:
+        yield watch
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

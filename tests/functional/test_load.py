@@ -1,0 +1,23 @@
+"""A small load run in the suite (``benchmarks/load.py`` runs N=20 x M=10): concurrent sessions through the real
+HTTP server with the fake CLI lose, duplicate and interleave no turn, spawn one CLI per session, and the idle
+timeout gives the memory back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.load import run_load
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_concurrent_sessions_lose_nothing_and_eviction_returns_memory(tmp_path: Path) -> None:
+    result = run_load(tmp_path, sessions=4, turns=3, idle_timeout_s=2.0)
+    print("\n".join(result.lines()))
+    assert result.lost == [] and result.duplicated == [] and result.interleaved == []
+    assert len(result.latencies_ms) == 12
+    assert result.cli_spawned == 4  # one warm CLI per session, reused for every turn
+    assert result.live_cli_after == 0  # idle eviction closed every CLI
+    assert result.rss_after_ratio <= 1.10, result.lines()
