@@ -75,14 +75,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     prewarm = _prewarm(app, settings)
 
+    from runtime.shutdown import EarlyClose
+
+    # SIGTERM starts closing the warm clients at once, on the loop that owns them (runtime.shutdown).
+    early_close = EarlyClose(runtime.close, app.worker_loop)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         for work in prewarm:
             work.start()
+        early_close.install()
         yield
-        # Shutdown (SIGTERM): close warm clients on the loop that owns them.
-        loop = app.worker_loop()
-        future = asyncio.run_coroutine_threadsafe(runtime.close(), loop)
+        future = early_close.begin()  # already under way after a signal
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout=SHUTDOWN_TIMEOUT_S)
             _flush_traces()
