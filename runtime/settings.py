@@ -35,6 +35,8 @@ Environment variables (all optional):
 ``AGENTKIT_WORKSPACE``          the agent's working directory (default ``<state dir>/workspace``)
 ``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
+``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
+``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
 ==============================  ==========================================================================
 
 Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
@@ -81,6 +83,8 @@ ENV_ACTOR_HEADER = "AGENTKIT_ACTOR_HEADER"
 ENV_WORKSPACE = "AGENTKIT_WORKSPACE"
 ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
+ENV_SANDBOX = "AGENTKIT_SANDBOX"
+ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -122,6 +126,8 @@ _ENV_FIELDS: dict[str, str] = {
     "workspace": ENV_WORKSPACE,
     "aws_region": ENV_AWS_REGION,
     "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
+    "sandbox": ENV_SANDBOX,
+    "agent_profile": ENV_AGENT_PROFILE,
 }
 
 
@@ -164,6 +170,8 @@ class Settings(BaseModel):
     workspace: Path | None = None
     aws_region: str = "us-east-1"
     claude_config_dir: Path | None = None
+    sandbox: Literal["required", "off"] = "required"
+    agent_profile: Literal["readonly", "developer"] | None = None
 
     @field_validator("model", "small_model")
     @classmethod

@@ -142,10 +142,14 @@ class PermissionPolicy:
         allowed_tools: Iterable[str],
         workspace: Path,
         bash_allowlist: Iterable[str] = DEFAULT_BASH_ALLOWLIST,
+        opaque_programs: Iterable[str] = (),
     ) -> None:
         self.allowed_tools = frozenset(allowed_tools)
         self.workspace = Path(os.path.abspath(workspace))
         self.bash_allowlist = frozenset(bash_allowlist)
+        self.opaque_programs = frozenset(opaque_programs)
+        """Programs allowed with any options (interpreters, build tools): only ever set when commands run in the
+        OS sandbox (``developer`` profile). Their path-like arguments are still checked."""
 
     # -- entry point --------------------------------------------------------------------------------------------
 
