@@ -44,6 +44,8 @@ def runtime_environment(
         "AGENTKIT_METRICS_NAMESPACE": config.metrics_namespace,
         "AGENTKIT_MODEL": config.model,
         "AGENTKIT_AGENT_NAME": config.agent_name,
+        "AGENTKIT_AGENT_PROFILE": config.agent_profile,
+        "AGENTKIT_SANDBOX": config.sandbox,
         "AWS_REGION": region,
     }
     if config.auth.mode == "iam":

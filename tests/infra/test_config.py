@@ -149,3 +149,15 @@ def test_eu_profiles_in_an_eu_region_are_accepted() -> None:
         extra_models=["global.anthropic.claude-haiku-4-5-20251001-v1:0"],
     )
     assert load_config(data, stage="dev").region == "eu-west-1"
+
+
+def test_agent_profile_and_sandbox_keys() -> None:
+    data = raw()
+    assert load_config(data, stage="dev").agent_profile == "readonly"
+    data["agent_profile"], data["sandbox"] = "developer", "off"
+    cfg = load_config(data, stage="dev")
+    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "off")
+    data["agent_profile"] = "root"
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.agent_profile" and "developer" in str(err.value)
