@@ -36,6 +36,9 @@ def build_registry(settings: Settings, *, definition: AgentDefinitionSpec | None
         agent_file = os.environ.get(ENV_AGENT_FILE)
         definition = AgentDefinitionSpec.from_file(Path(agent_file)) if agent_file else AgentDefinitionSpec()
     definition, sandbox = _sandboxed_definition(settings, definition)
+    if not sandbox.sandboxed and settings.sandbox == "required":
+        # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
+        settings = settings.model_copy(update={"sandbox": "off"})
     emf_stream = None
     if settings.metrics == "emf" and settings.emf_file:
         settings.emf_file.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,9 @@ logger = logging.getLogger(__name__)
 METRICS_KINDS: tuple[str, ...] = ("emf", "cloudwatch", "off")
 DEFAULT_NAMESPACE = "AgentCoreClaudeKit"
 DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
-EVENTS = frozenset({"BudgetExceeded", "InvocationErrors", "SessionResumed", "SessionStoreErrors"})
+EVENTS = frozenset(
+    {"BudgetExceeded", "InvocationErrors", "SandboxUnavailable", "SessionResumed", "SessionStoreErrors"}
+)
 
 COUNT, MS, NONE = "Count", "Milliseconds", "None"
 MAX_VALUES_PER_DATUM = 150  # PutMetricData limit on distinct Values per datum
