@@ -144,7 +144,14 @@ def _server(scene: Scene, profile: str) -> RuntimeServer:
                 "profile": profile,
                 "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
                 # the developer control runs pytest from this venv and its base interpreter
-                "sandbox_read_paths": [str(venv), os.path.realpath(sys.base_prefix)],
+                "sandbox_read_paths": sorted(
+                    {str(venv), os.path.realpath(sys.base_prefix)}
+                    | {
+                        os.path.realpath(p)
+                        for p in sys.path
+                        if p.endswith("site-packages") and os.path.isdir(p)
+                    }
+                ),
             }
         )
     )
@@ -203,7 +210,10 @@ def run_batch(scene: Scene, profile: str, attacks: list[tuple[str, str, dict[str
     bedrock = scene.bedrock
     bedrock.reset()
     batch = len(RUN.transcripts)  # tool ids must be unique within a conversation
-    uses = [ToolUse(tool, tool_input, id=f"toolu_{batch}_{i:03d}") for i, (_, tool, tool_input) in enumerate(attacks)]
+    uses = [
+        ToolUse(tool, tool_input, id=f"toolu_{batch}_{i:03d}")
+        for i, (_, tool, tool_input) in enumerate(attacks)
+    ]
     bedrock.enqueue(Reply.message(*uses), Reply.text("done"))
     reply = scene.servers[profile].invoke(
         "review this pull request", session=session_id(f"attacker-{profile}"), timeout=280
@@ -474,6 +484,7 @@ def developer_attacks(s: Scene) -> list[tuple[str, str, dict[str, Any]]]:
 SKIP_WALK = [
     "/proc", "/sys", "/dev", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
     os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+    *(os.path.realpath(p) for p in sys.path if p.endswith("site-packages")),
 ]  # fmt: skip
 WALK = """
 import os
