@@ -96,7 +96,9 @@ class AgentDefinitionSpec(BaseModel):
             raise ValueError(f"builtin_tools: unknown tools {unknown}; known: {sorted(BUILTIN_TOOLS)}")
         relative = [p for p in self.sandbox_read_paths if not p.startswith("/") or ".." in p.split("/")]
         if relative or "/" in self.sandbox_read_paths:
-            raise ValueError(f"sandbox_read_paths must be absolute, without '..', and not '/': {relative or ['/']}")
+            raise ValueError(
+                f"sandbox_read_paths must be absolute, without '..', and not '/': {relative or ['/']}"
+            )
         clash = sorted(set(self.allowed_tools) & set(self.disallowed_tools))
         if clash:
             raise ValueError(f"tools both allowed and disallowed: {clash}")

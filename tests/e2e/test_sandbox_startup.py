@@ -58,7 +58,8 @@ def test_missing_sandbox_switches_command_tools_off_and_keeps_read_tools(tmp_pat
         try:
             assert server.ping()["status"] == "Healthy"
             bedrock.enqueue(
-                Reply.tool_use("Read", {"file_path": str(tmp_path / "ws" / "notes.txt")}), Reply.text("read it")
+                Reply.tool_use("Read", {"file_path": str(tmp_path / "ws" / "notes.txt")}),
+                Reply.text("read it"),
             )
             reply = server.invoke("read my notes", session=session_id("no-sandbox"))
             assert reply.status == 200 and reply.last["type"] == "result", reply.events
@@ -72,7 +73,9 @@ def test_missing_sandbox_switches_command_tools_off_and_keeps_read_tools(tmp_pat
     log = (tmp_path / "server.log").read_text()
     lines = [line for line in log.splitlines() if "sandbox: unavailable" in line]
     assert len(lines) == 1 and "bubblewrap (bwrap) and socat not installed" in lines[0], log[-2000:]
-    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    metrics = [
+        json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if line.strip()
+    ]
     assert any("SandboxUnavailable" in m for m in metrics), metrics
 
 
