@@ -10,7 +10,9 @@ The CLI process itself keeps what it needs to call Bedrock (the SDK passes it th
   ``~/.netrc`` … of the real user are not there (the real files are also hidden by the sandbox). When the real
   home holds AWS shared config or credentials files, the CLI is pointed at them explicitly
   (``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE``) so its own Bedrock calls keep working;
-- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session: ``<state>/tmp/<session id>``.
+- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session: ``<state>/tmp/<session id>``;
+- with ``AGENTKIT_SANDBOX=off`` there is no deny list (it is a sandbox feature): ``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1``
+  then strips credentials from tool processes instead.
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ def session_isolation(
         if var not in host and var not in cli_env and candidate.is_file():
             env[var] = str(candidate)
     if not sandboxed:
+        # No sandbox, so no env deny list: the CLI's own scrub at least strips credentials from tool processes.
+        # (With the sandbox on it must stay unset: it widens the sandbox's writable mounts, see sandbox.py.)
+        env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
         return SessionIsolation(env=env, sandbox=None, settings=permission_settings(workspace))
     names = set(host) | set(cli_env) | set(env)
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)

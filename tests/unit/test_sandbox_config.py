@@ -77,8 +77,9 @@ def test_secret_names_become_read_deny_rules(tmp_path: Path) -> None:
     assert f"Edit(/{str(tmp_path / 'ws').lstrip('/')}/.git/**)" in deny
 
 
-def test_no_sandbox_when_off(tmp_path: Path) -> None:
-    assert isolation(tmp_path, sandboxed=False).sandbox is None
+def test_no_sandbox_when_off_but_the_cli_scrubs_credentials(tmp_path: Path) -> None:
+    iso = isolation(tmp_path, sandboxed=False)
+    assert iso.sandbox is None and iso.env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] == "1"
 
 
 def test_mode_parsing_and_settings() -> None:
