@@ -12,12 +12,13 @@ The CLI process itself keeps what it needs to call Bedrock (the SDK passes it th
   (``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE``) so its own Bedrock calls keep working;
 - ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session: ``<state>/tmp/<session id>``;
 - with ``AGENTKIT_SANDBOX=off`` there is no deny list (it is a sandbox feature): ``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1``
-  then strips credentials from tool processes instead.
+  then strips credentials from tool processes instead (when bwrap is installed: the CLI needs it for that).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,8 +99,10 @@ def session_isolation(
             env[var] = str(candidate)
     if not sandboxed:
         # No sandbox, so no env deny list: the CLI's own scrub at least strips credentials from tool processes.
+        # It runs tools under bwrap itself and the CLI refuses to start without bwrap, so only when bwrap is there.
         # (With the sandbox on it must stay unset: it widens the sandbox's writable mounts, see sandbox.py.)
-        env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
+        if shutil.which("bwrap", path=host.get("PATH")):
+            env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
         return SessionIsolation(env=env, sandbox=None, settings=permission_settings(workspace))
     names = set(host) | set(cli_env) | set(env)
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,12 @@ def test_secret_names_become_read_deny_rules(tmp_path: Path) -> None:
     assert f"Edit(/{str(tmp_path / 'ws').lstrip('/')}/.git/**)" in deny
 
 
-def test_no_sandbox_when_off_but_the_cli_scrubs_credentials(tmp_path: Path) -> None:
-    iso = isolation(tmp_path, sandboxed=False)
+def test_no_sandbox_when_off_but_the_cli_scrubs_credentials_if_it_can(tmp_path: Path) -> None:
+    iso = isolation(tmp_path, sandboxed=False, host={"PATH": os.environ["PATH"]})
     assert iso.sandbox is None and iso.env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] == "1"
+    # without bwrap the CLI would refuse to start with the scrub on
+    iso = isolation(tmp_path, sandboxed=False, host={"PATH": str(tmp_path)})
+    assert "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB" not in iso.env
 
 
 def test_mode_parsing_and_settings() -> None:
