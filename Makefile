@@ -77,6 +77,7 @@ bench: setup
 	$(BIN)/python benchmarks/warm_turn.py
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/resume.py
+	$(BIN)/python benchmarks/sandbox.py
 
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache

@@ -13,6 +13,7 @@ CLI transcripts), and a local TCP listener. After the attacks the suite counts, 
 the policy lets through with any arguments, so only the sandbox stands between them and the host.
 Controls show the legitimate work still succeeds. No skips: without bubblewrap/socat these tests FAIL
 (``make setup`` installs them). Counts are printed (``pytest -s``) and written to ``attack-counts.json``.
+As the image's non-root user: ``scripts/attacks_as_uid.sh 10001`` (from a root shell).
 """
 
 from __future__ import annotations
