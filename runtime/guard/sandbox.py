@@ -97,7 +97,8 @@ SECRET_NAMES: tuple[str, ...] = (
 def permission_settings(workspace: Path) -> dict[str, Any]:
     """``--settings`` permission rules: secret names unreadable, ``.git`` not writable (config, hooks)."""
     deny = [f"Read(**/{name})" for name in SECRET_NAMES]
-    deny += [f"Edit(/{workspace.as_posix().lstrip('/')}/.git/**)"]
+    # "//abs/path" is an absolute path in Claude Code's permission-rule syntax ("/path" is settings-relative)
+    deny += [f"Edit(//{workspace.as_posix().lstrip('/')}/.git/**)"]
     return {"permissions": {"deny": deny}}
 
 
