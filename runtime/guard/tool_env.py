@@ -6,7 +6,7 @@ The CLI process itself keeps what it needs to call Bedrock (the SDK passes it th
 - every variable not on :data:`TOOL_ENV_ALLOWLIST` is unset for sandboxed commands (the sandbox's
   ``credentials.envVars`` deny list, computed from the CLI's actual environment at spawn time), so AWS
   credentials, ``AGENTKIT_*`` and anything the host happens to export never reach a tool;
-- ``HOME`` points at an empty directory (``<state>/tool-home``), so ``~/.aws``, ``~/.ssh``, ``~/.npmrc``,
+- ``HOME`` points at an empty directory (``<state>/tool-home/<session id>``), so ``~/.aws``, ``~/.ssh``, ``~/.npmrc``,
   ``~/.netrc`` … of the real user are not there (the real files are also hidden by the sandbox). When the real
   home holds AWS shared config or credentials files, the CLI is pointed at them explicitly
   (``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE``) so its own Bedrock calls keep working;
@@ -66,8 +66,10 @@ class SessionIsolation:
     """``--settings`` (permission deny rules for secret files; the SDK merges ``sandbox`` into it)."""
 
 
-def tool_home(state_dir: Path) -> Path:
-    return state_dir / "tool-home"
+def tool_home(state_dir: Path, claude_session_id: str) -> Path:
+    """Per session: the CLI itself keeps a few files under ``HOME`` (``.claude``, ``.npm``), which sandboxed
+    commands can read, so sessions must not share it."""
+    return state_dir / "tool-home" / claude_session_id
 
 
 def session_tmp(state_dir: Path, claude_session_id: str) -> Path:
@@ -87,7 +89,7 @@ def session_isolation(
 ) -> SessionIsolation:
     """Overrides to merge over ``cli_env`` and the sandbox settings (``None`` when the sandbox is off)."""
     host = os.environ if host_env is None else host_env
-    home = tool_home(state_dir)
+    home = tool_home(state_dir, claude_session_id)
     tmp = session_tmp(state_dir, claude_session_id)
     for path in (home, tmp):
         path.mkdir(parents=True, exist_ok=True, mode=0o700)

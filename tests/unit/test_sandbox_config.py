@@ -42,13 +42,14 @@ def test_sandbox_denies_every_read_but_workspace_tmp_home_and_system_dirs(tmp_pa
     assert fs["allowWrite"] == [str(tmp_path / "ws"), str(tmp)]
     assert str(tmp_path / "state") not in fs["allowRead"] and "/etc" not in fs["allowRead"]
     assert all(
-        not p.startswith(str(tmp_path / "state")) or p in (str(tmp), str(tmp_path / "state" / "tool-home"))
+        not p.startswith(str(tmp_path / "state"))
+        or p in (str(tmp), str(tmp.parent.parent / "tool-home" / tmp.name))
         for p in fs["allowRead"]
     )
     assert str(tmp_path / "ws" / ".git") in fs["denyWrite"]
     assert iso.sandbox["failIfUnavailable"] is True and iso.sandbox["allowUnsandboxedCommands"] is False
     assert iso.sandbox["network"] == {"allowedDomains": ["pypi.org"], "strictAllowlist": True}
-    assert tmp.is_dir() and (tmp_path / "state" / "tool-home").is_dir()
+    assert tmp.is_dir() and (tmp.parent.parent / "tool-home" / tmp.name).is_dir()
 
 
 def test_tool_env_denies_every_variable_not_on_the_allowlist(tmp_path: Path) -> None:
@@ -57,7 +58,7 @@ def test_tool_env_denies_every_variable_not_on_the_allowlist(tmp_path: Path) -> 
     denied = {entry["name"] for entry in iso.sandbox["credentials"]["envVars"]}
     assert {"AWS_SECRET_ACCESS_KEY", "CLAUDE_CODE_USE_BEDROCK", "AWS_REGION", "CLAUDE_CODE_TMPDIR"} <= denied
     assert "PATH" not in denied and "HOME" not in denied and not denied & TOOL_ENV_ALLOWLIST
-    assert iso.env["HOME"] == str(tmp_path / "state" / "tool-home")
+    assert iso.env["HOME"] == str(tmp_path / "state" / "tool-home" / "0f0e6f0c-1111-4222-8333-444455556666")
     assert (
         "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB" not in iso.env
     )  # breaks write isolation (see runtime.guard.sandbox)
