@@ -11,6 +11,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# The OS sandbox around the agent's commands (Claude Code's sandbox: bubblewrap + socat). Versions are not pinned
+# so Debian security updates apply on rebuild (pins would break the build when bookworm supersedes them).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap socat \
+    && rm -rf /var/lib/apt/lists/*
+
 # Dependencies first (fully pinned), so code changes do not reinstall them.
 COPY requirements/runtime.txt /app/requirements/runtime.txt
 RUN pip install --no-cache-dir --only-binary=:all: -r /app/requirements/runtime.txt

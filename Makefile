@@ -11,8 +11,23 @@ PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean
 
-## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current
-setup: $(VENV)/.installed node_modules/.installed
+## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current.
+## Also installs bubblewrap + socat (the agent's OS sandbox) when missing, on Debian/Ubuntu as root or with sudo.
+setup: $(VENV)/.installed node_modules/.installed sandbox-tools
+
+.PHONY: sandbox-tools
+sandbox-tools:
+	@if command -v bwrap >/dev/null && command -v socat >/dev/null; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "setup: bubblewrap and socat are missing (the agent's OS sandbox needs them; its tests fail without)."; \
+	  echo "       install them with your package manager, e.g. 'dnf install bubblewrap socat' or 'apk add bubblewrap socat'."; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap socat >/dev/null; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+	  sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap socat >/dev/null; \
+	else \
+	  echo "setup: bubblewrap and socat are missing: run 'sudo apt-get install -y bubblewrap socat'"; \
+	fi
 
 $(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -81,6 +96,7 @@ bench: setup
 	$(BIN)/python benchmarks/cold_start.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/faults.py
+	$(BIN)/python benchmarks/sandbox.py
 
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache

@@ -255,6 +255,11 @@ class AppConfig(_Model):
     # AgentCore's stdout log capture does not document. "emf" writes Powertools EMF lines to stdout instead.
     metrics_sink: Literal["cloudwatch", "emf"] = "cloudwatch"
     agent_name: str = Field(default="agentkit", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    # readonly: the reviewer toolset. developer: may also run the repository's tests/builds inside the OS sandbox
+    # (network off). Reaches the runtime as AGENTKIT_AGENT_PROFILE (runtime/guard/profiles.py).
+    agent_profile: Literal["readonly", "developer"] = "readonly"
+    # required: the agent's commands run in the OS sandbox or not at all; off: no OS isolation (logged as a warning)
+    sandbox: Literal["required", "off"] = "required"
     image_build: Literal["local", "codebuild"] = "local"
     actor_header: str = Field(
         default="X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor",

@@ -31,6 +31,7 @@ from infra.runtime import AgentRuntime
 from runtime.env import (
     ENV_ACTOR_HEADER,
     ENV_AGENT_NAME,
+    ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
     ENV_GATEWAY_URL,
     ENV_MEMORY_ID,
@@ -38,6 +39,7 @@ from runtime.env import (
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
     ENV_RECALL_NAMESPACES,
+    ENV_SANDBOX,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
 )
@@ -57,6 +59,8 @@ def runtime_environment(
         ENV_METRICS_NAMESPACE: config.metrics_namespace,
         ENV_MODEL: config.model,
         ENV_AGENT_NAME: config.agent_name,
+        ENV_AGENT_PROFILE: config.agent_profile,
+        ENV_SANDBOX: config.sandbox,
         ENV_AWS_REGION: region,
     }
     if config.auth.mode == "iam":

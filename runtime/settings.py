@@ -39,6 +39,8 @@ Environment variables (all optional):
 ``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
 ``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
+``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
+``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
 ==============================  ==========================================================================
 
 Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
@@ -59,6 +61,7 @@ from runtime.env import (
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
+    ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
     ENV_BEDROCK_ENDPOINT,
     ENV_CLAUDE_CONFIG_DIR,
@@ -80,6 +83,7 @@ from runtime.env import (
     ENV_PRICES,
     ENV_RECALL_NAMESPACES,
     ENV_RECALL_TIMEOUT_MS,
+    ENV_SANDBOX,
     ENV_SESSION_BUDGET_USD,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
@@ -132,6 +136,8 @@ _ENV_FIELDS: dict[str, str] = {
     "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
     "agent_file": ENV_AGENT_FILE,
     "prices": ENV_PRICES,
+    "sandbox": ENV_SANDBOX,
+    "agent_profile": ENV_AGENT_PROFILE,
 }
 
 
@@ -187,6 +193,9 @@ class Settings(BaseModel):
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
         return value
+
+    sandbox: Literal["required", "off"] = "required"
+    agent_profile: Literal["readonly", "developer"] | None = None
 
     @field_validator("model", "small_model")
     @classmethod

@@ -17,6 +17,7 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import PermissionPolicy
+from runtime.guard.profiles import DEVELOPER_PROGRAMS
 from runtime.limits import default_max_sessions
 from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.costs import load_price_table
@@ -49,6 +50,10 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     if definition is None:
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
+    definition, sandbox = _sandboxed_definition(settings, definition)
+    if not sandbox.sandboxed and settings.sandbox == "required":
+        # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
+        settings = settings.model_copy(update={"sandbox": "off"})
     emf_stream = None
     if settings.metrics == "emf" and settings.emf_file:
         settings.emf_file.parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +68,8 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         agent=settings.agent_name,
         emf_stream=emf_stream,
     )
+    if not sandbox.commands_enabled:
+        metrics.record_event("SandboxUnavailable")
     store = build_store(settings, on_error=lambda exc: metrics.record_event("SessionStoreErrors"))
     recall = None
     recall_hook_factory = None
@@ -102,6 +109,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             allowed_tools=definition.permitted_tools,
             workspace=settings.resolved_workspace,
             bash_allowlist=definition.bash_allowlist,
+            opaque_programs=DEVELOPER_PROGRAMS if sandbox.sandboxed else frozenset(),
         ),
         telemetry=telemetry,
         budgets=BudgetPolicy(
@@ -129,6 +137,23 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         await telemetry.aclose()
 
     return Services(registry=registry, runner=runner, aclose=aclose_dependencies)
+
+
+def _sandboxed_definition(
+    settings: Settings, definition: AgentDefinitionSpec
+) -> tuple[AgentDefinitionSpec, Any]:
+    """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
+    from runtime.guard.profiles import effective_definition, probe_sandbox, with_profile
+
+    definition = with_profile(definition, settings.agent_profile)
+    status = probe_sandbox(settings.sandbox)
+    if settings.sandbox == "off":
+        logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
+    elif status.available:
+        logger.info("sandbox: on (bubblewrap); profile %s", definition.profile)
+    else:
+        logger.error("sandbox: unavailable, command tools switched off: %s", status.reason)
+    return effective_definition(definition, status), status
 
 
 def build_store(settings: Settings, *, on_error: Any = None) -> SpoolingSessionStore | None:

@@ -81,12 +81,24 @@ class AgentDefinitionSpec(BaseModel):
     subagents: dict[str, SubagentSpec] = Field(default_factory=dict)
     include_sample_tools: bool = True
     """Expose the in-process ``kit`` MCP server with the sample invoice tool."""
+    profile: Literal["readonly", "developer"] = "readonly"
+    """``readonly``: the reviewer toolset. ``developer``: may also run the repository's tests and builds
+    (python, pytest, make, npm, node …) inside the OS sandbox, network off (:mod:`runtime.guard.profiles`)."""
+    network_allowed_domains: tuple[str, ...] = ()
+    """Hosts sandboxed commands may reach (e.g. a package mirror); none by default."""
+    sandbox_read_paths: tuple[str, ...] = ()
+    """Absolute paths outside the system dirs that sandboxed commands may read (a toolchain, a virtualenv)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentDefinitionSpec:
         unknown = sorted(set(self.builtin_tools) - BUILTIN_TOOLS)
         if unknown:
             raise ValueError(f"builtin_tools: unknown tools {unknown}; known: {sorted(BUILTIN_TOOLS)}")
+        relative = [p for p in self.sandbox_read_paths if not p.startswith("/") or ".." in p.split("/")]
+        if relative or "/" in self.sandbox_read_paths:
+            raise ValueError(
+                f"sandbox_read_paths must be absolute, without '..', and not '/': {relative or ['/']}"
+            )
         clash = sorted(set(self.allowed_tools) & set(self.disallowed_tools))
         if clash:
             raise ValueError(f"tools both allowed and disallowed: {clash}")

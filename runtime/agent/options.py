@@ -7,6 +7,7 @@ and whether the session is resumed or started under its deterministic id.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +18,7 @@ from claude_agent_sdk.types import AgentDefinition
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import parent_death_wrapper
 from runtime.guard.gate import CanUseTool
+from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
 
 #: Output lines from the CLI may be long (tool results); the SDK's default limit is 1 MiB.
@@ -52,6 +54,16 @@ def build_options(
     mcp_servers.update(extra_mcp_servers or {})
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
+    cli_env = settings.cli_env()
+    isolation = session_isolation(
+        state_dir=settings.resolved_state_dir,
+        workspace=Path(cwd).resolve(),
+        claude_session_id=claude_session_id,
+        cli_env=cli_env,
+        sandboxed=settings.sandbox == "required",
+        allowed_domains=d.network_allowed_domains,
+        extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
+    )
     return ClaudeAgentOptions(
         system_prompt=d.system_prompt,
         tools=list(d.builtin_tools),
@@ -66,7 +78,9 @@ def build_options(
         model=settings.model,
         cwd=str(cwd),
         cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
-        env=settings.cli_env(),
+        env={**cli_env, **isolation.env},
+        sandbox=cast(Any, isolation.sandbox),
+        settings=json.dumps(isolation.settings),
         setting_sources=[],
         include_partial_messages=True,
         max_buffer_size=MAX_BUFFER_SIZE,

@@ -24,18 +24,35 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runtime.guard.options_table import check_options
 from runtime.guard.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
 
-SENSITIVE_PATTERNS: tuple[str, ...] = (
+SENSITIVE_PATTERNS: tuple[str, ...] = (  # matched case-insensitively
     ".env",
     ".env.*",
+    "*.env",
+    ".envrc",
+    ".npmrc",
+    ".netrc",
+    ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
+    "*.p12",
+    "*.pfx",
+    "id_ecdsa*",
     "*.pem",
     "*.key",
     "id_rsa*",
     "id_ed25519*",
     "service-account*.json",
 )
-SENSITIVE_SUFFIXES: tuple[str, ...] = (".aws/credentials", ".aws/config", ".ssh/authorized_keys")
+SENSITIVE_SUFFIXES: tuple[str, ...] = (
+    ".aws/credentials",
+    ".aws/config",
+    ".ssh/authorized_keys",
+    ".docker/config.json",
+    ".kube/config",
+)
 
 DEFAULT_BASH_ALLOWLIST: frozenset[str] = frozenset(
     {
@@ -74,17 +91,6 @@ FILE_TOOLS: Mapping[str, tuple[str, ...]] = {
     "Grep": ("path",),
 }
 
-# Flags that turn an otherwise read-only program into one that writes, deletes, runs other programs or
-# never ends. Short flags are also found inside clusters (``-uo``), long ones by GNU-style prefix (``--out``).
-_FORBIDDEN_FLAGS: Mapping[str, tuple[str, ...]] = {
-    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "sed": ("-i", "--in-place"),
-    "sort": ("-o", "--output", "-T", "--temporary-directory", "--compress-program"),
-    "tail": ("-f", "-F", "--follow", "--retry"),
-    "jq": ("--rawfile", "--slurpfile"),
-}
-# Programs whose options are long words with one dash, matched whole (find -name is not -n -a -m -e).
-_WHOLE_WORD_OPTIONS = frozenset({"find"})
 _GIT_READ_ONLY = frozenset(
     {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "describe"}
 )
@@ -142,10 +148,14 @@ class PermissionPolicy:
         allowed_tools: Iterable[str],
         workspace: Path,
         bash_allowlist: Iterable[str] = DEFAULT_BASH_ALLOWLIST,
+        opaque_programs: Iterable[str] = (),
     ) -> None:
         self.allowed_tools = frozenset(allowed_tools)
         self.workspace = Path(os.path.abspath(workspace))
         self.bash_allowlist = frozenset(bash_allowlist)
+        self.opaque_programs = frozenset(opaque_programs)
+        """Programs allowed with any options (interpreters, build tools): only ever set when commands run in the
+        OS sandbox (``developer`` profile). Their path-like arguments are still checked."""
 
     # -- entry point --------------------------------------------------------------------------------------------
 
@@ -240,13 +250,18 @@ class PermissionPolicy:
         args = cmd.words[1:]
         if any(VAR in arg or SUBST in arg for arg in args):
             return "arguments built from variables or command substitutions are not allowed; write them out"
-        for arg in args:
-            if _forbidden_flag(program, arg):
-                return f"'{program} {arg}' can modify files, run programs or never end"
         if program == "git":
             problem = _git_problem(args)
             if problem:
                 return problem
+        elif program not in self.opaque_programs:
+            parsed = check_options(program, args)
+            if parsed.problem:
+                return parsed.problem
+            for value in parsed.path_values:
+                problem = self.path_problem(value)
+                if problem:
+                    return problem
         for index, arg in enumerate(args, start=1):
             problem = self._glob_problem(arg) if index in cmd.globbed else self._argument_problem(arg)
             if problem:
@@ -288,6 +303,10 @@ class PermissionPolicy:
             return f"paths built from variables or substitutions ('{raw}') are not allowed"
         if "\x00" in raw:
             return "paths may not contain NUL bytes"
+        if raw.startswith("~") and not (raw == "~" or raw.startswith("~/")):
+            return (
+                f"'{raw}': ~user, ~+ and ~- are not allowed; use paths inside the workspace {self.workspace}"
+            )
         expanded = os.path.expanduser(raw)
         candidate = Path(expanded) if os.path.isabs(expanded) else self.workspace / expanded
         resolved = Path(os.path.normpath(candidate))
@@ -308,25 +327,11 @@ class PermissionPolicy:
 
 
 def _is_sensitive(path: Path) -> bool:
-    name = path.name
-    if any(fnmatch.fnmatch(name, pattern) for pattern in SENSITIVE_PATTERNS):
+    name = path.name.lower()
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in SENSITIVE_PATTERNS):
         return True
-    posix = PurePosixPath(path.as_posix()).as_posix()
+    posix = PurePosixPath(path.as_posix()).as_posix().lower()
     return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
-
-
-def _forbidden_flag(program: str, arg: str) -> bool:
-    forbidden = _FORBIDDEN_FLAGS.get(program, ())
-    if not forbidden or not arg.startswith("-") or arg == "-":
-        return False
-    if program in _WHOLE_WORD_OPTIONS:
-        return arg in forbidden
-    if arg.startswith("--"):
-        name = arg[2:].split("=", 1)[0]
-        return bool(name) and any(f.startswith("--") and f[2:].startswith(name) for f in forbidden)
-    # A cluster of short options: -uo is -u -o. (A value glued to an option may contain a flag letter:
-    # refusing it then is the safe side.)
-    return any(f"-{letter}" in forbidden for letter in arg[1:])
 
 
 def _git_problem(args: list[str]) -> str | None:
@@ -352,5 +357,5 @@ def _looks_like_path(arg: str) -> bool:
     return (
         "/" in arg
         or arg.startswith((".", "~"))
-        or any(fnmatch.fnmatch(arg, pattern) for pattern in SENSITIVE_PATTERNS)
+        or any(fnmatch.fnmatchcase(arg.lower(), pattern) for pattern in SENSITIVE_PATTERNS)
     )

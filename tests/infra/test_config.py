@@ -190,3 +190,15 @@ def test_jira_with_a_site_is_accepted_when_enabled() -> None:
         config.webhook.trackers == ("jira", "gitlab")
         and config.webhook.jira.site_url == "https://acme.atlassian.net"
     )
+
+
+def test_agent_profile_and_sandbox_keys() -> None:
+    data = raw()
+    assert load_config(data, stage="dev").agent_profile == "readonly"
+    data["agent_profile"], data["sandbox"] = "developer", "off"
+    cfg = load_config(data, stage="dev")
+    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "off")
+    data["agent_profile"] = "root"
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.agent_profile" and "developer" in str(err.value)

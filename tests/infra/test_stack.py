@@ -76,6 +76,7 @@ def test_runtime_environment(dev: Synth) -> None:
     assert env["AGENTKIT_ACTOR_HEADER"] == "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
     assert "GatewayUrl" in dumps(env["AGENTKIT_GATEWAY_URL"])
     assert env["AWS_REGION"] == {"Ref": "AWS::Region"}
+    assert (env["AGENTKIT_AGENT_PROFILE"], env["AGENTKIT_SANDBOX"]) == ("readonly", "required")
 
 
 def _resolve(value: Any) -> str:

@@ -24,7 +24,7 @@ BASH_TABLE = [
     ("cat notes.txt | grep TODO | wc -l", True, ""),
     ("ls && echo done || echo failed", True, ""),
     ("git log --oneline -5", True, ""),
-    ("grep -r 'rm -rf /' .", True, ""),  # quoted text is data, not a command
+    ("grep -n 'rm -rf /' notes.txt", True, ""),  # quoted text is data, not a command
     ("echo '$(rm -rf /)'", True, ""),  # single quotes: no substitution
     ("ls 2>/dev/null", True, ""),
     ("ls 2>&1 | head", True, ""),
@@ -81,12 +81,12 @@ BASH_TABLE = [
     ("find . $'-exec' id \\;", False, "quoting are not supported"),
     ("cat {/etc/passwd,}", False, "brace expansion"),
     ("cat {.e,}nv", False, "brace expansion"),
-    ("sort -o/tmp/x notes.txt", False, "can modify files"),
-    ("sort -uo out.txt notes.txt", False, "can modify files"),
-    ("sort --out=out.txt notes.txt", False, "can modify files"),
-    ("tail -fn1 notes.txt", False, "never end"),
-    ("tail --foll notes.txt", False, "never end"),
-    ("date -f/etc/shadow", False, "outside the workspace"),
+    ("sort -o/tmp/x notes.txt", False, "not an allowed option"),
+    ("sort -uo out.txt notes.txt", False, "not an allowed option"),
+    ("sort --out=out.txt notes.txt", False, "not an allowed option"),
+    ("tail -fn1 notes.txt", False, "not an allowed option"),
+    ("tail --foll notes.txt", False, "not an allowed option"),
+    ("date -f/etc/shadow", False, "not an allowed option"),
     ("grep -f/etc/shadow x .", False, "outside the workspace"),
     ("grep --file=/etc/shadow x .", False, "outside the workspace"),
     ("jq -n env", False, "'jq' is not an allowed program"),
@@ -146,21 +146,21 @@ def test_tool_and_path_decisions(
     assert policy.decide(tool, tool_input).allowed is allowed
 
 
-def test_risky_flags_of_allowlisted_programs(tmp_path: Path) -> None:
+def test_programs_without_an_option_table_are_refused_unless_sandboxed(tmp_path: Path) -> None:
     policy = PermissionPolicy(
-        allowed_tools={"Bash"}, workspace=tmp_path, bash_allowlist={"sed", "sort", "tail"}
+        allowed_tools={"Bash"}, workspace=tmp_path, bash_allowlist={"sed", "sort", "python"}
     )
-    assert policy.decide("Bash", {"command": "sed -n 1,5p notes.txt"}).allowed
-    for command in (
-        "sed -i s/a/b/ notes.txt",
-        "sed --in-place=.bak s/a/b/ x",
-        "sort -o out.txt in.txt",
-        "tail -f log",
-    ):
+    decision = policy.decide("Bash", {"command": "sed -n 1,5p notes.txt"})
+    assert not decision.allowed and "'sed' has no option table" in decision.message
+    sandboxed = PermissionPolicy(
+        allowed_tools={"Bash"}, workspace=tmp_path, bash_allowlist={"python"}, opaque_programs={"python"}
+    )
+    assert sandboxed.decide("Bash", {"command": "python -m pytest -q tests"}).allowed
+    # path-like arguments of opaque programs are still checked
+    assert not sandboxed.decide("Bash", {"command": "python /etc/passwd"}).allowed
+    for command in ("sort -o out.txt in.txt", "sort --output=x in.txt", "sort -T /tmp in.txt"):
         decision = policy.decide("Bash", {"command": command})
-        assert not decision.allowed and "can modify files, run programs or never end" in decision.message, (
-            command
-        )
+        assert not decision.allowed and "is not an allowed option" in decision.message, command
 
 
 def test_line_continuation_is_joined_like_bash_does(policy: PermissionPolicy) -> None:

@@ -21,7 +21,14 @@ METRICS_KINDS: tuple[str, ...] = ("emf", "cloudwatch", "off")
 DEFAULT_NAMESPACE = DEFAULT_METRICS_NAMESPACE
 DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
 EVENTS = frozenset(
-    {"BudgetExceeded", "Disconnected", "InvocationErrors", "SessionResumed", "SessionStoreErrors"}
+    {
+        "BudgetExceeded",
+        "Disconnected",
+        "InvocationErrors",
+        "SandboxUnavailable",
+        "SessionResumed",
+        "SessionStoreErrors",
+    }
 )
 
 COUNT, MS, NONE = "Count", "Milliseconds", "None"

@@ -1,0 +1,118 @@
+"""Agent profiles, and what the agent may do given the sandbox it actually got.
+
+- ``readonly`` (default): the reviewer toolset: Read, Glob, Grep and read-only shell programs.
+- ``developer``: also runs the repository's own tests and builds (:data:`DEVELOPER_PROGRAMS`): interpreters and
+  build tools take any arguments, so they are allowed **only inside the OS sandbox** (network off, writes only
+  in the workspace). Without a working sandbox the profile falls back to ``readonly``'s programs.
+
+:func:`probe_sandbox` checks once, at start, that bubblewrap can build a sandbox here; :func:`effective_definition`
+switches command-running tools off when it cannot and the sandbox is required.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from runtime.agent.definition import AgentDefinitionSpec
+
+#: Programs the ``developer`` profile adds to the Bash allowlist (run with any arguments, sandboxed).
+DEVELOPER_PROGRAMS: frozenset[str] = frozenset(
+    {
+        "python",
+        "python3",
+        "pytest",
+        "make",
+        "npm",
+        "node",
+        "npx",
+        "pip",
+        "tox",
+        "cargo",
+        "go",
+        "mkdir",
+        "touch",
+    }
+)
+COMMAND_TOOLS: frozenset[str] = frozenset({"Bash"})
+
+_PROBE = (
+    "--new-session",
+    "--die-with-parent",
+    "--unshare-net",
+    "--unshare-pid",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",  # noqa: S108 - a tmpfs inside the probe sandbox, not a host path
+    "--",
+    "/bin/sh",
+    "-c",
+    "exit 0",
+)
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    """What the start-up probe found. ``mode`` is ``AGENTKIT_SANDBOX``."""
+
+    mode: str
+    available: bool
+    reason: str = ""
+
+    @property
+    def commands_enabled(self) -> bool:
+        return self.mode == "off" or self.available
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode == "required" and self.available
+
+
+def probe_sandbox(mode: str, *, timeout_s: float = 10.0) -> SandboxStatus:
+    """Whether bubblewrap and socat are installed and bwrap can create its namespaces here."""
+    if mode == "off":
+        return SandboxStatus(mode, available=False, reason="AGENTKIT_SANDBOX=off")
+    bwrap, socat = shutil.which("bwrap"), shutil.which("socat")
+    missing = [name for name, path in (("bubblewrap (bwrap)", bwrap), ("socat", socat)) if not path]
+    if missing or bwrap is None:
+        return SandboxStatus(mode, available=False, reason=f"{' and '.join(missing)} not installed")
+    try:
+        done = subprocess.run(
+            [bwrap, *_PROBE], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxStatus(mode, available=False, reason=f"bwrap failed to run: {exc}")
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        return SandboxStatus(
+            mode,
+            available=False,
+            reason=f"bwrap cannot create a sandbox here (user namespaces?): {detail[-1] if detail else done.returncode}",
+        )
+    return SandboxStatus(mode, available=True)
+
+
+def effective_definition(definition: AgentDefinitionSpec, status: SandboxStatus) -> AgentDefinitionSpec:
+    """The definition the agent runs with: profile programs added, command tools off without a sandbox."""
+    allowlist = set(definition.bash_allowlist)
+    if definition.profile == "developer" and status.sandboxed:
+        allowlist |= DEVELOPER_PROGRAMS
+    update: dict[str, object] = {"bash_allowlist": tuple(sorted(allowlist))}
+    if not status.commands_enabled:
+        update["builtin_tools"] = tuple(t for t in definition.builtin_tools if t not in COMMAND_TOOLS)
+        update["allowed_tools"] = tuple(t for t in definition.allowed_tools if t not in COMMAND_TOOLS)
+    return definition.model_copy(update=update)
+
+
+def with_profile(definition: AgentDefinitionSpec, profile: str | None) -> AgentDefinitionSpec:
+    """``AGENTKIT_AGENT_PROFILE`` (from ``cdk.json``) overrides the definition's profile when set."""
+    if profile is None or profile == definition.profile:
+        return definition
+    return AgentDefinitionSpec.model_validate({**definition.model_dump(), "profile": profile})

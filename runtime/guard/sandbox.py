@@ -1,0 +1,162 @@
+"""The OS sandbox around every command the agent runs: Claude Code's own (bubblewrap + socat on Linux).
+
+:func:`sandbox_settings` builds the SDK's ``sandbox=`` option (merged by the SDK into the CLI's ``--settings``).
+What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on Debian 12 (root and uid 10001):
+
+- **Reads**: ``filesystem.denyRead: ["/"]`` with ``allowRead`` re-opening the workspace, the session's tool temp
+  dir, the empty tool ``HOME`` and the system directories programs need. The CLI turns this into a ``tmpfs`` over
+  every other top-level directory (``/root``, ``/home``, ``/opt``, ``/tmp``, ``/var``, ``/work`` …), so the state
+  dir, the CLI config dir, other sessions, ``$HOME`` and its secrets, the runtime's code and any directory beside
+  the workspace are not there at all ("No such file or directory"). ``/etc`` is re-opened one entry at a time
+  (``/etc/shadow`` stays hidden).
+- **Writes**: only the workspace and the tool temp dir reach the host. A hidden directory is an empty ``tmpfs``:
+  a command may create files in it, they vanish with the command and never reach the host (this is the
+  "deny rules made a sibling writable" observation in DESIGN §5 — the write went to the tmpfs). The attack
+  suite checks the host, not exit codes.
+- **Network**: the sandbox has its own network namespace; egress only through the CLI's proxy, which with
+  ``strictAllowlist`` and an empty ``allowedDomains`` refuses every host.
+- ``allowUnsandboxedCommands: false`` (``dangerouslyDisableSandbox`` is ignored) and ``failIfUnavailable: true``
+  (the CLI refuses to start rather than run a command unconfined).
+- **Environment**: ``credentials.envVars`` unsets, for sandboxed commands, every variable of the CLI's
+  environment that is not on :data:`TOOL_ENV_ALLOWLIST` (see :mod:`runtime.guard.tool_env`).
+  ``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1`` is deliberately NOT set: with this CLI build it changes the sandbox's
+  mounts so that ``/home``, ``/opt``, ``/root``, ``/run``, ``/tmp`` and ``/var`` are bound writable (measured:
+  a ``touch /opt/x`` from a sandboxed command reached the host).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+SandboxMode = Literal["required", "off"]
+
+#: Top-level system directories programs need, read-only. ``/proc``, ``/dev`` and ``/sys`` are set up by bwrap.
+SYSTEM_READ_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Entries of ``/etc`` that programs read (dynamic loader, users, TLS roots, time zone, name service, git, magic).
+ETC_READ_ENTRIES: tuple[str, ...] = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/bash.bashrc",
+    "/etc/inputrc",
+    "/etc/terminfo",
+    "/etc/locale.alias",
+    "/etc/python3",
+    "/etc/python3.11",
+)
+
+
+#: File names that hold secrets wherever they are, the workspace included. They become ``Read(**/<name>)`` deny
+#: rules: the CLI refuses them to its file tools (Grep skips them), and the sandbox hides them from commands
+#: even inside the workspace (measured: ``grep -r TOKEN .`` and ``cat $(echo .en)v`` get "Permission denied").
+SECRET_NAMES: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".ENV",
+    ".ENV.*",
+    "*.ENV",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "service-account*.json",
+    ".npmrc",
+    ".netrc",
+    ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
+    ".aws/**",
+    ".ssh/**",
+    ".docker/config.json",
+    ".kube/config",
+)
+
+
+def permission_settings(workspace: Path) -> dict[str, Any]:
+    """``--settings`` permission rules: secret names unreadable, ``.git`` not writable (config, hooks)."""
+    deny = [f"Read(**/{name})" for name in SECRET_NAMES]
+    # "//abs/path" is an absolute path in Claude Code's permission-rule syntax ("/path" is settings-relative)
+    deny += [f"Edit(//{workspace.as_posix().lstrip('/')}/.git/**)"]
+    return {"permissions": {"deny": deny}}
+
+
+@dataclass(frozen=True)
+class SandboxPaths:
+    """The host paths one session's commands may see."""
+
+    workspace: Path
+    tool_tmp: Path
+    tool_home: Path
+    extra_read: tuple[Path, ...] = ()
+    """Toolchains the ``developer`` profile needs outside the system dirs (a virtualenv, a Node install)."""
+
+
+def sandbox_settings(
+    paths: SandboxPaths,
+    *,
+    allowed_domains: Iterable[str] = (),
+    denied_env: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The ``ClaudeAgentOptions.sandbox`` value (also carries ``filesystem``/``credentials``, which the SDK's
+    ``SandboxSettings`` TypedDict does not list but the CLI's settings schema does)."""
+    readable = [str(paths.workspace), str(paths.tool_tmp), str(paths.tool_home)]
+    readable += [str(p) for p in paths.extra_read]
+    readable += [d for d in SYSTEM_READ_DIRS if Path(d).exists()]
+    readable += [e for e in ETC_READ_ENTRIES if Path(e).exists()]
+    return {
+        "enabled": True,
+        "failIfUnavailable": True,
+        "allowUnsandboxedCommands": False,
+        "autoAllowBashIfSandboxed": False,  # every command still goes through the permission policy
+        "enableWeakerNestedSandbox": False,
+        "allowNestedUserNamespaces": False,
+        "network": {"allowedDomains": sorted(set(allowed_domains)), "strictAllowlist": True},
+        "filesystem": {
+            "denyRead": ["/"],
+            "allowRead": readable,
+            "allowWrite": [str(paths.workspace), str(paths.tool_tmp)],
+            # git config, hooks and attributes: no persistence that a later, unsandboxed git would run
+            "denyWrite": [str(paths.workspace / ".git"), str(paths.workspace / ".gitattributes")],
+        },
+        "credentials": {"envVars": [{"name": name, "mode": "deny"} for name in sorted(set(denied_env))]},
+    }
+
+
+def parse_mode(raw: str | None) -> SandboxMode:
+    """``AGENTKIT_SANDBOX``: ``required`` (default) or ``off``."""
+    value = (raw or "required").strip().lower()
+    if value not in ("required", "off"):
+        raise ValueError(f"{raw!r} is not a sandbox mode; use 'required' (default) or 'off'")
+    return "required" if value == "required" else "off"
+
+
+def describe(settings: Mapping[str, Any]) -> str:
+    """One line for logs: what the sandbox allows."""
+    fs = settings.get("filesystem", {})
+    net = settings.get("network", {})
+    return (
+        f"sandbox on: writes {fs.get('allowWrite')}, reads workspace + system dirs only, "
+        f"network domains {net.get('allowedDomains') or 'none'}"
+    )

@@ -1,0 +1,94 @@
+"""Start-up with and without a working sandbox: the REAL runtime and CLI against the Bedrock stand-in.
+
+Without bubblewrap/socat on PATH and ``AGENTKIT_SANDBOX=required`` (the default), the runtime stays healthy,
+logs one line saying why, emits ``SandboxUnavailable``, hides the Bash tool from the model and keeps the
+read-only tools working. ``AGENTKIT_SANDBOX=off`` is logged as a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("claude_agent_sdk")
+
+from standins import BedrockStandIn, Reply
+from tests.fakes.runtime_server import RuntimeServer, session_id
+
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+
+def path_without_sandbox_tools(tmp: Path) -> str:
+    """A PATH with every program of the usual dirs except bwrap and socat."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for entry in Path(directory).iterdir() if Path(directory).is_dir() else ():
+            target = bin_dir / entry.name
+            if entry.name not in ("bwrap", "socat") and not target.exists():
+                target.symlink_to(entry)
+    return str(bin_dir)
+
+
+def start(tmp: Path, bedrock: BedrockStandIn, **env: str) -> RuntimeServer:
+    (tmp / "ws").mkdir(exist_ok=True)
+    (tmp / "ws" / "notes.txt").write_text("hello from the workspace\n")
+    return RuntimeServer(
+        env={
+            "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
+            "AGENTKIT_MODEL": MODEL,
+            "AGENTKIT_STATE_DIR": str(tmp / "state"),
+            "AGENTKIT_WORKSPACE": str(tmp / "ws"),
+            "AGENTKIT_METRICS": "emf",
+            "AGENTKIT_EMF_FILE": str(tmp / "metrics.jsonl"),
+            **env,
+        },
+        log_path=tmp / "server.log",
+    ).start()
+
+
+def test_missing_sandbox_switches_command_tools_off_and_keeps_read_tools(tmp_path: Path) -> None:
+    with BedrockStandIn() as bedrock:
+        server = start(tmp_path, bedrock, PATH=path_without_sandbox_tools(tmp_path))
+        try:
+            assert server.ping()["status"] == "Healthy"
+            bedrock.enqueue(
+                Reply.tool_use("Read", {"file_path": str(tmp_path / "ws" / "notes.txt")}),
+                Reply.text("read it"),
+            )
+            reply = server.invoke("read my notes", session=session_id("no-sandbox"))
+            assert reply.status == 200 and reply.last["type"] == "result", reply.events
+            first, second = bedrock.model_requests
+            tools = [t["name"] for t in first.body["tools"]]
+            assert "Bash" not in tools and "Read" in tools
+            assert "hello from the workspace" in json.dumps(second.body["messages"][-1])
+            assert server.ping()["status"] in ("Healthy", "HealthyBusy")
+        finally:
+            server.stop()
+    log = (tmp_path / "server.log").read_text()
+    lines = [line for line in log.splitlines() if "sandbox: unavailable" in line]
+    assert len(lines) == 1 and "bubblewrap (bwrap) and socat not installed" in lines[0], log[-2000:]
+    metrics = [
+        json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines() if line.strip()
+    ]
+    assert any("SandboxUnavailable" in m for m in metrics), metrics
+
+
+def test_sandbox_off_is_explicit_and_logged_as_a_warning(tmp_path: Path) -> None:
+    assert shutil.which("bwrap"), "bubblewrap missing: run `make setup`"
+    with BedrockStandIn() as bedrock:
+        server = start(tmp_path, bedrock, AGENTKIT_SANDBOX="off", PATH=os.environ["PATH"])
+        try:
+            bedrock.enqueue(Reply.text("ok"))
+            reply = server.invoke("hi", session=session_id("sandbox-off"))
+            assert reply.status == 200 and reply.last["type"] == "result", reply.events
+            assert "Bash" in [t["name"] for t in bedrock.model_requests[0].body["tools"]]
+        finally:
+            server.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert "sandbox: OFF (AGENTKIT_SANDBOX=off)" in log and "WARNING" in log.upper(), log[-2000:]
