@@ -115,6 +115,16 @@ class ShuttingDown(AgentKitError):
     http_status = 503
 
 
+class ClientDisconnected(AgentKitError):
+    """The caller left before the reply was complete (nobody sees this error; it ends the turn cleanly).
+
+    HTTP 499 is nginx's "client closed request": a 4xx, so the warm client is kept for the next turn.
+    """
+
+    code = "client_disconnected"
+    http_status = 499
+
+
 class SessionStoreError(AgentKitError):
     """A session store call failed (HTTP 503). ``retryable`` is true for throttling and transient service errors.
 

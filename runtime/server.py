@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bedrock_agentcore.runtime.models import PingStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
@@ -66,8 +67,18 @@ class AgentKitApp(AgentCoreAdapter):
                 super().__call__,
                 max_body_bytes=max_body_bytes(self.max_prompt_chars),
                 limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+                routes=self.http_routes(),
             )
         await self._guard(scope, receive, send)
+
+    def http_routes(self) -> dict[str, frozenset[str]]:
+        """Path → methods of every HTTP route the app serves (read on the first request, so routes added after
+        ``build_app``, such as the local ``/stopruntimesession``, are known to the HTTP edge too)."""
+        return {
+            route.path: frozenset(route.methods)
+            for route in self.routes
+            if isinstance(route, Route) and route.methods
+        }
 
     async def before_invocation(self, request: Request) -> Response | None:
         try:

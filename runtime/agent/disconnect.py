@@ -15,18 +15,11 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from runtime.errors import AgentKitError
+from runtime.errors import ClientDisconnected
 
 logger = logging.getLogger(__name__)
 
 DISCONNECTED_METRIC = "Disconnected"
-
-
-class ClientDisconnected(AgentKitError):
-    """The caller left before the reply was complete (nobody sees this error; it ends the turn cleanly)."""
-
-    code = "client_disconnected"
-    http_status = 499  # client closed request (a 4xx: the warm client is kept)
 
 
 class DisconnectWatch:

@@ -43,7 +43,7 @@ from claude_agent_sdk.types import CanUseToolShadowedWarning
 
 from runtime.agent.client_state import AgentClientState, ClientLimits
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.disconnect import ClientDisconnected, interrupt_on_disconnect, skip_if_abandoned
+from runtime.agent.disconnect import interrupt_on_disconnect, skip_if_abandoned
 from runtime.agent.options import build_options
 from runtime.agent.turn_stream import (
     CLIGone,
@@ -55,7 +55,13 @@ from runtime.agent.turn_stream import (
     settle_task,
     sum_usage,
 )
-from runtime.errors import AgentProcessError, BudgetExceeded, SessionStoreError, TurnTimeout
+from runtime.errors import (
+    AgentProcessError,
+    BudgetExceeded,
+    ClientDisconnected,
+    SessionStoreError,
+    TurnTimeout,
+)
 from runtime.guard.gate import PermissionGate
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.budgets import BudgetPolicy, error_for_result

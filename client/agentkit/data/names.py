@@ -28,7 +28,9 @@ TOOL_METRICS: tuple[str, ...] = (TOOL_CALLS, TOOL_ERRORS, TOOL_LATENCY, TOOL_DEN
 # events, dimensions [Agent, <one of Model/Tool/ErrorCode>] and [Agent]
 EVENT_METRICS: tuple[str, ...] = (
     "BudgetExceeded",
+    "Disconnected",
     "InvocationErrors",
+    "SandboxUnavailable",
     "SessionResumed",
     "SessionStoreErrors",
 )
