@@ -29,7 +29,7 @@ SHUTDOWN_TIMEOUT_S = 25.0
 def build_arg_parser() -> argparse.ArgumentParser:
     """Options of ``python -m runtime``; the epilog lists the environment variables (``runtime.settings``)."""
     from runtime import settings
-    from runtime.observe.span_file import ENV_SPANS_FILE
+    from runtime.env import ENV_SPANS_FILE
 
     env_table = (settings.__doc__ or "").split("Environment variables (all optional):", 1)[-1]
     rows = env_table.split("Raises", 1)[0].replace("``", "").rstrip().splitlines()
@@ -55,9 +55,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
 
+    from runtime.env import ENV_SPANS_FILE
     from runtime.errors import ConfigurationError
     from runtime.local_stop import add_stop_route
-    from runtime.observe.span_file import ENV_SPANS_FILE, install_span_file
+    from runtime.observe.span_file import install_span_file
     from runtime.server import build_app
     from runtime.settings import Settings
 

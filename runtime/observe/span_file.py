@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-logger = logging.getLogger(__name__)
+from runtime.env import ENV_SPANS_FILE
 
-ENV_SPANS_FILE = "AGENTKIT_SPANS_FILE"
+logger = logging.getLogger(__name__)
 
 
 def span_record(span: Any) -> dict[str, Any]:

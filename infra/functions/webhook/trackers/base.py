@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import json_limits
 from pydantic import BaseModel, ConfigDict, Field
+
+from . import json_limits
 
 TrackerName = Literal["github", "gitlab", "jira"]
 TRACKER_NAMES: tuple[TrackerName, ...] = ("github", "gitlab", "jira")
