@@ -128,9 +128,9 @@ def bare_client_options(setup: CliSetup, workspace: Path) -> Any:
     )
 
 
-def in_process_registry(setup: CliSetup) -> Any:
-    """The runtime's own session registry (``runtime.wiring.build_services``) with the HTTP server's settings,
-    driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
+def in_process_services(setup: CliSetup) -> Any:
+    """The runtime's own services (``runtime.wiring.build_services``: session registry and ``aclose``) with the
+    HTTP server's settings, driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
     from runtime.settings import Settings
     from runtime.wiring import build_services
 
@@ -143,7 +143,7 @@ def in_process_registry(setup: CliSetup) -> Any:
             "AGENTKIT_EMF_FILE": str(setup.tmp / "inproc.emf.jsonl"),
         }
     )
-    return build_services(settings).registry
+    return build_services(settings)
 
 
 async def registry_turn(registry: Any, session: str, prompt: str) -> float:
@@ -181,7 +181,8 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
     raw = ClaudeSDKClient(options=raw_client_options(setup, setup.tmp / "raw-workspace"))
     alike = ClaudeSDKClient(options=like_runtime_options(setup, setup.tmp / "alike-workspace"))
     bare = ClaudeSDKClient(options=bare_client_options(setup, setup.tmp / "bare-workspace"))
-    registry = loop.run_until_complete(asyncio.to_thread(in_process_registry, setup))
+    services = loop.run_until_complete(asyncio.to_thread(in_process_services, setup))
+    registry = services.registry
     inproc_session = session_id("bench-inproc")
     try:
         session = session_id("bench-real")
@@ -209,7 +210,7 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
         for client in (raw, alike, bare):
             loop.run_until_complete(client.disconnect())
         loop.run_until_complete(registry.close_all())
-        loop.run_until_complete(registry.aclose_dependencies())
+        loop.run_until_complete(services.aclose())
         server.stop()
 
     print(describe("warm text turn, our runtime over HTTP", ours))
