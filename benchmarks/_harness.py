@@ -36,6 +36,22 @@ from tests.fakes.runtime_server import RuntimeServer, free_port  # noqa: E402
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SAMPLE_TOOL = "mcp__kit__list_overdue_invoices"
 
+#: The baseline of the start -> ``/ping`` comparisons: a bare ``BedrockAgentCoreApp`` hello-world on ``$PORT``.
+HELLO_APP = """\
+import os
+from bedrock_agentcore.runtime import BedrockAgentCoreApp
+
+app = BedrockAgentCoreApp()
+
+
+@app.entrypoint
+def invoke(payload):
+    return {"hello": "world"}
+
+
+app.run(port=int(os.environ["PORT"]), host="127.0.0.1")
+"""
+
 
 def banner(title: str) -> None:
     """Print the title, the date and the machine (``uname -m``, core count, Python)."""
@@ -150,6 +166,37 @@ def start_server(setup: CliSetup, name: str, **env: str) -> RuntimeServer:
     return RuntimeServer(env=full_env, log_path=setup.tmp / f"{name}.log").start(timeout=60)
 
 
+def base_env() -> dict[str, str]:
+    """What a started process inherits from this one: ``PATH``, ``HOME``, ``LANG`` and ``TMPDIR``, no more."""
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+
+
+def runtime_process_env(setup: CliSetup, state: Path, port: int) -> dict[str, str]:
+    """The runtime's own variables for a separately started runtime process (``setup``'s CLI, on ``port``,
+    state under ``state``, metrics off); add them after :func:`base_env` and anything they must override."""
+    return {
+        **setup.server_env,
+        "PYTHONPATH": str(ROOT),
+        "AGENTKIT_HOST": "127.0.0.1",
+        "AGENTKIT_PORT": str(port),
+        "AGENTKIT_STATE_DIR": str(state),
+        "AGENTKIT_METRICS": "off",
+    }
+
+
+def write_hello_app(tmp: Path) -> list[str]:
+    """Writes :data:`HELLO_APP` into ``tmp``; the argv that starts it."""
+    hello = tmp / "hello_app.py"
+    hello.write_text(HELLO_APP)
+    return [sys.executable, str(hello)]
+
+
+def hello_app_to_healthy(argv: list[str], tmp: Path) -> float:
+    """:func:`time_to_healthy` for the hello-world app of :func:`write_hello_app` on a free port."""
+    port = free_port()
+    return time_to_healthy(argv, env={**base_env(), "PORT": str(port)}, port=port, cwd=tmp)
+
+
 def warm_turn(server: RuntimeServer, session: str, prompt: str) -> float:
     """Seconds for one streamed turn over HTTP (request sent → last SSE event read). Raises on a non-result."""
     start = time.perf_counter()
@@ -234,21 +281,26 @@ def time_to_healthy(
 
 
 __all__ = [
+    "HELLO_APP",
     "MODEL",
     "ROOT",
     "SAMPLE_TOOL",
     "CliSetup",
     "RuntimeServer",
     "banner",
+    "base_env",
     "cli_setup",
     "describe",
     "free_port",
+    "hello_app_to_healthy",
     "median",
     "ms",
     "per_call_query",
+    "runtime_process_env",
     "sdk_turn",
     "start_server",
     "time_to_healthy",
     "verdict",
     "warm_turn",
+    "write_hello_app",
 ]

@@ -34,12 +34,16 @@ from _harness import (
     ROOT,
     CliSetup,
     banner,
+    base_env,
     cli_setup,
     describe,
     free_port,
+    hello_app_to_healthy,
     median,
+    runtime_process_env,
     time_to_healthy,
     verdict,
+    write_hello_app,
 )
 
 from tests.fakes.otlp_collector import OtlpCollector
@@ -47,21 +51,6 @@ from tests.fakes.procmem import tree_rss
 from tests.fakes.runtime_server import RuntimeServer, session_id
 from tests.infra.test_dockerfile import cmd as dockerfile_cmd
 from tests.infra.test_dockerfile import dockerfile_env
-
-HELLO_APP = """\
-import os
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
-
-app = BedrockAgentCoreApp()
-
-
-@app.entrypoint
-def invoke(payload):
-    return {"hello": "world"}
-
-
-app.run(port=int(os.environ["PORT"]), host="127.0.0.1")
-"""
 
 # A fresh process: import the SDK, then time one per-call query() (what the runtime's first turn is compared to).
 BARE_QUERY = """\
@@ -86,9 +75,8 @@ def image_argv(argv: list[str]) -> list[str]:
 
 
 def image_env(setup: CliSetup, collector: OtlpCollector, state: Path, port: int) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     return {
-        **base,
+        **base_env(),
         **{k: v for k, v in dockerfile_env().items() if k.startswith("OTEL_")},
         # What AgentCore presets for agent observability (exporters pointed at the local collector).
         "AGENT_OBSERVABILITY_ENABLED": "true",
@@ -101,19 +89,12 @@ def image_env(setup: CliSetup, collector: OtlpCollector, state: Path, port: int)
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-        **setup.server_env,
-        "PYTHONPATH": str(ROOT),
-        "AGENTKIT_HOST": "127.0.0.1",
-        "AGENTKIT_PORT": str(port),
-        "AGENTKIT_STATE_DIR": str(state),
-        "AGENTKIT_METRICS": "off",
+        **runtime_process_env(setup, state, port),
     }
 
 
 def bench_ping(setup: CliSetup, collector: OtlpCollector, *, starts: int) -> None:
-    hello = setup.tmp / "hello_app.py"
-    hello.write_text(HELLO_APP)
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    hello = write_hello_app(setup.tmp)
     new_cmd = image_argv(dockerfile_cmd())
     old_cmd = image_argv(["opentelemetry-instrument", "python", "-m", "runtime"])
     ours, bare, old = [], [], []
@@ -121,12 +102,7 @@ def bench_ping(setup: CliSetup, collector: OtlpCollector, *, starts: int) -> Non
         port = free_port()
         env = image_env(setup, collector, setup.tmp / f"ping-{i}", port)
         ours.append(time_to_healthy(new_cmd, env=env, port=port, cwd=ROOT))
-        port = free_port()
-        bare.append(
-            time_to_healthy(
-                [sys.executable, str(hello)], env={**base, "PORT": str(port)}, port=port, cwd=setup.tmp
-            )
-        )
+        bare.append(hello_app_to_healthy(hello, setup.tmp))
         port = free_port()
         env = image_env(setup, collector, setup.tmp / f"ping-old-{i}", port)
         old.append(time_to_healthy(old_cmd, env=env, port=port, cwd=ROOT))

@@ -14,13 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _harness import banner  # puts the repository root on sys.path for the import below
 
-from _harness import banner  # noqa: E402
-
-from tests.functional.test_faults import history, kill9_loop, stored_prompts  # noqa: E402
+from tests.functional.test_faults import history, kill9_loop, stored_prompts
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import tempfile
 import time
@@ -36,36 +35,23 @@ from _harness import (
     ROOT,
     CliSetup,
     banner,
+    base_env,
     cli_setup,
     describe,
     free_port,
+    hello_app_to_healthy,
     median,
     per_call_query,
+    runtime_process_env,
     sdk_turn,
     start_server,
     time_to_healthy,
     verdict,
     warm_turn,
+    write_hello_app,
 )
 
 from tests.fakes.runtime_server import session_id
-
-HELLO_APP = """\
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
-
-app = BedrockAgentCoreApp()
-
-
-@app.entrypoint
-def invoke(payload):
-    return {"hello": "world"}
-
-
-if __name__ == "__main__":
-    import os
-
-    app.run(port=int(os.environ["PORT"]), host="127.0.0.1")
-"""
 
 
 def raw_client_options(setup: CliSetup, workspace: Path) -> Any:
@@ -142,9 +128,9 @@ def bare_client_options(setup: CliSetup, workspace: Path) -> Any:
     )
 
 
-def in_process_registry(setup: CliSetup) -> Any:
-    """The runtime's own session registry (``runtime.wiring.build_services``) with the HTTP server's settings,
-    driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
+def in_process_services(setup: CliSetup) -> Any:
+    """The runtime's own services (``runtime.wiring.build_services``: session registry and ``aclose``) with the
+    HTTP server's settings, driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
     from runtime.settings import Settings
     from runtime.wiring import build_services
 
@@ -157,7 +143,7 @@ def in_process_registry(setup: CliSetup) -> Any:
             "AGENTKIT_EMF_FILE": str(setup.tmp / "inproc.emf.jsonl"),
         }
     )
-    return build_services(settings).registry
+    return build_services(settings)
 
 
 async def registry_turn(registry: Any, session: str, prompt: str) -> float:
@@ -195,7 +181,8 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
     raw = ClaudeSDKClient(options=raw_client_options(setup, setup.tmp / "raw-workspace"))
     alike = ClaudeSDKClient(options=like_runtime_options(setup, setup.tmp / "alike-workspace"))
     bare = ClaudeSDKClient(options=bare_client_options(setup, setup.tmp / "bare-workspace"))
-    registry = loop.run_until_complete(asyncio.to_thread(in_process_registry, setup))
+    services = loop.run_until_complete(asyncio.to_thread(in_process_services, setup))
+    registry = services.registry
     inproc_session = session_id("bench-inproc")
     try:
         session = session_id("bench-real")
@@ -223,7 +210,7 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
         for client in (raw, alike, bare):
             loop.run_until_complete(client.disconnect())
         loop.run_until_complete(registry.close_all())
-        loop.run_until_complete(registry.aclose_dependencies())
+        loop.run_until_complete(services.aclose())
         server.stop()
 
     print(describe("warm text turn, our runtime over HTTP", ours))
@@ -266,28 +253,13 @@ def bench_turns(setup: CliSetup, *, n: int, per_call_n: int, loop: asyncio.Abstr
 
 
 def bench_ping(setup: CliSetup, *, starts: int) -> None:
-    hello = setup.tmp / "hello_app.py"
-    hello.write_text(HELLO_APP)
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    hello = write_hello_app(setup.tmp)
     ours_s, bare_s = [], []
     for i in range(starts):
         port = free_port()
-        env = {
-            **base,
-            **setup.server_env,
-            "PYTHONPATH": str(ROOT),
-            "AGENTKIT_HOST": "127.0.0.1",
-            "AGENTKIT_PORT": str(port),
-            "AGENTKIT_STATE_DIR": str(setup.tmp / f"ping-{i}"),
-            "AGENTKIT_METRICS": "off",
-        }
+        env = {**base_env(), **runtime_process_env(setup, setup.tmp / f"ping-{i}", port)}
         ours_s.append(time_to_healthy([sys.executable, "-m", "runtime"], env=env, port=port, cwd=ROOT))
-        port = free_port()
-        bare_s.append(
-            time_to_healthy(
-                [sys.executable, str(hello)], env={**base, "PORT": str(port)}, port=port, cwd=setup.tmp
-            )
-        )
+        bare_s.append(hello_app_to_healthy(hello, setup.tmp))
     print(describe("start -> /ping healthy, python -m runtime", ours_s))
     print(describe("start -> /ping healthy, bare BedrockAgentCoreApp", bare_s))
     ratio = median(ours_s) / median(bare_s)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentkit.aws import pages
 from agentkit.errors import AgentkitError, ExitCode, aws_error, usage_error
 
 RUNTIME_ARN_RE = re.compile(
@@ -170,17 +171,13 @@ def stack_resources(cloudformation: Any, *, stack_name: str, resource_type: str)
     ids: list[str] = []
     kwargs: dict[str, Any] = {"StackName": stack_name}
     try:
-        while True:
-            page = cloudformation.list_stack_resources(**kwargs)
+        for page in pages(cloudformation.list_stack_resources, kwargs):
             ids += [
                 str(r["PhysicalResourceId"])
                 for r in page.get("StackResourceSummaries", [])
                 if r.get("ResourceType") == resource_type and r.get("PhysicalResourceId")
             ]
-            token = page.get("NextToken")
-            if not token:
-                return ids
-            kwargs["NextToken"] = token
+        return ids
     except (ClientError, BotoCoreError) as exc:
         raise aws_error(
             exc, action="ListStackResources", iam_action="cloudformation:ListStackResources"

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from tests.fakes.loopback import LoopbackServer
 
 SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 CUSTOM_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
@@ -51,7 +52,7 @@ def sigv4_ok(
     return bool(expected == parts["Signature"])
 
 
-class AgentCoreDataPlane:
+class AgentCoreDataPlane(LoopbackServer):
     def __init__(
         self,
         *,
@@ -127,15 +128,4 @@ class AgentCoreDataPlane:
                     return
                 self._send(200, answer, {"Content-Type": content_type, "x-amzn-RequestId": request_id})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> AgentCoreDataPlane:
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler, poll_interval=0.05, daemon_threads=True)

@@ -6,8 +6,26 @@ Subclasses (or holders) pass their request handler; ``with server:`` starts it a
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
+
+
+def send_reply(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    content_type: str = "application/json",
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Answer the request ``handler`` serves: status, ``Content-Type``, ``Content-Length``, ``headers``, body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 class LoopbackServer:

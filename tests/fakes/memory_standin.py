@@ -13,7 +13,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import LoopbackServer, send_reply
 
 
 class MemoryStandIn(LoopbackServer):
@@ -63,11 +63,6 @@ class MemoryStandIn(LoopbackServer):
                     self._send({"message": f"not implemented: {self.path}"}, status=404)
 
             def _send(self, payload: dict[str, Any], status: int = 200) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_reply(self, status, json.dumps(payload).encode())
 
         super().__init__(Handler)

@@ -11,13 +11,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from tests.fakes.loopback import LoopbackServer, send_reply
 
 
 @dataclass
@@ -41,7 +43,7 @@ def _attrs(kvs: Any) -> dict[str, Any]:
     return {kv.key: _value(kv.value) for kv in kvs}
 
 
-class OtlpCollector:
+class OtlpCollector(LoopbackServer):
     def __init__(self) -> None:
         self.spans: list[CollectedSpan] = []
         self.requests: list[str] = []
@@ -54,23 +56,18 @@ class OtlpCollector:
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 collector._received(self.path, body)
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
+                send_reply(
+                    self, 200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf"
+                )
 
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(Handler, daemon_threads=True)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.url
 
     def _received(self, path: str, body: bytes) -> None:
         with self._lock:
@@ -101,11 +98,3 @@ class OtlpCollector:
                     return True
             time.sleep(0.05)
         return False
-
-    def __enter__(self) -> OtlpCollector:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

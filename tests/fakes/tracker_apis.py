@@ -18,16 +18,16 @@ import json
 import re
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from tests.fakes.adf_check import adf_errors
+from tests.fakes.loopback import LoopbackServer, send_reply
 
 GITLAB_NOTE_LIMIT = 1_000_000
-_S = TypeVar("_S", bound="_StandIn")
 
 
-class _StandIn:
+class _StandIn(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.replies: list[dict[str, Any]] = []
@@ -40,12 +40,7 @@ class _StandIn:
                 pass
 
             def _answer(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_reply(self, status, json.dumps(payload).encode())
 
             def _handle(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
@@ -65,29 +60,10 @@ class _StandIn:
 
             do_GET = do_POST = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread: threading.Thread | None = None
+        super().__init__(Handler, poll_interval=0.05, daemon_threads=True)
 
     def route(self, request: dict[str, Any]) -> tuple[int, Any]:
         raise NotImplementedError
-
-    def start(self: _S) -> _S:
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def __enter__(self: _S) -> _S:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class GitLabApi(_StandIn):

@@ -30,8 +30,8 @@ from tests.unit.webhook.support import (
     JIRA_TOKEN,
     REGION,
     RUNTIME_ARN,
-    SECRET_NAMES,
     call,
+    create_webhook_resources,
     fixture,
     fresh_jira,
     gitlab_event,
@@ -93,15 +93,7 @@ def _world(
     plane: AgentCoreDataPlane, gitlab: GitLabApi, jira: JiraApi, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[SimpleNamespace]:
     sqs, ddb, sm = (boto3.client(s, region_name=REGION) for s in ("sqs", "dynamodb", "secretsmanager"))
-    queue_url = sqs.create_queue(QueueName="tasks")["QueueUrl"]
-    ddb.create_table(
-        TableName="idem",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    for name, value in SECRET_NAMES.values():
-        sm.create_secret(Name=name, SecretString=value)
+    queue_url = create_webhook_resources(sqs, ddb, sm)
     env = {
         **tracker_env(gitlab.api_url, jira.url),
         "QUEUE_URL": queue_url,

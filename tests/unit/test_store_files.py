@@ -116,6 +116,19 @@ def test_a_replaced_shm_file_is_reported_and_nothing_is_lost(tmp_path: Path) -> 
     assert errors and "shm" in str(errors[0])
 
 
+def run_child(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` in a child Python (a SIGBUS there is an exit code, not a crashed test run), given the
+    database path and the spool directory under ``tmp_path``."""
+    return subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "sessions.db"), str(tmp_path / "spool")],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 _TRUNCATE_CHILD = textwrap.dedent(
     """
     import asyncio, json, os, sys
@@ -148,14 +161,7 @@ _TRUNCATE_CHILD = textwrap.dedent(
 
 
 def test_a_truncated_shm_file_does_not_crash_the_process_and_loses_nothing(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _TRUNCATE_CHILD, str(tmp_path / "sessions.db"), str(tmp_path / "spool")],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_child(_TRUNCATE_CHILD, tmp_path)
     assert proc.returncode == 0, f"exit {proc.returncode} (-7 is SIGBUS): {proc.stderr[-2000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["loaded"] == ["a", "b1", "b2", "b3"]
@@ -202,14 +208,7 @@ _DISK_FULL_CHILD = textwrap.dedent(
 
 
 def test_a_full_disk_for_the_spool_while_the_store_fails_loses_nothing(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _DISK_FULL_CHILD, str(tmp_path / "sessions.db"), str(tmp_path / "spool")],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_child(_DISK_FULL_CHILD, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["pending_while_full"] == 3  # held in memory: neither the store nor the journal could take them

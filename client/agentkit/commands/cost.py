@@ -15,6 +15,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from agentkit.aws import pages
 from agentkit.context import Context, table
 from agentkit.data import cloudwatch as cw
 from agentkit.data.emf import read_emf_file
@@ -173,12 +174,8 @@ def describe_alarms(cloudwatch: Any, alarm_names: list[str]) -> list[dict[str, A
             "AlarmNames": alarm_names[offset : offset + 100],
             "AlarmTypes": ["MetricAlarm"],
         }
-        while True:
-            page = cloudwatch.describe_alarms(**kwargs)
+        for page in pages(cloudwatch.describe_alarms, kwargs):
             found += page.get("MetricAlarms", [])
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
     return found
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentkit.aws import pages
 from agentkit.data import names
 from agentkit.data.usage import CostRow, Period, align, empty_tokens, utc
 
@@ -43,16 +44,12 @@ def list_dimension_values(
         "MetricName": metric,
         "Dimensions": [{"Name": names.AGENT, "Value": agent}],
     }
-    while True:
-        page = cloudwatch.list_metrics(**kwargs)
+    for page in pages(cloudwatch.list_metrics, kwargs):
         for item in page.get("Metrics", []):
             dims = {d["Name"]: d["Value"] for d in item.get("Dimensions", [])}
             if set(dims) == {names.AGENT, dimension} and dims[names.AGENT] == agent:
                 values.add(dims[dimension])
-        token = page.get("NextToken")
-        if not token:
-            return sorted(values)
-        kwargs["NextToken"] = token
+    return sorted(values)
 
 
 def get_metric_data(
@@ -92,16 +89,11 @@ def get_metric_data(
             "StartTime": start,
             "EndTime": end,
         }
-        while True:
-            page = cloudwatch.get_metric_data(**kwargs)
+        for page in pages(cloudwatch.get_metric_data, kwargs):
             for result in page.get("MetricDataResults", []):
                 query = chunk[int(result["Id"][1:])]
                 points = zip(result.get("Timestamps", []), result.get("Values", []), strict=False)
                 results[query] += [(utc(ts), float(value)) for ts, value in points]
-            token = page.get("NextToken")
-            if not token:
-                break
-            kwargs["NextToken"] = token
     return {q: sorted(points) for q, points in results.items()}
 
 

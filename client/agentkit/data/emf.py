@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentkit.errors import AgentkitError, ExitCode, usage_error
+from agentkit.data.local_files import read_local_file
+from agentkit.errors import AgentkitError, ExitCode
 
 
 @dataclass(frozen=True)
@@ -49,15 +50,12 @@ def read_emf_file(path: str | Path) -> EmfFile:
     Raises:
         AgentkitError: the file is missing or unreadable (2), or holds a malformed EMF document (1).
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_emf_lines(handle, source=str(path))
-    except FileNotFoundError as exc:
-        raise usage_error(
-            f"no such EMF file: {path} (a local run writes it where AGENTKIT_EMF_FILE points)"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise usage_error(f"cannot read the EMF file {path}: {exc}") from exc
+    return read_local_file(
+        path,
+        lambda handle: parse_emf_lines(handle, source=str(path)),
+        kind="EMF",
+        env_var="AGENTKIT_EMF_FILE",
+    )
 
 
 def parse_emf_lines(lines: Iterable[str], *, source: str = "<lines>") -> EmfFile:

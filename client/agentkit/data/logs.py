@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentkit.aws import pages
 from agentkit.errors import usage_error
 
 LEVELS: dict[str, int] = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -105,8 +106,7 @@ def filter_events(
         kwargs["filterPattern"] = json.dumps(session)  # a quoted term matches the id anywhere in the line
     floor = LEVELS[level] if level else None
     events: list[LogEvent] = []
-    while True:
-        page = logs.filter_log_events(**kwargs)
+    for page in pages(logs.filter_log_events, kwargs, key="nextToken"):
         for raw in page.get("events", []):
             message = str(raw.get("message", "")).rstrip("\n")
             found = level_of(message)
@@ -122,7 +122,4 @@ def filter_events(
                     level=found,
                 )
             )
-        token = page.get("nextToken")
-        if not token:
-            return events, False
-        kwargs["nextToken"] = token
+    return events, False

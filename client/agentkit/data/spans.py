@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentkit.errors import usage_error
+from agentkit.data.local_files import read_local_file
 
 SESSION_ATTRIBUTES = ("gen_ai.conversation.id", "session.id")
 
@@ -98,15 +98,7 @@ def read_span_file(path: str | Path) -> list[Span]:
     Raises:
         AgentkitError: usage error when the file is missing or unreadable.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_span_lines(handle)
-    except FileNotFoundError as exc:
-        raise usage_error(
-            f"no such span file: {path} (a local run writes it where AGENTKIT_SPANS_FILE points)"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise usage_error(f"cannot read the span file {path}: {exc}") from exc
+    return read_local_file(path, parse_span_lines, kind="span", env_var="AGENTKIT_SPANS_FILE")
 
 
 def sessions_with_spans(spans: Iterable[Span]) -> list[str]:

@@ -15,6 +15,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from agentkit.aws import pages
 from agentkit.data import cloudwatch as cw
 from agentkit.data import names
 from agentkit.data.emf import parse_emf_lines
@@ -40,12 +41,10 @@ def _messages(
     }
     out: list[str] = []
     try:
-        while len(out) < limit:
-            page = logs.filter_log_events(**kwargs)
+        for page in pages(logs.filter_log_events, kwargs, key="nextToken"):
             out += [str(e.get("message", "")) for e in page.get("events", [])]
-            if not page.get("nextToken"):
+            if len(out) >= limit:
                 break
-            kwargs["nextToken"] = page["nextToken"]
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return []

@@ -27,6 +27,7 @@ from tests.unit.webhook.support import (
     REGION,
     SECRET_NAMES,
     configure_receiver,
+    create_webhook_resources,
     tracker_env,
 )
 
@@ -112,15 +113,7 @@ def _moto() -> Iterator[SimpleNamespace]:
         sqs = boto3.client("sqs", region_name=REGION)
         ddb = boto3.client("dynamodb", region_name=REGION)
         sm = boto3.client("secretsmanager", region_name=REGION)
-        queue_url = sqs.create_queue(QueueName="tasks")["QueueUrl"]
-        ddb.create_table(
-            TableName="idem",
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        for name, value in SECRET_NAMES.values():
-            sm.create_secret(Name=name, SecretString=value)
+        queue_url = create_webhook_resources(sqs, ddb, sm)
         yield SimpleNamespace(sqs=sqs, ddb=ddb, sm=sm, queue_url=queue_url)
 
 

@@ -262,6 +262,21 @@ def tracker_env(gitlab_api_url: str = "http://127.0.0.1:9", jira_api_url: str = 
     return env
 
 
+def create_webhook_resources(sqs: Any, ddb: Any, sm: Any) -> str:
+    """What the construct creates for the Lambdas (in moto): the idempotency table ``idem``, the tracker
+    secrets of :data:`SECRET_NAMES` and the task queue, whose URL is returned."""
+    queue_url = str(sqs.create_queue(QueueName="tasks")["QueueUrl"])
+    ddb.create_table(
+        TableName="idem",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for name, value in SECRET_NAMES.values():
+        sm.create_secret(Name=name, SecretString=value)
+    return queue_url
+
+
 def configure_receiver(env: SimpleNamespace, tracker_vars: dict[str, str]) -> None:
     receiver.configure(
         receiver.ReceiverDeps(
@@ -283,26 +298,20 @@ def idempotency_items(aws: SimpleNamespace) -> int:
 
 
 # --------------------------------------------------------------------------- worker helpers
-def agentcore_client(endpoint: str | None = None) -> Any:
+def agentcore_client(endpoint: str | None = None, *, config: Any = None) -> Any:
     return boto3.client(
         "bedrock-agentcore",
         region_name=REGION,
         endpoint_url=endpoint,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
+        config=config,
     )
 
 
 def worker_client(endpoint: str, *, read_timeout: float = 30) -> Any:
     """A client built exactly as the worker builds it (one attempt), pointed at a stand-in."""
-    return boto3.client(
-        "bedrock-agentcore",
-        region_name=REGION,
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=worker.agentcore_client_config(read_timeout=read_timeout),
-    )
+    return agentcore_client(endpoint, config=worker.agentcore_client_config(read_timeout=read_timeout))
 
 
 def worker_deps(

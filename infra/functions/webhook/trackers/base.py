@@ -16,11 +16,11 @@ carrying ``code`` and ``http_status``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import json_limits
 
@@ -204,6 +204,27 @@ def shape_error(event: str, exc: Exception) -> BadRequestError:
     errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
     fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in errors[:5])
     return BadRequestError(f"{event} payload does not match the expected shape ({fields})")
+
+
+def dispatch_event(
+    event: str, payload: dict[str, object], handlers: Mapping[str, Callable[[dict[str, object]], Decision]]
+) -> Decision:
+    """Run the handler for ``event`` (it validates ``payload`` into its model); ignore other events.
+
+    A pydantic ``ValidationError`` raised by the handler becomes a 400 (:func:`shape_error`).
+    """
+    handler = handlers.get(event)
+    if handler is None:
+        return Decision("ignored", reason=f"event {event!r} is not handled")
+    try:
+        return handler(payload)
+    except ValidationError as exc:
+        raise shape_error(event, exc) from None
+
+
+def body_delivery_id(prefix: str, body: bytes) -> str:
+    """A delivery id derived from the body, for deliveries that carry no id header: ``<prefix>-<32 hex>``."""
+    return f"{prefix}-" + hashlib.sha256(body).hexdigest()[:32]
 
 
 # --------------------------------------------------------------------------- prompt

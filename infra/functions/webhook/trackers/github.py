@@ -11,8 +11,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Literal
 
-from pydantic import ValidationError
-
+from .adapter import TrackerAdapter
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
     AgentTask,
@@ -22,14 +21,18 @@ from .base import (
     ReplyRef,
     SignatureError,
     TrackerConfigError,
-    check_size,
     clip_reply,
+    dispatch_event,
     require_json,
-    shape_error,
 )
-from .github_models import AUTHOR_ASSOCIATIONS, IssueCommentEvent, IssuesEvent, PingEvent
-from .http import post_json
-from .triggers import markdown_unquoted, mention_pattern
+from .github_models import (
+    AUTHOR_ASSOCIATIONS,
+    GitHubIssue,
+    GitHubRepository,
+    IssueCommentEvent,
+    IssuesEvent,
+    PingEvent,
+)
 
 #: Hidden marker appended to every reply; comments carrying it are never treated as triggers.
 AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
@@ -82,7 +85,7 @@ def parse_associations(value: str | Collection[str]) -> frozenset[str]:
     return names
 
 
-class GitHubTracker:
+class GitHubTracker(TrackerAdapter):
     """GitHub adapter: verifies ``X-Hub-Signature-256`` and posts replies through the REST API.
 
     Triggers: ``issues.labeled`` with ``trigger_label`` as the added label, ``issues.opened`` with
@@ -116,26 +119,27 @@ class GitHubTracker:
     ) -> None:
         if not trigger_label and not trigger_mention:
             raise TrackerConfigError("set TRIGGER_LABEL and/or TRIGGER_MENTION; both are empty")
-        self._secret = webhook_secret
-        self._token = token
+        super().__init__(
+            webhook_secret=webhook_secret,
+            token=token,
+            trigger_mention=trigger_mention,
+            max_body_bytes=max_body_bytes,
+            http_timeout=http_timeout,
+            post_attempts=post_attempts,
+            sleep=sleep,
+        )
         self.trigger_label = trigger_label
         self.trigger_mention = trigger_mention
-        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
         self.bot_login = bot_login.lower()
         self.allowed_associations = parse_associations(allowed_associations)
         self.api_url = api_url.rstrip("/")
-        self.max_body_bytes = max_body_bytes
-        self.http_timeout = http_timeout
-        self.post_attempts = max(1, post_attempts)
-        self._sleep = sleep
 
     # ---- inbound
     def parse_request(self, request: InboundRequest) -> Decision:
-        check_size(request, self.max_body_bytes)
-        if self._secret is None:
-            raise TrackerConfigError("GitHubTracker was built without a webhook secret provider")
         verify_github_signature(
-            secret=self._secret(), body=request.body, header=request.headers.get("x-hub-signature-256")
+            secret=self._webhook_secret(request),
+            body=request.body,
+            header=request.headers.get("x-hub-signature-256"),
         )
         event = request.headers.get("x-github-event")
         delivery = request.headers.get("x-github-delivery")
@@ -143,22 +147,15 @@ class GitHubTracker:
         if missing:
             raise BadRequestError(f"missing header(s): {', '.join(missing)}")
         assert event is not None and delivery is not None
-        payload = require_json(request)
-        try:
-            if event == "ping":
-                PingEvent.model_validate(payload)
-                return Decision("ping", reason="pong")
-            if event == "issues":
-                return self._on_issues(IssuesEvent.model_validate(payload), delivery)
-            if event == "issue_comment":
-                return self._on_comment(IssueCommentEvent.model_validate(payload), delivery)
-        except ValidationError as exc:
-            raise shape_error(event, exc) from None
-        return Decision("ignored", reason=f"event {event!r} is not handled")
-
-    def _mentions(self, text: str) -> bool:
-        """The mention trigger in ``text`` outside quotes and code (see :mod:`.triggers`)."""
-        return self._mention is not None and bool(self._mention.search(markdown_unquoted(text)))
+        return dispatch_event(
+            event,
+            require_json(request),
+            {
+                "ping": _on_ping,
+                "issues": lambda p: self._on_issues(IssuesEvent.model_validate(p), delivery),
+                "issue_comment": lambda p: self._on_comment(IssueCommentEvent.model_validate(p), delivery),
+            },
+        )
 
     def _on_issues(self, ev: IssuesEvent, delivery: str) -> Decision:
         label = self.trigger_label.lower()
@@ -167,7 +164,7 @@ class GitHubTracker:
             triggered = bool(label) and ev.label is not None and ev.label.name.lower() == label
         elif ev.action == "opened":
             # Only the mention: an issue opened with the label also gets a ``labeled`` event, which triggers.
-            triggered = self._mentions(ev.issue.body or "")
+            triggered = self._mentions_markdown(ev.issue.body or "")
         else:
             triggered = False
         if not triggered:
@@ -176,19 +173,13 @@ class GitHubTracker:
             return Decision("ignored", reason="sent by the bot itself")
         if ev.action == "opened" and not self._allowed(ev.issue.author_association):
             return self._not_allowed(ev.issue.author_association)
-        return Decision(
-            "accepted",
-            task=AgentTask(
-                repository=ev.repository.full_name,
-                issue_number=ev.issue.number,
-                title=ev.issue.title,
-                body=ev.issue.body or "",
-                author=ev.sender.login,
-                issue_author=ev.issue.user.login,
-                delivery_id=delivery,
-                event=f"issues.{ev.action}",
-                html_url=ev.issue.html_url,
-            ),
+        return _accept(
+            ev.repository,
+            ev.issue,
+            author=ev.sender.login,
+            delivery=delivery,
+            event=f"issues.{ev.action}",
+            html_url=ev.issue.html_url,
         )
 
     def _on_comment(self, ev: IssueCommentEvent, delivery: str) -> Decision:
@@ -197,24 +188,18 @@ class GitHubTracker:
         text = ev.comment.body or ""
         if self._is_own(ev.comment.user.login, ev.comment.user.type) or AGENT_REPLY_MARKER in text:
             return Decision("ignored", reason="comment authored by the bot itself")
-        if not self._mentions(text):
+        if not self._mentions_markdown(text):
             return Decision("ignored", reason="comment does not mention the agent")
         if not self._allowed(ev.comment.author_association):
             return self._not_allowed(ev.comment.author_association)
-        return Decision(
-            "accepted",
-            task=AgentTask(
-                repository=ev.repository.full_name,
-                issue_number=ev.issue.number,
-                title=ev.issue.title,
-                body=ev.issue.body or "",
-                comment=text,
-                author=ev.comment.user.login,
-                issue_author=ev.issue.user.login,
-                delivery_id=delivery,
-                event="issue_comment.created",
-                html_url=ev.comment.html_url or ev.issue.html_url,
-            ),
+        return _accept(
+            ev.repository,
+            ev.issue,
+            author=ev.comment.user.login,
+            delivery=delivery,
+            event="issue_comment.created",
+            html_url=ev.comment.html_url or ev.issue.html_url,
+            comment=text,
         )
 
     def _allowed(self, association: str) -> bool:
@@ -236,13 +221,9 @@ class GitHubTracker:
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`)."""
-        if self._token is None:
-            raise TrackerConfigError("GitHubTracker was built without a token provider")
-        token = self._token()
-        if not token:
-            raise TrackerConfigError("GitHub token secret is empty; put a token into it")
+        token = self._read_token(if_empty="GitHub token secret is empty; put a token into it")
         url = f"{self.api_url}/repos/{task.repository}/issues/{task.issue_number}/comments"
-        doc = post_json(
+        doc = self._post(
             url,
             {"body": text},
             headers={
@@ -251,8 +232,38 @@ class GitHubTracker:
                 "X-GitHub-Api-Version": "2022-11-28",
             },
             service="GitHub",
-            attempts=self.post_attempts,
-            timeout=self.http_timeout,
-            sleep=self._sleep,
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))
+
+
+def _on_ping(payload: dict[str, object]) -> Decision:
+    PingEvent.model_validate(payload)
+    return Decision("ping", reason="pong")
+
+
+def _accept(
+    repository: GitHubRepository,
+    issue: GitHubIssue,
+    *,
+    author: str,
+    delivery: str,
+    event: str,
+    html_url: str,
+    comment: str | None = None,
+) -> Decision:
+    """Accept a turn on ``issue``: the task with the issue's fields and who triggered it."""
+    return Decision(
+        "accepted",
+        task=AgentTask(
+            repository=repository.full_name,
+            issue_number=issue.number,
+            title=issue.title,
+            body=issue.body or "",
+            comment=comment,
+            author=author,
+            issue_author=issue.user.login,
+            delivery_id=delivery,
+            event=event,
+            html_url=html_url,
+        ),
+    )

@@ -39,8 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import ValidationError
-
+from .adapter import TrackerAdapter
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
     AgentTask,
@@ -52,14 +51,13 @@ from .base import (
     StaleDeliveryError,
     TrackerApiError,
     TrackerConfigError,
-    check_size,
+    body_delivery_id,
+    dispatch_event,
     require_json,
-    shape_error,
 )
 from .github import AGENT_REPLY_MARKER, format_markdown_reply
 from .gitlab_models import ACCESS_LEVELS, GitLabUser, IssueHook, NoteHook
-from .http import get_json, post_json
-from .triggers import markdown_unquoted, mention_pattern
+from .http import get_json
 
 #: GitLab's note limit is 1,000,000 characters; the stored reply must also fit a DynamoDB item (400 KB).
 MAX_NOTE_CHARS = 60_000
@@ -67,6 +65,7 @@ MAX_NOTE_CHARS = 60_000
 SIGNATURE_TOLERANCE_SECONDS = 300
 DEVELOPER = ACCESS_LEVELS["developer"]
 _TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot(?:_[0-9a-f]+)?$", re.IGNORECASE)
+_EMPTY_TOKEN = "GitLab token secret is empty; put a project access token into it"
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def verify_gitlab_request(
         raise StaleDeliveryError(f"webhook-timestamp is {age:.0f}s from now (tolerance {tolerance}s)")
 
 
-class GitLabTracker:
+class GitLabTracker(TrackerAdapter):
     """GitLab issues: see the module docstring for verification, triggers and replies."""
 
     name: Literal["gitlab"] = "gitlab"
@@ -157,26 +156,25 @@ class GitLabTracker:
             raise TrackerConfigError(
                 f"GitLab min access level {min_access_level} is not one of {sorted(ACCESS_LEVELS.values())}"
             )
-        self._secret = webhook_secret
-        self._token = token
+        super().__init__(
+            webhook_secret=webhook_secret,
+            token=token,
+            trigger_mention=trigger_mention,
+            max_body_bytes=max_body_bytes,
+            http_timeout=http_timeout,
+            post_attempts=post_attempts,
+            sleep=sleep,
+        )
         self.api_url = api_url.rstrip("/")
         self.trigger_label = trigger_label.lower()
-        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
         self.bot_username = bot_username.lower()
         self.min_access_level = min_access_level
-        self.max_body_bytes = max_body_bytes
-        self.http_timeout = http_timeout
-        self.post_attempts = max(1, post_attempts)
         self.signature_tolerance = signature_tolerance
         self._clock = clock
-        self._sleep = sleep
 
     # ---- inbound
     def parse_request(self, request: InboundRequest) -> Decision:
-        check_size(request, self.max_body_bytes)
-        if self._secret is None:
-            raise TrackerConfigError("GitLabTracker was built without a webhook secret provider")
-        secret = GitLabWebhookSecret.parse(self._secret())
+        secret = GitLabWebhookSecret.parse(self._webhook_secret(request))
         verify_gitlab_request(secret, request, now=self._clock(), tolerance=self.signature_tolerance)
         event = request.headers.get("x-gitlab-event")
         if not event:
@@ -186,21 +184,18 @@ class GitLabTracker:
             request.headers.get("idempotency-key")
             or request.headers.get("x-gitlab-event-uuid")
             or request.headers.get("webhook-id")
-            or "gitlab-" + hashlib.sha256(request.body).hexdigest()[:32]
+            or body_delivery_id("gitlab", request.body)
         )
         if event.startswith("Confidential "):
             return Decision("ignored", reason="confidential issues and notes are not answered")
-        try:
-            if event == "Issue Hook":
-                return self._on_issue(IssueHook.model_validate(payload), delivery)
-            if event == "Note Hook":
-                return self._on_note(NoteHook.model_validate(payload), delivery)
-        except ValidationError as exc:
-            raise shape_error(event, exc) from None
-        return Decision("ignored", reason=f"event {event!r} is not handled")
-
-    def _mentions(self, text: str) -> bool:
-        return self._mention is not None and bool(self._mention.search(markdown_unquoted(text)))
+        return dispatch_event(
+            event,
+            payload,
+            {
+                "Issue Hook": lambda p: self._on_issue(IssueHook.model_validate(p), delivery),
+                "Note Hook": lambda p: self._on_note(NoteHook.model_validate(p), delivery),
+            },
+        )
 
     def _is_own(self, username: str, text: str = "") -> bool:
         name = username.lower()
@@ -222,7 +217,7 @@ class GitLabTracker:
             else set()
         )
         by_label = bool(self.trigger_label) and self.trigger_label in added
-        by_mention = attrs.action == "open" and self._mentions(attrs.description or "")
+        by_mention = attrs.action == "open" and self._mentions_markdown(attrs.description or "")
         if not by_label and not by_mention:
             return Decision("ignored", reason=f"issue {attrs.action or 'event'} without the trigger")
         if self._is_own(ev.user.username):
@@ -255,7 +250,7 @@ class GitLabTracker:
             return Decision("ignored", reason="note authored by the bot itself or by the system")
         if note.internal or ev.issue.confidential:
             return Decision("ignored", reason="internal notes and confidential issues are not answered")
-        if not self._mentions(note.note):
+        if not self._mentions_markdown(note.note):
             return Decision("ignored", reason="note does not mention the agent")
         refused = self._refuse_non_member(ev.project.id, ev.user)
         if refused:
@@ -296,7 +291,7 @@ class GitLabTracker:
             TrackerApiError: GitLab could not be asked (the receiver answers 502; GitLab retries).
             TrackerConfigError: no token to ask with.
         """
-        token = self._read_token()
+        token = self._read_token(if_empty=_EMPTY_TOKEN)
         url = f"{self.api_url}/projects/{project_id}/members/all/{user_id}"
         status, doc = get_json(url, headers={"PRIVATE-TOKEN": token}, service="GitLab", timeout=5.0)
         if status == 404:
@@ -306,31 +301,20 @@ class GitLabTracker:
             raise TrackerApiError(f"GitLab members API answered without an access_level on {url}")
         return level
 
-    def _read_token(self) -> str:
-        if self._token is None:
-            raise TrackerConfigError("GitLabTracker was built without a token provider")
-        token = self._token()
-        if not token:
-            raise TrackerConfigError("GitLab token secret is empty; put a project access token into it")
-        return token
-
     # ---- outbound
     def format_reply(self, text: str, *, footer: str = "") -> str:
         return format_markdown_reply(text, footer=footer, limit=MAX_NOTE_CHARS)
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/projects/{url-encoded path}/issues/{iid}/notes`` (retry policy: :mod:`.http`)."""
-        token = self._read_token()
+        token = self._read_token(if_empty=_EMPTY_TOKEN)
         project = urllib.parse.quote(task.repository, safe="")
         url = f"{self.api_url}/projects/{project}/issues/{task.issue_number}/notes"
-        doc = post_json(
+        doc = self._post(
             url,
             {"body": text},
             headers={"PRIVATE-TOKEN": token, "Accept": "application/json"},
             service="GitLab",
-            attempts=self.post_attempts,
-            timeout=self.http_timeout,
-            sleep=self._sleep,
         )
         note_id = doc.get("id")
         link = f"{task.html_url}#note_{note_id}" if task.html_url and note_id is not None else url

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .adapter import TrackerAdapter
 from .adf import markdown_to_adf
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
@@ -46,14 +47,13 @@ from .base import (
     SignatureError,
     StaleDeliveryError,
     TrackerConfigError,
-    check_size,
+    body_delivery_id,
     clip_reply,
     require_json,
     shape_error,
 )
-from .http import post_json
 from .jira_models import JiraEvent, JiraIssue, JiraUser
-from .triggers import adf_unquoted, mention_pattern, wiki_unquoted
+from .triggers import adf_unquoted, wiki_unquoted
 
 #: The last line of every reply starts with this; comments containing it are never triggers.
 JIRA_REPLY_MARKER = "agentkit reply ·"
@@ -106,7 +106,7 @@ def _text_of(value: str | dict[str, Any] | None) -> tuple[str, str]:
     return value, wiki_unquoted(value)
 
 
-class JiraTracker:
+class JiraTracker(TrackerAdapter):
     """Jira Cloud issues: see the module docstring for verification, triggers and replies."""
 
     name: Literal["jira"] = "jira"
@@ -132,27 +132,28 @@ class JiraTracker:
             raise TrackerConfigError("set the Jira trigger label, mention or bot account; all are empty")
         if not site_url.startswith("https://") and not site_url.startswith("http://127.0.0.1"):
             raise TrackerConfigError(f"Jira site URL {site_url!r} must be https://<site>.atlassian.net")
+        super().__init__(
+            webhook_secret=webhook_secret,
+            token=token,
+            trigger_mention=trigger_mention,
+            max_body_bytes=max_body_bytes,
+            http_timeout=http_timeout,
+            post_attempts=post_attempts,
+            sleep=sleep,
+        )
         self.site_url = site_url.rstrip("/")
         self.api_url = (api_url or site_url).rstrip("/")
-        self._secret = webhook_secret
-        self._token = token
         self.trigger_label = trigger_label.lower()
-        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
         self.bot_account_id = bot_account_id
-        self.max_body_bytes = max_body_bytes
         self.max_age_seconds = max_age_seconds
-        self.http_timeout = http_timeout
-        self.post_attempts = max(1, post_attempts)
         self._clock = clock
-        self._sleep = sleep
 
     # ---- inbound
     def parse_request(self, request: InboundRequest) -> Decision:
-        check_size(request, self.max_body_bytes)
-        if self._secret is None:
-            raise TrackerConfigError("JiraTracker was built without a webhook secret provider")
         verify_jira_signature(
-            secret=self._secret(), body=request.body, header=request.headers.get("x-hub-signature")
+            secret=self._webhook_secret(request),
+            body=request.body,
+            header=request.headers.get("x-hub-signature"),
         )
         payload = require_json(request)
         try:
@@ -160,9 +161,8 @@ class JiraTracker:
         except ValidationError as exc:
             raise shape_error("Jira", exc) from None
         self._check_fresh(ev.timestamp)
-        delivery = (
-            request.headers.get("x-atlassian-webhook-identifier")
-            or "jira-" + hashlib.sha256(request.body).hexdigest()[:32]
+        delivery = request.headers.get("x-atlassian-webhook-identifier") or body_delivery_id(
+            "jira", request.body
         )
         if ev.webhookEvent == "comment_created":
             return self._on_comment(ev, delivery)
@@ -178,7 +178,7 @@ class JiraTracker:
             )
 
     def _mentions(self, unquoted: str) -> bool:
-        if self._mention is not None and self._mention.search(unquoted):
+        if self._mentioned(unquoted):
             return True
         return bool(self.bot_account_id) and f"[~accountid:{self.bot_account_id}]" in unquoted
 
@@ -261,19 +261,14 @@ class JiraTracker:
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/rest/api/3/issue/{key}/comment`` with the ADF body (retry policy: :mod:`.http`)."""
-        if self._token is None:
-            raise TrackerConfigError("JiraTracker was built without a token provider")
-        auth = jira_auth_header(self._token())
+        auth = jira_auth_header(self._read_token())
         key = f"{task.repository}-{task.issue_number}"
         url = f"{self.api_url}/rest/api/3/issue/{key}/comment"
-        doc = post_json(
+        doc = self._post(
             url,
             {"body": markdown_to_adf(text)},
             headers={"Authorization": auth, "Accept": "application/json"},
             service="Jira",
-            attempts=self.post_attempts,
-            timeout=self.http_timeout,
-            sleep=self._sleep,
         )
         comment_id = doc.get("id")
         link = f"{self.site_url}/browse/{key}?focusedCommentId={comment_id}" if comment_id else url

@@ -1,0 +1,79 @@
+"""What the GitHub, GitLab and Jira adapters share: their common settings and the steps built on them.
+
+Every adapter takes a webhook-secret provider (receiver), a token provider (worker; GitLab's receiver
+too), a trigger mention, a body limit and the REST posting policy (timeout, attempts, sleep). Each
+adapter subclasses :class:`TrackerAdapter` and keeps only what is its own: how its webhooks are verified,
+which events trigger, how a reply is formatted and where it is posted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, TrackerConfigError, check_size
+from .http import post_json
+from .triggers import markdown_unquoted, mention_pattern
+
+
+class TrackerAdapter:
+    """Base of the adapters: secret/token providers, the mention trigger, body limit, posting policy."""
+
+    def __init__(
+        self,
+        *,
+        webhook_secret: Callable[[], str] | None,
+        token: Callable[[], str] | None,
+        trigger_mention: str,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        http_timeout: float = 15.0,
+        post_attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._secret = webhook_secret
+        self._token = token
+        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
+        self.max_body_bytes = max_body_bytes
+        self.http_timeout = http_timeout
+        self.post_attempts = max(1, post_attempts)
+        self._sleep = sleep
+
+    # ---- inbound
+    def _webhook_secret(self, request: InboundRequest) -> str:
+        """The body size checked (first of all), then the webhook secret's value. Raises ``WebhookError``."""
+        check_size(request, self.max_body_bytes)
+        if self._secret is None:
+            raise TrackerConfigError(f"{type(self).__name__} was built without a webhook secret provider")
+        return self._secret()
+
+    def _mentioned(self, unquoted: str) -> bool:
+        """The mention trigger in ``unquoted`` (text with quotes and code already left out)."""
+        return self._mention is not None and bool(self._mention.search(unquoted))
+
+    def _mentions_markdown(self, text: str) -> bool:
+        """The mention trigger in Markdown ``text`` outside quotes and code (see :mod:`.triggers`)."""
+        return self._mentioned(markdown_unquoted(text))
+
+    # ---- outbound
+    def _read_token(self, *, if_empty: str = "") -> str:
+        """The API token's value. Raises :class:`TrackerConfigError` without a provider, or with
+        ``if_empty`` (when given) for an empty value."""
+        if self._token is None:
+            raise TrackerConfigError(f"{type(self).__name__} was built without a token provider")
+        token = self._token()
+        if not token and if_empty:
+            raise TrackerConfigError(if_empty)
+        return token
+
+    def _post(self, url: str, payload: Any, *, headers: Mapping[str, str], service: str) -> dict[str, Any]:
+        """POST JSON with this adapter's timeout, attempts and sleep (retry policy: :mod:`.http`)."""
+        return post_json(
+            url,
+            payload,
+            headers=headers,
+            service=service,
+            attempts=self.post_attempts,
+            timeout=self.http_timeout,
+            sleep=self._sleep,
+        )

@@ -1,0 +1,119 @@
+"""Paged AWS calls in the client (``agentkit.aws.pages``) through real boto3 clients and botocore's Stubber:
+every page is read with the previous page's token, and a reader that has enough stops asking."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+
+from agentkit.commands.cost import describe_alarms
+from agentkit.data import names
+from agentkit.data.cloudwatch import list_dimension_values
+from agentkit.report.cloudwatch import _messages
+from agentkit.stack import stack_resources
+
+REGION = "eu-west-1"
+NOW = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def _metric(agent: str, model: str) -> dict[str, Any]:
+    return {
+        "Namespace": "AgentKit",
+        "MetricName": names.COST,
+        "Dimensions": [{"Name": names.AGENT, "Value": agent}, {"Name": names.MODEL, "Value": model}],
+    }
+
+
+def test_cloudwatch_list_metrics_reads_every_page() -> None:
+    client = boto3.client("cloudwatch", region_name=REGION)
+    expected = {
+        "Namespace": "AgentKit",
+        "MetricName": names.COST,
+        "Dimensions": [{"Name": names.AGENT, "Value": "a"}],
+    }
+    with Stubber(client) as stub:
+        stub.add_response("list_metrics", {"Metrics": [_metric("a", "m2")], "NextToken": "t2"}, expected)
+        stub.add_response("list_metrics", {"Metrics": [], "NextToken": "t3"}, {**expected, "NextToken": "t2"})
+        stub.add_response("list_metrics", {"Metrics": [_metric("a", "m1")]}, {**expected, "NextToken": "t3"})
+        values = list_dimension_values(
+            client, namespace="AgentKit", agent="a", metric=names.COST, dimension=names.MODEL
+        )
+        stub.assert_no_pending_responses()
+    assert values == ["m1", "m2"]
+
+
+def test_stack_resources_and_alarms_read_every_page() -> None:
+    cfn = boto3.client("cloudformation", region_name=REGION)
+
+    def summary(physical: str, kind: str) -> dict[str, Any]:
+        return {
+            "LogicalResourceId": physical,
+            "PhysicalResourceId": physical,
+            "ResourceType": kind,
+            "LastUpdatedTimestamp": NOW,
+            "ResourceStatus": "CREATE_COMPLETE",
+        }
+
+    with Stubber(cfn) as stub:
+        stub.add_response(
+            "list_stack_resources",
+            {
+                "StackResourceSummaries": [
+                    summary("alarm-1", "AWS::CloudWatch::Alarm"),
+                    summary("queue", "AWS::SQS::Queue"),
+                ],
+                "NextToken": "p2",
+            },
+            {"StackName": "S"},
+        )
+        stub.add_response(
+            "list_stack_resources",
+            {"StackResourceSummaries": [summary("alarm-2", "AWS::CloudWatch::Alarm")]},
+            {"StackName": "S", "NextToken": "p2"},
+        )
+        ids = stack_resources(cfn, stack_name="S", resource_type="AWS::CloudWatch::Alarm")
+        stub.assert_no_pending_responses()
+    assert ids == ["alarm-1", "alarm-2"]
+
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    expected = {"AlarmNames": ids, "AlarmTypes": ["MetricAlarm"]}
+    with Stubber(cloudwatch) as stub:
+        stub.add_response(
+            "describe_alarms", {"MetricAlarms": [{"AlarmName": "alarm-1"}], "NextToken": "n2"}, expected
+        )
+        stub.add_response(
+            "describe_alarms", {"MetricAlarms": [{"AlarmName": "alarm-2"}]}, {**expected, "NextToken": "n2"}
+        )
+        alarms = describe_alarms(cloudwatch, ids)
+        stub.assert_no_pending_responses()
+    assert [a["AlarmName"] for a in alarms] == ["alarm-1", "alarm-2"]
+
+
+def test_log_messages_stop_asking_once_the_limit_is_reached() -> None:
+    logs = boto3.client("logs", region_name=REGION)
+    start, end = NOW - dt.timedelta(hours=1), NOW
+    expected = {
+        "logGroupName": "g",
+        "startTime": int(start.timestamp() * 1000),
+        "endTime": int(end.timestamp() * 1000),
+        "filterPattern": "x",
+    }
+    page = {"events": [{"message": "one"}, {"message": "two"}], "nextToken": "more"}
+    with Stubber(logs) as stub:
+        stub.add_response("filter_log_events", page, expected)
+        # A second call would find no queued response and raise: the limit ends the paging.
+        got = _messages(logs, group="g", start=start, end=end, pattern="x", limit=2)
+        stub.assert_no_pending_responses()
+    assert got == ["one", "two"]
+
+    with Stubber(logs) as stub:
+        stub.add_response("filter_log_events", page, expected)
+        stub.add_response(
+            "filter_log_events", {"events": [{"message": "three"}]}, {**expected, "nextToken": "more"}
+        )
+        got = _messages(logs, group="g", start=start, end=end, pattern="x", limit=10)
+        stub.assert_no_pending_responses()
+    assert got == ["one", "two", "three"]
