@@ -51,11 +51,10 @@ def cli_binary(cli_path: Path | None) -> Path | None:
     if cli_path is not None:
         return cli_path if cli_path.is_file() else None
     with contextlib.suppress(Exception):
-        import claude_agent_sdk
+        from runtime.agent.orphan_guard import bundled_cli
 
-        bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-        if bundled.is_file():
-            return bundled
+        bundled = bundled_cli()
+        return Path(bundled) if bundled else None
     return None
 
 
