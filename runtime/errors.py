@@ -101,6 +101,13 @@ class SessionBusy(AgentKitError):
     http_status = 429
 
 
+class SessionNotFound(AgentKitError):
+    """No warm session of that id for this caller in this runtime (the local stop route; HTTP 404)."""
+
+    code = "session_not_found"
+    http_status = 404
+
+
 class ConfigurationError(AgentKitError):
     """The runtime's settings are invalid; raised at start-up, never during a turn."""
 

@@ -21,21 +21,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from runtime.errors import AgentKitError, InvalidSessionId
+from runtime.errors import AgentKitError, InvalidSessionId, SessionNotFound
 from runtime.identity import claude_session_id, resolve_actor
-from runtime.protocol import SESSION_HEADER, error_event, resolve_session_id
+from runtime.protocol import SESSION_HEADER, resolve_session_id
+from runtime.server import error_response
 
 STOP_PATH = "/stopruntimesession"
 
 
 def _not_found(session_id: str) -> JSONResponse:
-    return JSONResponse(
-        {
-            "type": "error",
-            "code": "session_not_found",
-            "message": f"no warm session {session_id} in this runtime for this caller (nothing to stop)",
-        },
-        status_code=404,
+    return error_response(
+        SessionNotFound(f"no warm session {session_id} in this runtime for this caller (nothing to stop)")
     )
 
 
@@ -58,7 +54,7 @@ def add_stop_route(app: Any, *, actor_header: str | None) -> None:
             session_id = resolve_session_id(header)
             actor = resolve_actor(request.headers, actor_header=actor_header)
         except AgentKitError as exc:
-            return JSONResponse(error_event(exc), status_code=exc.http_status)
+            return error_response(exc)
         services = app.state.runtime.services
         if services is None:
             return _not_found(session_id)
