@@ -40,10 +40,6 @@ TRACE_HEADERS = ("traceparent", "tracestate", "baggage", "x-amzn-trace-id")
 
 def trace_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
     """The trace-related headers of a request, names lower-cased."""
-    return _carrier(headers)
-
-
-def _carrier(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
     items = headers.items() if isinstance(headers, Mapping) else headers
     return {k.lower(): v for k, v in items if k.lower() in TRACE_HEADERS}
 
@@ -67,7 +63,7 @@ def invocation_context(
 ) -> Context:
     """The context an invocation's spans start in: the caller's trace (if its headers carry one) plus the
     baggage ``session.id`` = the runtime session id."""
-    carrier = _carrier(headers or {})
+    carrier = trace_headers(headers or {})
     ctx = propagate.extract(carrier, getter=_GETTER) if carrier else Context()
     return baggage.set_baggage(SESSION_BAGGAGE_KEY, session_id, context=ctx)
 
