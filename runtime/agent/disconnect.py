@@ -13,13 +13,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.errors import ClientDisconnected
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from runtime.agent.turn_stream import TurnState
+    from runtime.observe.telemetry import Telemetry
+    from runtime.sessions import TurnRequest, WarmSession
 
-DISCONNECTED_METRIC = "Disconnected"
+logger = logging.getLogger(__name__)
 
 
 class DisconnectWatch:
@@ -29,42 +32,34 @@ class DisconnectWatch:
         self.fired = False
 
 
-def count_disconnect(telemetry: Any, session: Any) -> None:
-    telemetry.metrics.record_event(DISCONNECTED_METRIC, properties={"session_id": session.runtime_session_id})
-
-
-def skip_if_abandoned(request: Any, telemetry: Any, session: Any) -> None:
+def skip_if_abandoned(request: TurnRequest, telemetry: Telemetry, session: WarmSession) -> None:
     """Before a queued turn starts. Raises :class:`ClientDisconnected` when its caller already left."""
-    abandoned = getattr(request, "abandoned", None)
-    if abandoned is not None and abandoned.is_set():
-        count_disconnect(telemetry, session)
+    if request.abandoned.is_set():
+        telemetry.client_disconnected(session)
         logger.info("session %s: caller left before its turn started; skipped", session.runtime_session_id)
         raise ClientDisconnected("the caller disconnected before the turn started")
 
 
 @contextlib.asynccontextmanager
 async def interrupt_on_disconnect(
-    request: Any, state: Any, telemetry: Any, session: Any
+    request: TurnRequest, state: TurnState, telemetry: Telemetry, session: WarmSession
 ) -> AsyncIterator[DisconnectWatch]:
     """While the body runs: if the caller leaves, interrupt the turn (as a task, like the budget interrupt:
     the SDK reads the interrupt's answer only after the messages before it are consumed)."""
     watch = DisconnectWatch()
-    abandoned: asyncio.Event | None = getattr(request, "abandoned", None)
 
     async def wait() -> None:
-        assert abandoned is not None
-        await abandoned.wait()
+        await request.abandoned.wait()
         watch.fired = True
-        count_disconnect(telemetry, session)
+        telemetry.client_disconnected(session)
         logger.info("session %s: caller disconnected mid-turn; interrupting", session.runtime_session_id)
         if state.interrupt_task is None:
             state.interrupt_task = asyncio.create_task(state.client.interrupt(), name="turn-interrupt")
 
-    task = asyncio.create_task(wait(), name="turn-disconnect-watch") if abandoned is not None else None
+    task = asyncio.create_task(wait(), name="turn-disconnect-watch")
     try:
         yield watch
     finally:
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -168,6 +168,10 @@ class Telemetry:
     def session_resumed(self, session: Any) -> None:
         self.metrics.record_event("SessionResumed", properties={"session_id": session.runtime_session_id})
 
+    def client_disconnected(self, session: Any) -> None:
+        """The caller left before its turn's reply was complete (the turn was skipped or interrupted)."""
+        self.metrics.record_event("Disconnected", properties={"session_id": session.runtime_session_id})
+
     def store_error(self, operation: str, exc: BaseException) -> None:
         logger.warning("session store %s failed: %s", operation, exc)
         self.metrics.record_event("SessionStoreErrors", properties={"operation": operation})
