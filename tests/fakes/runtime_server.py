@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.cli import write_fake_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 _LIVE: set[subprocess.Popen[bytes]] = set()
 
@@ -171,6 +173,23 @@ class RuntimeServer:
             return reply
         finally:
             conn.close()
+
+
+def fake_cli_server(tmp: Path, config_dir: str | None = None, **env: str) -> RuntimeServer:
+    """A runtime that spawns the fake CLI (its log in ``tmp/fake.log``), with its state under ``tmp/state``.
+
+    ``config_dir`` names the CLI's config dir under ``tmp``: a new name is a new microVM without local
+    transcripts (only the session store remembers). ``env`` is added last.
+    """
+    base = {
+        "AGENTKIT_CLI_PATH": str(write_fake_cli(tmp)),
+        "AGENTKIT_STATE_DIR": str(tmp / "state"),
+        "FAKE_CLAUDE_LOG": str(tmp / "fake.log"),
+    }
+    if config_dir is not None:
+        base["CLAUDE_CONFIG_DIR"] = str(tmp / config_dir)
+    log = f"server-{config_dir}.log" if config_dir is not None else "server.log"
+    return RuntimeServer(env={**base, **env}, log_path=tmp / log)
 
 
 def _sse(resp: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:

@@ -24,25 +24,11 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
 from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.runtime_server import Reply, RuntimeServer, free_port, read_log, session_id
+from tests.fakes.runtime_server import Reply, RuntimeServer, fake_cli_server, free_port, read_log, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def make_server(tmp: Path, config: str = "claude", **env: str) -> RuntimeServer:
-    return RuntimeServer(
-        env={
-            "AGENTKIT_CLI_PATH": str(write_fake_cli(tmp)),
-            "AGENTKIT_STATE_DIR": str(tmp / "state"),
-            "CLAUDE_CONFIG_DIR": str(tmp / config),  # a new name = a new microVM without local transcripts
-            "FAKE_CLAUDE_LOG": str(tmp / "fake.log"),
-            **env,
-        },
-        log_path=tmp / f"server-{config}.log",
-    )
 
 
 def history(reply: Reply) -> int:
@@ -80,7 +66,7 @@ def in_background(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
 
 
 def test_cli_killed_mid_turn(tmp_path: Path) -> None:
-    with make_server(tmp_path) as srv:
+    with fake_cli_server(tmp_path, "claude") as srv:
         sid = session_id("kill-cli")
         assert srv.invoke("done before", session=sid, stream=False).status == 200
         box = in_background(srv.invoke, "[slow:30000] killed mid-turn", session=sid, stream=False)
@@ -100,7 +86,7 @@ def test_runtime_sigkilled_mid_turn_leaves_no_cli_running(tmp_path: Path) -> Non
     """A CLI busy with a turn does not read stdin, so it may not notice its runtime is gone (run standalone,
     the fake CLI in ``[slow:30000]`` went on for the full 30 s). The parent-death signal kills it at once: it
     is gone, and it never got to log an exit of its own."""
-    srv = make_server(tmp_path).start()
+    srv = fake_cli_server(tmp_path, "claude").start()
     in_background(srv.invoke, "[slow:30000] busy", session=session_id("orphan"), stream=False)
     wait_for(lambda: started(tmp_path, "[slow:30000] busy"))
     pid = started(tmp_path, "[slow:30000] busy")[0]["pid"]
@@ -118,7 +104,7 @@ def test_runtime_sigkilled_mid_turn_leaves_no_cli_running(tmp_path: Path) -> Non
 def test_malformed_or_over_long_cli_line(tmp_path: Path, directive: str, ok: bool | None) -> None:
     """``ok``: the turn must succeed (True), must fail with a contract error (False), or either (None: the
     SDK skips a line that is not JSON)."""
-    with make_server(tmp_path) as srv:
+    with fake_cli_server(tmp_path, "claude") as srv:
         sid = session_id("bad-line")
         assert srv.invoke("done before", session=sid, stream=False).status == 200
         reply = srv.invoke(f"{directive} odd output", session=sid, stream=False, timeout=90)
@@ -154,7 +140,7 @@ def test_store_throttled_then_down_then_back(tmp_path: Path, moto_server: str) -
             "AGENTKIT_METRICS": "emf",
         }
         sid = session_id("store-faults")
-        srv = make_server(tmp_path, "vm-1", **env).start()
+        srv = fake_cli_server(tmp_path, "vm-1", **env).start()
         try:
             assert srv.invoke("turn 1 while throttled", session=sid, stream=False).status == 200
             phase["now"] = "down"
@@ -165,7 +151,7 @@ def test_store_throttled_then_down_then_back(tmp_path: Path, moto_server: str) -
         finally:
             srv.stop()  # SIGTERM flushes what is still spooled
         assert throttled.failed and down.failed  # both faults really happened
-        fresh = make_server(tmp_path, "vm-2", **env).start()  # another microVM: only the store remembers
+        fresh = fake_cli_server(tmp_path, "vm-2", **env).start()  # another microVM: only the store remembers
         try:
             after = fresh.invoke("what happened?", session=sid, stream=False)
         finally:
@@ -175,7 +161,7 @@ def test_store_throttled_then_down_then_back(tmp_path: Path, moto_server: str) -
 
 def test_store_files_deleted_under_the_runtime(tmp_path: Path) -> None:
     sid = session_id("deleted")
-    srv = make_server(tmp_path, "vm-1", AGENTKIT_METRICS="emf").start()
+    srv = fake_cli_server(tmp_path, "vm-1", AGENTKIT_METRICS="emf").start()
     try:
         for n in (1, 2):
             assert srv.invoke(f"turn {n}", session=sid, stream=False).status == 200
@@ -186,7 +172,7 @@ def test_store_files_deleted_under_the_runtime(tmp_path: Path) -> None:
         wait_for(lambda: "was deleted while open" in srv.log_path.read_text())
     finally:
         srv.kill()  # no graceful shutdown: what is in the file is all there is
-    fresh = make_server(tmp_path, "vm-2").start()
+    fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:
         after = fresh.invoke("turn 5", session=sid, stream=False)
     finally:
@@ -196,7 +182,7 @@ def test_store_files_deleted_under_the_runtime(tmp_path: Path) -> None:
 
 def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
     sid = session_id("shm")
-    srv = make_server(tmp_path, "vm-1").start()
+    srv = fake_cli_server(tmp_path, "vm-1").start()
     try:
         assert srv.invoke("turn 1", session=sid, stream=False).status == 200
         os.truncate(tmp_path / "state" / "sessions.db-shm", 0)
@@ -207,7 +193,7 @@ def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
         srv.stop()
     cli_pids = {e["pid"] for e in read_log(tmp_path / "fake.log") if e["event"] == "start"}
     wait_for(lambda: not any(_alive(pid) for pid in cli_pids), timeout=15)  # no orphaned CLI
-    fresh = make_server(tmp_path, "vm-2").start()
+    fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:
         after = fresh.invoke("turn 4", session=sid, stream=False)
     finally:
@@ -217,8 +203,9 @@ def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
 
 def test_metrics_sink_down(tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens: every PutMetricData fails to connect
-    with make_server(
+    with fake_cli_server(
         tmp_path,
+        "claude",
         AGENTKIT_METRICS="cloudwatch",
         AWS_ENDPOINT_URL_CLOUDWATCH=dead,
         AGENTKIT_METRICS_NAMESPACE="F",
@@ -234,7 +221,7 @@ def test_metrics_sink_down(tmp_path: Path) -> None:
 def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
     """The running turn and the queued ones end with a retryable ``shutting_down``; queued turns never run
     (they would be paid), and the process exits by itself well within the 25 s shutdown budget."""
-    srv = make_server(tmp_path, AGENTKIT_IDLE_TIMEOUT="900").start()
+    srv = fake_cli_server(tmp_path, "claude", AGENTKIT_IDLE_TIMEOUT="900").start()
     sid = session_id("sigterm")
     assert srv.invoke("done before", session=sid, stream=False).status == 200
     running = in_background(srv.invoke, "[slow:8000] running", session=sid, stream=False)
@@ -250,7 +237,7 @@ def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
         if reply is not None:  # a reply that made it out before the socket closed
             assert reply.status == 503 and reply.body["code"] == "shutting_down", reply.body
     assert started(tmp_path, "queued") == []  # no queued paid turn ran after SIGTERM
-    fresh = make_server(tmp_path, "vm-2").start()
+    fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:
         assert history(fresh.invoke("after", session=sid, stream=False)) >= 1
     finally:
@@ -276,7 +263,7 @@ def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Re
     sid = session_id("kill9")
     completed: list[str] = []
     for round_ in range(rounds):
-        srv = make_server(tmp, f"vm-{round_}").start()
+        srv = fake_cli_server(tmp, f"vm-{round_}").start()
         warm = srv.invoke(f"r{round_} warm", session=sid, stream=False, timeout=60)  # resume + start-up
         if warm.status == 200:
             completed.append(f"r{round_} warm")
@@ -303,7 +290,7 @@ def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Re
         # No CLI outlives its runtime: it sees stdin close and exits (no orphan keeps running and billing).
         pids = {e["pid"] for e in read_log(tmp / "fake.log") if e["event"] == "start"}
         wait_for(lambda pids=pids: not any(_alive(pid) for pid in pids), timeout=15)
-    final = make_server(tmp, "vm-final").start()
+    final = fake_cli_server(tmp, "vm-final").start()
     try:
         after = final.invoke("final", session=sid, stream=False, timeout=60)
     finally:

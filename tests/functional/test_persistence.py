@@ -10,26 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
 from tests.fakes.memory_standin import MemoryStandIn
-from tests.fakes.runtime_server import RuntimeServer, read_log, session_id
+from tests.fakes.runtime_server import fake_cli_server, read_log, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
-
-
-def _server(tmp: Path, config_dir: str, **env: str) -> RuntimeServer:
-    return RuntimeServer(
-        env={
-            "AGENTKIT_CLI_PATH": str(write_fake_cli(tmp)),
-            "AGENTKIT_STATE_DIR": str(tmp / "state"),
-            "CLAUDE_CONFIG_DIR": str(tmp / config_dir),
-            "FAKE_CLAUDE_LOG": str(tmp / "fake.log"),
-            **env,
-        },
-        log_path=tmp / f"server-{config_dir}.log",
-    )
 
 
 def _store_env(kind: str, tmp: Path, moto: str) -> dict[str, str]:
@@ -47,13 +33,13 @@ def test_a_new_process_with_an_empty_config_dir_resumes_from_the_store(
 ) -> None:
     env = _store_env(store, tmp_path, moto_server)
     sid = session_id(f"resume-{store}")
-    first = _server(tmp_path, "claude-a", **env).start()
+    first = fake_cli_server(tmp_path, "claude-a", **env).start()
     one = first.invoke("my name is Ada", session=sid, stream=False).body
     two = first.invoke("I like graphs", session=sid, stream=False).body
     assert "history=1" in two["text"]
     first.kill()  # the microVM is reaped: no graceful shutdown, no local files carried over
 
-    second = _server(tmp_path, "claude-b", **env).start()
+    second = fake_cli_server(tmp_path, "claude-b", **env).start()
     try:
         three = second.invoke("what do you know about me?", session=sid, stream=False).body
     finally:
@@ -78,7 +64,7 @@ def test_session_budget_stops_spend_and_survives_a_restart(tmp_path: Path) -> No
         "AGENTKIT_SESSION_BUDGET_USD": "0.012",
     }
     sid = session_id("budget")
-    srv = _server(tmp_path, "claude-a", **env).start()
+    srv = fake_cli_server(tmp_path, "claude-a", **env).start()
     one = srv.invoke("one", session=sid, stream=False)
     assert one.status == 200 and one.body["session_cost_usd"] == pytest.approx(one.body["cost_usd"])
     # The CLI itself is started with --max-budget-usd capped at the session budget, so it stops this turn.
@@ -92,7 +78,7 @@ def test_session_budget_stops_spend_and_survives_a_restart(tmp_path: Path) -> No
     assert other.status == 200
     srv.kill()
 
-    restarted = _server(tmp_path, "claude-b", **env).start()
+    restarted = fake_cli_server(tmp_path, "claude-b", **env).start()
     try:
         four = restarted.invoke("four", session=sid, stream=False)
     finally:
@@ -111,7 +97,7 @@ def test_actor_b_can_neither_resume_nor_recall_actor_a(tmp_path: Path) -> None:
             "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": memory.url,
         }
         sid = session_id("shared")  # both present the same runtime session id
-        srv = _server(tmp_path, "claude-a", **env).start()
+        srv = fake_cli_server(tmp_path, "claude-a", **env).start()
         try:
             a1 = srv.invoke(
                 "remember Falcon", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}

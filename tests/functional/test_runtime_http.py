@@ -15,29 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
+from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def make_server(tmp: Path, **env: str) -> RuntimeServer:
-    cli = write_fake_cli(tmp)
-    return RuntimeServer(
-        env={
-            "AGENTKIT_CLI_PATH": str(cli),
-            "AGENTKIT_STATE_DIR": str(tmp / "state"),
-            "FAKE_CLAUDE_LOG": str(tmp / "fake.log"),
-            **env,
-        },
-        log_path=tmp / "server.log",
-    )
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("runtime")
-    srv = make_server(tmp, AGENTKIT_MAX_PROMPT_CHARS="5000").start()
+    srv = fake_cli_server(tmp, AGENTKIT_MAX_PROMPT_CHARS="5000").start()
     srv.tmp = tmp  # type: ignore[attr-defined]
     yield srv
     srv.stop()
@@ -307,7 +293,7 @@ def test_bad_input_loses_nothing(server: RuntimeServer) -> None:
 
 
 def test_a_hung_cli_times_out_and_the_session_recovers(tmp_path: Path) -> None:
-    with make_server(tmp_path, AGENTKIT_TURN_TIMEOUT="1.5") as srv:
+    with fake_cli_server(tmp_path, AGENTKIT_TURN_TIMEOUT="1.5") as srv:
         sid = session_id("hang")
         started = time.monotonic()
         reply = srv.invoke("[hang] never ends", session=sid)
@@ -320,7 +306,7 @@ def test_a_hung_cli_times_out_and_the_session_recovers(tmp_path: Path) -> None:
 
 
 def test_idle_sessions_are_evicted_and_resume_transparently(tmp_path: Path) -> None:
-    with make_server(tmp_path, AGENTKIT_IDLE_TIMEOUT="0.5") as srv:
+    with fake_cli_server(tmp_path, AGENTKIT_IDLE_TIMEOUT="0.5") as srv:
         sid = session_id("idle")
         first = srv.invoke("remember me", session=sid, stream=False).body
         pid = reply_pid(first["text"])
@@ -336,7 +322,7 @@ def test_idle_sessions_are_evicted_and_resume_transparently(tmp_path: Path) -> N
 
 
 def test_sigterm_closes_every_client_cleanly(tmp_path: Path) -> None:
-    srv = make_server(tmp_path).start()
+    srv = fake_cli_server(tmp_path).start()
     pids = {
         reply_pid(srv.invoke(f"s{i}", session=session_id(f"term{i}"), stream=False).body["text"])
         for i in range(3)
@@ -354,7 +340,7 @@ def test_invocation_budget_stops_a_runaway_turn_and_warm_sessions_outlive_the_pr
 ) -> None:
     # Each fake model call costs $0.00797 at our prices ($0.007245 by the CLI's). Invocation budget $0.01:
     # the process backstop is 10 x $0.01 = $0.10 of the CLI's cumulative cost.
-    with make_server(tmp_path, AGENTKIT_MAX_BUDGET_USD="0.01", AGENTKIT_SESSION_BUDGET_USD="0") as srv:
+    with fake_cli_server(tmp_path, AGENTKIT_MAX_BUDGET_USD="0.01", AGENTKIT_SESSION_BUDGET_USD="0") as srv:
         sid = session_id("runaway")
         tools = '[tool:mcp__kit__list_overdue_invoices {"as_of": "2026-11-22"}]'
         runaway = srv.invoke(f"{tools} {tools} {tools} keep going", session=sid, stream=False)
@@ -370,7 +356,7 @@ def test_invocation_budget_stops_a_runaway_turn_and_warm_sessions_outlive_the_pr
 
 
 def test_bad_model_id_is_refused_at_start_up(tmp_path: Path) -> None:
-    srv = make_server(tmp_path, AGENTKIT_MODEL="anthropic.claude-sonnet-4-5-20250929-v1:0")
+    srv = fake_cli_server(tmp_path, AGENTKIT_MODEL="anthropic.claude-sonnet-4-5-20250929-v1:0")
     with pytest.raises(RuntimeError) as info:
         srv.start()
     assert "exited with 2" in str(info.value)
