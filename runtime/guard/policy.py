@@ -110,6 +110,8 @@ _GIT_BRANCH_LISTING = frozenset(
         "--verbose",
     }
 )
+#: Inputs of the search tools that are file-name patterns (Grep's ``pattern`` is a regular expression over contents).
+_PATTERN_KEYS: Mapping[str, tuple[str, ...]] = {"Glob": ("pattern", "glob"), "Grep": ("glob",)}
 # Representative names the sensitive patterns stand for, to test search patterns against.
 _SENSITIVE_EXAMPLES = (
     ".env",
@@ -174,10 +176,8 @@ class PermissionPolicy:
                     problem = self.path_problem(str(value))
                     if problem:
                         return Decision.deny(f"{tool_name} refused: {problem}")
-            for key in ("pattern", "glob") if tool_name in ("Glob", "Grep") else ():
+            for key in _PATTERN_KEYS.get(tool_name, ()):
                 pattern = tool_input.get(key)
-                if key == "pattern" and tool_name == "Grep":
-                    continue  # Grep's pattern is a regular expression over contents, not a path
                 problem = self.pattern_problem(str(pattern)) if pattern else None
                 if problem:
                     return Decision.deny(f"{tool_name} refused: {problem}")
@@ -185,7 +185,7 @@ class PermissionPolicy:
 
     def pattern_problem(self, pattern: str) -> str | None:
         """Why a file-name pattern (Glob ``pattern``, Grep ``glob``) may not be used."""
-        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+        if _reaches_outside(pattern):
             return (
                 f"the pattern '{pattern}' reaches outside the workspace {self.workspace}; use a relative one"
             )
@@ -286,7 +286,7 @@ class PermissionPolicy:
 
     def _glob_problem(self, pattern: str) -> str | None:
         """Expand a glob against the workspace as the shell would, and check every match."""
-        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+        if _reaches_outside(pattern):
             return f"the glob '{pattern}' reaches outside the workspace {self.workspace}"
         matches = glob.glob(pattern, root_dir=self.workspace)
         for match in matches or [pattern]:
@@ -332,6 +332,11 @@ def _is_sensitive(path: Path) -> bool:
         return True
     posix = PurePosixPath(path.as_posix()).as_posix().lower()
     return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
+
+
+def _reaches_outside(pattern: str) -> bool:
+    """Whether a file-name pattern is absolute (also after ``~`` expansion) or climbs out with ``..``."""
+    return os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts
 
 
 def _git_problem(args: list[str]) -> str | None:
