@@ -94,6 +94,7 @@ FILE_TOOLS: Mapping[str, tuple[str, ...]] = {
 _GIT_READ_ONLY = frozenset(
     {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "describe"}
 )
+_GIT_READ_ONLY_NAMES = ", ".join(sorted(_GIT_READ_ONLY))
 _GIT_SAFE_GLOBAL_OPTIONS = frozenset({"--no-pager", "-P", "--no-optional-locks"})
 _GIT_BRANCH_LISTING = frozenset(
     {
@@ -207,25 +208,29 @@ class PermissionPolicy:
     # -- bash ---------------------------------------------------------------------------------------------------
 
     def _decide_bash(self, command: str) -> Decision:
-        allowed = ", ".join(sorted(self.bash_allowlist))
         if not command.strip():
             return Decision.deny(
-                f"Bash refused: the command is empty. You may run these programs: {allowed}."
+                f"Bash refused: the command is empty. You may run these programs: {self._programs()}."
             )
         try:
             commands = parse_commands(command)
         except UnsupportedShell as exc:
             return Decision.deny(
-                f"Bash refused: {exc}. Use plain commands joined by pipes or ';' from this list: {allowed}."
+                f"Bash refused: {exc}. Use plain commands joined by pipes or ';' from this list: "
+                f"{self._programs()}."
             )
         for simple in commands:
             problem = self._command_problem(simple)
             if problem:
                 return Decision.deny(
                     f"Bash refused: {problem}. You may run only these programs, on files inside "
-                    f"{self.workspace}: {allowed}."
+                    f"{self.workspace}: {self._programs()}."
                 )
         return Decision.allow()
+
+    def _programs(self) -> str:
+        """The allowlist as denial messages name it (built only for a denial, not on every allowed call)."""
+        return ", ".join(sorted(self.bash_allowlist))
 
     def _command_problem(self, cmd: SimpleCommand) -> str | None:
         if cmd.assignments:
@@ -330,7 +335,7 @@ def _is_sensitive(path: Path) -> bool:
     name = path.name.lower()
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in SENSITIVE_PATTERNS):
         return True
-    posix = PurePosixPath(path.as_posix()).as_posix().lower()
+    posix = path.as_posix().lower()
     return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
 
 
@@ -343,12 +348,11 @@ def _git_problem(args: list[str]) -> str | None:
     index = 0
     while index < len(args) and args[index] in _GIT_SAFE_GLOBAL_OPTIONS:
         index += 1
-    allowed = ", ".join(sorted(_GIT_READ_ONLY))
     if index >= len(args) or args[index].startswith("-"):
-        return f"git global options other than --no-pager are not allowed; use 'git <subcommand>' ({allowed})"
+        return f"git global options other than --no-pager are not allowed; use 'git <subcommand>' ({_GIT_READ_ONLY_NAMES})"
     sub, rest = args[index], args[index + 1 :]
     if sub not in _GIT_READ_ONLY:
-        return f"'git {sub}' is not read-only; allowed git subcommands: {allowed}"
+        return f"'git {sub}' is not read-only; allowed git subcommands: {_GIT_READ_ONLY_NAMES}"
     if sub == "branch" and any(a not in _GIT_BRANCH_LISTING for a in rest):
         return "'git branch' may only list branches (-a, -r, -v, --list, --show-current)"
     if any(a.startswith(("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack")) for a in rest):
