@@ -27,7 +27,7 @@ from typing import Any
 from runtime.guard.options_table import check_options
 from runtime.guard.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
 
-SENSITIVE_PATTERNS: tuple[str, ...] = (  # matched case-insensitively
+SENSITIVE_PATTERNS: tuple[str, ...] = (  # matched case-insensitively; also in sandbox.SECRET_NAMES
     ".env",
     ".env.*",
     "*.env",

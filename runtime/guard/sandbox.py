@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from runtime.guard.policy import SENSITIVE_PATTERNS
+
 SandboxMode = Literal["required", "off"]
 
 #: Top-level system directories programs need, read-only. ``/proc``, ``/dev`` and ``/sys`` are set up by bwrap.
@@ -67,26 +69,10 @@ ETC_READ_ENTRIES: tuple[str, ...] = (
 #: rules: the CLI refuses them to its file tools (Grep skips them), and the sandbox hides them from commands
 #: even inside the workspace (measured: ``grep -r TOKEN .`` and ``cat $(echo .en)v`` get "Permission denied").
 SECRET_NAMES: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.env",
+    *SENSITIVE_PATTERNS,  # the permission policy's secret file names, so the two lists cannot drift apart
     ".ENV",
     ".ENV.*",
     "*.ENV",
-    ".envrc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "service-account*.json",
-    ".npmrc",
-    ".netrc",
-    ".pypirc",
-    ".git-credentials",
-    ".htpasswd",
     ".aws/**",
     ".ssh/**",
     ".docker/config.json",
