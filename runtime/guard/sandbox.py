@@ -26,7 +26,7 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -136,13 +136,3 @@ def parse_mode(raw: str | None) -> SandboxMode:
     if value not in ("required", "off"):
         raise ValueError(f"{raw!r} is not a sandbox mode; use 'required' (default) or 'off'")
     return "required" if value == "required" else "off"
-
-
-def describe(settings: Mapping[str, Any]) -> str:
-    """One line for logs: what the sandbox allows."""
-    fs = settings.get("filesystem", {})
-    net = settings.get("network", {})
-    return (
-        f"sandbox on: writes {fs.get('allowWrite')}, reads workspace + system dirs only, "
-        f"network domains {net.get('allowedDomains') or 'none'}"
-    )
