@@ -27,7 +27,7 @@ from typing import Any
 from runtime.guard.options_table import check_options
 from runtime.guard.shell import SUBST, VAR, SimpleCommand, UnsupportedShell, parse_commands
 
-SENSITIVE_PATTERNS: tuple[str, ...] = (  # matched case-insensitively
+SENSITIVE_PATTERNS: tuple[str, ...] = (  # matched case-insensitively; also in sandbox.SECRET_NAMES
     ".env",
     ".env.*",
     "*.env",
@@ -94,6 +94,7 @@ FILE_TOOLS: Mapping[str, tuple[str, ...]] = {
 _GIT_READ_ONLY = frozenset(
     {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame", "describe"}
 )
+_GIT_READ_ONLY_NAMES = ", ".join(sorted(_GIT_READ_ONLY))
 _GIT_SAFE_GLOBAL_OPTIONS = frozenset({"--no-pager", "-P", "--no-optional-locks"})
 _GIT_BRANCH_LISTING = frozenset(
     {
@@ -110,6 +111,8 @@ _GIT_BRANCH_LISTING = frozenset(
         "--verbose",
     }
 )
+#: Inputs of the search tools that are file-name patterns (Grep's ``pattern`` is a regular expression over contents).
+_PATTERN_KEYS: Mapping[str, tuple[str, ...]] = {"Glob": ("pattern", "glob"), "Grep": ("glob",)}
 # Representative names the sensitive patterns stand for, to test search patterns against.
 _SENSITIVE_EXAMPLES = (
     ".env",
@@ -174,10 +177,8 @@ class PermissionPolicy:
                     problem = self.path_problem(str(value))
                     if problem:
                         return Decision.deny(f"{tool_name} refused: {problem}")
-            for key in ("pattern", "glob") if tool_name in ("Glob", "Grep") else ():
+            for key in _PATTERN_KEYS.get(tool_name, ()):
                 pattern = tool_input.get(key)
-                if key == "pattern" and tool_name == "Grep":
-                    continue  # Grep's pattern is a regular expression over contents, not a path
                 problem = self.pattern_problem(str(pattern)) if pattern else None
                 if problem:
                     return Decision.deny(f"{tool_name} refused: {problem}")
@@ -185,7 +186,7 @@ class PermissionPolicy:
 
     def pattern_problem(self, pattern: str) -> str | None:
         """Why a file-name pattern (Glob ``pattern``, Grep ``glob``) may not be used."""
-        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+        if _reaches_outside(pattern):
             return (
                 f"the pattern '{pattern}' reaches outside the workspace {self.workspace}; use a relative one"
             )
@@ -207,25 +208,29 @@ class PermissionPolicy:
     # -- bash ---------------------------------------------------------------------------------------------------
 
     def _decide_bash(self, command: str) -> Decision:
-        allowed = ", ".join(sorted(self.bash_allowlist))
         if not command.strip():
             return Decision.deny(
-                f"Bash refused: the command is empty. You may run these programs: {allowed}."
+                f"Bash refused: the command is empty. You may run these programs: {self._programs()}."
             )
         try:
             commands = parse_commands(command)
         except UnsupportedShell as exc:
             return Decision.deny(
-                f"Bash refused: {exc}. Use plain commands joined by pipes or ';' from this list: {allowed}."
+                f"Bash refused: {exc}. Use plain commands joined by pipes or ';' from this list: "
+                f"{self._programs()}."
             )
         for simple in commands:
             problem = self._command_problem(simple)
             if problem:
                 return Decision.deny(
                     f"Bash refused: {problem}. You may run only these programs, on files inside "
-                    f"{self.workspace}: {allowed}."
+                    f"{self.workspace}: {self._programs()}."
                 )
         return Decision.allow()
+
+    def _programs(self) -> str:
+        """The allowlist as denial messages name it (built only for a denial, not on every allowed call)."""
+        return ", ".join(sorted(self.bash_allowlist))
 
     def _command_problem(self, cmd: SimpleCommand) -> str | None:
         if cmd.assignments:
@@ -286,7 +291,7 @@ class PermissionPolicy:
 
     def _glob_problem(self, pattern: str) -> str | None:
         """Expand a glob against the workspace as the shell would, and check every match."""
-        if os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts:
+        if _reaches_outside(pattern):
             return f"the glob '{pattern}' reaches outside the workspace {self.workspace}"
         matches = glob.glob(pattern, root_dir=self.workspace)
         for match in matches or [pattern]:
@@ -330,20 +335,24 @@ def _is_sensitive(path: Path) -> bool:
     name = path.name.lower()
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in SENSITIVE_PATTERNS):
         return True
-    posix = PurePosixPath(path.as_posix()).as_posix().lower()
+    posix = path.as_posix().lower()
     return any(posix.endswith("/" + suffix) or posix == suffix for suffix in SENSITIVE_SUFFIXES)
+
+
+def _reaches_outside(pattern: str) -> bool:
+    """Whether a file-name pattern is absolute (also after ``~`` expansion) or climbs out with ``..``."""
+    return os.path.isabs(os.path.expanduser(pattern)) or ".." in PurePosixPath(pattern).parts
 
 
 def _git_problem(args: list[str]) -> str | None:
     index = 0
     while index < len(args) and args[index] in _GIT_SAFE_GLOBAL_OPTIONS:
         index += 1
-    allowed = ", ".join(sorted(_GIT_READ_ONLY))
     if index >= len(args) or args[index].startswith("-"):
-        return f"git global options other than --no-pager are not allowed; use 'git <subcommand>' ({allowed})"
+        return f"git global options other than --no-pager are not allowed; use 'git <subcommand>' ({_GIT_READ_ONLY_NAMES})"
     sub, rest = args[index], args[index + 1 :]
     if sub not in _GIT_READ_ONLY:
-        return f"'git {sub}' is not read-only; allowed git subcommands: {allowed}"
+        return f"'git {sub}' is not read-only; allowed git subcommands: {_GIT_READ_ONLY_NAMES}"
     if sub == "branch" and any(a not in _GIT_BRANCH_LISTING for a in rest):
         return "'git branch' may only list branches (-a, -r, -v, --list, --show-current)"
     if any(a.startswith(("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack")) for a in rest):

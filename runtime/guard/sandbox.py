@@ -26,10 +26,12 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from runtime.guard.policy import SENSITIVE_PATTERNS
 
 SandboxMode = Literal["required", "off"]
 
@@ -67,26 +69,10 @@ ETC_READ_ENTRIES: tuple[str, ...] = (
 #: rules: the CLI refuses them to its file tools (Grep skips them), and the sandbox hides them from commands
 #: even inside the workspace (measured: ``grep -r TOKEN .`` and ``cat $(echo .en)v`` get "Permission denied").
 SECRET_NAMES: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.env",
+    *SENSITIVE_PATTERNS,  # the permission policy's secret file names, so the two lists cannot drift apart
     ".ENV",
     ".ENV.*",
     "*.ENV",
-    ".envrc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "service-account*.json",
-    ".npmrc",
-    ".netrc",
-    ".pypirc",
-    ".git-credentials",
-    ".htpasswd",
     ".aws/**",
     ".ssh/**",
     ".docker/config.json",
@@ -150,13 +136,3 @@ def parse_mode(raw: str | None) -> SandboxMode:
     if value not in ("required", "off"):
         raise ValueError(f"{raw!r} is not a sandbox mode; use 'required' (default) or 'off'")
     return "required" if value == "required" else "off"
-
-
-def describe(settings: Mapping[str, Any]) -> str:
-    """One line for logs: what the sandbox allows."""
-    fs = settings.get("filesystem", {})
-    net = settings.get("network", {})
-    return (
-        f"sandbox on: writes {fs.get('allowWrite')}, reads workspace + system dirs only, "
-        f"network domains {net.get('allowedDomains') or 'none'}"
-    )

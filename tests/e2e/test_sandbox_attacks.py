@@ -34,16 +34,14 @@ from typing import Any
 
 import pytest
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
-from standins import BedrockStandIn, Reply  # noqa: E402
-from standins.replies import ToolUse  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer, session_id  # noqa: E402
+from standins import BedrockStandIn, Reply
+from standins.replies import ToolUse
+from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 MARK = "PWNED" + secrets.token_hex(4)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)  # the e2e marker comes from conftest.py
 
 
 def test_the_sandbox_tools_are_installed() -> None:

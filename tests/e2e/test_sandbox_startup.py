@@ -12,15 +12,10 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("claude_agent_sdk")
-
 from standins import BedrockStandIn, Reply
 from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def path_without_sandbox_tools(tmp: Path) -> str:
