@@ -29,11 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from runtime.guard.policy import SENSITIVE_PATTERNS
-
-SandboxMode = Literal["required", "off"]
 
 #: Top-level system directories programs need, read-only. ``/proc``, ``/dev`` and ``/sys`` are set up by bwrap.
 SYSTEM_READ_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -128,11 +126,3 @@ def sandbox_settings(
         },
         "credentials": {"envVars": [{"name": name, "mode": "deny"} for name in sorted(set(denied_env))]},
     }
-
-
-def parse_mode(raw: str | None) -> SandboxMode:
-    """``AGENTKIT_SANDBOX``: ``required`` (default) or ``off``."""
-    value = (raw or "required").strip().lower()
-    if value not in ("required", "off"):
-        raise ValueError(f"{raw!r} is not a sandbox mode; use 'required' (default) or 'off'")
-    return "required" if value == "required" else "off"

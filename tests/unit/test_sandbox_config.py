@@ -16,7 +16,6 @@ from runtime.guard.profiles import (
     probe_sandbox,
     with_profile,
 )
-from runtime.guard.sandbox import parse_mode
 from runtime.guard.tool_env import TOOL_ENV_ALLOWLIST, session_isolation
 from runtime.settings import Settings
 
@@ -87,10 +86,7 @@ def test_no_sandbox_when_off_but_the_cli_scrubs_credentials_if_it_can(tmp_path: 
     assert "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB" not in iso.env
 
 
-def test_mode_parsing_and_settings() -> None:
-    assert parse_mode(None) == "required" and parse_mode("OFF") == "off"
-    with pytest.raises(ValueError, match="required"):
-        parse_mode("maybe")
+def test_sandbox_mode_and_profile_settings() -> None:
     assert Settings.from_env({}).sandbox == "required"
     assert (
         Settings.from_env({"AGENTKIT_SANDBOX": "off", "AGENTKIT_AGENT_PROFILE": "developer"}).agent_profile
