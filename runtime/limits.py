@@ -1,7 +1,7 @@
 """How many warm sessions fit in the container: ``AGENTKIT_MAX_SESSIONS``'s default (issue 15, target 4).
 
 Each warm session holds one Claude Code CLI process; measured on this machine with the bundled CLI, a warm CLI
-has 210-245 MB resident (``benchmarks/memory.py`` prints the figure of the run) and the runtime server about
+has 210-245 MB resident (``benchmarks/cold_start.py`` prints the figure of the run) and the runtime server about
 90 MB. A fixed default of 32 sessions is ~7 GB of CLIs: a 2 GB container would be OOM-killed long before the
 cap evicted anything. The default is therefore derived from the container's memory limit, read from the
 cgroup (v2 ``memory.max``; v1 ``memory/memory.limit_in_bytes`` as fallback):
