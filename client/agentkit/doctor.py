@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 Status = Literal["ok", "warn", "fail"]
@@ -451,8 +450,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(
-    args: argparse.Namespace, *, session_factory: Callable[..., Any] = boto3.Session, out: Any = None
+    args: argparse.Namespace, *, session_factory: Callable[..., Any] | None = None, out: Any = None
 ) -> int:
+    """``session_factory`` builds the session the checks use (default ``boto3.Session``, imported only here:
+    registering ``doctor`` must not load boto3 into every ``agentkit`` start)."""
     out = out or sys.stdout
     try:
         config = load_doctor_config(args.cdk_json, args.stage, ignore=args.ignore)
@@ -461,6 +462,10 @@ def _run(
         return 2
     if args.region:
         config = DoctorConfig(**{**config.__dict__, "region": args.region})
+    if session_factory is None:
+        import boto3
+
+        session_factory = boto3.Session
     session = session_factory(profile_name=args.profile) if args.profile else session_factory()
     results = run_checks(session, config)
     for result in results:

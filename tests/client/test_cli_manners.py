@@ -367,3 +367,13 @@ def test_the_shipped_doctor_registers_with_the_global_options() -> None:
     code, out, _ = run(["doctor", "--help"])
     assert code == 0 and "usage: agentkit doctor" in out
     assert "--region" in out and "--profile" in out and "--output" in out
+
+
+def test_building_the_parser_leaves_boto3_unimported() -> None:
+    """Every start builds the parser, extensions included (the shipped doctor too): boto3 is imported only by a
+    command that makes an AWS call, so ``--version``, ``--help`` and ``invoke --local`` start without it."""
+    probe = "import sys; from agentkit.cli import build_parser; build_parser(); print('boto3' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=subprocess_env(), capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False", done.stderr

@@ -146,24 +146,33 @@ def _budget(args: argparse.Namespace, ctx: Context) -> float | None:
 
 def budget_from_stack(ctx: Context, stack: str) -> float | None:
     """The threshold of the stack's daily cost alarm (the one on ``CostUSD``), or None."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    alarms = stack_resources(
-        ctx.aws.client("cloudformation"), stack_name=stack, resource_type="AWS::CloudWatch::Alarm"
-    )
-    if not alarms:
-        return None
-    try:
-        found = describe_alarms(ctx.aws.client("cloudwatch"), alarms)
-    except (ClientError, BotoCoreError) as exc:
-        raise aws_error(exc, action="DescribeAlarms", iam_action="cloudwatch:DescribeAlarms") from exc
-    for alarm in found:
+    for alarm in stack_alarms(ctx, stack):
         metrics = [
             q.get("MetricStat", {}).get("Metric", {}).get("MetricName") for q in alarm.get("Metrics", [])
         ]
         if alarm.get("MetricName") == "CostUSD" or "CostUSD" in metrics:
             return float(alarm["Threshold"])
     return None
+
+
+def stack_alarms(ctx: Context, stack: str) -> list[dict[str, Any]]:
+    """The metric alarms of ``stack``: its ``AWS::CloudWatch::Alarm`` resources (``ListStackResources``),
+    described (``DescribeAlarms``); [] when it has none.
+
+    Raises:
+        AgentkitError: either call failed (4).
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    names = stack_resources(
+        ctx.aws.client("cloudformation"), stack_name=stack, resource_type="AWS::CloudWatch::Alarm"
+    )
+    if not names:
+        return []
+    try:
+        return describe_alarms(ctx.aws.client("cloudwatch"), names)
+    except (ClientError, BotoCoreError) as exc:
+        raise aws_error(exc, action="DescribeAlarms", iam_action="cloudwatch:DescribeAlarms") from exc
 
 
 def describe_alarms(cloudwatch: Any, alarm_names: list[str]) -> list[dict[str, Any]]:

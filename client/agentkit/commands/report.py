@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentkit.commands.cost import add_metric_options, namespace_and_agent
+from agentkit.commands.cost import MAX_DAYS, add_metric_options, namespace_and_agent
 from agentkit.context import Context
 from agentkit.data.emf import read_emf_file
 from agentkit.data.spans import read_span_file
@@ -92,8 +92,8 @@ def _local(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> ReportDa
 def _deployed(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> ReportData:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    if not 1 <= args.days <= 455:
-        raise usage_error("--days must be between 1 and 455")
+    if not 1 <= args.days <= MAX_DAYS:
+        raise usage_error(f"--days must be between 1 and {MAX_DAYS}")
     namespace, agent = namespace_and_agent(args, ctx)
     start = (now - dt.timedelta(days=args.days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
     log_group, region, logs = None, None, None

@@ -15,12 +15,12 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from agentkit.commands.cost import describe_alarms
+from agentkit.commands.cost import stack_alarms
 from agentkit.commands.logs import read_events
 from agentkit.context import Context, table
 from agentkit.data.logs import parse_since
 from agentkit.errors import AgentkitError, ExitCode, aws_error
-from agentkit.stack import runtime_log_group, stack_resources
+from agentkit.stack import runtime_log_group
 from agentkit.targets import add_target_options, resolve_target
 
 LAST_ERRORS = 5
@@ -105,17 +105,7 @@ def _endpoint(control: Any, runtime_id: str, name: str) -> dict[str, Any]:
 
 
 def _alarms(ctx: Context, stack: str) -> list[dict[str, Any]]:
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    names = stack_resources(
-        ctx.aws.client("cloudformation"), stack_name=stack, resource_type="AWS::CloudWatch::Alarm"
-    )
-    if not names:
-        return []
-    try:
-        found = describe_alarms(ctx.aws.client("cloudwatch"), names)
-    except (ClientError, BotoCoreError) as exc:
-        raise aws_error(exc, action="DescribeAlarms", iam_action="cloudwatch:DescribeAlarms") from exc
+    found = stack_alarms(ctx, stack)
     return [
         {
             "name": a.get("AlarmName"),

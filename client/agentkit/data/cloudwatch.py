@@ -34,6 +34,12 @@ class Query:
     period: int
 
 
+def window_period(start: dt.datetime, end: dt.datetime) -> int:
+    """A ``GetMetricData`` period (s) covering ``start`` to ``end`` in one data point: the window in whole
+    minutes, at least 60 (periods of a minute or more must be multiples of 60)."""
+    return max(60, int((utc(end) - utc(start)).total_seconds()) // 60 * 60)
+
+
 def list_dimension_values(
     cloudwatch: Any, *, namespace: str, agent: str, metric: str, dimension: str
 ) -> list[str]:
@@ -162,7 +168,7 @@ def percentiles(
 ) -> dict[str, dict[str, float | None]]:
     """``{metric: {stat: value}}`` over the whole window, per configured model (the runtime records latency
     on the turn's model); the highest value across models is reported for each statistic."""
-    span = max(60, int((utc(end) - utc(start)).total_seconds()) // 60 * 60)
+    span = window_period(start, end)
     queries = [
         Query(m, ((names.MODEL, model),), stat, span) for m in metrics for stat in stats for model in models
     ]
@@ -191,7 +197,7 @@ def tool_totals(
             )
         )
     )
-    span = max(60, int((utc(end) - utc(start)).total_seconds()) // 60 * 60)
+    span = window_period(start, end)
     metrics = {names.TOOL_CALLS: "calls", names.TOOL_ERRORS: "errors", names.TOOL_DENIED: "denied"}
     queries = [Query(m, ((names.TOOL, tool),), "Sum", span) for tool in tools for m in metrics]
     data = get_metric_data(cloudwatch, queries, namespace=namespace, agent=agent, start=start, end=end)

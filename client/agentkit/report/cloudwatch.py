@@ -79,7 +79,7 @@ def gather(
     pct = cw.percentiles(
         cloudwatch, namespace=namespace, agent=agent, start=start, end=end, models=latency_models
     )
-    span_s = max(60, int((end - start).total_seconds()) // 60 * 60)
+    span_s = cw.window_period(start, end)
     turn_queries = [cw.Query(names.TURNS, ((names.MODEL, m),), "Sum", span_s) for m in latency_models]
     turn_data = cw.get_metric_data(
         cloudwatch, turn_queries, namespace=namespace, agent=agent, start=start, end=end
