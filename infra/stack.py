@@ -77,10 +77,7 @@ def runtime_environment(
 
 def webhook_trackers(config: AppConfig) -> tuple[str, ...]:
     """Issue trackers the webhook serves (``webhook.trackers``, default github); none without the webhook."""
-    if not config.webhook.enabled:
-        return ()
-    # webhook.trackers is added to WebhookConfig with the multi-tracker webhook (issue 14); until then: github.
-    return tuple(getattr(config.webhook, "trackers", None) or ("github",))
+    return config.webhook.trackers if config.webhook.enabled else ()
 
 
 class AgentKitStack(cdk.Stack):

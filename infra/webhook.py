@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -66,6 +67,34 @@ WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
 TOKEN_SECRET_SUFFIX = "github-token"
 #: Only these ``author_association`` values may trigger a run by mention unless configured otherwise.
 DEFAULT_ALLOWED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
+
+
+class TrackerSecrets(NamedTuple):
+    """A tracker's two secrets: its title (descriptions, outputs), their construct ids and the variables
+    that name them to the Lambdas (``infra/functions/webhook/wiring.py``)."""
+
+    title: str
+    webhook_id: str
+    token_id: str
+    webhook_var: str
+    token_var: str
+
+
+TRACKER_SECRETS = {
+    "github": TrackerSecrets(
+        "GitHub", "WebhookSecret", "GitHubToken", "WEBHOOK_SECRET_NAME", "GITHUB_TOKEN_SECRET_NAME"
+    ),
+    "gitlab": TrackerSecrets(
+        "GitLab",
+        "GitLabWebhookSecret",
+        "GitLabToken",
+        "GITLAB_WEBHOOK_SECRET_NAME",
+        "GITLAB_TOKEN_SECRET_NAME",
+    ),
+    "jira": TrackerSecrets(
+        "Jira", "JiraWebhookSecret", "JiraToken", "JIRA_WEBHOOK_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"
+    ),
+}
 #: Stack outputs for the GitLab and Jira adapters (stack scope, these names as ids: no hash suffix).
 TRACKER_OUTPUTS = {
     "gitlab": ("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
@@ -193,43 +222,30 @@ class IssueWebhook(Construct):
             "gitlab": (f"{name_prefix}/gitlab-webhook-secret", f"{name_prefix}/gitlab-token"),
             "jira": (f"{name_prefix}/jira-webhook-secret", f"{name_prefix}/jira-token"),
         }
-        ids = {
-            "github": ("WebhookSecret", "GitHubToken"),
-            "gitlab": ("GitLabWebhookSecret", "GitLabToken"),
-            "jira": ("JiraWebhookSecret", "JiraToken"),
-        }
-        titles = {"github": "GitHub", "gitlab": "GitLab", "jira": "Jira"}
         for name in enabled:
-            hook_id, token_id = ids[name]
+            spec = TRACKER_SECRETS[name]
             hook, hook_ref = self._secret(
-                hook_id,
+                spec.webhook_id,
                 names[name][0],
                 create=create_secrets,
                 removal_policy=removal_policy,
-                description=f"{titles[name]} webhook secret (generated; paste it into the {titles[name]} webhook settings).",
+                description=f"{spec.title} webhook secret (generated; paste it into the {spec.title} webhook settings).",
             )
             token, token_ref = self._secret(
-                token_id,
+                spec.token_id,
                 names[name][1],
                 create=create_secrets,
                 removal_policy=removal_policy,
-                description=f"{titles[name]} API token used to post replies (placeholder; replace with put-secret-value).",
+                description=f"{spec.title} API token used to post replies (placeholder; replace with put-secret-value).",
             )
             self.secrets[name] = (hook, token)
             secret_refs[name] = (hook_ref, token_ref)
+            receiver_env[spec.webhook_var] = hook_ref
+            worker_env_extra[spec.token_var] = token_ref
         if "github" in self.secrets:
             self.webhook_secret, self.token_secret = self.secrets["github"]
-        secret_env = {
-            "github": ("WEBHOOK_SECRET_NAME", "GITHUB_TOKEN_SECRET_NAME"),
-            "gitlab": ("GITLAB_WEBHOOK_SECRET_NAME", "GITLAB_TOKEN_SECRET_NAME"),
-            "jira": ("JIRA_WEBHOOK_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"),
-        }
-        for name, (hook_ref, token_ref) in secret_refs.items():
-            hook_var, token_var = secret_env[name]
-            receiver_env[hook_var] = hook_ref
-            worker_env_extra[token_var] = token_ref
         if "gitlab" in secret_refs:  # the receiver asks GitLab's members API who may trigger
-            receiver_env["GITLAB_TOKEN_SECRET_NAME"] = secret_refs["gitlab"][1]
+            receiver_env[TRACKER_SECRETS["gitlab"].token_var] = secret_refs["gitlab"][1]
 
         # ---- queue + DLQ + idempotency table
         self.dead_letter_queue = sqs.Queue(
@@ -381,7 +397,7 @@ class IssueWebhook(Construct):
         for name, (url_id, hook_id, token_id) in TRACKER_OUTPUTS.items():
             if name not in secret_refs:
                 continue
-            title = "GitLab" if name == "gitlab" else "Jira"
+            title = TRACKER_SECRETS[name].title
             self._output(url_id, self.tracker_urls[name], f"{title} webhook URL")
             self._output(hook_id, secret_refs[name][0], f"Secret holding the {title} webhook secret")
             self._output(token_id, secret_refs[name][1], f"Secret holding the {title} API token")

@@ -14,10 +14,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from infra.functions.webhook.trackers.base import TRACKER_NAMES
 from infra.functions.webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+from infra.functions.webhook.trackers.gitlab_models import ACCESS_LEVELS  # the levels GitLab knows
 
-TRACKERS = ("github", "gitlab", "jira")
-GITLAB_ACCESS_LEVELS = (10, 15, 20, 30, 40, 50)
+TRACKERS: tuple[str, ...] = TRACKER_NAMES  # the adapters the Lambdas have
+GITLAB_ACCESS_LEVELS = tuple(sorted(ACCESS_LEVELS.values()))
 _HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
 
 

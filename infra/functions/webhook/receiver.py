@@ -56,7 +56,7 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)
 
-DEFAULT_IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
+DEFAULT_IDEMPOTENCY_TTL_SECONDS = wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS
 #: The bare URL answers as GitHub: webhooks created before per-tracker paths keep working.
 ROOT_TRACKER = "github"
 
@@ -85,9 +85,7 @@ def deps_from_env() -> ReceiverDeps:
         sqs=boto3.client("sqs"),
         queue_url=_require("QUEUE_URL"),
         persistence=DynamoDBPersistenceLayer(table_name=_require("IDEMPOTENCY_TABLE")),
-        idempotency_ttl_seconds=int(
-            os.environ.get(wiring.IDEMPOTENCY_TTL_SECONDS, str(DEFAULT_IDEMPOTENCY_TTL_SECONDS))
-        ),
+        idempotency_ttl_seconds=wiring.idempotency_ttl_seconds(os.environ),
     )
 
 

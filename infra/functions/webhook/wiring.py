@@ -64,6 +64,10 @@ JIRA_TRIGGER_LABEL = "JIRA_TRIGGER_LABEL"
 JIRA_TRIGGER_MENTION = "JIRA_TRIGGER_MENTION"
 JIRA_BOT_ACCOUNT_ID = "JIRA_BOT_ACCOUNT_ID"
 
+#: How long the receiver remembers a body hash; also the Jira replay window (a delivery older than the
+#: receiver's memory must not be accepted again).
+DEFAULT_IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
+
 Role = Literal["receiver", "worker"]
 
 
@@ -76,6 +80,11 @@ def enabled_trackers(env: Mapping[str, str]) -> tuple[TrackerName, ...]:
             f"{TRACKERS}={env.get(TRACKERS)!r}: use a comma list of {', '.join(TRACKER_NAMES)}"
         )
     return tuple(n for n in TRACKER_NAMES if n in names)  # type: ignore[misc]
+
+
+def idempotency_ttl_seconds(env: Mapping[str, str]) -> int:
+    """``IDEMPOTENCY_TTL_SECONDS`` (default :data:`DEFAULT_IDEMPOTENCY_TTL_SECONDS`)."""
+    return int(env.get(IDEMPOTENCY_TTL_SECONDS, str(DEFAULT_IDEMPOTENCY_TTL_SECONDS)))
 
 
 def _token_value(raw: Any) -> str:
@@ -149,7 +158,6 @@ def build_trackers(
                 max_body_bytes=max_body,
             )
         else:
-            ttl = int(env.get(IDEMPOTENCY_TTL_SECONDS, str(7 * 24 * 3600)))
             built[name] = JiraTracker(
                 site_url=env.get(JIRA_SITE_URL, ""),
                 webhook_secret=secrets.raw(JIRA_WEBHOOK_SECRET_NAME) if receiver else None,
@@ -159,6 +167,6 @@ def build_trackers(
                 trigger_mention=env.get(JIRA_TRIGGER_MENTION, "/agent"),
                 bot_account_id=env.get(JIRA_BOT_ACCOUNT_ID, ""),
                 max_body_bytes=max_body,
-                max_age_seconds=ttl,
+                max_age_seconds=idempotency_ttl_seconds(env),
             )
     return built

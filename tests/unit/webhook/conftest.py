@@ -3,6 +3,7 @@ GitHub, GitLab and Jira REST APIs and for the AgentCore data plane."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -19,6 +20,7 @@ import trackers
 import worker
 from moto import mock_aws
 
+from tests.fakes.loopback import send_reply
 from tests.fakes.tracker_apis import GitLabApi, JiraApi
 from tests.unit.webhook.support import (
     GITLAB_MEMBERS,
@@ -46,16 +48,8 @@ class Recorder(BaseHTTPRequestHandler):
         extra: dict[str, Any] = rest[0] if rest else {}  # optional {"headers": {...}, "delay": seconds}
         time.sleep(extra.get("delay", 0))
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(data)))
-            for name, value in extra.get("headers", {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout tests)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+            send_reply(self, status, data, content_type, headers=extra.get("headers"))
 
     def log_message(self, *args: Any) -> None:
         pass
