@@ -97,6 +97,7 @@ class WarmSession:
         idle_timeout_s: float,
         max_queued: int,
         on_closed: Callable[[WarmSession], None] = lambda session: None,
+        on_client_dropped: Callable[[WarmSession], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
@@ -107,6 +108,8 @@ class WarmSession:
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
+        #: Called after the client (its CLI process) is closed: the process's private directories go with it.
+        self._on_client_dropped = on_client_dropped
         self._clock = clock
         self.client: Any = None
         #: The turn runner's state of the current client (e.g. ``runtime.agent.client_state.AgentClientState``);
@@ -251,15 +254,19 @@ class WarmSession:
 
     async def _drop_client(self) -> None:
         client, self.client, self.client_state = self.client, None, None
-        if client is None:
-            return
         try:
-            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
-                await client.disconnect()
+            if client is not None:  # also after a failed connect: the cleanup below still runs
+                async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                    await client.disconnect()
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             logger.debug("ignored error while closing a client: %r", exc)
+        finally:
+            try:
+                self._on_client_dropped(self)
+            except Exception:
+                logger.exception("cleaning up after the client of session %s failed", self.runtime_session_id)
 
 
 class SessionRegistry:
@@ -270,6 +277,7 @@ class SessionRegistry:
         idle_timeout_s: a session idle this long closes its client.
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
+        on_client_dropped: called with the session after its client (CLI process) was closed.
         clock: monotonic seconds, for "least recently used".
     """
 
@@ -280,6 +288,7 @@ class SessionRegistry:
         idle_timeout_s: float,
         max_queued: int,
         max_sessions: int = 32,
+        on_client_dropped: Callable[[WarmSession], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
@@ -289,6 +298,7 @@ class SessionRegistry:
         self.max_queued = max_queued
         self.max_sessions = max_sessions
         self._clock = clock
+        self._on_client_dropped = on_client_dropped
         self._sessions: dict[str, WarmSession] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -329,6 +339,7 @@ class SessionRegistry:
                 idle_timeout_s=self.idle_timeout_s,
                 max_queued=self.max_queued,
                 on_closed=self._forget,
+                on_client_dropped=self._on_client_dropped,
                 clock=self._clock,
             )
             self._sessions[key] = session

@@ -16,6 +16,7 @@ from runtime import aws
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
+from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy
 from runtime.guard.profiles import DEVELOPER_PROGRAMS
 from runtime.limits import default_max_sessions
@@ -51,7 +52,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
     definition, sandbox = _sandboxed_definition(settings, definition)
-    if not sandbox.sandboxed and settings.sandbox == "required":
+    if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
         settings = settings.model_copy(update={"sandbox": "off"})
     emf_stream = None
@@ -127,6 +128,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         idle_timeout_s=settings.idle_timeout_s,
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
+        on_client_dropped=lambda session: release_session_dirs(session.claude_session_id),
         clock=clock,
     )
 
@@ -143,10 +145,25 @@ def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
 ) -> tuple[AgentDefinitionSpec, Any]:
     """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
+    from dataclasses import replace
+
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import cli_confinement
     from runtime.guard.profiles import effective_definition, probe_sandbox, with_profile
 
     definition = with_profile(definition, settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
+    confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if confined.problem:
+        logger.error("command tools switched off: %s", confined.problem)
+        status = replace(status, blocked=confined.problem)
+    elif confined.confinement.drops:
+        logger.info(
+            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces",
+            confined.confinement.run_as,
+        )
+    elif confined.confinement.own_namespaces:
+        logger.info("the CLI runs in its own user, IPC and UTS namespaces")
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
     elif status.available:

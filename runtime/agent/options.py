@@ -16,7 +16,8 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition
 
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.orphan_guard import parent_death_wrapper
+from runtime.agent.orphan_guard import bundled_cli, parent_death_wrapper
+from runtime.guard.confine import cli_wrapper, decided_confinement, give_to, session_temp_root
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -55,15 +56,28 @@ def build_options(
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
     cli_env = settings.cli_env()
+    workspace = Path(cwd).resolve()
+    cli = settings.cli_path or bundled_cli()
+    # A root runtime starts the CLI as an unprivileged user (decided at start-up, runtime.guard.confine); the
+    # CLI's own directories become that user's.
+    confinement = decided_confinement(workspace, cli)
     isolation = session_isolation(
         state_dir=settings.resolved_state_dir,
-        workspace=Path(cwd).resolve(),
+        workspace=workspace,
         claude_session_id=claude_session_id,
+        temp_root=session_temp_root(claude_session_id, confinement),
         cli_env=cli_env,
         sandboxed=settings.sandbox == "required",
         allowed_domains=d.network_allowed_domains,
         extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
     )
+    cli_path: str | None
+    if confinement.wraps and cli is not None:
+        for path in (isolation.env["HOME"], cli_env["CLAUDE_CONFIG_DIR"], cli_env["XDG_CACHE_HOME"]):
+            give_to(Path(path), confinement, recursive=True)
+        cli_path = cli_wrapper(cli, settings.resolved_state_dir / "bin", confinement)
+    else:
+        cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")
     return ClaudeAgentOptions(
         system_prompt=d.system_prompt,
         tools=list(d.builtin_tools),
@@ -77,7 +91,7 @@ def build_options(
         max_budget_usd=limits[1],
         model=settings.model,
         cwd=str(cwd),
-        cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
+        cli_path=cli_path,
         env={**cli_env, **isolation.env},
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),

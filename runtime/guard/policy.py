@@ -169,6 +169,12 @@ class PermissionPolicy:
                 f"The tool '{tool_name}' is not enabled for this agent. Tools you may use: {listed}."
             )
         if tool_name == "Bash":
+            if tool_input.get("run_in_background"):
+                # A background command outlives its tool call and the turn; the CLI is started without
+                # background tasks too (runtime.guard.tool_env), this refuses a call that asks anyway.
+                return Decision.deny(
+                    "Bash refused: commands may not run in the background; run it in the foreground."
+                )
             return self._decide_bash(str(tool_input.get("command", "")))
         if tool_name in FILE_TOOLS:
             for key in FILE_TOOLS[tool_name]:

@@ -1,0 +1,295 @@
+"""Who the Claude Code CLI process runs as, in which namespaces, and its per-session directories.
+
+**Never a root CLI.** Claude Code's sandbox puts each command in a new user namespace. When the CLI runs as root,
+that namespace maps uid 0 to host uid 0, and ``/proc/sys`` inside the sandbox is the host's: a sandboxed
+command could change the host's hostname (``/proc/sys/kernel/hostname``) or open ``/proc/sys/kernel/core_pattern``
+for writing (the kernel runs the program named there as host root on the next crash). The permission checks of
+those files compare the caller's uid with host root (proc(5), ``/proc/sys``), so the only safe answer is a CLI
+that is not root. When the runtime runs as root (local runs, CI, a ``docker run`` without ``USER``), the CLI is
+started through util-linux's ``setpriv`` as :data:`UNPRIVILEGED_UID` (the image's user) — or as the owner of the
+workspace when that is a non-root user — with no supplementary groups and an empty capability bounding set, and
+in its own IPC and UTS namespaces (``unshare --ipc --uts``), so a command can neither see the runtime's SysV
+shared memory nor change the host's name. The wrapper script is::
+
+    #!/bin/sh
+    exec /usr/bin/unshare --ipc --uts -- /usr/bin/setpriv --reuid U --regid U --clear-groups \\
+        --inh-caps=-all --bounding-set=-all --pdeathsig KILL -- <cli> "$@"
+
+(``--pdeathsig`` is applied by setpriv after the uid change, which would otherwise clear it: prctl(2)). When the
+runtime is root but cannot drop (no ``setpriv``/``unshare``, or that user cannot execute the CLI or enter the
+workspace), command tools are switched off at start with a message saying why (:func:`root_problem`).
+
+**Own IPC and UTS namespaces as non-root too.** Claude Code's sandbox does not unshare SysV IPC: without this a
+command could read the runtime's shared-memory segments and leave new ones behind after it ends. A non-root runtime
+cannot create those namespaces directly, so the CLI is started in a new user namespace that maps only the
+runtime's own uid and gid (``unshare --user --map-user=<uid> --map-group=<gid> --ipc --uts``): the CLI keeps its uid
+and has no capability outside; its sandbox's own user namespaces nest inside (checked at start; without user
+namespaces the CLI runs without this layer and a warning is logged).
+
+**Per-session directories.** Each CLI process gets a private temp root ``/tmp/ak-XXXXXXXX`` (mode 0700, made by
+:func:`tempfile.mkdtemp`) as ``CLAUDE_CODE_TMPDIR``. It must be short: the CLI puts its sandbox's proxy sockets in
+``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one shared ``/tmp/claude-<uid>`` for every session when
+that path is too long for an ``AF_UNIX`` address. It is removed when the session's CLI process is closed
+(:func:`release_session_dirs`).
+
+Environment: none read here (the runtime's effective uid decides).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+#: The unprivileged user the CLI runs as when the runtime is root: the image's ``agent`` user (see Dockerfile).
+UNPRIVILEGED_UID = 10001
+#: Where per-session temp roots go: short, so ``<root>/claude-<uid>/<socket>`` fits an ``AF_UNIX`` address.
+TEMP_BASE = "/tmp"  # noqa: S108 - private 0700 directories made by mkdtemp, removed with the session
+#: The longest ``<CLAUDE_CODE_TMPDIR>/claude-<uid>`` the CLI accepts before falling back to a shared directory.
+CLI_TMP_PREFIX_LIMIT = 44
+WRAPPER_PREFIX = "claude-wrapper"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How the CLI process is started.
+
+    ``run_as``: the uid (and gid) a root runtime drops the CLI to (``None`` when not root). ``own_namespaces``: the
+    CLI gets its own IPC and UTS namespaces (a non-root runtime needs a user namespace for that, mapping only its
+    own uid, so the CLI keeps its uid and gains no privilege: :func:`wrapper_argv`)."""
+
+    run_as: int | None = None
+    own_namespaces: bool = False
+    setpriv: str | None = None
+    unshare: str | None = None
+
+    @property
+    def drops(self) -> bool:
+        return self.run_as is not None
+
+    @property
+    def wraps(self) -> bool:
+        return self.drops or self.own_namespaces
+
+
+def is_root() -> bool:
+    return sys.platform.startswith("linux") and os.geteuid() == 0
+
+
+def confinement_for(workspace: Path, *, root: bool | None = None, timeout_s: float = 10.0) -> Confinement:
+    """The confinement for this process (see the module docstring); probes the namespaces it asks for."""
+    if not sys.platform.startswith("linux"):
+        return Confinement()
+    setpriv, unshare = shutil.which("setpriv"), shutil.which("unshare")
+    if is_root() if root is None else root:
+        try:
+            owner = workspace.stat().st_uid
+        except OSError:
+            owner = 0
+        run_as = owner if owner != 0 else UNPRIVILEGED_UID
+        return Confinement(run_as=run_as, own_namespaces=True, setpriv=setpriv, unshare=unshare)
+    if setpriv is None or unshare is None:
+        logger.warning("setpriv/unshare missing: the CLI shares the runtime's IPC and UTS namespaces")
+        return Confinement()
+    candidate = Confinement(own_namespaces=True, setpriv=setpriv, unshare=unshare)
+    try:
+        done = subprocess.run(
+            [*wrapper_argv(candidate), "--", "/bin/true"], capture_output=True, timeout=timeout_s, check=False
+        )
+        failed = done.returncode != 0
+        detail = done.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        failed, detail = True, str(exc)
+    if failed:
+        logger.warning(
+            "no user namespace for the CLI (%s): it shares the runtime's IPC and UTS namespaces", detail
+        )
+        return Confinement()
+    return candidate
+
+
+def root_problem(
+    confinement: Confinement, cli: str | None, workspace: Path, *, timeout_s: float = 10.0
+) -> str | None:
+    """Why commands cannot run safely under this root runtime (``None``: the drop works): the tools are missing,
+    or the unprivileged user cannot execute the CLI or enter the workspace."""
+    if not confinement.drops:
+        return None
+    if confinement.setpriv is None or confinement.unshare is None:
+        return "the runtime runs as root and setpriv/unshare (util-linux) are missing, so the CLI cannot drop root"
+    if cli is None:
+        return "the runtime runs as root and no Claude Code CLI was found to check"
+    for what, test in (
+        (f"execute the CLI at {cli}", 'test -x "$1"'),
+        (f"enter the workspace {workspace}", 'cd "$2"'),
+    ):
+        try:
+            done = subprocess.run(
+                [*wrapper_argv(confinement), "--", "/bin/sh", "-c", test, "sh", cli, str(workspace)],
+                capture_output=True,
+                timeout=timeout_s,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the runtime runs as root and could not drop to uid {confinement.run_as}: {exc}"
+        if done.returncode != 0:
+            return (
+                f"the runtime runs as root; its CLI runs as uid {confinement.run_as}, which cannot {what} "
+                "(make the path and its parent directories readable by that user, or run the runtime as non-root)"
+            )
+    return None
+
+
+def wrapper_argv(c: Confinement) -> list[str]:
+    """The command line in front of the CLI's (it ends with setpriv's options; ``--`` and the program follow)."""
+    assert c.setpriv is not None and c.unshare is not None and c.wraps
+    if c.run_as is not None:
+        return [
+            c.unshare,
+            "--ipc",
+            "--uts",
+            "--",
+            c.setpriv,
+            f"--reuid={c.run_as}",
+            f"--regid={c.run_as}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--pdeathsig=KILL",
+        ]
+    uid, gid = os.getuid(), os.getgid()
+    return [
+        c.unshare,
+        "--user",
+        f"--map-user={uid}",
+        f"--map-group={gid}",
+        "--ipc",
+        "--uts",
+        "--",
+        c.setpriv,
+        "--pdeathsig=KILL",
+    ]
+
+
+def cli_wrapper(cli: str, directory: Path, confinement: Confinement) -> str:
+    """A script that starts ``cli`` as :func:`wrapper_argv` says (only when ``confinement.wraps``)."""
+    argv = [*wrapper_argv(confinement), "--", cli]
+    content = "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n'
+    script = directory / f"{WRAPPER_PREFIX}-{confinement.run_as if confinement.drops else 'ns'}"
+    directory.mkdir(parents=True, exist_ok=True)
+    if not script.is_file() or script.read_text() != content:
+        tmp = script.with_suffix(".tmp")
+        tmp.write_text(content)
+        tmp.chmod(0o755)
+        tmp.replace(script)
+    return str(script)
+
+
+def give_to(path: Path, confinement: Confinement, *, recursive: bool = False) -> None:
+    """Make ``path`` (and, with ``recursive``, everything under it) owned by the CLI's user."""
+    uid = confinement.run_as
+    if uid is None:
+        return
+    targets = [path]
+    if (
+        recursive and path.lstat().st_uid != uid
+    ):  # a tree handed over before keeps its owner: no walk each time
+        for parent, dirs, files in os.walk(path):
+            targets += [Path(parent, name) for name in dirs + files]
+    for target in targets:
+        os.lchown(target, uid, uid)
+
+
+# -- per-session temp roots -------------------------------------------------------------------------------------
+
+_temp_roots: dict[str, Path] = {}
+_lock = threading.Lock()
+
+
+def session_temp_root(claude_session_id: str, confinement: Confinement) -> Path:
+    """A new private temp root for one CLI process of a session (the previous one of that session is removed)."""
+    release_session_dirs(claude_session_id)
+    root = Path(tempfile.mkdtemp(prefix="ak-", dir=TEMP_BASE))
+    uid = confinement.run_as if confinement.run_as is not None else os.getuid()
+    if len(str(root / f"claude-{uid}")) > CLI_TMP_PREFIX_LIMIT:
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"temp root {root} is too long for the CLI's sockets")
+    give_to(root, confinement)
+    with _lock:
+        _temp_roots[claude_session_id] = root
+    return root
+
+
+def release_session_dirs(claude_session_id: str) -> None:
+    """Remove the session's temp root (called when its CLI process is closed). Safe to call twice."""
+    with _lock:
+        root = _temp_roots.pop(claude_session_id, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+        logger.debug("removed temp root %s of session %s", root, claude_session_id)
+
+
+def live_temp_roots() -> dict[str, Path]:
+    """The temp roots of the CLI processes alive now (for tests and diagnostics)."""
+    with _lock:
+        return dict(_temp_roots)
+
+
+@dataclass(frozen=True)
+class CliConfinement:
+    """What start-up decided for this process: the confinement to apply, or why commands must stay off."""
+
+    confinement: Confinement
+    problem: str | None = None
+
+    @property
+    def commands_allowed(self) -> bool:
+        return self.problem is None
+
+
+_decided: dict[tuple[Path, str | None], CliConfinement] = {}
+
+
+def cli_confinement(workspace: Path, cli: str | None) -> CliConfinement:
+    """Decided once per (workspace, CLI): a root runtime drops the CLI to an unprivileged user or, when it
+    cannot, keeps command tools off (the CLI then runs as root without any command tool)."""
+    key = (workspace, cli)
+    with _lock:
+        decided = _decided.get(key)
+    if decided is not None:
+        return decided
+    confinement = confinement_for(workspace)
+    if confinement.drops and confinement.setpriv and confinement.unshare:
+        _hand_over_workspace(workspace, confinement)
+    problem = root_problem(confinement, cli, workspace)
+    decided = CliConfinement(confinement if problem is None else Confinement(), problem)
+    with _lock:
+        _decided[key] = decided
+    return decided
+
+
+def decided_confinement(workspace: Path, cli: str | None) -> Confinement:
+    """What start-up (:func:`cli_confinement`, called by :mod:`runtime.wiring` with the sandbox probe) decided for
+    this workspace and CLI; no drop when nothing was decided (an SDK client built outside the runtime's wiring)."""
+    with _lock:
+        decided = _decided.get((workspace, cli))
+    return decided.confinement if decided is not None else Confinement()
+
+
+def _hand_over_workspace(workspace: Path, confinement: Confinement) -> None:
+    """A root-owned workspace is given to the CLI's user (git refuses a repository owned by someone else)."""
+    try:
+        if workspace.stat().st_uid == 0:
+            give_to(workspace, confinement, recursive=True)
+            logger.warning("workspace %s handed to uid %s (the CLI's user)", workspace, confinement.run_as)
+    except OSError as exc:
+        logger.warning("could not hand workspace %s to uid %s: %s", workspace, confinement.run_as, exc)
