@@ -1,0 +1,112 @@
+"""The CLI's confinement: a root runtime drops it to an unprivileged user, private namespaces, per-process temp.
+
+Runs the real ``setpriv``/``unshare`` where the test runs as root (the attack suites in tests/e2e run the real CLI
+through the same wrapper, as root and as uid 10001).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.guard.confine import (
+    CLI_TMP_PREFIX_LIMIT,
+    UNPRIVILEGED_UID,
+    Confinement,
+    cli_wrapper,
+    confinement_for,
+    live_temp_roots,
+    release_session_dirs,
+    root_problem,
+    session_temp_root,
+)
+from runtime.guard.policy import PermissionPolicy
+from runtime.guard.profiles import HOST_FILE_TOOLS, SandboxStatus, effective_definition, with_profile
+
+
+def test_a_root_runtime_drops_the_cli_to_the_workspace_owner_or_the_image_user(tmp_path: Path) -> None:
+    assert confinement_for(tmp_path, root=False).run_as is None
+    root_owned = confinement_for(tmp_path, root=True)
+    assert root_owned.run_as == (tmp_path.stat().st_uid or UNPRIVILEGED_UID) and root_owned.own_namespaces
+
+
+def test_the_wrapper_drops_every_privilege_and_keeps_parent_death(tmp_path: Path) -> None:
+    c = Confinement(run_as=10001, own_namespaces=True, setpriv="/usr/bin/setpriv", unshare="/usr/bin/unshare")
+    script = Path(cli_wrapper("/opt/claude", tmp_path, c)).read_text()
+    for flag in ("--ipc", "--uts", "--reuid=10001", "--regid=10001", "--clear-groups", "--inh-caps=-all"):
+        assert flag in script
+    assert "--bounding-set=-all" in script and "--pdeathsig=KILL -- /opt/claude" in script
+
+
+def test_root_problem_names_what_is_missing(tmp_path: Path) -> None:
+    missing = Confinement(run_as=10001, own_namespaces=True, setpriv=None, unshare="/usr/bin/unshare")
+    assert "setpriv/unshare" in (root_problem(missing, "/opt/claude", tmp_path) or "")
+    assert root_problem(Confinement(), "/opt/claude", tmp_path) is None
+
+
+def test_the_wrapped_cli_has_no_privilege_and_its_own_namespaces(tmp_path: Path) -> None:
+    """As root: another uid, no capabilities. As non-root: its own uid in a user namespace. Both: own IPC/UTS."""
+    c = confinement_for(tmp_path)
+    assert c.wraps, "this machine supports user namespaces (the sandbox needs them too)"
+    os.chmod(tmp_path, 0o755)
+    script = cli_wrapper("/bin/sh", tmp_path / "bin", c)
+    probe = "id -u; grep CapEff /proc/self/status; readlink /proc/self/ns/ipc /proc/self/ns/uts"
+    out = subprocess.run([script, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == str(c.run_as if c.drops else os.getuid())
+    assert out[2] == "0000000000000000"
+    assert out[3] != os.readlink("/proc/self/ns/ipc") and out[4] != os.readlink("/proc/self/ns/uts")
+    if c.drops:
+        private = tmp_path / "private"
+        private.mkdir(mode=0o700)
+        assert "cannot enter the workspace" in (root_problem(c, "/bin/true", private) or "")
+        reachable = Path(tempfile.mkdtemp(dir="/tmp"))  # /tmp/pytest-of-root is private to root
+        try:
+            reachable.chmod(0o755)
+            assert root_problem(c, "/bin/true", reachable) is None
+        finally:
+            reachable.rmdir()
+
+
+def test_temp_roots_are_short_private_and_removed(tmp_path: Path) -> None:
+    root = session_temp_root("sess-1", Confinement())
+    try:
+        assert stat.S_IMODE(root.stat().st_mode) == 0o700
+        assert len(f"{root}/claude-{UNPRIVILEGED_UID}") <= CLI_TMP_PREFIX_LIMIT
+        assert live_temp_roots()["sess-1"] == root
+        again = session_temp_root("sess-1", Confinement())  # a reconnect replaces the old one
+        assert again != root and not root.exists()
+    finally:
+        release_session_dirs("sess-1")
+        release_session_dirs("sess-1")  # twice is fine
+    assert not again.exists() and "sess-1" not in live_temp_roots()
+
+
+def test_developer_profile_has_no_host_side_file_tools() -> None:
+    dev = with_profile(AgentDefinitionSpec(builtin_tools=("Read", "Glob", "Grep", "Bash")), "developer")
+    on = effective_definition(dev, SandboxStatus("required", available=True))
+    assert not HOST_FILE_TOOLS & (set(on.builtin_tools) | on.permitted_tools) and "Bash" in on.builtin_tools
+    readonly = effective_definition(AgentDefinitionSpec(), SandboxStatus("required", available=True))
+    assert {"Read", "Glob", "Grep"} <= set(readonly.builtin_tools)
+
+
+def test_blocked_commands_switch_bash_off_even_with_the_sandbox_off() -> None:
+    blocked = SandboxStatus("off", available=False, blocked="root cannot drop")
+    assert not blocked.commands_enabled
+    assert "Bash" not in effective_definition(AgentDefinitionSpec(), blocked).builtin_tools
+
+
+def test_policy_refuses_background_commands(tmp_path: Path) -> None:
+    policy = PermissionPolicy(allowed_tools={"Bash"}, workspace=tmp_path)
+    assert policy.decide("Bash", {"command": "ls"}).allowed
+    refused = policy.decide("Bash", {"command": "ls", "run_in_background": True})
+    assert not refused.allowed and "background" in refused.message
+
+
+def test_unshare_and_setpriv_are_installed() -> None:
+    """The image and `make setup` install util-linux; without it a root runtime keeps commands off."""
+    assert shutil.which("setpriv") and shutil.which("unshare")
