@@ -154,7 +154,10 @@ def _sandboxed_definition(
     definition = with_profile(definition, settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
     confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
-    if confined.problem:
+    if confined.problem and settings.sandbox == "off":
+        # Explicitly unsandboxed: commands already run on the host without isolation; the drop was best effort.
+        logger.warning("commands run as root without OS isolation: %s", confined.problem)
+    elif confined.problem:
         logger.error("command tools switched off: %s", confined.problem)
         status = replace(status, blocked=confined.problem)
     elif confined.confinement.drops:

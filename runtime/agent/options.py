@@ -17,7 +17,14 @@ from claude_agent_sdk.types import AgentDefinition
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import bundled_cli, parent_death_wrapper
-from runtime.guard.confine import cli_wrapper, decided_confinement, give_to, session_temp_root
+from runtime.guard.confine import (
+    ENV_SESSION_WORKSPACE,
+    cli_wrapper,
+    decided_confinement,
+    give_to,
+    session_temp_root,
+    session_workspace,
+)
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -72,10 +79,14 @@ def build_options(
         extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
     )
     cli_path: str | None
+    env = {**cli_env, **isolation.env}
     if confinement.wraps and cli is not None:
         for path in (isolation.env["HOME"], cli_env["CLAUDE_CONFIG_DIR"], cli_env["XDG_CACHE_HOME"]):
             give_to(Path(path), confinement, recursive=True)
-        cli_path = cli_wrapper(cli, settings.resolved_state_dir / "bin", confinement)
+        state = settings.resolved_state_dir
+        own = session_workspace(state, workspace, claude_session_id, confinement)
+        env[ENV_SESSION_WORKSPACE] = str(own)
+        cli_path = cli_wrapper(cli, state / "bin", confinement, workspace)
     else:
         cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")
     return ClaudeAgentOptions(
@@ -92,7 +103,7 @@ def build_options(
         model=settings.model,
         cwd=str(cwd),
         cli_path=cli_path,
-        env={**cli_env, **isolation.env},
+        env=env,
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),
         setting_sources=[],

@@ -41,6 +41,7 @@ import logging
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -101,15 +102,8 @@ def confinement_for(workspace: Path, *, root: bool | None = None, timeout_s: flo
         logger.warning("setpriv/unshare missing: the CLI shares the runtime's IPC and UTS namespaces")
         return Confinement()
     candidate = Confinement(own_namespaces=True, setpriv=setpriv, unshare=unshare)
-    try:
-        done = subprocess.run(
-            [*wrapper_argv(candidate), "--", "/bin/true"], capture_output=True, timeout=timeout_s, check=False
-        )
-        failed = done.returncode != 0
-        detail = done.stderr.decode(errors="replace").strip()
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        failed, detail = True, str(exc)
-    if failed:
+    ok, detail = _run_wrapped(candidate, workspace, ["/bin/true"], timeout_s)
+    if not ok:
         logger.warning(
             "no user namespace for the CLI (%s): it shares the runtime's IPC and UTS namespaces", detail
         )
@@ -132,16 +126,10 @@ def root_problem(
         (f"execute the CLI at {cli}", 'test -x "$1"'),
         (f"enter the workspace {workspace}", 'cd "$2"'),
     ):
-        try:
-            done = subprocess.run(
-                [*wrapper_argv(confinement), "--", "/bin/sh", "-c", test, "sh", cli, str(workspace)],
-                capture_output=True,
-                timeout=timeout_s,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"the runtime runs as root and could not drop to uid {confinement.run_as}: {exc}"
-        if done.returncode != 0:
+        ok, _ = _run_wrapped(
+            confinement, workspace, ["/bin/sh", "-c", test, "sh", cli, str(workspace)], timeout_s
+        )
+        if not ok:
             return (
                 f"the runtime runs as root; its CLI runs as uid {confinement.run_as}, which cannot {what} "
                 "(make the path and its parent directories readable by that user, or run the runtime as non-root)"
@@ -149,15 +137,21 @@ def root_problem(
     return None
 
 
-def wrapper_argv(c: Confinement) -> list[str]:
-    """The command line in front of the CLI's (it ends with setpriv's options; ``--`` and the program follow)."""
+#: Set by the runtime in the CLI's environment: the session's own workspace, bound over the configured one inside
+#: the CLI's mount namespace (read by the wrapper script only; commands never see it: it is not on the tool env
+#: allowlist).
+ENV_SESSION_WORKSPACE = "AGENTKIT_SESSION_WORKSPACE"
+
+
+def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
+    """The wrapper that starts ``cli``: new namespaces (mount, IPC, UTS; a user namespace when not root), the
+    session's workspace bound over ``workspace``, then the CLI as an unprivileged user with parent-death KILL."""
     assert c.setpriv is not None and c.unshare is not None and c.wraps
+    q = shlex.quote
+    mount = shutil.which("mount") or "/bin/mount"
     if c.run_as is not None:
-        return [
-            c.unshare,
-            "--ipc",
-            "--uts",
-            "--",
+        outer = [c.unshare, "--mount", "--ipc", "--uts", "--"]
+        inner = [
             c.setpriv,
             f"--reuid={c.run_as}",
             f"--regid={c.run_as}",
@@ -165,25 +159,52 @@ def wrapper_argv(c: Confinement) -> list[str]:
             "--inh-caps=-all",
             "--bounding-set=-all",
             "--pdeathsig=KILL",
+            "--",
+            cli,
         ]
-    uid, gid = os.getuid(), os.getgid()
-    return [
-        c.unshare,
-        "--user",
-        f"--map-user={uid}",
-        f"--map-group={gid}",
-        "--ipc",
-        "--uts",
-        "--",
-        c.setpriv,
-        "--pdeathsig=KILL",
-    ]
+    else:
+        # The outer user namespace maps only root (to our uid) so that the bind mount can be made; the inner one
+        # turns the process back into our own uid, without capabilities, before the CLI starts.
+        outer = [c.unshare, "--user", "--map-root-user", "--mount", "--ipc", "--uts", "--"]
+        uid, gid = os.getuid(), os.getgid()
+        inner = [
+            c.unshare,
+            "--user",
+            f"--map-user={uid}",
+            f"--map-group={gid}",
+            "--",
+            c.setpriv,
+            "--pdeathsig=KILL",
+            "--",
+            cli,
+        ]
+    var = ENV_SESSION_WORKSPACE
+    body = (
+        f'if [ -n "${{{var}:-}}" ]; then {q(mount)} --bind -- "${var}" {q(str(workspace))} || exit 125; fi; '
+        f'exec {" ".join(q(a) for a in inner)} "$@"'
+    )
+    return f'#!/bin/sh\nexec {" ".join(q(a) for a in outer)} /bin/sh -c {q(body)} sh "$@"\n'
 
 
-def cli_wrapper(cli: str, directory: Path, confinement: Confinement) -> str:
-    """A script that starts ``cli`` as :func:`wrapper_argv` says (only when ``confinement.wraps``)."""
-    argv = [*wrapper_argv(confinement), "--", cli]
-    content = "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n'
+def _run_wrapped(c: Confinement, workspace: Path, argv: list[str], timeout_s: float) -> tuple[bool, str]:
+    """Run ``argv`` through the wrapper, without a session workspace (the start-up checks)."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_SESSION_WORKSPACE}
+    with tempfile.TemporaryDirectory(prefix="ak-probe-") as probe:
+        script = Path(probe) / "wrapper"
+        script.write_text(wrapper_script(c, argv[0], workspace))
+        script.chmod(0o755)
+        try:
+            done = subprocess.run(
+                [str(script), *argv[1:]], capture_output=True, timeout=timeout_s, check=False, env=env
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, str(exc)
+        return done.returncode == 0, done.stderr.decode(errors="replace").strip()
+
+
+def cli_wrapper(cli: str, directory: Path, confinement: Confinement, workspace: Path) -> str:
+    """A script that starts ``cli`` as :func:`wrapper_script` says (only when ``confinement.wraps``)."""
+    content = wrapper_script(confinement, cli, workspace)
     script = directory / f"{WRAPPER_PREFIX}-{confinement.run_as if confinement.drops else 'ns'}"
     directory.mkdir(parents=True, exist_ok=True)
     if not script.is_file() or script.read_text() != content:
@@ -268,9 +289,11 @@ def cli_confinement(workspace: Path, cli: str | None) -> CliConfinement:
     if decided is not None:
         return decided
     confinement = confinement_for(workspace)
-    if confinement.drops and confinement.setpriv and confinement.unshare:
+    # The workspace is handed over only once the user can run the CLI at all ("/" can always be entered).
+    problem = root_problem(confinement, cli, Path("/"))
+    if confinement.drops and problem is None:
         _hand_over_workspace(workspace, confinement)
-    problem = root_problem(confinement, cli, workspace)
+        problem = root_problem(confinement, cli, workspace)
     decided = CliConfinement(confinement if problem is None else Confinement(), problem)
     with _lock:
         _decided[key] = decided
@@ -293,3 +316,33 @@ def _hand_over_workspace(workspace: Path, confinement: Confinement) -> None:
             logger.warning("workspace %s handed to uid %s (the CLI's user)", workspace, confinement.run_as)
     except OSError as exc:
         logger.warning("could not hand workspace %s to uid %s: %s", workspace, confinement.run_as, exc)
+
+
+# -- per-session workspaces -------------------------------------------------------------------------------------
+
+
+def session_workspace(
+    state_dir: Path, template: Path, claude_session_id: str, confinement: Confinement
+) -> Path:
+    """The session's own workspace: a copy of the configured one (``template``) made at the session's first
+    connect in this process and kept for its later ones. The wrapper binds it over the configured path inside the
+    CLI's mount namespace, so every path the agent, the policy and the sandbox settings name stays the same while
+    nothing one session writes reaches another session's commands."""
+    dest = state_dir / "workspaces" / claude_session_id
+    if not dest.is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        staging = Path(tempfile.mkdtemp(prefix=f".{claude_session_id}-", dir=dest.parent))
+        shutil.copytree(template, staging, symlinks=True, dirs_exist_ok=True, copy_function=_copy_regular)
+        os.chmod(staging, template.stat().st_mode & 0o7777)
+        try:
+            staging.rename(dest)
+        except OSError:  # made by a concurrent connect of the same session: keep that one
+            shutil.rmtree(staging, ignore_errors=True)
+    give_to(dest, confinement, recursive=True)
+    return dest
+
+
+def _copy_regular(src: str, dst: str) -> None:
+    """Copy regular files only: opening a FIFO would block the copy; sockets and devices have no content."""
+    if stat.S_ISREG(os.lstat(src).st_mode):
+        shutil.copy2(src, dst)

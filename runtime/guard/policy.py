@@ -9,7 +9,8 @@ Rules:
 - ``Bash`` runs only allowlisted programs. The command is parsed (:mod:`runtime.guard.shell`): every simple command
   in pipelines, lists, subshells and substitutions must pass; output redirection is refused (except to
   ``/dev/null``); risky flags of allowed programs (``find -exec``, ``sed -i``, ``git push`` …) are refused.
-- File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files.
+- File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files; file
+  tools read only regular files and directories (a FIFO would block ``Read`` until the turn times out).
 
 Every denial message tells the agent what it may do instead.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -180,7 +182,7 @@ class PermissionPolicy:
             for key in FILE_TOOLS[tool_name]:
                 value = tool_input.get(key)
                 if value:
-                    problem = self.path_problem(str(value))
+                    problem = self.path_problem(str(value)) or self.special_file_problem(str(value))
                     if problem:
                         return Decision.deny(f"{tool_name} refused: {problem}")
             for key in _PATTERN_KEYS.get(tool_name, ()):
@@ -335,6 +337,18 @@ class PermissionPolicy:
             if path != self.workspace and self.workspace not in path.parents:
                 return f"'{raw}' is outside the workspace {self.workspace}; use paths inside it"
         return None
+
+    def special_file_problem(self, raw: str) -> str | None:
+        """Why ``raw`` is not a file a tool can read: a FIFO (which would block the tool until the turn times
+        out), a socket or a device. Only called once :meth:`path_problem` accepted ``raw``."""
+        expanded = os.path.expanduser(raw)
+        try:
+            mode = os.stat(expanded if os.path.isabs(expanded) else self.workspace / expanded).st_mode
+        except (OSError, ValueError):
+            return None  # missing: the tool says so itself
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return None
+        return f"'{raw}' is not a regular file or directory (a FIFO, socket or device); tools read only files"
 
 
 def _is_sensitive(path: Path) -> bool:

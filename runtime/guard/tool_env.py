@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.guard.confine import ENV_SESSION_WORKSPACE
 from runtime.guard.sandbox import SandboxPaths, permission_settings, sandbox_settings
 
 #: Variables a tool subprocess may see (the CLI adds its own sandbox variables, such as the proxy's, itself).
@@ -110,7 +111,7 @@ def session_isolation(
         if shutil.which("bwrap", path=host.get("PATH")):
             env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
         return SessionIsolation(env=env, sandbox=None, settings=permission_settings(workspace))
-    names = set(host) | set(cli_env) | set(env)
+    names = set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE}
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)
     paths = SandboxPaths(workspace=workspace, tool_tmp=tmp, tool_home=home, extra_read=extra_read)
     return SessionIsolation(

@@ -13,6 +13,10 @@ Every outcome is observed on the host, never taken from a command's exit code:
   it stops growing when the tool call ends.
 - **temp dirs**: one session leaves a file in its temp dir; another session must not see it, and the first
   session's temp root must be gone from the host once its CLI process is closed.
+- **workspaces**: files one session plants (``conftest.py``, ``Makefile``) are not in another session's workspace,
+  nor in the configured one.
+- **writable paths**: a command tries to create a file in every directory it can see; each one that reached the
+  host must be inside the session's own tree (its workspace copy, its tool home, its temp root).
 
 Run as root and as the image's user: ``scripts/attacks_as_uid.sh 10001`` runs this file too.
 """
@@ -131,6 +135,12 @@ def run(scene: Scene, session: str, calls: list[tuple[str, dict[str, Any]]]) -> 
     return out
 
 
+def written(scene: Scene, name: str) -> list[Path]:
+    """Where a command's file ``name`` landed on the host: the configured workspace or a session's own copy."""
+    found = [scene.workspace / name] if (scene.workspace / name).exists() else []
+    return found + sorted((scene.root / "state" / "workspaces").glob(f"*/{name}"))
+
+
 def bash(command: str, **extra: Any) -> tuple[str, dict[str, Any]]:
     return "Bash", {"command": command, "description": "check", **extra}
 
@@ -172,7 +182,8 @@ def test_commands_cannot_touch_host_kernel_settings_or_run_as_host_root(scene: S
         results = run(scene, "kernel", calls)
         hostname_after = _in_runtime_ns(scene, "uts", "hostname").strip()
         segments = _in_runtime_ns(scene, "ipc", "cat", "/proc/sysvipc/shm")
-        owner = (scene.workspace / "owner-probe").stat().st_uid
+        (probe,) = written(scene, "owner-probe")
+        owner = probe.stat().st_uid
     finally:
         subprocess.run(["ipcrm", "-M", str(shm_key)], capture_output=True, check=False)
         if ROOT:  # the attack may have created it in the runtime's private namespace: clean there too
@@ -252,9 +263,9 @@ def test_symlink_race_never_reads_outside_and_no_command_outlives_its_call(scene
         for (tool, _), (text, _) in zip(calls, results, strict=True):
             print(tool, repr(text[:160]))
     ended = time.monotonic()
-    sizes = {tag: _size(ws / f"beat-{tag}") for tag in ("bg", "daemon")}
+    sizes = {tag: _size(scene, f"beat-{tag}") for tag in ("bg", "daemon")}
     time.sleep(2.5)
-    grown = {tag: _size(ws / f"beat-{tag}") - sizes[tag] for tag in sizes}
+    grown = {tag: _size(scene, f"beat-{tag}") - sizes[tag] for tag in sizes}
     seen = "\n".join(text for text, _ in results)
     leaked = [name for name in ("sib", "home") if scene.canaries[name] in seen]
     listed_outside = "secret.txt" in seen
@@ -269,11 +280,8 @@ def test_symlink_race_never_reads_outside_and_no_command_outlives_its_call(scene
     assert all(checks.values()), (checks, grown, time.monotonic() - ended, results[:4])
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
+def _size(scene: Scene, name: str) -> int:
+    return sum(path.stat().st_size for path in written(scene, name))
 
 
 # -- 3. temp dirs shared between sessions -----------------------------------------------------------------------
@@ -327,10 +335,81 @@ def test_sessions_do_not_share_temp_dirs_and_temp_goes_with_the_session(scene: S
     assert all(checks.values()), (checks, first, second[0][:2000], str(temp_root), leftovers)
 
 
+# -- 4. one workspace for every session -------------------------------------------------------------------------
+
+
+def test_sessions_do_not_share_a_workspace(scene: Scene) -> None:
+    plant = (
+        "open('conftest.py', 'w').write('print(\\'PLANTED-CONFTEST\\')'); "
+        "open('Makefile', 'w').write('all:\\n\\t@echo PLANTED-MAKE\\n')"
+    )
+    (planted,) = run(scene, "plant-a", [py(plant)])
+    (listing,) = run(scene, "plant-b", [py("import os; print(sorted(os.listdir('.')))")])
+    checks = {
+        "another session does not see planted files": "conftest.py" not in listing[0]
+        and "Makefile" not in listing[0]
+        and "notes.txt" in listing[0],
+        "the configured workspace is untouched": not (scene.workspace / "conftest.py").exists()
+        and not (scene.workspace / "Makefile").exists(),
+    }
+    for held in checks.values():
+        tally(scene, held)
+    assert all(checks.values()), (checks, planted, listing)
+
+
+# -- 5. every path a command can write is inside the session's own tree ----------------------------------------
+
+WRITE_EVERYWHERE = """
+import os
+ok = []
+for top in sorted(os.listdir('/')):
+    if top in ('proc', 'sys', 'dev'):
+        continue
+    for d, dirs, _ in os.walk('/' + top):
+        p = os.path.join(d, %(name)r)
+        try:
+            with open(p, 'w') as f:
+                f.write('x')
+            ok.append(d)
+        except OSError:
+            pass
+print('WROTE', repr(ok))
+"""
+
+
+def test_every_writable_path_is_inside_the_sessions_own_tree(scene: Scene) -> None:
+    name = f"{MARK}-w"
+    (result,) = run(scene, "write-everywhere", [py(WRITE_EVERYWHERE % {"name": name})])
+    line = next(x for x in result[0].splitlines() if x.startswith("WROTE "))
+    wrote = [Path(d) for d in json.loads(line[6:].replace("'", '"'))]
+    state = scene.root / "state"
+    own = [state / "workspaces", state / "tool-home"]
+    reached, foreign = [], []
+    for directory in wrote:
+        if directory == scene.workspace or scene.workspace in directory.parents:
+            continue  # lands in the session's own workspace copy (checked by the workspace test)
+        host = directory / name
+        if host.exists():
+            reached.append(str(directory))
+            session_tree = any(root in directory.parents for root in own) or (
+                directory.parts[:2] == ("/", "tmp")
+                and len(directory.parts) > 2
+                and directory.parts[2].startswith("ak-")
+                and not directory.parts[2].startswith("ak-escapes-")
+            )
+            if not session_tree:
+                foreign.append(str(directory))
+            host.unlink()
+    if os.environ.get("ATTACKS_VERBOSE"):
+        print("writable on the host:", reached)
+    tally(scene, not foreign)
+    assert not foreign, (foreign, reached)
+
+
 def test_print_counts(scene: Scene) -> None:
     counts = {**scene.counts, "uid": os.getuid()}
     print("\nescape suite:", json.dumps(counts))
-    assert counts["attacks"] == 12 and counts["held"] == counts["attacks"], counts
+    assert counts["attacks"] == 15 and counts["held"] == counts["attacks"], counts
 
 
 def test_hostname_of_this_machine_untouched() -> None:

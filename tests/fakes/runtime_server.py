@@ -85,6 +85,9 @@ class RuntimeServer:
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AGENTKIT_METRICS": "off",
+            # A fake CLI runs no command and ignores the sandbox settings: no OS sandbox is in play, say so (a
+            # root runtime would otherwise require its CLI to be runnable by an unprivileged user).
+            **({"AGENTKIT_SANDBOX": "off"} if "AGENTKIT_CLI_PATH" in env else {}),
             **env,
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -16,6 +16,7 @@ from pathlib import Path
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.guard.confine import (
     CLI_TMP_PREFIX_LIMIT,
+    ENV_SESSION_WORKSPACE,
     UNPRIVILEGED_UID,
     Confinement,
     cli_wrapper,
@@ -24,6 +25,7 @@ from runtime.guard.confine import (
     release_session_dirs,
     root_problem,
     session_temp_root,
+    session_workspace,
 )
 from runtime.guard.policy import PermissionPolicy
 from runtime.guard.profiles import HOST_FILE_TOOLS, SandboxStatus, effective_definition, with_profile
@@ -37,10 +39,11 @@ def test_a_root_runtime_drops_the_cli_to_the_workspace_owner_or_the_image_user(t
 
 def test_the_wrapper_drops_every_privilege_and_keeps_parent_death(tmp_path: Path) -> None:
     c = Confinement(run_as=10001, own_namespaces=True, setpriv="/usr/bin/setpriv", unshare="/usr/bin/unshare")
-    script = Path(cli_wrapper("/opt/claude", tmp_path, c)).read_text()
+    script = Path(cli_wrapper("/opt/claude", tmp_path, c, Path("/srv/ws"))).read_text()
     for flag in ("--ipc", "--uts", "--reuid=10001", "--regid=10001", "--clear-groups", "--inh-caps=-all"):
         assert flag in script
     assert "--bounding-set=-all" in script and "--pdeathsig=KILL -- /opt/claude" in script
+    assert "--bind" in script and "/srv/ws" in script
 
 
 def test_root_problem_names_what_is_missing(tmp_path: Path) -> None:
@@ -54,7 +57,7 @@ def test_the_wrapped_cli_has_no_privilege_and_its_own_namespaces(tmp_path: Path)
     c = confinement_for(tmp_path)
     assert c.wraps, "this machine supports user namespaces (the sandbox needs them too)"
     os.chmod(tmp_path, 0o755)
-    script = cli_wrapper("/bin/sh", tmp_path / "bin", c)
+    script = cli_wrapper("/bin/sh", tmp_path / "bin", c, tmp_path)
     probe = "id -u; grep CapEff /proc/self/status; readlink /proc/self/ns/ipc /proc/self/ns/uts"
     out = subprocess.run([script, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == str(c.run_as if c.drops else os.getuid())
@@ -110,3 +113,51 @@ def test_policy_refuses_background_commands(tmp_path: Path) -> None:
 def test_unshare_and_setpriv_are_installed() -> None:
     """The image and `make setup` install util-linux; without it a root runtime keeps commands off."""
     assert shutil.which("setpriv") and shutil.which("unshare")
+
+
+def test_each_session_writes_its_own_workspace_at_the_configured_path(tmp_path: Path) -> None:
+    """The wrapper binds the session's copy over the configured workspace inside the CLI's mount namespace."""
+    template = Path(tempfile.mkdtemp(dir="/tmp"))  # reachable by the unprivileged user of a root runtime
+    try:
+        template.chmod(0o755)
+        (template / "README").write_text("shared start\n")
+        c = confinement_for(template)
+        script = cli_wrapper("/bin/sh", tmp_path / "bin", c, template)
+        state = Path(tempfile.mkdtemp(dir="/tmp"))
+        state.chmod(0o755)
+        outputs = {}
+        for sid in ("session-a", "session-b"):
+            own = session_workspace(state, template, sid, c)
+            done = subprocess.run(
+                [
+                    script,
+                    "-c",
+                    f'cat "{template}/README"; ls "{template}"; echo {sid} > "{template}/planted"',
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={"PATH": os.environ["PATH"], ENV_SESSION_WORKSPACE: str(own)},
+            )
+            outputs[sid] = done.stdout
+            assert (own / "planted").read_text() == f"{sid}\n"  # observed on the host
+        assert not (template / "planted").exists()
+        assert "planted" not in outputs["session-b"] and "shared start" in outputs["session-b"]
+    finally:
+        shutil.rmtree(template, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_fifos_are_refused_by_file_tools_and_never_copied_into_a_session(tmp_path: Path) -> None:
+    template = tmp_path / "ws"
+    template.mkdir()
+    (template / "notes.txt").write_text("hello\n")
+    os.mkfifo(template / "pipe")
+    policy = PermissionPolicy(allowed_tools={"Read", "Grep"}, workspace=template)
+    refused = policy.decide("Read", {"file_path": str(template / "pipe")})
+    assert not refused.allowed and "FIFO" in refused.message
+    assert not policy.decide("Grep", {"pattern": "x", "path": "pipe"}).allowed
+    assert policy.decide("Read", {"file_path": str(template / "notes.txt")}).allowed
+    assert policy.decide("Read", {"file_path": str(template / "missing.txt")}).allowed  # the tool says so
+    own = session_workspace(tmp_path / "state", template, "s", Confinement())  # would block on the FIFO
+    assert (own / "notes.txt").read_text() == "hello\n" and not (own / "pipe").exists()
