@@ -17,6 +17,7 @@ Every outcome is observed on the host, never taken from a command's exit code:
   nor in the configured one.
 - **writable paths**: a command tries to create a file in every directory it can see; each one that reached the
   host must be inside the session's own tree (its workspace copy, its tool home, its temp root).
+- **FIFO**: ``Read`` of a FIFO in the workspace (``readonly`` profile) ends at once instead of at the turn timeout.
 
 Run as root and as the image's user: ``scripts/attacks_as_uid.sh 10001`` runs this file too.
 """
@@ -80,11 +81,11 @@ def _build(bedrock: BedrockStandIn) -> Scene:
     return Scene(root, ws, home, sibling, canaries, bedrock)
 
 
-def _start(scene: Scene) -> RuntimeServer:
-    agent = scene.root / "agent.json"
+def _start(scene: Scene, profile: str = "developer", turn_timeout_s: int = 200) -> RuntimeServer:
+    agent = scene.root / f"agent-{profile}.json"
     # Read/Glob/Grep asked for explicitly: the runtime must still not offer them where commands can write
-    agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
-    state = scene.root / "state"
+    agent.write_text(json.dumps({"profile": profile, "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
+    state = scene.root / ("state" if profile == "developer" else f"state-{profile}")
     env = {
         "AGENTKIT_BEDROCK_ENDPOINT": scene.bedrock.url,
         "AGENTKIT_MODEL": MODEL,
@@ -92,14 +93,15 @@ def _start(scene: Scene) -> RuntimeServer:
         "AGENTKIT_WORKSPACE": str(scene.workspace),
         "AGENTKIT_SESSION_STORE": f"sqlite:///{state / 'sessions.db'}",
         "AGENTKIT_AGENT_FILE": str(agent),
-        "AGENTKIT_TURN_TIMEOUT": "200",
+        "AGENTKIT_TURN_TIMEOUT": str(turn_timeout_s),
         "AGENTKIT_IDLE_TIMEOUT": "4",
         "AGENTKIT_SANDBOX": "required",
         "HOME": str(scene.home),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
     }
     prefix = ["unshare", "--uts", "--ipc", "--"] if ROOT else []
-    return RuntimeServer(env=env, log_path=scene.root / "server.log", prefix=prefix).start(timeout=60)
+    log = scene.root / f"server-{profile}.log"
+    return RuntimeServer(env=env, log_path=log, prefix=prefix).start(timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -377,6 +379,14 @@ print('WROTE', repr(ok))
 """
 
 
+def _exists(path: Path) -> bool:
+    """On the host; a directory this (same-uid) test process cannot enter cannot have been written by a command."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return False
+
+
 def test_every_writable_path_is_inside_the_sessions_own_tree(scene: Scene) -> None:
     name = f"{MARK}-w"
     (result,) = run(scene, "write-everywhere", [py(WRITE_EVERYWHERE % {"name": name})])
@@ -389,7 +399,7 @@ def test_every_writable_path_is_inside_the_sessions_own_tree(scene: Scene) -> No
         if directory == scene.workspace or scene.workspace in directory.parents:
             continue  # lands in the session's own workspace copy (checked by the workspace test)
         host = directory / name
-        if host.exists():
+        if _exists(host):
             reached.append(str(directory))
             session_tree = any(root in directory.parents for root in own) or (
                 directory.parts[:2] == ("/", "tmp")
@@ -406,10 +416,34 @@ def test_every_writable_path_is_inside_the_sessions_own_tree(scene: Scene) -> No
     assert not foreign, (foreign, reached)
 
 
+# -- 6. a FIFO in the workspace -----------------------------------------------------------------------------------
+
+
+def test_read_of_a_fifo_is_refused_at_once(scene: Scene) -> None:
+    """``readonly`` keeps the host-side Read tool; a FIFO in the workspace (left by a repository or an earlier
+    tool) must not block it until the turn times out (30 s here)."""
+    os.mkfifo(scene.workspace / "pipe")
+    server = _start(scene, "readonly", turn_timeout_s=30)
+    try:
+        scene.bedrock.reset()
+        scene.bedrock.enqueue(
+            Reply.tool_use("Read", {"file_path": f"{scene.workspace}/pipe"}), Reply.text("done")
+        )
+        started = time.monotonic()
+        reply = server.invoke("read the pipe", session=session_id("fifo"), timeout=120)
+        elapsed = time.monotonic() - started
+    finally:
+        server.stop()
+        (scene.workspace / "pipe").unlink()
+    held = reply.status == 200 and reply.last["type"] == "result" and elapsed < 20
+    tally(scene, held)
+    assert held, (elapsed, reply.events[-3:])
+
+
 def test_print_counts(scene: Scene) -> None:
     counts = {**scene.counts, "uid": os.getuid()}
     print("\nescape suite:", json.dumps(counts))
-    assert counts["attacks"] == 15 and counts["held"] == counts["attacks"], counts
+    assert counts["attacks"] == 16 and counts["held"] == counts["attacks"], counts
 
 
 def test_hostname_of_this_machine_untouched() -> None:
