@@ -1,38 +1,36 @@
 """Who the Claude Code CLI process runs as, in which namespaces, and its per-session directories.
 
-**Never a root CLI.** Claude Code's sandbox puts each command in a new user namespace. When the CLI runs as root,
-that namespace maps uid 0 to host uid 0, and ``/proc/sys`` inside the sandbox is the host's: a sandboxed
-command could change the host's hostname (``/proc/sys/kernel/hostname``) or open ``/proc/sys/kernel/core_pattern``
-for writing (the kernel runs the program named there as host root on the next crash). The permission checks of
-those files compare the caller's uid with host root (proc(5), ``/proc/sys``), so the only safe answer is a CLI
-that is not root. When the runtime runs as root (local runs, CI, a ``docker run`` without ``USER``), the CLI is
-started through util-linux's ``setpriv`` as :data:`UNPRIVILEGED_UID` (the image's user) — or as the owner of the
-workspace when that is a non-root user — with no supplementary groups and an empty capability bounding set, and
-in its own IPC and UTS namespaces (``unshare --ipc --uts``), so a command can neither see the runtime's SysV
-shared memory nor change the host's name. The wrapper script is::
+The runtime starts the CLI through a wrapper script (:func:`wrapper_script`, util-linux ``unshare``, ``mount`` and
+``setpriv``). What it gives, and why (each point is attacked in ``tests/e2e/test_sandbox_escapes.py``):
 
-    #!/bin/sh
-    exec /usr/bin/unshare --ipc --uts -- /usr/bin/setpriv --reuid U --regid U --clear-groups \\
-        --inh-caps=-all --bounding-set=-all --pdeathsig KILL -- <cli> "$@"
+- **Never a root CLI.** Claude Code's sandbox puts each command in a new user namespace. When the CLI runs as root
+  that namespace maps uid 0 to host uid 0 and ``/proc/sys`` is the host's; the kernel's sysctl permission check
+  compares the caller's euid with global root (``test_perm`` in ``fs/proc/proc_sysctl.c``), so a sandboxed command
+  could rename the host or open ``/proc/sys/kernel/core_pattern`` for writing (the kernel runs the program named
+  there as host root on the next crash). So a root runtime drops the CLI with ``setpriv`` to
+  :data:`UNPRIVILEGED_UID` (the image's user), or to the workspace's owner when that is a non-root user, with no
+  supplementary groups, no capabilities and an empty bounding set. When that is impossible (no util-linux, or
+  that user cannot execute the CLI or enter the workspace), command tools are switched off at start with a message
+  saying why (:func:`root_problem`).
+- **Own mount, IPC and UTS namespaces.** Claude Code's sandbox does not unshare SysV IPC: a command could read the
+  runtime's shared-memory segments and leave new ones behind. A non-root runtime cannot create these namespaces
+  directly, so the wrapper first enters a user namespace mapping only root (to the runtime's uid) to make the bind
+  mount below, then a nested one mapping the runtime's own uid and gid, so the CLI keeps its uid and has no
+  capability; the sandbox's user namespaces nest inside. Probed at start: without user namespaces the CLI runs
+  without this layer (one warning).
+- **One workspace per session.** The session's own copy of the configured workspace (:func:`session_workspace`) is
+  bound over the configured path inside the CLI's mount namespace (``AGENTKIT_SESSION_WORKSPACE`` tells the
+  wrapper which), so the agent, the permission policy and the sandbox settings all use one path while what one
+  session writes never reaches another.
+- **A private temp root per CLI process**: ``/tmp/ak-XXXXXXXX`` (mode 0700, :func:`tempfile.mkdtemp`) as
+  ``CLAUDE_CODE_TMPDIR``. Short on purpose: the CLI puts its sandbox's proxy sockets in
+  ``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one ``/tmp/claude-<uid>`` shared by every session when
+  that path is too long for an ``AF_UNIX`` address. Removed when the CLI process is closed
+  (:func:`release_session_dirs`).
+- ``--pdeathsig=KILL``: the CLI dies with the runtime. setpriv sets it after changing the uid (a uid change clears
+  it, prctl(2)); every step of the wrapper ``exec``s, so the runtime stays the CLI's parent.
 
-(``--pdeathsig`` is applied by setpriv after the uid change, which would otherwise clear it: prctl(2)). When the
-runtime is root but cannot drop (no ``setpriv``/``unshare``, or that user cannot execute the CLI or enter the
-workspace), command tools are switched off at start with a message saying why (:func:`root_problem`).
-
-**Own IPC and UTS namespaces as non-root too.** Claude Code's sandbox does not unshare SysV IPC: without this a
-command could read the runtime's shared-memory segments and leave new ones behind after it ends. A non-root runtime
-cannot create those namespaces directly, so the CLI is started in a new user namespace that maps only the
-runtime's own uid and gid (``unshare --user --map-user=<uid> --map-group=<gid> --ipc --uts``): the CLI keeps its uid
-and has no capability outside; its sandbox's own user namespaces nest inside (checked at start; without user
-namespaces the CLI runs without this layer and a warning is logged).
-
-**Per-session directories.** Each CLI process gets a private temp root ``/tmp/ak-XXXXXXXX`` (mode 0700, made by
-:func:`tempfile.mkdtemp`) as ``CLAUDE_CODE_TMPDIR``. It must be short: the CLI puts its sandbox's proxy sockets in
-``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one shared ``/tmp/claude-<uid>`` for every session when
-that path is too long for an ``AF_UNIX`` address. It is removed when the session's CLI process is closed
-(:func:`release_session_dirs`).
-
-Environment: none read here (the runtime's effective uid decides).
+Environment: ``AGENTKIT_SESSION_WORKSPACE`` is set by the runtime for the wrapper; nothing is read here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
   dir, the CLI config dir, other sessions, ``$HOME`` and its secrets, the runtime's code and any directory beside
   the workspace are not there at all ("No such file or directory"). ``/etc`` is re-opened one entry at a time
   (``/etc/shadow`` stays hidden).
-- **Writes**: only the workspace and the tool temp dir reach the host. A hidden directory is an empty ``tmpfs``:
+- **Writes**: only the workspace (the session's own copy, :mod:`runtime.guard.confine`), the tool temp dir and
+  ``~/.npm/_logs`` in the session's tool ``HOME`` (the CLI opens that one itself) reach the host, all inside the
+  session's own tree (measured by the escape suite). A hidden directory is an empty ``tmpfs``:
   a command may create files in it, they vanish with the command and never reach the host (this is the
   "deny rules made a sibling writable" observation in DESIGN §5 — the write went to the tmpfs). The attack
   suite checks the host, not exit codes.
