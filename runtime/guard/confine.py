@@ -27,6 +27,8 @@ The runtime starts the CLI through a wrapper script (:func:`wrapper_script`, uti
   ``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one ``/tmp/claude-<uid>`` shared by every session when
   that path is too long for an ``AF_UNIX`` address. Removed when the CLI process is closed
   (:func:`release_session_dirs`).
+- **A process limit per CLI process tree** (:data:`PROCESS_LIMIT`, ``prlimit`` inside the CLI's own user
+  namespace): a fork bomb in one session stops there, and other sessions' CLIs still start.
 - ``--pdeathsig=KILL``: the CLI dies with the runtime. setpriv sets it after changing the uid (a uid change clears
   it, prctl(2)); every step of the wrapper ``exec``s, so the runtime stays the CLI's parent.
 
@@ -55,6 +57,9 @@ UNPRIVILEGED_UID = 10001
 TEMP_BASE = "/tmp"  # noqa: S108 - private 0700 directories made by mkdtemp, removed with the session
 #: The longest ``<CLAUDE_CODE_TMPDIR>/claude-<uid>`` the CLI accepts before falling back to a shared directory.
 CLI_TMP_PREFIX_LIMIT = 44
+#: Processes and threads one CLI process tree (the CLI, its sandboxes, every command) may have at once
+#: (``RLIMIT_NPROC`` in the CLI's own user namespace). The CLI itself uses a few dozen threads.
+PROCESS_LIMIT = 512
 WRAPPER_PREFIX = "claude-wrapper"
 
 
@@ -70,6 +75,7 @@ class Confinement:
     own_namespaces: bool = False
     setpriv: str | None = None
     unshare: str | None = None
+    prlimit: str | None = None
 
     @property
     def drops(self) -> bool:
@@ -88,18 +94,20 @@ def confinement_for(workspace: Path, *, root: bool | None = None, timeout_s: flo
     """The confinement for this process (see the module docstring); probes the namespaces it asks for."""
     if not sys.platform.startswith("linux"):
         return Confinement()
-    setpriv, unshare = shutil.which("setpriv"), shutil.which("unshare")
+    setpriv, unshare, prlimit = shutil.which("setpriv"), shutil.which("unshare"), shutil.which("prlimit")
     if is_root() if root is None else root:
         try:
             owner = workspace.stat().st_uid
         except OSError:
             owner = 0
         run_as = owner if owner != 0 else UNPRIVILEGED_UID
-        return Confinement(run_as=run_as, own_namespaces=True, setpriv=setpriv, unshare=unshare)
+        return Confinement(
+            run_as=run_as, own_namespaces=True, setpriv=setpriv, unshare=unshare, prlimit=prlimit
+        )
     if setpriv is None or unshare is None:
         logger.warning("setpriv/unshare missing: the CLI shares the runtime's IPC and UTS namespaces")
         return Confinement()
-    candidate = Confinement(own_namespaces=True, setpriv=setpriv, unshare=unshare)
+    candidate = Confinement(own_namespaces=True, setpriv=setpriv, unshare=unshare, prlimit=prlimit)
     ok, detail = _run_wrapped(candidate, workspace, ["/bin/true"], timeout_s)
     if not ok:
         logger.warning(
@@ -147,35 +155,32 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
     assert c.setpriv is not None and c.unshare is not None and c.wraps
     q = shlex.quote
     mount = shutil.which("mount") or "/bin/mount"
+    uid, gid = (c.run_as, c.run_as) if c.run_as is not None else (os.getuid(), os.getgid())
+    # The CLI's own user namespace, created before the process limit is lowered. Linux counts RLIMIT_NPROC per user
+    # namespace (kernel/ucount.c): the processes inside count against the CLI's limit, the namespace as a whole
+    # against the limit its creator had (unlimited here). So the limit holds per CLI process tree; with a plain
+    # per-uid limit one session's fork bomb would starve every other session of the same uid (both measured:
+    # tests/e2e/test_sandbox_escapes.py, docs/security.md).
+    own_userns = [c.unshare, "--user", f"--map-user={uid}", f"--map-group={gid}", "--"]
+    limit = [c.prlimit, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}", "--"] if c.prlimit else []
+    start = [*own_userns, *limit, c.setpriv, "--pdeathsig=KILL", "--", cli]
     if c.run_as is not None:
         outer = [c.unshare, "--mount", "--ipc", "--uts", "--"]
-        inner = [
+        drop = [
             c.setpriv,
             f"--reuid={c.run_as}",
             f"--regid={c.run_as}",
             "--clear-groups",
             "--inh-caps=-all",
             "--bounding-set=-all",
-            "--pdeathsig=KILL",
             "--",
-            cli,
         ]
+        inner = [*drop, *start]
     else:
-        # The outer user namespace maps only root (to our uid) so that the bind mount can be made; the inner one
-        # turns the process back into our own uid, without capabilities, before the CLI starts.
+        # This user namespace maps only root (to our uid) so that the bind mount can be made; the CLI's own one
+        # (above) turns the process back into our own uid, without capabilities, before the CLI starts.
         outer = [c.unshare, "--user", "--map-root-user", "--mount", "--ipc", "--uts", "--"]
-        uid, gid = os.getuid(), os.getgid()
-        inner = [
-            c.unshare,
-            "--user",
-            f"--map-user={uid}",
-            f"--map-group={gid}",
-            "--",
-            c.setpriv,
-            "--pdeathsig=KILL",
-            "--",
-            cli,
-        ]
+        inner = start
     var = ENV_SESSION_WORKSPACE
     body = (
         f'if [ -n "${{{var}:-}}" ]; then {q(mount)} --bind -- "${var}" {q(str(workspace))} || exit 125; fi; '

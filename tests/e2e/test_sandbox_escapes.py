@@ -17,6 +17,8 @@ Every outcome is observed on the host, never taken from a command's exit code:
   nor in the configured one.
 - **writable paths**: a command tries to create a file in every directory it can see; each one that reached the
   host must be inside the session's own tree (its workspace copy, its tool home, its temp root).
+- **processes**: one session holds as many processes as it can get while another session starts its CLI and runs a
+  command; the host counts the first session's processes.
 - **FIFO**: ``Read`` of a FIFO in the workspace (``readonly`` profile) ends at once instead of at the turn timeout.
 
 Run as root and as the image's user: ``scripts/attacks_as_uid.sh 10001`` runs this file too.
@@ -24,6 +26,7 @@ Run as root and as the image's user: ``scripts/attacks_as_uid.sh 10001`` runs th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -33,6 +36,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -416,7 +420,89 @@ def test_every_writable_path_is_inside_the_sessions_own_tree(scene: Scene) -> No
     assert not foreign, (foreign, reached)
 
 
-# -- 6. a FIFO in the workspace -----------------------------------------------------------------------------------
+# -- 6. processes: one session's fork bomb ---------------------------------------------------------------------
+
+SPAWN = """
+import subprocess, time
+ps = []
+for i in range(%(n)d):
+    try:
+        ps.append(subprocess.Popen(['sleep', %(arg)r]))
+    except OSError as e:
+        print('stopped at', i, e)
+        break
+print('spawned', len(ps), flush=True)
+time.sleep(%(hold)s)
+"""
+
+
+def _count_processes(argv: list[str]) -> int:
+    wanted = "\0".join(argv) + "\0"
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += (entry / "cmdline").read_text() == wanted
+    return count
+
+
+def _tool_output(scene: Scene, tool_id: str) -> str:
+    for request in scene.bedrock.model_requests:
+        content = request.body["messages"][-1]["content"]
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("tool_use_id") == tool_id:
+                text = block.get("content")
+                return text if isinstance(text, str) else json.dumps(text)
+    return ""
+
+
+def test_one_sessions_processes_are_limited_and_do_not_starve_another(scene: Scene) -> None:
+    """Session A holds as many processes as it can get (up to 800) while session B starts a new CLI and runs a
+    command. Two turns overlap, so the stand-in's replies are queued in the order the model calls arrive."""
+    server = scene.server
+    assert server is not None
+    arg = f"29.{secrets.randbelow(10**6):06d}"
+    bedrock = scene.bedrock
+    bedrock.reset()
+    bedrock.enqueue(
+        Reply.message(ToolUse(*py(SPAWN % {"n": 800, "arg": arg, "hold": 15}), id="toolu_procs_a"))
+    )
+    replies: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: replies.setdefault("a", server.invoke("a", session=session_id("procs-a"), timeout=200))
+    )
+    thread.start()
+    peak, last_change, deadline = 0, time.monotonic(), time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the count has risen and then settled
+        count = _count_processes(["sleep", arg])
+        if count > peak:
+            peak, last_change = count, time.monotonic()
+        elif peak and time.monotonic() - last_change > 3:
+            break
+        time.sleep(0.3)
+    # A still holds its processes: a new session's CLI starts and runs a command
+    bedrock.enqueue(Reply.message(ToolUse(*py("print('B-RAN')"), id="toolu_procs_b")), Reply.text("b done"))
+    other = server.invoke("b", session=session_id("procs-b"), timeout=120)
+    still_holding = _count_processes(["sleep", arg])
+    bedrock.enqueue(Reply.text("a done"))
+    thread.join(timeout=200)
+    checks = {
+        "a session's process tree is limited": 0 < peak <= 512,
+        "another session still starts and runs": other.status == 200
+        and "B-RAN" in _tool_output(scene, "toolu_procs_b"),
+    }
+    for held in checks.values():
+        tally(scene, held)
+    assert all(checks.values()), (
+        checks,
+        peak,
+        still_holding,
+        other.events[-2:],
+        _tool_output(scene, "toolu_procs_a"),
+    )
+
+
+# -- 7. a FIFO in the workspace -----------------------------------------------------------------------------------
 
 
 def test_read_of_a_fifo_is_refused_at_once(scene: Scene) -> None:
@@ -443,7 +529,7 @@ def test_read_of_a_fifo_is_refused_at_once(scene: Scene) -> None:
 def test_print_counts(scene: Scene) -> None:
     counts = {**scene.counts, "uid": os.getuid()}
     print("\nescape suite:", json.dumps(counts))
-    assert counts["attacks"] == 16 and counts["held"] == counts["attacks"], counts
+    assert counts["attacks"] == 18 and counts["held"] == counts["attacks"], counts
 
 
 def test_hostname_of_this_machine_untouched() -> None:

@@ -38,12 +38,21 @@ def test_a_root_runtime_drops_the_cli_to_the_workspace_owner_or_the_image_user(t
 
 
 def test_the_wrapper_drops_every_privilege_and_keeps_parent_death(tmp_path: Path) -> None:
-    c = Confinement(run_as=10001, own_namespaces=True, setpriv="/usr/bin/setpriv", unshare="/usr/bin/unshare")
+    c = Confinement(
+        run_as=10001,
+        own_namespaces=True,
+        setpriv="/usr/bin/setpriv",
+        unshare="/usr/bin/unshare",
+        prlimit="/usr/bin/prlimit",
+    )
     script = Path(cli_wrapper("/opt/claude", tmp_path, c, Path("/srv/ws"))).read_text()
     for flag in ("--ipc", "--uts", "--reuid=10001", "--regid=10001", "--clear-groups", "--inh-caps=-all"):
         assert flag in script
     assert "--bounding-set=-all" in script and "--pdeathsig=KILL -- /opt/claude" in script
     assert "--bind" in script and "/srv/ws" in script
+    # the process limit is set inside the CLI's own user namespace, created after the privilege drop
+    order = [script.index(x) for x in ("--reuid=10001", "--map-user=10001", "--nproc=512:512", "--pdeathsig")]
+    assert order == sorted(order)
 
 
 def test_root_problem_names_what_is_missing(tmp_path: Path) -> None:
