@@ -148,7 +148,7 @@ def _sandboxed_definition(
     from dataclasses import replace
 
     from runtime.agent.orphan_guard import bundled_cli
-    from runtime.guard.confine import cli_confinement
+    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement
     from runtime.guard.profiles import effective_definition, probe_sandbox, with_profile
 
     definition = with_profile(definition, settings.agent_profile)
@@ -162,11 +162,16 @@ def _sandboxed_definition(
         status = replace(status, blocked=confined.problem)
     elif confined.confinement.drops:
         logger.info(
-            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces",
+            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces, one workspace and at most "
+            "%d processes per session",
             confined.confinement.run_as,
+            PROCESS_LIMIT,
         )
     elif confined.confinement.own_namespaces:
-        logger.info("the CLI runs in its own user, IPC and UTS namespaces")
+        logger.info(
+            "the CLI runs in its own user, IPC and UTS namespaces, one workspace and at most %d processes per session",
+            PROCESS_LIMIT,
+        )
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
     elif status.available:
