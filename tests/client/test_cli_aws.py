@@ -452,6 +452,20 @@ def test_sessions_stop_access_denied_exits_4(capsys: pytest.CaptureFixture[str])
     assert "access denied" in capsys.readouterr().err
 
 
+def test_sessions_stop_on_a_session_that_is_not_running_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    client = _agentcore()
+    with Stubber(client) as stub:
+        stub.add_client_error(
+            "stop_runtime_session", "ResourceNotFoundException", "Session not found", 404
+        )
+        argv = ["sessions", "stop", SESSION, "--runtime-arn", ARN, "--output", "json"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client)) == 0
+        stub.assert_no_pending_responses()
+    data = json.loads(capsys.readouterr().out)
+    assert data["stopped"] is False and data["already_stopped"] is True
+    assert data["detail"] == "Session not found" and data["runtime_arn"] == ARN
+
+
 def _stack(cfn: Any, name: str, outputs: dict[str, dict[str, Any]]) -> None:
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
