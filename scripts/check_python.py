@@ -20,13 +20,13 @@ def problem(version):
     if MINIMUM <= tuple(version[:2]) < BEYOND:
         return None
     # %-formatting on purpose: this file must parse on any interpreter a user may point make at.
-    found = "%d.%d" % tuple(version[:2])  # noqa: UP031
+    found = "%d.%d" % tuple(version[:2])
     return (
         "Python %s cannot run the kit: it needs Python >= %d.%d and < %d.%d (tested: %s).\n"
         "Install a supported Python and point make at it, for example:\n"
         "  make setup PYTHON=python3.12     (or: make demo PYTHON=/usr/bin/python3.11)\n"
         "On Ubuntu 22.04, whose default is 3.10: sudo apt-get install python3.11 python3.11-venv"
-        % (found, MINIMUM[0], MINIMUM[1], BEYOND[0], BEYOND[1], ", ".join(TESTED))  # noqa: UP031
+        % (found, MINIMUM[0], MINIMUM[1], BEYOND[0], BEYOND[1], ", ".join(TESTED))
     )
 
 
