@@ -455,9 +455,7 @@ def test_sessions_stop_access_denied_exits_4(capsys: pytest.CaptureFixture[str])
 def test_sessions_stop_on_a_session_that_is_not_running_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     client = _agentcore()
     with Stubber(client) as stub:
-        stub.add_client_error(
-            "stop_runtime_session", "ResourceNotFoundException", "Session not found", 404
-        )
+        stub.add_client_error("stop_runtime_session", "ResourceNotFoundException", "Session not found", 404)
         argv = ["sessions", "stop", SESSION, "--runtime-arn", ARN, "--output", "json"]
         assert main(argv, client_factory=Factory(bedrock_agentcore=client)) == 0
         stub.assert_no_pending_responses()

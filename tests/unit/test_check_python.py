@@ -20,7 +20,9 @@ def test_bounds_are_pyprojects_requires_python() -> None:
     assert requires == f">={low},<{high}"
 
 
-@pytest.mark.parametrize(("version", "ok"), [((3, 10), False), ((3, 11), True), ((3, 13), True), ((3, 14), False)])
+@pytest.mark.parametrize(
+    ("version", "ok"), [((3, 10), False), ((3, 11), True), ((3, 13), True), ((3, 14), False)]
+)
 def test_problem_names_the_version_and_the_fix(version: tuple[int, int], ok: bool) -> None:
     message = check_python.problem(version)
     assert (message is None) is ok
@@ -30,7 +32,10 @@ def test_problem_names_the_version_and_the_fix(version: tuple[int, int], ok: boo
 
 def test_the_running_interpreter_passes_quietly() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check_python.py")], capture_output=True, text=True, timeout=30
+        [sys.executable, str(ROOT / "scripts" / "check_python.py")],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode == 0 and proc.stderr == ""
 

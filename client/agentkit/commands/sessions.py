@@ -68,8 +68,13 @@ def run_stop(args: argparse.Namespace, ctx: Context) -> int:
         # Idempotent, so a pipeline's clean-up step can always run it: the session is in the state asked for.
         detail = f": {not_running.detail}" if not_running.detail else ""
         ctx.emit(
-            {"session_id": session_id, "stopped": False, "already_stopped": True, "detail": not_running.detail,
-             **where},
+            {
+                "session_id": session_id,
+                "stopped": False,
+                "already_stopped": True,
+                "detail": not_running.detail,
+                **where,
+            },
             f"session {session_id} was not running (already stopped, expired or never started){detail}",
         )
         return int(ExitCode.OK)
