@@ -17,6 +17,7 @@ not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -47,6 +48,23 @@ _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 def new_session_id() -> str:
     """A fresh runtime session id: ``agentkit-`` + 32 hex digits (41 chars, valid for AgentCore)."""
     return f"agentkit-{uuid.uuid4().hex}"
+
+
+def derive_session_id(key: str) -> str:
+    """A valid runtime session id derived from a short key (``pr-42``, a branch name): the same key always
+    gives the same id, so a pipeline continues one conversation without padding ids to 33 characters.
+
+    The key's safe characters are kept (readable in logs) and a SHA-256 digest makes ids of different keys
+    differ even when their readable parts do.
+
+    Raises:
+        AgentkitError: empty key (usage, exit 2).
+    """
+    if not key.strip():
+        raise usage_error("--session-key must not be empty")
+    readable = re.sub(r"[^A-Za-z0-9._:-]+", "-", key.strip()).strip("-._:")[:160] or "key"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return validate_session_id(f"key-{readable}-{digest}")
 
 
 def validate_session_id(session_id: str) -> str:
