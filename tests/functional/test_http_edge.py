@@ -1,7 +1,7 @@
 """The HTTP edge over real sockets (issue 10, defect 5): nesting, size, methods, chunking — every error follows
 the contract ``{"type": "error", "code", "message"}``, and a huge body is refused without being buffered.
 
-One real ``python -m runtime`` with the default 100,000-character prompt limit and the fake CLI.
+One real ``python -m runtime`` with the default prompt limit (runtime.env.DEFAULT_MAX_PROMPT_CHARS) and the fake CLI.
 """
 
 from __future__ import annotations
