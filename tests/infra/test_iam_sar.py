@@ -5,6 +5,8 @@ accepts such a policy and then denies the call at run time."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.infra import sar
@@ -62,7 +64,7 @@ def test_the_oracle_catches_each_class_of_defect(statement: dict[str, object], e
 
 
 def test_the_oracle_accepts_what_iam_accepts() -> None:
-    good = [
+    good: list[dict[str, Any]] = [
         {"Action": "bedrock:ListInferenceProfiles", "Resource": "*"},
         {
             "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
