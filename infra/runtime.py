@@ -33,9 +33,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra import lifecycle
 from infra.config import PROFILE_REGIONS, AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
 from infra.image_build import ImageSource
-from infra.lifecycle import log_retention, removal_policy
 from infra.model_access import model_access_statements
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
@@ -136,7 +136,7 @@ class AgentRuntime(Construct):
             )
         image.repository.grant_pull(self.role)
 
-        retention, removal = log_retention(settings), removal_policy(settings)
+        retention, removal = lifecycle.log_retention(settings), lifecycle.removal_policy(settings)
         self.application_logs = logs.LogGroup(
             self, "ApplicationLogs", retention=retention, removal_policy=removal
         )

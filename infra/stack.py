@@ -6,9 +6,9 @@ Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSIO
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
-Constructs take their config: the runtime and observability read the validated :class:`AppConfig` themselves;
-the optional front doors, usable in any stack, take one props object each, which ``from_config`` builds from
-the app config. Optional constructs are composed behind config flags: ``webhook.enabled`` ->
+Constructs take their config: image, memory, gateway, runtime and observability read the validated
+:class:`AppConfig`; the optional front doors, usable in any stack, take one props object each, which
+``from_config`` builds from the app config. They are composed behind config flags: ``webhook.enabled`` ->
 ``infra.webhook.IssueWebhook``; ``github_oidc.enabled`` (+ ``repository``) -> ``infra.ci_access.GitHubOidcInvoker``.
 
 Construct ids (``Image``, ``Memory``, ``Gateway``, ``Agent``, ``Observability``, ``GitHubWebhook``,
@@ -28,7 +28,6 @@ from infra import nag
 from infra.config import AppConfig
 from infra.gateway import AgentGateway
 from infra.image_build import image_source
-from infra.lifecycle import log_retention, removal_policy
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
@@ -95,37 +94,9 @@ class AgentKitStack(cdk.Stack):
         # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
         tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
         super().__init__(scope, construct_id, tags=tags, **kwargs)
-        settings = config.settings
-        removal, retention = removal_policy(settings), log_retention(settings)
-
-        image = image_source(
-            self,
-            "Image",
-            mode=config.image_build,
-            directory=image_directory,
-            removal_policy=removal,
-            log_retention=retention,
-        )
-        self.memory = AgentMemory(
-            self,
-            "Memory",
-            name=f"{config.project_name}_{config.stage}_memory",
-            event_expiry_days=settings.memory_event_expiry_days,
-            customer_managed_key=config.memory.customer_managed_key,
-            removal_policy=removal,
-        )
-        self.gateway: AgentGateway | None = None
-        if config.gateway.enabled:
-            self.gateway = AgentGateway(
-                self,
-                "Gateway",
-                name=f"{config.project_name}-{config.stage}-tools",
-                authorizer=config.gateway.authorizer,
-                jwt=config.gateway.jwt,
-                invoice_tools=config.gateway.invoices_tool,
-                removal_policy=removal,
-                log_retention=retention,
-            )
+        image = image_source(self, "Image", config=config, directory=image_directory)
+        self.memory = AgentMemory(self, "Memory", config=config)
+        self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None
         self.agent = AgentRuntime(
             self,
             "Agent",

@@ -14,8 +14,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
+from infra import lifecycle
 from infra.config import AppConfig
-from infra.lifecycle import log_retention, removal_policy
 from infra.webhook_trackers import (
     GitHubSettings,
     GitLabSettings,
@@ -100,8 +100,8 @@ class WebhookProps:
             name_prefix=config.resource_prefix,
             create_secrets=hook.create_secrets,
             metrics_namespace=config.metrics_namespace,
-            log_retention=log_retention(config.settings),
-            removal_policy=removal_policy(config.settings),
+            log_retention=lifecycle.log_retention(config.settings),
+            removal_policy=lifecycle.removal_policy(config.settings),
         )
 
 
