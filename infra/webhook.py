@@ -226,7 +226,7 @@ class IssueWebhook(Construct):
             removal_policy=props.removal_policy,
         )
 
-    # ------------------------------------------------------------------ receiver
+    # ------------------------------------------------------------------ what both functions share
     def _lambda_base(self, props: WebhookProps) -> _LambdaBase:
         runtime = props.python_runtime or lambda_.Runtime.PYTHON_3_14
         arch = props.architecture or lambda_.Architecture.ARM_64
@@ -242,6 +242,7 @@ class IssueWebhook(Construct):
             environment={"POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace, "LOG_LEVEL": "INFO"},
         )
 
+    # ------------------------------------------------------------------ receiver
     def _receiver(self, props: WebhookProps, base: _LambdaBase, tracker_env: dict[str, str]) -> None:
         """The public Function URL: verifies the tracker's signature, enqueues each delivery once."""
         self.receiver = self._function(
