@@ -26,6 +26,9 @@ from pydantic import (
     model_validator,
 )
 
+# ConfigError lives below this module and infra.overrides (which both raise it); importable from here too.
+from infra.errors import ConfigError as ConfigError
+from infra.overrides import apply_overrides
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -58,16 +61,6 @@ PROFILE_ID_PATTERN = re.compile(
 )
 STAGES = ("dev", "prod")
 METRICS_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_./#:-]{1,255}$")
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; ``key`` is its dotted path, ``allowed`` describes valid values."""
-
-    def __init__(self, key: str, message: str, *, allowed: str) -> None:
-        self.key = key
-        self.detail = message
-        self.allowed = allowed
-        super().__init__(f"{key}: {message}; allowed: {allowed}")
 
 
 class _Model(BaseModel):
@@ -440,8 +433,6 @@ def load_config(
         ConfigError: unknown stage, missing stage settings, an unknown override key, or any invalid key (named
             with its dotted path), or a profile that does not serve the deploy Region.
     """
-    from infra.overrides import apply_overrides  # imports this module's models
-
     if stage not in STAGES:
         raise ConfigError("stage", f"{stage!r} is not a stage", allowed=", ".join(STAGES))
     data = dict(raw or {})
@@ -451,7 +442,9 @@ def load_config(
     stage_data = dict(stages[stage])
     stage_overrides = stage_data.pop("overrides", {}) or {}
     merged = {**data, **stage_overrides}
-    merged, stage_data = apply_overrides(merged, stage_data, overrides or {})
+    merged, stage_data = apply_overrides(
+        merged, stage_data, overrides or {}, config_model=AppConfig, stage_model=StageConfig
+    )
     try:
         config = AppConfig.model_validate({**merged, "stage": stage, "settings": stage_data})
     except ValidationError as exc:

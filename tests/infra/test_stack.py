@@ -121,10 +121,11 @@ def test_runtime_construct_refuses_bedrock_endpoint() -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_bedrockagentcore as agentcore
     from aws_cdk import aws_ecr as ecr
-    from aws_cdk import aws_logs as logs
 
-    from infra.config import AuthConfig
+    from infra.config import load_config
+    from infra.image_build import ImageSource
     from infra.runtime import AgentRuntime
+    from tests.infra.conftest import base_context
 
     stack = cdk.Stack(cdk.App(), "S")
     repo = ecr.Repository.from_repository_name(stack, "R", "r")
@@ -132,18 +133,9 @@ def test_runtime_construct_refuses_bedrock_endpoint() -> None:
         AgentRuntime(
             stack,
             "A",
-            runtime_name="x",
-            artifact=agentcore.AgentRuntimeArtifact.from_ecr_repository(repo, "t"),
-            image_repository=repo,
+            config=load_config(base_context()["agentkit"], stage="dev"),
+            image=ImageSource(agentcore.AgentRuntimeArtifact.from_ecr_repository(repo, "t"), repo),
             environment={"AGENTKIT_BEDROCK_ENDPOINT": "http://127.0.0.1:1"},
-            model_profiles=["us.anthropic.claude-sonnet-4-5-20250929-v1:0"],
-            metrics_namespace="N",
-            auth=AuthConfig(),
-            idle_timeout=cdk.Duration.minutes(5),
-            max_lifetime=cdk.Duration.hours(1),
-            log_retention=logs.RetentionDays.ONE_WEEK,
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-            endpoint_name="dev",
         )
 
 
