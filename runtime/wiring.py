@@ -143,9 +143,9 @@ def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
 ) -> tuple[AgentDefinitionSpec, Any]:
     """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
-    from runtime.guard.profiles import effective_definition, probe_sandbox, with_profile
+    from runtime.guard.profiles import probe_sandbox
 
-    definition = with_profile(definition, settings.agent_profile)
+    definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
@@ -153,7 +153,7 @@ def _sandboxed_definition(
         logger.info("sandbox: on (bubblewrap); profile %s", definition.profile)
     else:
         logger.error("sandbox: unavailable, command tools switched off: %s", status.reason)
-    return effective_definition(definition, status), status
+    return definition.for_sandbox(status), status
 
 
 def build_store(settings: Settings, *, on_error: Any = None) -> SpoolingSessionStore | None:
