@@ -121,16 +121,14 @@ class AgentTurnRunner:
         process = session.client
         if process is None:
             return False
-        if process.max_turns != self.max_turns_for(request):  # a lower max_turns needs a CLI started with it
+        limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
+        if process.max_turns != limits.max_turns:  # a lower max_turns needs a CLI started with it
             return True
         if process.max_budget_usd != self.process_budget():
             return True
         # A process close to its cumulative budget is replaced (resuming the session) so that this
         # invocation still has its full budget.
-        invocation = self.deps.budgets.effective_limits(
-            request.max_turns, request.max_budget_usd
-        ).max_budget_usd
-        cap = process.max_budget_usd
+        invocation, cap = limits.max_budget_usd, process.max_budget_usd
         return cap is not None and invocation is not None and process.sdk_cost_baseline + invocation > cap
 
     # -- connect ----------------------------------------------------------------------------------------------
