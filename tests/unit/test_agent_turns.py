@@ -60,6 +60,8 @@ class Setup:
         turn_timeout_s: float = 30.0,
         tracing: Any = None,
         client_factory: Any = None,
+        memory: Any = None,
+        actor_id: str | None = None,
     ) -> None:
         settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
         definition = AgentDefinitionSpec()
@@ -69,7 +71,7 @@ class Setup:
             tracing=tracing or Tracing(),
             model=settings.model,
         )
-        self.accounting = Accounting(store=store, on_store_error=self.observer.store_error)
+        self.accounting = Accounting(store=store, memory=memory, on_store_error=self.observer.store_error)
         self.model = settings.model
         deps = AgentDeps(
             settings=settings,
@@ -89,10 +91,10 @@ class Setup:
             key=SID,
             runtime_session_id="rt-" + "1" * 36,
             claude_session_id=SID,
-            actor_id=None,
+            actor_id=actor_id,
             runner=self.runner,
             account=self.accounting.open(
-                claude_session_id=SID, runtime_session_id="rt-" + "1" * 36, actor_id=None
+                claude_session_id=SID, runtime_session_id="rt-" + "1" * 36, actor_id=actor_id
             ),
             idle_timeout_s=5,
             max_queued=2,
@@ -356,3 +358,43 @@ async def test_request_metadata_goes_on_the_turn_span_and_the_turn_metrics(tmp_p
     assert turn_span.attributes["agentkit.metadata.channel"] == "slack"
     (turn_doc,) = [d for d in s.docs() if "Turns" in d]
     assert turn_doc["Metadata"] == {"ticket": "T-42", "channel": "slack"}
+
+
+# -- long-term memory --------------------------------------------------------------------------------------------
+
+
+class RecordingMemory:
+    def __init__(self) -> None:
+        self.turns: list[dict[str, str]] = []
+
+    async def record_turn(
+        self, *, actor_id: str, session_id: str, user_text: str, assistant_text: str
+    ) -> bool:
+        self.turns.append(
+            {"actor": actor_id, "session": session_id, "user": user_text, "assistant": assistant_text}
+        )
+        return True
+
+
+async def test_a_finished_turn_of_a_known_caller_goes_to_long_term_memory(tmp_path: Path) -> None:
+    memory = RecordingMemory()
+    s = Setup(tmp_path, memory=memory, actor_id="octocat")
+    assert (await s.turn(ScriptedClient(model_call(), result()), TurnRequest(prompt="go")))[
+        "type"
+    ] == "result"
+    await s.accounting.drain()  # the memory write runs in the background, after the reply
+    assert memory.turns == [{"actor": "octocat", "session": SID, "user": "go", "assistant": "done"}]
+
+
+async def test_failed_turns_and_anonymous_callers_leave_no_memory(tmp_path: Path) -> None:
+    memory = RecordingMemory()
+    s = Setup(tmp_path, memory=memory, actor_id="octocat")
+    failed = await s.turn(
+        ScriptedClient(model_call(), result(subtype="error_during_execution", is_error=True))
+    )
+    assert isinstance(failed, Failure) and failed.event["code"] == "execution_error"
+    anonymous = Setup(tmp_path, memory=memory)
+    assert (await anonymous.turn(ScriptedClient(model_call(), result())))["type"] == "result"
+    await s.accounting.drain()
+    await anonymous.accounting.drain()
+    assert memory.turns == []
