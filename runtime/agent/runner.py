@@ -211,7 +211,7 @@ class AgentTurnRunner:
 
     def _hooks_for(self, session: WarmSession[CliProcess]) -> dict[str, list[HookMatcher]]:
         """The observer's tool hooks and, for a known caller, long-term memory recall on each prompt."""
-        hooks = self.deps.observer.tools.hooks()
+        hooks = self.deps.observer.tool_hooks()
         memory = self.deps.memory
         if memory is not None and session.actor_id is not None:
             from runtime.store.recall import make_recall_hook

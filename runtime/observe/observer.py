@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
@@ -24,6 +24,9 @@ from runtime.observe.costs import TurnCost
 from runtime.observe.metrics import DEFAULT_NAMESPACE, BaseMetrics, NullMetrics, TurnRecord
 from runtime.observe.tool_hooks import ToolTelemetry
 from runtime.observe.tracing import Tracing, record_turn_result
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import HookMatcher
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +102,10 @@ class Observer:
         self.tracing = tracing or Tracing()
         self.model = model
         self.tools = ToolTelemetry(self.metrics, self.tracing, clock=clock)
+
+    def tool_hooks(self) -> dict[str, list[HookMatcher]]:
+        """The SDK hooks that time, count and trace every tool call (``PreToolUse``, ``PostToolUse``, ...)."""
+        return self.tools.hooks()
 
     # -- spans --------------------------------------------------------------------------------------------
 
