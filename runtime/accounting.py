@@ -13,7 +13,8 @@ always write the newest totals, so a write finishing late never replaces a newer
 
 Nothing here raises into a turn: store failures are reported through ``on_store_error`` (the observer's
 ``SessionStoreErrors`` metric) and logged. Environment variables: none. IAM: what the store needs
-(``bedrock-agentcore:CreateEvent``/``ListEvents`` for AgentCore Memory, see :mod:`runtime.store.agentcore`).
+(for AgentCore Memory ``bedrock-agentcore:CreateEvent``, ``ListEvents`` and ``DeleteEvent``: the state is an
+event, older ones are pruned; see :mod:`runtime.store.agentcore`).
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ class Turn:
         """Send the prompt and emit the reply's events until its ``ResultMessage``.
 
         Raises:
-            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT_S``.
+            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT``.
             AgentProcessError: the CLI exited or closed its output before the result.
         """
         client = self.process.client
