@@ -12,7 +12,7 @@ checks share the GIL with the import, which Python hands over every 5 ms) run, i
 4. the OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`). Last, because a new session's first
    invocation arrives right after ``/ping`` (AgentCore starts the microVM for it): the SDK import and the
    wiring are on its path, the tracer provider is needed only when its first span starts — after the CLI
-   process was spawned, so the set-up overlaps the CLI's own start-up (``Telemetry.spans_ready`` waits for
+   process was spawned, so the set-up overlaps the CLI's own start-up (``Observer.spans_ready`` waits for
    it there). A new session's first ``session.load`` span, started before the set-up ends, is not exported.
 
 Every step is best-effort: a failure is logged and the first invocation does the work (and reports the error).

@@ -15,7 +15,7 @@ is set explicitly. The HTTP server span the Starlette instrumentation used to ma
 own ``invoke_agent`` span, parented on the trace context AgentCore sends (:mod:`runtime.observe.baggage`).
 
 Spans started before the set-up finishes would go to the no-op provider: a turn waits for :func:`wait_ready`
-(bounded) before its first span (``Telemetry.spans_ready``). Under the old wrapper (a real tracer
+(bounded) before its first span (``Observer.spans_ready``). Under the old wrapper (a real tracer
 provider is already installed) nothing is done.
 """
 
