@@ -82,6 +82,11 @@ class AgentRuntime(Construct):
         request_headers: custom headers allow-listed through to the container (e.g. the actor header).
         marketplace_product_ids: extra foundation model id → AWS Marketplace product id entries (models newer
             than ``infra.model_access.MARKETPLACE_PRODUCT_IDS``).
+        platform_version: ``v1`` | ``v2``, always rendered as the Runtime's ``PlatformVersion`` (``V1``/``V2``):
+            left unset, CloudFormation gets the service's default, which differs by Region and date.
+        session_storage_mount: mount path of AgentCore session storage (Preview), or None for none. The L2
+            ``Runtime`` (aws-cdk-lib 2.275) has no property for it, so ``FilesystemConfigurations`` is set on the
+            underlying ``CfnRuntime`` (an escape hatch).
     """
 
     def __init__(
@@ -103,10 +108,14 @@ class AgentRuntime(Construct):
         endpoint_name: str,
         request_headers: Sequence[str] = (),
         marketplace_product_ids: Mapping[str, str] | None = None,
+        platform_version: str = "v2",
+        session_storage_mount: str | None = None,
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        if platform_version not in ("v1", "v2"):
+            raise ValueError(f"platform_version must be 'v1' or 'v2', not {platform_version!r}")
         if "AGENTKIT_BEDROCK_ENDPOINT" in environment:
             raise ValueError("AGENTKIT_BEDROCK_ENDPOINT is a local test stand-in and must not be deployed")
         stack = cdk.Stack.of(self)
@@ -169,6 +178,7 @@ class AgentRuntime(Construct):
             authorizer_configuration=self._authorizer(auth),
             network_configuration=network,
             protocol_configuration=agentcore.ProtocolType.HTTP,
+            platform_version=agentcore.PlatformVersion.of(platform_version.upper()),
             lifecycle_configuration=agentcore.LifecycleConfiguration(
                 idle_runtime_session_timeout=idle_timeout, max_lifetime=max_lifetime
             ),
@@ -189,6 +199,12 @@ class AgentRuntime(Construct):
                 ),
             ],
         )
+        if session_storage_mount:
+            cfn_runtime = self.runtime.node.default_child
+            assert isinstance(cfn_runtime, agentcore.CfnRuntime)
+            cfn_runtime.add_property_override(
+                "FilesystemConfigurations", [{"SessionStorage": {"MountPath": session_storage_mount}}]
+            )
         # The runtime must not be created before its role can pull the image and write logs.
         self.runtime.node.add_dependency(self.role)
         self.endpoint = self.runtime.add_endpoint(endpoint_name, description=f"{endpoint_name} endpoint")
