@@ -157,9 +157,9 @@ def wait_ready(timeout: float = 10.0) -> bool:
     return True if setup is None else setup.wait(timeout)
 
 
-def refresh_instance_resource(instance_id: str) -> int:
-    """Set ``service.instance.id`` of the installed tracer and logger providers to ``instance_id``. Returns how
-    many providers were updated (0 without the OpenTelemetry SDK or with no-op providers).
+def refresh_instance_resource(instance_id: str, providers: list[object] | None = None) -> int:
+    """Set ``service.instance.id`` of ``providers`` (default: the installed tracer and logger providers) to
+    ``instance_id``. Returns how many were updated (0 without the OpenTelemetry SDK or with no-op providers).
 
     The SDK renews this attribute only in its at-fork handler (``TracerProvider._handle_fork``), which a snapshot
     restore never runs; the same private ``_update_resource`` that handler uses is called here
@@ -170,13 +170,14 @@ def refresh_instance_resource(instance_id: str) -> int:
         from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, Resource
     except ImportError:
         return 0
-    providers: list[object] = [trace.get_tracer_provider()]
-    try:
-        from opentelemetry import _logs
+    if providers is None:
+        providers = [trace.get_tracer_provider()]
+        try:
+            from opentelemetry import _logs
 
-        providers.append(_logs.get_logger_provider())
-    except ImportError:
-        pass
+            providers.append(_logs.get_logger_provider())
+        except ImportError:
+            pass
     updated = 0
     for provider in providers:
         update = getattr(provider, "_update_resource", None)
