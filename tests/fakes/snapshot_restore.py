@@ -52,9 +52,12 @@ def _write(out: Path, data: dict[str, object]) -> None:
 def main(argv: list[str]) -> int:
     out = Path(argv[0])
     ports = [int(p) for p in argv[1:]]
+    import logging
+
     from runtime.__main__ import prepare
     from runtime.http_limits import ContractH11Protocol
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # as main()
     app, settings = prepare()
     threads = [t.name for t in threading.enumerate()]
     initialised: dict[str, object] = {

@@ -103,3 +103,33 @@ def test_v2_start_up_that_cannot_complete_exits_instead_of_reporting_healthy(tmp
     assert done.returncode == 2
     assert "start-up step 'services' failed" in done.stderr
     assert "platform v2" in done.stderr
+
+
+PREPARE = """
+import json, sys, threading
+from runtime.__main__ import prepare
+app, settings = prepare()
+print(json.dumps({"version": settings.platform_version, "sdk_imported": "claude_agent_sdk" in sys.modules,
+                  "services_built": app.state.runtime.services is not None,
+                  "threads": threading.active_count()}))
+"""
+
+
+def test_what_is_done_before_listening_follows_the_platform_version(tmp_path: Path) -> None:
+    """v1: nothing heavy before the server listens (the warm-up starts with it, in the background); v2: all of it,
+    and no start-up thread left running when AgentCore takes the snapshot."""
+    results = {}
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        out = subprocess.run(
+            [sys.executable, "-c", PREPARE],
+            cwd=ROOT,
+            env=_v2_env(tmp_path / version, AGENTKIT_PLATFORM_VERSION=version),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        results[version] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["v1"] == {"version": "v1", "sdk_imported": False, "services_built": False, "threads": 1}
+    assert results["v2"] == {"version": "v2", "sdk_imported": True, "services_built": True, "threads": 1}
