@@ -57,7 +57,9 @@ def main(argv: list[str]) -> int:
     from runtime.__main__ import prepare
     from runtime.http_limits import ContractH11Protocol
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # as main()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )  # as main()
     app, settings = prepare()
     threads = [t.name for t in threading.enumerate()]
     initialised: dict[str, object] = {
