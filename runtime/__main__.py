@@ -158,8 +158,8 @@ def _initialise(app: Any, settings: Settings) -> list[Any]:
 
     initialise(
         [
-            ("cli_pages", lambda: _cli_pages(settings, read=True)),
             ("sdk_import", import_sdk),
+            ("cli_pages", lambda: _cli_pages(settings, read=True)),
             ("aws_models", aws.warm),
             ("services", services),
             ("otel", otel.run),

@@ -2,15 +2,16 @@
 
 **Platform V2** (``AGENTKIT_PLATFORM_VERSION=v2``): AgentCore snapshots the process at its first healthy ``/ping``
 and restores every new session from that image, so everything reusable is done *before* the server listens, in
-the main thread, by :func:`initialise` (the steps below, in order, plus the AWS service models, see
-:func:`runtime.aws.warm`); ``/ping`` is then healthy only once the process is fully initialised, and no
-start-up thread is mid-flight when the image is taken. The CLI binary is read through, so its pages are in the
-image's page cache. AgentCore allows 120 s from start to a healthy ``/ping`` (developer guide,
-``runtime-v2-optimize``); ``benchmarks/platform_v2.py`` measures what this takes. Nothing here produces a
-per-session value: those are renewed after a restore (:mod:`runtime.restore`).
+the main thread, by :func:`initialise` (the SDK import, the CLI binary, the AWS service models — see
+:func:`runtime.aws.warm` —, the object graph, the OpenTelemetry set-up); ``/ping`` is then healthy only once
+the process is fully initialised, and no start-up thread is mid-flight when the image is taken. The CLI binary
+is read through, so its pages are in the image's page cache. AgentCore allows 120 s from start to a healthy
+``/ping`` (developer guide, ``runtime-v2-optimize``); ``benchmarks/platform_v2.py`` measures what this takes.
+Nothing here produces a per-session value: those are renewed after a restore (:mod:`runtime.restore`).
 
-**Platform V1** (default): daemon threads started with the server (uvicorn binds once the lifespan start-up returns; the first health
-checks share the GIL with the import, which Python hands over every 5 ms) run, in order:
+**Platform V1** (default): daemon threads started with the server (uvicorn binds once the lifespan start-up
+returns; the first health checks share the GIL with the import, which Python hands over every 5 ms) run, in
+order:
 
 1. (a thread of its own) the CLI binary's pages: the bundled CLI is a ~380 MB executable; the kernel is asked
    to read it ahead (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in
