@@ -38,11 +38,8 @@ logger = logging.getLogger(__name__)
 _hooks: list[tuple[str, Callable[[], object]]] = []
 _lock = threading.Lock()
 _done = False
-#: Identifies this restored instance in telemetry (``agentkit.instance.id``); renewed by :func:`refresh`.
+#: Identifies this process as it runs now (``service.instance.id`` in telemetry); renewed by :func:`refresh`.
 _instance_id = uuid.uuid4().hex
-#: Wall-clock time of the last refresh (the process's own start otherwise): a start-up timestamp that would
-#: otherwise come from the image.
-started_at = time.time()
 
 
 def on_restore(name: str, hook: Callable[[], object]) -> Callable[[], None]:
@@ -80,7 +77,7 @@ def check() -> bool:
 
 def refresh() -> dict[str, float]:
     """Renew every per-session value now; returns the milliseconds each step took."""
-    global _instance_id, started_at
+    global _instance_id
     timings: dict[str, float] = {}
 
     def step(name: str, fn: Callable[[], object]) -> None:
@@ -92,7 +89,6 @@ def refresh() -> dict[str, float]:
         timings[name] = (time.perf_counter() - begun) * 1000
 
     _instance_id = uuid.uuid4().hex
-    started_at = time.time()
     step("random", _reseed_random)
     step("openssl", _reseed_openssl)
     step("aws", _reset_aws)
