@@ -8,12 +8,12 @@ runtime.
 IAM actions granted to the execution role (resource in brackets):
     bedrock:InvokeModel, bedrock:InvokeModelWithResponseStream  [configured inference profiles + the
         foundation models behind them in the profile's Regions]
-    bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [inference-profile/* here]
+    bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [* — no resource types]
     aws-marketplace:Subscribe [* with condition aws-marketplace:ProductId in the configured models' products]
     aws-marketplace:ViewSubscriptions [* only]  (first use of a Claude model: see infra/model_access.py)
     logs:CreateLogGroup, logs:DescribeLogStreams, logs:CreateLogStream, logs:PutLogEvents
         [/aws/bedrock-agentcore/runtimes/<runtime_name>-*]
-    logs:DescribeLogGroups [log-group:* — a list call, cannot be scoped]
+    logs:DescribeLogGroups [* — no resource types in the Service Authorization Reference]
     xray:PutTraceSegments, xray:PutTelemetryRecords, xray:GetSamplingRules, xray:GetSamplingTargets  [* only]
     cloudwatch:PutMetricData  [* with condition cloudwatch:namespace = our namespace]
     bedrock-agentcore:GetWorkloadAccessToken*  [workload identity named after this runtime]
@@ -244,18 +244,8 @@ class AgentRuntime(Construct):
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[f"{log_group_arn}:log-stream:*"],
             ),
-            iam.PolicyStatement(
-                sid="DescribeLogGroups",
-                actions=["logs:DescribeLogGroups"],
-                resources=[
-                    stack.format_arn(
-                        service="logs",
-                        resource="log-group",
-                        resource_name="*",
-                        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
-            ),
+            # No resource types in the Service Authorization Reference: IAM matches it only on "*".
+            iam.PolicyStatement(sid="DescribeLogGroups", actions=["logs:DescribeLogGroups"], resources=["*"]),
             iam.PolicyStatement(
                 sid="XRayWrite",
                 actions=[

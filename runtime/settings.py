@@ -20,7 +20,7 @@ Environment variables (all optional):
 ``AGENTKIT_MODEL``              Bedrock inference profile id or ARN (main model)
 ``AGENTKIT_SMALL_MODEL``        inference profile for the CLI's fast/small slot (haiku)
 ``AGENTKIT_BEDROCK_ENDPOINT``   local Bedrock Runtime stand-in URL; never set in deployed stacks
-``AGENTKIT_MAX_PROMPT_CHARS``   largest accepted prompt (default ``100000``)
+``AGENTKIT_MAX_PROMPT_CHARS``   largest accepted prompt (default ``200000``: a 190 kB review diff fits)
 ``AGENTKIT_TURN_TIMEOUT``       seconds one turn may take (default ``600``)
 ``AGENTKIT_IDLE_TIMEOUT``       seconds before an idle warm session is closed (default ``900``)
 ``AGENTKIT_MAX_QUEUED``         invocations that may wait on one session (default ``8``)
@@ -59,6 +59,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.env import (
+    DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
@@ -168,7 +169,7 @@ class Settings(BaseModel):
     model: str = DEFAULT_MODEL
     small_model: str = DEFAULT_SMALL_MODEL
     bedrock_endpoint: str | None = None
-    max_prompt_chars: int = Field(default=100_000, gt=0)
+    max_prompt_chars: int = Field(default=DEFAULT_MAX_PROMPT_CHARS, gt=0)
     turn_timeout_s: float = Field(default=600.0, gt=0)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_queued: int = Field(default=8, gt=0)
