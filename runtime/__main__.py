@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger(__name__).info(
         "agentkit runtime on %s:%s (model %s)", settings.host, settings.port, settings.model
     )
-    from runtime.http_limits import ContractH11Protocol
+    from runtime.http_edge import ContractH11Protocol
 
     app.run(port=settings.port, host=settings.host, http=ContractH11Protocol)
     return 0

@@ -1,6 +1,6 @@
 """A caller that leaves mid-turn: interrupt the turn so it stops spending, count it, keep the session.
 
-The HTTP edge (:mod:`runtime.http_limits`) sets the request's ``abandoned`` event when the client goes away
+The HTTP edge (:mod:`runtime.http_edge`) sets the request's ``abandoned`` event when the client goes away
 before its reply is complete (SSE or JSON). A turn still waiting in the session's queue is then skipped; a
 running one gets the SDK client's ``interrupt()`` — the CLI ends the turn with an interrupted result at its
 next step, its spend so far is counted as usual, and the warm client stays connected for the next turn.
