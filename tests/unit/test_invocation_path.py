@@ -15,7 +15,7 @@ import pytest
 from starlette.requests import Request
 
 import runtime.server
-from runtime.protocol import InvocationRequest
+from runtime.protocol import InvocationRequest, TextEvent
 from tests.fakes.runtime_server import SESSION_HEADER, session_id
 from tests.unit.test_server_errors import OK, ScriptedRunner, _client
 
@@ -66,7 +66,7 @@ def test_the_body_is_decoded_and_validated_once_and_the_session_id_checked_once(
 
 
 def test_streamed_and_json_replies_carry_the_same_result(tmp_path: Path) -> None:
-    text = {"type": "text", "text": "héllo ✓"}
+    text: TextEvent = {"type": "text", "text": "héllo ✓"}
     with _client(tmp_path, ScriptedRunner([text, OK])) as client:
         streamed = client.post(
             "/invocations", json={"prompt": "hi"}, headers={SESSION_HEADER: session_id("s")}
