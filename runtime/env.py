@@ -44,3 +44,8 @@ ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
 
 #: The CloudWatch namespace of the agent's metrics unless configured (runtime, stack config, webhook, IAM).
 DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
+
+#: The largest prompt the runtime accepts unless ``AGENTKIT_MAX_PROMPT_CHARS`` says otherwise: room for a
+#: pull-request review of a 190 kB diff (the ready workflow's cut) plus its instructions, about 50k tokens,
+#: well inside the model's context next to Claude Code's own system prompt and tools.
+DEFAULT_MAX_PROMPT_CHARS = 200_000

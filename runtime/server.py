@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from runtime.app_adapter import AgentCoreAdapter
+from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
 from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
@@ -74,7 +75,7 @@ class Invocation:
 class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` behind the HTTP edge, answering ``POST /invocations`` itself."""
 
-    max_prompt_chars: int = 100_000
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     _guard: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

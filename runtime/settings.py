@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.env import (
+    DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
@@ -169,7 +170,10 @@ class Settings(BaseModel):
         "deployed stack",
     )
     max_prompt_chars: int = setting(
-        ENV_MAX_PROMPT_CHARS, 100_000, "largest prompt accepted (HTTP 413 above)", gt=0
+        ENV_MAX_PROMPT_CHARS,
+        DEFAULT_MAX_PROMPT_CHARS,
+        "largest prompt accepted (HTTP 413 above); the default fits a pull-request review of a 190 kB diff",
+        gt=0,
     )
     turn_timeout_s: float = setting(
         ENV_TURN_TIMEOUT,
