@@ -33,8 +33,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     from runtime.config_reference import help_table
 
     epilog = (
-        "environment variables (all optional; an option wins over its variable, a variable over the default; "
-        "docs/configuration.md has the same table):\n"
+        "environment variables (all optional; an option wins over its variable, a variable over the\n"
+        "default; docs/configuration.md has the same table):\n"
         f"{help_table()}\n\n"
         "Serves POST /invocations and GET /ping (the AgentCore contract); locally also POST /stopruntimesession."
     )
