@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 _END = object()
 _STREAM = object()
@@ -60,11 +59,10 @@ class LoopStream(Generic[T]):
         self._future.cancel()
 
 
-async def start_on(
-    loop: asyncio.AbstractEventLoop, start: Callable[[], Awaitable[R | AsyncIterator[T]]]
-) -> R | LoopStream[T]:
+async def start_on(loop: asyncio.AbstractEventLoop, start: Callable[[], Awaitable[Any]]) -> Any:
     """Run ``start()`` on ``loop``. Its result comes back as it is, unless it is an async iterator: then the
-    iterator runs on ``loop`` and its items arrive here through the returned :class:`LoopStream`.
+    iterator runs on ``loop`` and its items arrive here through the returned :class:`LoopStream` (the caller
+    tells the two apart with ``isinstance``).
 
     Raises:
         whatever ``start()`` raises (an exception while iterating is raised by the stream instead).
@@ -107,5 +105,5 @@ async def start_on(
     if isinstance(head, _Raised):
         raise head.exc
     if isinstance(head, _Answer):
-        return head.value  # type: ignore[no-any-return]
+        return head.value
     return LoopStream(inbox, future)
