@@ -11,6 +11,8 @@
   :meth:`~AgentCoreAdapter.request_context` exposes it.
 - ``_ensure_worker_loop()`` is the event loop async entrypoints run on; :meth:`~AgentCoreAdapter.worker_loop`
   exposes it (the warm clients live there, and shutdown must close them on the loop that owns them).
+- ``_last_status_update_time`` is the ``time_of_last_update`` ``/ping`` reports, set when the app is built;
+  :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.restore`).
 
 ``tests/unit/test_app_adapter.py`` fails when bedrock-agentcore changes these methods' signatures or behaviour.
 """
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.requests import Request
@@ -34,6 +37,10 @@ class AgentCoreAdapter(BedrockAgentCoreApp):
     def request_context(self, request: Request) -> RequestContext:
         """bedrock-agentcore's context of ``request`` (session id, forwarded headers), its context variables set."""
         return self._build_request_context(request)
+
+    def reset_ping_clock(self) -> None:
+        """Make ``/ping``'s ``time_of_last_update`` now (a restored process would report the image's time)."""
+        self._last_status_update_time = time.time()
 
     def worker_loop(self) -> asyncio.AbstractEventLoop:
         """The event loop the async entrypoint runs on (started if needed)."""

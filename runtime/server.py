@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
@@ -152,6 +153,7 @@ class Runtime:
     async def answer(self, call: Invocation) -> Response | AsyncIterator[TurnItem]:
         """On the worker loop: queue the turn on its session. Returns the error reply of a turn that cannot
         start, the JSON reply of a non-streaming turn, or the events of a streaming one."""
+        restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
         try:
             services = await self._services()
             from runtime.sessions import TurnRequest

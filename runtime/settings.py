@@ -45,6 +45,7 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_PLATFORM_VERSION,
     ENV_PORT,
     ENV_PRICES,
     ENV_RECALL_NAMESPACES,
@@ -243,6 +244,13 @@ class Settings(BaseModel):
         None,
         "`readonly` or `developer`: overrides the agent definition's `profile`",
         shown="the definition's `profile`",
+    )
+    # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
+    platform_version: Literal["v1", "v2"] = setting(
+        ENV_PLATFORM_VERSION,
+        "v1",
+        "`v1`: answer `/ping` at once and warm up in the background; `v2`: warm up fully before listening "
+        "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
 
     @field_validator("prices")
