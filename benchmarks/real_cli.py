@@ -51,7 +51,7 @@ from _harness import (
     write_hello_app,
 )
 
-from tests.fakes.runtime_server import session_id
+from harness.runtime_server import session_id
 
 
 def raw_client_options(setup: CliSetup, workspace: Path) -> Any:

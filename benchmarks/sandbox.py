@@ -27,10 +27,10 @@ from pathlib import Path
 
 from _harness import banner, cli_setup, describe, median, ms, start_server, verdict, warm_turn
 
+from harness.runtime_server import session_id
+from harness.sandbox_tools import path_without_sandbox_tools
 from standins import Reply
 from standins.replies import ToolUse
-from tests.e2e.test_sandbox_startup import path_without_sandbox_tools
-from tests.fakes.runtime_server import session_id
 
 TARGET_RATIO = 1.15
 

@@ -31,7 +31,7 @@ from _harness import (
     warm_turn,
 )
 
-from tests.fakes.runtime_server import session_id
+from harness.runtime_server import session_id
 
 TARGET_RATIO = 3.0
 

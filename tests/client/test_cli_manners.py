@@ -19,9 +19,9 @@ from moto import mock_aws
 from agentkit import __version__
 from agentkit.aws import boto3_client_factory
 from agentkit.cli import main
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
 from tests.client.conftest import subprocess_env
 from tests.client.test_cli_aws import ARN, SESSION, Factory, _agentcore, _invoke_params, _sse_response
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_AWS_ENV = {  # a machine with no AWS configuration at all

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness import fake_claude as fc
 from runtime.agent.client_state import AgentClientState
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.turn import AgentDeps, AgentTurnRunner
@@ -35,7 +36,6 @@ from runtime.protocol import Failure, TurnItem
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
-from tests.fakes import fake_claude as fc
 
 pytestmark = pytest.mark.anyio
 
