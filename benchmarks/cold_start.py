@@ -1,4 +1,4 @@
-"""Cold-path benchmark (issue 15, targets 1, 2 and 4): start → ``/ping``, first turn of a new session in a fresh
+"""Cold-path benchmark: start → ``/ping``, first turn of a new session in a fresh
 process, and memory — the bundled Claude Code CLI against the local Bedrock stand-in.
 
 In one run, interleaved (one of each per round, so machine noise hits all alike):

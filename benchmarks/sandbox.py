@@ -1,4 +1,4 @@
-"""Sandbox benchmark (issue 11, item 7): what the OS sandbox costs per Bash call and per warm tool turn.
+"""Sandbox benchmark: what the OS sandbox costs per Bash call and per warm tool turn.
 
 In one run, with the real bundled CLI against the local Bedrock stand-in, three runtime servers
 (``python -m runtime``):

@@ -37,7 +37,9 @@ def python_files_outside_tests() -> list[Path]:
 
 def test_nothing_outside_tests_imports_the_test_suite() -> None:
     files = python_files_outside_tests()
-    assert any(p.parts[-2:] == ("scripts", "demo.py") for p in files)  # the scan sees the demo and the benchmarks
+    assert any(
+        p.parts[-2:] == ("scripts", "demo.py") for p in files
+    )  # the scan sees the demo and the benchmarks
     assert any(p.parent.name == "benchmarks" for p in files)
     offenders = [hit for p in files for hit in _imports_of_tests(p)]
     assert not offenders, offenders
