@@ -5,6 +5,8 @@ Regenerate with ``.venv/bin/python -m harness.docs_tables`` after changing the c
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness import docs_tables
@@ -63,3 +65,47 @@ def test_check_mode_reports_a_stale_page(tmp_path, monkeypatch: pytest.MonkeyPat
     assert docs_tables.main([]) == 0
     assert "`invalid_request`" in (docs / "page.md").read_text(encoding="utf-8")
     assert docs_tables.main(["--check"]) == 0
+
+
+def _cdk_settings_rows() -> list[str]:
+    text = (docs_tables.ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = text.split("## Settings (`cdk.json`)", 1)[1].split("\n## ", 1)[0]
+    return [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+
+
+def test_the_cdk_settings_table_names_every_config_field_and_only_those() -> None:
+    """docs/deploy.md's cdk.json table against infra.config.AppConfig: every top-level field has a row, and every
+    key a row names (``a.b``, ``a.*``, ``stages.<stage>``) resolves to a field of the model."""
+    from pydantic import BaseModel
+
+    from infra.config import AppConfig, StageConfig
+
+    named: set[str] = set()
+    for cell in _cdk_settings_rows():
+        for key in re.findall(r"`([a-z_.*<>]+)`", cell):
+            named.add(key)
+            if key == "stages.<stage>":
+                continue  # the stage settings: StageConfig, checked below
+            model: type[BaseModel] = AppConfig
+            for part in key.split("."):
+                if part == "*":
+                    break
+                assert part in model.model_fields, (
+                    f"docs/deploy.md names `{key}`, which infra.config does not have"
+                )
+                annotation = model.model_fields[part].annotation
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                    model = annotation
+    documented_top = {key.split(".")[0] for key in named}
+    # `stage` is the -c stage=... choice and `settings` the chosen stage's values: both come from stages.<stage>.
+    fields = set(AppConfig.model_fields) - {"stage", "settings"}
+    assert fields <= documented_top, (
+        f"settings without a row in docs/deploy.md: {sorted(fields - documented_top)}"
+    )
+    stage_cell = next(c for c in _cdk_settings_rows() if "stages.<stage>" in c)
+    row = next(
+        line
+        for line in (docs_tables.ROOT / "docs" / "deploy.md").read_text().splitlines()
+        if stage_cell in line
+    )
+    assert set(StageConfig.model_fields) <= set(re.findall(r"`([a-z_0-9]+)`", row))
