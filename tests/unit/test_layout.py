@@ -54,5 +54,7 @@ def test_the_harness_does_not_import_the_test_suite() -> None:
 def test_the_readme_fits_on_a_screen_and_keeps_the_two_commands() -> None:
     """Reference material lives in docs/; the README's quick start stays ``make demo`` and ``make test``."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.encode()) <= 12 * 1024, f"README.md is {len(readme.encode())} bytes; move detail to docs/"
+    assert len(readme.encode()) <= 12 * 1024, (
+        f"README.md is {len(readme.encode())} bytes; move detail to docs/"
+    )
     assert "make demo" in readme and "make test" in readme
