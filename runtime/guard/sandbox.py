@@ -11,10 +11,10 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
   (``/etc/shadow`` stays hidden).
 - **Writes**: only the workspace (the session's own copy, :mod:`runtime.guard.confine`), the tool temp dir and
   ``~/.npm/_logs`` in the session's tool ``HOME`` (the CLI opens that one itself) reach the host, all inside the
-  session's own tree (measured by the escape suite). A hidden directory is an empty ``tmpfs``:
-  a command may create files in it, they vanish with the command and never reach the host (this is the
-  "deny rules made a sibling writable" observation in DESIGN §5 — the write went to the tmpfs). The attack
-  suite checks the host, not exit codes.
+  session's own tree (measured by ``tests/e2e/test_sandbox_escapes.py``). A hidden directory is an empty
+  ``tmpfs``: a command may create files in it, they vanish with the command and never reach the host. So a write
+  that "succeeds" beside the workspace is not an escape: it went to the tmpfs. The attack suites therefore check
+  the host, not exit codes.
 - **Network**: the sandbox has its own network namespace; egress only through the CLI's proxy, which with
   ``strictAllowlist`` and an empty ``allowedDomains`` refuses every host.
 - ``allowUnsandboxedCommands: false`` (``dangerouslyDisableSandbox`` is ignored) and ``failIfUnavailable: true``

@@ -28,7 +28,7 @@ from runtime.guard.confine import (
     session_workspace,
 )
 from runtime.guard.policy import PermissionPolicy
-from runtime.guard.profiles import HOST_FILE_TOOLS, SandboxStatus, effective_definition, with_profile
+from runtime.guard.profiles import HOST_FILE_TOOLS, SandboxStatus
 
 
 def test_a_root_runtime_drops_the_cli_to_the_workspace_owner_or_the_image_user(tmp_path: Path) -> None:
@@ -99,17 +99,17 @@ def test_temp_roots_are_short_private_and_removed(tmp_path: Path) -> None:
 
 
 def test_developer_profile_has_no_host_side_file_tools() -> None:
-    dev = with_profile(AgentDefinitionSpec(builtin_tools=("Read", "Glob", "Grep", "Bash")), "developer")
-    on = effective_definition(dev, SandboxStatus("required", available=True))
+    dev = AgentDefinitionSpec(builtin_tools=("Read", "Glob", "Grep", "Bash")).with_profile("developer")
+    on = dev.for_sandbox(SandboxStatus("required", available=True))
     assert not HOST_FILE_TOOLS & (set(on.builtin_tools) | on.permitted_tools) and "Bash" in on.builtin_tools
-    readonly = effective_definition(AgentDefinitionSpec(), SandboxStatus("required", available=True))
+    readonly = AgentDefinitionSpec().for_sandbox(SandboxStatus("required", available=True))
     assert {"Read", "Glob", "Grep"} <= set(readonly.builtin_tools)
 
 
 def test_blocked_commands_switch_bash_off_even_with_the_sandbox_off() -> None:
     blocked = SandboxStatus("off", available=False, blocked="root cannot drop")
     assert not blocked.commands_enabled
-    assert "Bash" not in effective_definition(AgentDefinitionSpec(), blocked).builtin_tools
+    assert "Bash" not in AgentDefinitionSpec().for_sandbox(blocked).builtin_tools
 
 
 def test_policy_refuses_background_commands(tmp_path: Path) -> None:
