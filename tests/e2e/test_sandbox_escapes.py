@@ -316,6 +316,27 @@ for d in {tempfile.gettempdir(), '/tmp', '/tmp/claude-%d' % os.getuid()}:
 """
 
 
+def _find_in_tmp(name: str, depth: int = 2) -> list[str]:
+    """``name`` up to ``depth`` directories below the host's /tmp (where the CLI's shared fallback dir would be);
+    entries other processes remove meanwhile are skipped (the machine is shared)."""
+    found, level = [], [Path("/tmp")]
+    for _ in range(depth):
+        below = []
+        for directory in level:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.name == name:
+                        found.append(entry.path)
+                    elif entry.is_dir(follow_symlinks=False):
+                        below.append(Path(entry.path))
+        level = below
+    return found + [str(d / name) for d in level if _exists(d / name)]
+
+
 def test_sessions_do_not_share_temp_dirs_and_temp_goes_with_the_session(scene: Scene) -> None:
     leave = LEAVE % {"mark": MARK, "canary": scene.canaries["tmp"]}
     (first,) = run(scene, "tmp-a", [py(leave)])
@@ -328,8 +349,7 @@ def test_sessions_do_not_share_temp_dirs_and_temp_goes_with_the_session(scene: S
     deadline = time.monotonic() + 30  # idle timeout 4 s: the session's CLI process is closed, its temp goes
     while temp_root.exists() and time.monotonic() < deadline:
         time.sleep(0.5)
-    tmp = Path("/tmp")  # the host's /tmp, where the CLI's shared fallback dir would be
-    leftovers = [str(p) for pattern in (f"*/left-{MARK}", f"*/*/left-{MARK}") for p in tmp.glob(pattern)]
+    leftovers = _find_in_tmp(f"left-{MARK}")
     checks = {
         "other session cannot see the file": scene.canaries["tmp"] not in second[0],
         "temp root short enough for the CLI": len(f"{temp_root}/claude-{os.geteuid()}") <= 44,
