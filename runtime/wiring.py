@@ -158,8 +158,10 @@ def _sandboxed_definition(
     from dataclasses import replace
 
     from runtime.agent.orphan_guard import bundled_cli
-    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement
+    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement, sweep_stale_temp_roots
     from runtime.guard.profiles import probe_sandbox
+
+    sweep_stale_temp_roots()  # left by a runtime that was killed before it could close its sessions
 
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)

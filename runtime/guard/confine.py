@@ -22,11 +22,11 @@ The runtime starts the CLI through a wrapper script (:func:`wrapper_script`, uti
   bound over the configured path inside the CLI's mount namespace (``AGENTKIT_SESSION_WORKSPACE`` tells the
   wrapper which), so the agent, the permission policy and the sandbox settings all use one path while what one
   session writes never reaches another.
-- **A private temp root per CLI process**: ``/tmp/ak-XXXXXXXX`` (mode 0700, :func:`tempfile.mkdtemp`) as
+- **A private temp root per CLI process**: ``/tmp/ak-<runtime pid>-XXXXXXXX`` (mode 0700, :func:`tempfile.mkdtemp`) as
   ``CLAUDE_CODE_TMPDIR``. Short on purpose: the CLI puts its sandbox's proxy sockets in
   ``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one ``/tmp/claude-<uid>`` shared by every session when
   that path is too long for an ``AF_UNIX`` address. Removed when the CLI process is closed
-  (:func:`release_session_dirs`).
+  (:func:`release_session_dirs`), at exit, or, after a crash, by the next start (:func:`sweep_stale_temp_roots`).
 - **A process limit per CLI process tree** (:data:`PROCESS_LIMIT`, ``prlimit`` inside the CLI's own user
   namespace): a fork bomb in one session stops there, and other sessions' CLIs still start.
 - ``--pdeathsig=KILL``: the CLI dies with the runtime. setpriv sets it after changing the uid (a uid change clears
@@ -37,6 +37,7 @@ Environment: ``AGENTKIT_SESSION_WORKSPACE`` is set by the runtime for the wrappe
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shlex
@@ -237,12 +238,15 @@ def give_to(path: Path, confinement: Confinement, *, recursive: bool = False) ->
 
 _temp_roots: dict[str, Path] = {}
 _lock = threading.Lock()
+#: Temp roots are named ``ak-<pid of the runtime>-<random>``: the ones of a runtime that died without closing its
+#: sessions (SIGKILL, out of memory) are recognised and removed by the next start (:func:`sweep_stale_temp_roots`).
+_TEMP_PREFIX = "ak-"
 
 
 def session_temp_root(claude_session_id: str, confinement: Confinement) -> Path:
     """A new private temp root for one CLI process of a session (the previous one of that session is removed)."""
     release_session_dirs(claude_session_id)
-    root = Path(tempfile.mkdtemp(prefix="ak-", dir=TEMP_BASE))
+    root = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{os.getpid()}-", dir=TEMP_BASE))
     uid = confinement.run_as if confinement.run_as is not None else os.getuid()
     if len(str(root / f"claude-{uid}")) > CLI_TMP_PREFIX_LIMIT:
         shutil.rmtree(root, ignore_errors=True)
@@ -260,6 +264,41 @@ def release_session_dirs(claude_session_id: str) -> None:
     if root is not None:
         shutil.rmtree(root, ignore_errors=True)
         logger.debug("removed temp root %s of session %s", root, claude_session_id)
+
+
+@atexit.register
+def release_all_session_dirs() -> None:
+    """Remove every temp root of this process (at interpreter exit; the registry removes them one by one)."""
+    for claude_session_id in list(live_temp_roots()):
+        release_session_dirs(claude_session_id)
+
+
+def sweep_stale_temp_roots(base: str = TEMP_BASE) -> list[Path]:
+    """Remove temp roots left by runtimes that are gone (their pid no longer exists), owned by this user (a root
+    runtime: by root or :data:`UNPRIVILEGED_UID`). Called once at start; returns what it removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(_TEMP_PREFIX):
+            continue
+        pid = name[len(_TEMP_PREFIX) :].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not entry.is_dir(follow_symlinks=False):
+                continue
+            owner = entry.stat(follow_symlinks=False).st_uid
+            if owner not in ({0, UNPRIVILEGED_UID} if os.geteuid() == 0 else {os.geteuid()}):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    if removed:
+        logger.info("removed %d temp roots of runtimes that are gone", len(removed))
+    return removed
 
 
 def live_temp_roots() -> dict[str, Path]:

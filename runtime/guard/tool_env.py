@@ -10,7 +10,7 @@ The CLI process itself keeps what it needs to call Bedrock (the SDK passes it th
   ``~/.netrc`` … of the real user are not there (the real files are also hidden by the sandbox). When the real
   home holds AWS shared config or credentials files, the CLI is pointed at them explicitly
   (``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE``) so its own Bedrock calls keep working;
-- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session's CLI process: a short ``/tmp/ak-XXXXXXXX``
+- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session's CLI process: a short ``/tmp/ak-<pid>-XXXXXXXX``
   (mode 0700, removed when the process is closed; :mod:`runtime.guard.confine` says why it must be short);
 - ``CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1``: the Bash tool loses ``run_in_background`` (and the CLI its other
   background tasks), so no command outlives the tool call that started it;

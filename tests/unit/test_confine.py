@@ -26,6 +26,7 @@ from runtime.guard.confine import (
     root_problem,
     session_temp_root,
     session_workspace,
+    sweep_stale_temp_roots,
 )
 from runtime.guard.policy import PermissionPolicy
 from runtime.guard.profiles import HOST_FILE_TOOLS, SandboxStatus
@@ -170,3 +171,27 @@ def test_fifos_are_refused_by_file_tools_and_never_copied_into_a_session(tmp_pat
     assert policy.decide("Read", {"file_path": str(template / "missing.txt")}).allowed  # the tool says so
     own = session_workspace(tmp_path / "state", template, "s", Confinement())  # would block on the FIFO
     assert (own / "notes.txt").read_text() == "hello\n" and not (own / "pipe").exists()
+
+
+def test_temp_roots_of_a_runtime_that_is_gone_are_swept(tmp_path: Path) -> None:
+    """A SIGKILLed runtime cannot remove its temp roots; their names carry its pid, so the next start does."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid no longer exists
+    base = tmp_path / "tmp"
+    base.mkdir()
+    stale = base / f"ak-{dead.pid}-abcdefgh"
+    live = base / f"ak-{os.getpid()}-abcdefgh"
+    unrelated = base / "ak-escapes-1234"
+    for path in (stale, live, unrelated):
+        (path / "claude-0").mkdir(parents=True)
+    assert sweep_stale_temp_roots(str(base)) == [stale]
+    assert not stale.exists() and live.exists() and unrelated.exists()
+    root = session_temp_root("named", Confinement())
+    try:
+        assert root.name.startswith(f"ak-{os.getpid()}-")
+        assert (
+            len(f"/tmp/ak-4194304-{root.name.rsplit('-', 1)[1]}/claude-{UNPRIVILEGED_UID}")
+            <= CLI_TMP_PREFIX_LIMIT
+        )
+    finally:
+        release_session_dirs("named")
