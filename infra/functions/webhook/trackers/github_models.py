@@ -38,6 +38,8 @@ class GitHubLabel(_Model):
 
 
 class GitHubRepository(_Model):
+    #: Immutable (a name can be renamed away and re-created); sessions and the allowlist use it.
+    id: int = Field(gt=0)
     full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
