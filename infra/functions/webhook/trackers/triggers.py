@@ -166,7 +166,13 @@ def wiki_unquoted(text: str, *, limit: int = MAX_SCAN_CHARS) -> str:
     text = _cut(
         text[:limit], _WIKI_OPEN, lambda m: "}}" if m.group(1) is None else _WIKI_CLOSE[m.group(1).lower()]
     )
-    text = _WIKI_BQ.sub(" ", text)
+    return _visible_lines(_WIKI_BQ.sub(" ", text))
+
+
+def _visible_lines(text: str) -> str:
+    """``text`` without the lines holding zero-width or bidi-control characters."""
+    if not _INVISIBLE.search(text):
+        return text
     return "\n".join(line for line in text.split("\n") if not _INVISIBLE.search(line))
 
 
@@ -203,8 +209,7 @@ def adf_unquoted(doc: Any) -> str:
 
     Malformed nodes (non-list ``content``, non-string ``text``, non-object ``attrs``) are skipped.
     """
-    text = "".join(_adf_walk(doc))
-    return "\n".join(line for line in text[:MAX_SCAN_CHARS].split("\n") if not _INVISIBLE.search(line))
+    return _visible_lines("".join(_adf_walk(doc))[:MAX_SCAN_CHARS])
 
 
 def mention_pattern(mention: str) -> re.Pattern[str]:
