@@ -150,6 +150,7 @@ def build_trackers(
                     GITHUB_ALLOWED_ASSOCIATIONS, ",".join(sorted(DEFAULT_ALLOWED_ASSOCIATIONS))
                 ),
                 repository_ids=env.get(GITHUB_REPOSITORY_IDS, ""),
+                max_age_seconds=idempotency_ttl_seconds(env),
                 max_body_bytes=max_body,
             )
         elif name == "gitlab":

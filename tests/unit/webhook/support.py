@@ -57,8 +57,21 @@ RESULT = {
 
 
 def fixture(tracker: str, name: str) -> dict[str, Any]:
-    """A payload from ``tests/fixtures/webhook/<tracker>/<name>.json`` (shapes from the trackers' docs)."""
-    return json.loads((FIXTURES / tracker / f"{name}.json").read_text())
+    """A payload from ``tests/fixtures/webhook/<tracker>/<name>.json`` (shapes from the trackers' docs).
+
+    GitHub payloads get ``updated_at`` (issue, comment) set to now: the receiver refuses bodies whose
+    signed timestamps are older than its replay window (Jira bodies: :func:`fresh_jira`)."""
+    payload: dict[str, Any] = json.loads((FIXTURES / tracker / f"{name}.json").read_text())
+    if tracker == "github":
+        for part in ("issue", "comment"):
+            if part in payload:
+                payload[part]["updated_at"] = github_now()
+    return payload
+
+
+def github_now(offset_seconds: float = 0) -> str:
+    """An ISO-8601 UTC timestamp as GitHub writes them (``2026-11-25T10:00:00Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset_seconds))
 
 
 def sign(body: bytes, secret: str = SECRET) -> str:

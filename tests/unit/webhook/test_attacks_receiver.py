@@ -28,6 +28,7 @@ from tests.unit.webhook.support import (
     fixture,
     fresh_jira,
     github_event,
+    github_now,
     gitlab_event,
     idempotency_items,
     jira_event,
@@ -266,6 +267,18 @@ def test_jira_delivery_older_than_the_window_less_the_future_skew_is_stale(aws: 
     payload["timestamp"] = int((time.time() - wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS + 200) * 1000)
     status, doc = call(jira_event(encode(payload)))
     assert (status, doc["error"]) == (400, "stale_delivery")
+
+
+def test_github_body_replayed_after_the_window_is_stale(aws: SimpleNamespace) -> None:
+    # GitHub signs no delivery time, but the comment's updated_at is signed with the body.
+    payload = json.loads(github_comment("/agent again"))
+    payload["comment"]["updated_at"] = github_now(200 - wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS)
+    status, doc = call(github_event(encode(payload), event="issue_comment"))
+    assert (status, doc["error"]) == (400, "stale_delivery")
+    labeled = json.loads(github_issue_event("labeled", sender="bob", association="OWNER"))
+    labeled["issue"]["updated_at"] = github_now(-8 * 24 * 3600)
+    assert call(github_event(encode(labeled)))[1]["error"] == "stale_delivery"
+    assert queued(aws) == []
 
 
 # --------------------------------------------------------------------------- 13: cross-tracker loops

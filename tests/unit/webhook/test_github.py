@@ -21,6 +21,7 @@ from tests.unit.webhook.support import (
     configure_receiver,
     fixture,
     github_event,
+    github_now,
     idempotency_items,
     queued,
     sign,
@@ -42,6 +43,7 @@ def issue(
         "user": {"login": "alice", "type": "User"},
         "labels": [{"name": n} for n in labels],
         "html_url": f"https://github.com/octo/kit/issues/{number}",
+        "updated_at": github_now(),
     }
     if association is not None:
         doc["author_association"] = association
@@ -61,7 +63,12 @@ def labeled_payload(label: str = "agent", number: int = 7) -> dict[str, Any]:
 def comment_payload(
     text: str, login: str = "carol", user_type: str = "User", association: str | None = "MEMBER"
 ) -> dict[str, Any]:
-    comment: dict[str, Any] = {"id": 99, "body": text, "user": {"login": login, "type": user_type}}
+    comment: dict[str, Any] = {
+        "id": 99,
+        "body": text,
+        "user": {"login": login, "type": user_type},
+        "updated_at": github_now(),
+    }
     if association is not None:
         comment["author_association"] = association
     return {

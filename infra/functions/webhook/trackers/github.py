@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Collection
+from datetime import UTC, datetime
 from typing import Literal
 
 from .adapter import TrackerAdapter
@@ -20,6 +21,7 @@ from .base import (
     InboundRequest,
     ReplyRef,
     SignatureError,
+    StaleDeliveryError,
     TrackerConfigError,
     dispatch_event,
     is_agent_reply,
@@ -37,6 +39,10 @@ from .github_models import (
 )
 from .reply_text import format_markdown_reply
 
+#: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).
+DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
+#: How far a signed timestamp may lie ahead of the receiver's clock.
+FUTURE_SKEW_SECONDS = 300
 #: GitHub rejects comment bodies above 65,536 characters.
 MAX_COMMENT_CHARS = 65_000
 #: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
@@ -107,6 +113,8 @@ class GitHubTracker(TrackerAdapter):
         bot_login: str = "",
         allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
         repository_ids: str | Collection[int] = (),
+        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.time,
         api_url: str = "https://api.github.com",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
@@ -129,6 +137,8 @@ class GitHubTracker(TrackerAdapter):
         self.bot_login = bot_login.lower()
         self.allowed_associations = parse_associations(allowed_associations)
         self.repository_ids = parse_id_allowlist(repository_ids, setting="GITHUB_REPOSITORY_IDS")
+        self.max_age_seconds = max_age_seconds
+        self._clock = clock
         self.api_url = api_url.rstrip("/")
 
     # ---- inbound
@@ -159,6 +169,7 @@ class GitHubTracker(TrackerAdapter):
         refused = self._unpinned(ev.repository)
         if refused:
             return refused
+        self._check_fresh(ev.issue.updated_at)
         label = self.trigger_label.lower()
         if ev.action == "labeled":
             # The label added by *this* event; labels already on the issue do not count.
@@ -194,6 +205,7 @@ class GitHubTracker(TrackerAdapter):
             return refused
         if ev.action != "created":
             return Decision("ignored", reason=f"issue_comment.{ev.action} is not handled")
+        self._check_fresh(ev.comment.updated_at)
         text = ev.comment.body or ""
         if self._is_own(ev.comment.user.login, ev.comment.user.type) or is_agent_reply(text):
             return Decision("ignored", reason="comment authored by the bot itself")
@@ -210,6 +222,21 @@ class GitHubTracker(TrackerAdapter):
             html_url=ev.comment.html_url or ev.issue.html_url,
             comment=text,
         )
+
+    def _check_fresh(self, signed: datetime | None) -> None:
+        """Refuse a delivery older than the idempotency window less the clock skew (a captured body
+        replayed after its idempotency record expired would otherwise start a new paid run).
+
+        GitHub signs no delivery timestamp, but the body's ``updated_at`` of the issue or comment is
+        signed with it. Raises :class:`StaleDeliveryError`.
+        """
+        if signed is None:
+            raise StaleDeliveryError("the payload has no updated_at to check its age against")
+        stamp = signed if signed.tzinfo else signed.replace(tzinfo=UTC)
+        age = self._clock() - stamp.timestamp()
+        limit = self.max_age_seconds - FUTURE_SKEW_SECONDS
+        if age > limit or age < -FUTURE_SKEW_SECONDS:
+            raise StaleDeliveryError(f"payload updated_at is {age:.0f}s old; accepted: up to {limit}s")
 
     def _unpinned(self, repository: GitHubRepository) -> Decision | None:
         """Refuse a repository this deployment does not serve (by immutable id), before any cost.
