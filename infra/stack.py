@@ -204,6 +204,7 @@ class AgentKitStack(cdk.Stack):
                 create_secrets=config.webhook.create_secrets,
                 allowed_author_associations=config.webhook.allowed_author_associations,
                 trackers=hook.trackers,
+                github_repository_ids=hook.repository_ids,
                 gitlab=GitLabSettings(**hook.gitlab.model_dump()),
                 jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
                 if hook.jira.site_url

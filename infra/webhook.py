@@ -157,6 +157,7 @@ class IssueWebhook(Construct):
         max_receive_count: int = 3,
         max_body_bytes: int = 1024 * 1024,
         trackers: Sequence[str] = ("github",),
+        github_repository_ids: Sequence[int] = (),
         gitlab: GitLabSettings | None = None,
         jira: JiraSettings | None = None,
         metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
@@ -168,7 +169,9 @@ class IssueWebhook(Construct):
         """Raises ``ValueError`` on a bad tracker list, trigger, prefix, association, concurrency or timeout.
 
         ``trackers`` picks the adapters (``github``, ``gitlab``, ``jira``); ``gitlab`` / ``jira`` hold their
-        settings (``jira`` is required with ``"jira"``). The GitHub adapter keeps its flat parameters.
+        settings (``jira`` is required with ``"jira"``). The GitHub adapter keeps its flat parameters;
+        ``github_repository_ids`` (and ``GitLabSettings.project_ids``) pin the repositories (projects) served
+        by immutable id: the receiver ignores every other one before any cost (empty: none is served).
         ``name_prefix`` names the secrets (``<prefix>/<tracker>-webhook-secret``, ``<prefix>/<tracker>-token``)
         unless ``webhook_secret_name`` / ``github_token_secret_name`` are given (GitHub). Mention triggers are
         accepted only from authors whose ``author_association`` is in ``allowed_author_associations``
@@ -183,7 +186,12 @@ class IssueWebhook(Construct):
                 "the 'jira' tracker needs jira=JiraSettings(site_url='https://<site>.atlassian.net')"
             )
         github = GitHubSettings(
-            github_api_url, trigger_label, trigger_mention, bot_login, allowed_author_associations
+            github_api_url,
+            trigger_label,
+            trigger_mention,
+            bot_login,
+            allowed_author_associations,
+            repository_ids=tuple(github_repository_ids),
         )
         receiver_env, worker_env_extra = {"TRACKERS": ",".join(enabled)}, {"TRACKERS": ",".join(enabled)}
         for name, make in (
