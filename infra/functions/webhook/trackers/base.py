@@ -337,7 +337,8 @@ def render_prompt(task: AgentTask, *, max_chars: int = 20_000) -> str:
         lines += [f"New comment from @{task.author}:", "", clip(task.comment)]
     lines += [
         "",
-        f"Reply in {markup}. Your reply is posted verbatim as {post} on the issue;"
+        f"Reply in {markup}. Your reply is posted as {post} on the issue (mentions, images and raw HTML"
+        " are shown as text);"
         " keep it focused and say so when you are unsure.",
     ]
     return "\n".join(lines)
