@@ -222,8 +222,12 @@ class JiraTracker(TrackerAdapter):
         label = self.trigger_label
         if ev.webhookEvent == "jira:issue_created":
             by_label = bool(label) and label in {x.lower() for x in fields.labels}
-            by_mention = self._may_mention(fields.description) and self._mentions(
-                _text_of(fields.description)[1]
+            # Who created it first (cheap): a customer's or an app's description is never parsed.
+            by_mention = (
+                not by_label
+                and self._refused(ev.user) is None
+                and self._may_mention(fields.description)
+                and self._mentions(_text_of(fields.description)[1])
             )
         else:
             by_mention = False
