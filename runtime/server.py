@@ -23,7 +23,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
+from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
 from runtime.http_limits import HttpGuard, abandon_on_disconnect
 from runtime.identity import claude_session_id, resolve_actor
@@ -56,7 +58,7 @@ def error_response(exc: AgentKitError) -> JSONResponse:
 class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
 
-    max_prompt_chars: int = 100_000
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     _guard: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -139,6 +141,7 @@ def build_app(
 
     @app.entrypoint
     async def invoke(payload: Any, context: Any) -> Any:
+        restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
         try:
             request = parse_payload(payload, max_prompt_chars=settings.max_prompt_chars)
             session_id = resolve_session_id(context.session_id)

@@ -20,7 +20,7 @@ Environment variables (all optional):
 ``AGENTKIT_MODEL``              Bedrock inference profile id or ARN (main model)
 ``AGENTKIT_SMALL_MODEL``        inference profile for the CLI's fast/small slot (haiku)
 ``AGENTKIT_BEDROCK_ENDPOINT``   local Bedrock Runtime stand-in URL; never set in deployed stacks
-``AGENTKIT_MAX_PROMPT_CHARS``   largest accepted prompt (default ``100000``)
+``AGENTKIT_MAX_PROMPT_CHARS``   largest accepted prompt (default ``200000``: a 190 kB review diff fits)
 ``AGENTKIT_TURN_TIMEOUT``       seconds one turn may take (default ``600``)
 ``AGENTKIT_IDLE_TIMEOUT``       seconds before an idle warm session is closed (default ``900``)
 ``AGENTKIT_MAX_QUEUED``         invocations that may wait on one session (default ``8``)
@@ -41,6 +41,8 @@ Environment variables (all optional):
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
 ``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
 ``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
+``AGENTKIT_PLATFORM_VERSION``   ``v1`` (default): ``/ping`` at once, warm-up in the background; ``v2``: warm up
+                                fully before listening (AgentCore V2 snapshots the process; docs/platform.md)
 ==============================  ==========================================================================
 
 Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
@@ -57,6 +59,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.env import (
+    DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
@@ -79,6 +82,7 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_PLATFORM_VERSION,
     ENV_PORT,
     ENV_PRICES,
     ENV_RECALL_NAMESPACES,
@@ -138,6 +142,7 @@ _ENV_FIELDS: dict[str, str] = {
     "prices": ENV_PRICES,
     "sandbox": ENV_SANDBOX,
     "agent_profile": ENV_AGENT_PROFILE,
+    "platform_version": ENV_PLATFORM_VERSION,
 }
 
 
@@ -164,7 +169,7 @@ class Settings(BaseModel):
     model: str = DEFAULT_MODEL
     small_model: str = DEFAULT_SMALL_MODEL
     bedrock_endpoint: str | None = None
-    max_prompt_chars: int = Field(default=100_000, gt=0)
+    max_prompt_chars: int = Field(default=DEFAULT_MAX_PROMPT_CHARS, gt=0)
     turn_timeout_s: float = Field(default=600.0, gt=0)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_queued: int = Field(default=8, gt=0)
@@ -196,6 +201,8 @@ class Settings(BaseModel):
 
     sandbox: Literal["required", "off"] = "required"
     agent_profile: Literal["readonly", "developer"] | None = None
+    # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
+    platform_version: Literal["v1", "v2"] = "v1"
 
     @field_validator("model", "small_model")
     @classmethod

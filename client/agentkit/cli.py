@@ -3,7 +3,7 @@
 Synopsis::
 
     agentkit [--version] [--region R] [--profile P] [--output text|json] COMMAND ...
-    agentkit invoke [PROMPT|-] [--prompt-file F] [--session ID]
+    agentkit invoke [PROMPT|-] [--prompt-file F] [--session ID | --session-key KEY] [--final]
                     [--runtime-arn ARN | --stack NAME | --local URL] [--qualifier Q] [--no-stream] ...
     agentkit sessions stop SESSION_ID (--runtime-arn ARN | --stack NAME | --local URL) [--qualifier Q]
     agentkit status  [--runtime-arn ARN | --stack NAME] [--qualifier Q]

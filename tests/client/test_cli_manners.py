@@ -256,7 +256,7 @@ def test_separate_streams_keep_stdout_exactly_the_answer_in_a_real_process() -> 
             env=subprocess_env(),
             stdin=subprocess.DEVNULL,
         )
-    assert separate.stdout == "Let me look.Done: one line.\n"
+    assert separate.stdout == "Let me look.\n\nDone: one line.\n"  # a paragraph per side of the tool call
     assert "[tool] Read ok\n" in separate.stderr
     assert "Let me look.\n[tool] Read notes.txt\n" in merged.stdout  # 2>&1: progress on its own lines
     assert "\nDone: one line.\n[done] success" in merged.stdout
@@ -292,7 +292,7 @@ def test_stack_target_calls_the_stage_endpoint(outputs: dict[str, dict[str, Any]
             ["invoke", "--stack", "AgentKit-dev", "--session", SESSION, "hi"], client_factory=factory
         )
         stub.assert_no_pending_responses()
-    assert (code, out) == (0, "Hi there\n"), err
+    assert (code, out) == (0, "Hi\n\nthere\n"), err
 
 
 @mock_aws

@@ -91,20 +91,21 @@ def test_sessions_stop_local_ends_a_running_turn_and_the_session_resumes(local_r
             ["sessions", "stop", session, "--local", url, "--output", "json"], stdout=out_buf, stderr=err_buf
         )
         err = err_buf.getvalue()
-        if code == 0:
-            assert json.loads(out_buf.getvalue())["stopped"] is True
+        assert code == 0, err  # idempotent: a session not (yet) running is "already stopped", exit 0
+        answer = json.loads(out_buf.getvalue())
+        if answer["stopped"]:
             break
-        assert code == 2 and "session_not_found" in err, err
+        assert answer["already_stopped"] is True and "session_not_found" in answer["detail"], answer
         time.sleep(0.2)
-    assert code == 0, err
+    assert code == 0 and answer["stopped"] is True, err
     worker.join(timeout=30)
     assert not worker.is_alive()
     assert result["code"] != 0 and result["seconds"] < 40, result  # ended by the stop, not after 60 s
     assert "shutting_down" in result["err"]
 
-    err_buf = io.StringIO()
-    assert main(["sessions", "stop", session, "--local", url], stderr=err_buf) == 2  # nothing left to stop
-    assert "session_not_found" in err_buf.getvalue()
+    out_buf = io.StringIO()
+    assert main(["sessions", "stop", session, "--local", url], stdout=out_buf) == 0  # nothing left to stop
+    assert f"session {session} was not running" in out_buf.getvalue()
     events = _invoke_json(url, session, "are you still there?")  # the session is usable again
     assert events[-1]["type"] == "result" and events[-1]["session_id"] == session
 

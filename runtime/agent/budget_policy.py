@@ -12,63 +12,21 @@ Policy (chosen and documented here):
   before a turn starts once the session's cumulative spend (persisted with the session by the caller, so it
   survives a new microVM) has reached the session budget. The caller also records the ``BudgetExceeded``
   metric.
-* SDK result subtypes map to error codes with :func:`error_for_result`.
 
-Environment variables: none read here; the caller builds the policy from settings.
+Enforced by the turn (:mod:`runtime.agent.turn`, its *begin* phase and the per-call pricing of its *stream*
+phase) and by the CLI's own flags (:mod:`runtime.agent.runner`). The session's spend comes from its account
+(:mod:`runtime.accounting`).
+
+Environment variables: none read here; the caller builds the policy from settings
+(``AGENTKIT_MAX_TURNS``, ``AGENTKIT_MAX_BUDGET_USD``, ``AGENTKIT_SESSION_BUDGET_USD``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from runtime.errors import (
-    AgentExecutionError,
-    AgentKitError,
-    AgentResultError,
-    BudgetExceeded,
-    InvalidRequest,
-    MaxTurnsExceeded,
-    ModelApiError,
-)
-
-# SDK result subtype → (error class, human message).
-RESULT_ERRORS: dict[str, tuple[type[AgentKitError], str]] = {
-    "error_max_turns": (
-        MaxTurnsExceeded,
-        "the agent reached max_turns before finishing; raise max_turns or split the task",
-    ),
-    "error_max_budget_usd": (BudgetExceeded, "the turn reached its max_budget_usd before finishing"),
-    "error_during_execution": (AgentExecutionError, "the agent failed while running the turn"),
-    "error_max_structured_output_retries": (
-        AgentResultError,
-        "the agent could not produce the requested structured output",
-    ),
-}
-
-
-def error_for_result(
-    subtype: str, *, is_error: bool, errors: list[str] | None = None, api_error_status: int | None = None
-) -> AgentKitError | None:
-    """The typed error for a ``ResultMessage`` (None for a clean success).
-
-    ``error_max_turns`` → ``max_turns_exceeded`` (422); ``error_max_budget_usd`` → ``budget_exceeded`` (402);
-    ``error_during_execution`` → ``execution_error`` (500); ``success`` with ``is_error`` → ``model_error``
-    (502, or 429 when the API throttled); any other error subtype → ``agent_error`` (500).
-    """
-    detail = "; ".join(e for e in (errors or []) if e)[:500]
-    if subtype == "success" and not is_error:
-        return None
-    if subtype == "success":
-        status = 429 if api_error_status == 429 else None
-        suffix = f" (HTTP {api_error_status})" if api_error_status else ""
-        return ModelApiError(
-            f"the model call failed{suffix}" + (f": {detail}" if detail else ""), http_status=status
-        )
-    cls, message = RESULT_ERRORS.get(subtype, (AgentResultError, f"the agent ended with result {subtype!r}"))
-    return cls(message + (f": {detail}" if detail else ""))
+from runtime.errors import BudgetExceeded, InvalidRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,64 +136,3 @@ class BudgetPolicy:
         if remaining is not None:
             budget = remaining if budget is None else min(budget, remaining)
         return EffectiveLimits(max_turns=turns, max_budget_usd=budget, session_remaining_usd=remaining)
-
-
-class SpendLedger:
-    """A session's cumulative spend and turn count, as persisted with the session (it outlives the microVM).
-
-    The stored base is unknown until :meth:`load` (not read yet, or the read failed); spend counted meanwhile
-    waits as *unpersisted* and is folded into the base once, when it is loaded. ``lock`` serialises writes.
-    """
-
-    def __init__(self) -> None:
-        self._spent_usd: float | None = None
-        self._turns: int | None = None
-        self._unpersisted_usd = 0.0
-        self._unpersisted_turns = 0
-        self.lock = asyncio.Lock()
-
-    @property
-    def known(self) -> bool:
-        """Whether the stored base has been loaded (only then is the total worth reporting or writing)."""
-        return self._spent_usd is not None
-
-    @property
-    def spent_usd(self) -> float | None:
-        """The session's total spend, or None while the stored base is unknown."""
-        return self._spent_usd
-
-    @property
-    def unpersisted_usd(self) -> float:
-        """Spend counted while the stored base was unknown (0 once it is loaded)."""
-        return self._unpersisted_usd
-
-    def so_far(self) -> float:
-        """The spend known now: the total, or (base unknown) what this process has counted."""
-        return self._spent_usd if self._spent_usd is not None else self._unpersisted_usd
-
-    def load(self, state: dict[str, Any]) -> None:
-        """Take the stored ``{"spent_usd", "turns"}`` as the base (once: a later load changes nothing)."""
-        if self._spent_usd is not None:
-            return
-        self._spent_usd = float(state.get("spent_usd", 0.0)) + self._unpersisted_usd
-        self._turns = int(state.get("turns", 0)) + self._unpersisted_turns
-        self._unpersisted_usd, self._unpersisted_turns = 0.0, 0
-
-    def add(self, usd: float, *, turns: int = 1) -> float:
-        """Count ``usd`` (and ``turns``); returns the spend now known."""
-        if self._spent_usd is None:
-            self._unpersisted_usd += usd
-            self._unpersisted_turns += turns
-            return self._unpersisted_usd
-        self._spent_usd += usd
-        self._turns = (self._turns or 0) + turns
-        return self._spent_usd
-
-    def state(self) -> dict[str, Any]:
-        """What is persisted: ``{"spent_usd", "turns"}`` (only meaningful once :attr:`known`)."""
-        return {"spent_usd": self._spent_usd, "turns": self._turns}
-
-    @property
-    def turns(self) -> int | None:
-        """Turns counted over the session's life, or None while the stored base is unknown."""
-        return self._turns
