@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import wiring
 
 from infra.config import WebhookConfig
 from infra.webhook_trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_allowlists_become_receiver_variables_the_wiring_reads() -> None:
@@ -36,3 +41,21 @@ def test_config_takes_numeric_ids_only() -> None:
     assert WebhookConfig(repository_ids=(123,)).repository_ids == (123,)
     with pytest.raises(ValueError, match="repository_ids"):
         WebhookConfig.model_validate({"repository_ids": ["octo/kit"]})
+
+
+def test_cdk_json_allowlists_reach_the_receiver_environment() -> None:
+    from infra.config import load_config
+    from infra.webhook_props import WebhookProps, check
+
+    raw = json.loads((ROOT / "cdk.json").read_text())["context"]["agentkit"]
+    raw["webhook"] = {
+        **raw["webhook"],
+        "enabled": True,
+        "trackers": ["github", "gitlab"],
+        "repository_ids": [9, 3],
+    }
+    raw["webhook"]["gitlab"] = {**raw["webhook"]["gitlab"], "project_ids": [5]}
+    config = load_config(raw, stage="dev", environ={"CDK_DEFAULT_REGION": "us-east-1"})
+    receiver_env = check(WebhookProps.from_config(config)).receiver_env
+    assert receiver_env[wiring.GITHUB_REPOSITORY_IDS] == "3,9"
+    assert receiver_env[wiring.GITLAB_PROJECT_IDS] == "5"
