@@ -187,8 +187,11 @@ class ReplyStore:
         except BotoCoreError as exc:
             raise ReplyStoreError(f"UpdateItem (release) on {self.table_name} failed: {exc}") from exc
 
-    def put(self, key: str, reply: StoredReply) -> None:
+    def put(self, key: str, reply: StoredReply, *, over_claim_from: int | None = None) -> bool:
         """Store ``reply`` as ``answered`` (not yet posted), expiring after ``ttl_seconds``.
+
+        ``over_claim_from``: only replace the ``running`` claim written at that time (``stored_at``);
+        returns ``False`` when the item is no longer that claim (another delivery took it over).
 
         Raises:
             ReplyStoreError: DynamoDB failed.
@@ -208,10 +211,22 @@ class ReplyStore:
             "expiration": {"N": str(now + self.ttl_seconds)},
         }
         item = {name: value for name, value in fields.items() if value is not None}
+        condition: dict[str, Any] = {}
+        if over_claim_from is not None:
+            condition = {
+                "ConditionExpression": "#s = :running AND stored_at = :at",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {":running": {"S": RUNNING}, ":at": {"N": str(over_claim_from)}},
+            }
         try:
-            self._client.put_item(TableName=self.table_name, Item=item)
-        except (ClientError, BotoCoreError) as exc:
+            self._client.put_item(TableName=self.table_name, Item=item, **condition)
+        except ClientError as exc:
+            if condition and exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
             raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
+        return True
 
     def mark(self, key: str, *, status: Literal["posted", "unconfirmed"], comment_url: str = "") -> None:
         """Record that the reply was posted (or may have been); a redelivery then does nothing.

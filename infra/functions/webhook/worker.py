@@ -292,6 +292,7 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
     store = deps.replies if key else None
     stored = store.get(key) if store is not None and key else None
     if stored is not None and stored.status == RUNNING:
+        claimed = stored
         age = deps.clock() - stored.stored_at
         if age < deps.turn_lease_seconds:
             # Another delivery of this task is running the turn: retry later (its reply will be stored).
@@ -307,8 +308,8 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
             delivery_id=task.delivery_id,
             error_code="turn_interrupted",
         )
-        if store is not None and key:
-            store.put(key, stored)
+        if store is not None and key and not store.put(key, stored, over_claim_from=claimed.stored_at):
+            raise TransientInvokeError("another delivery took over the interrupted turn")
     if stored is not None and stored.status != ANSWERED:
         metrics.emit("IssueReplyDuplicate", task.tracker)
         logger.info(

@@ -205,3 +205,20 @@ def test_reply_store_round_trip_ttl_and_errors(aws: SimpleNamespace) -> None:
 def test_task_rejects_a_bad_idempotency_key(key: str) -> None:
     with pytest.raises(ValueError, match="idempotency_key"):
         trackers.AgentTask.model_validate_json(task_json(key=key))
+
+
+def test_claim_release_and_takeover_are_conditional(aws: SimpleNamespace) -> None:
+    clock = [1_000_000.0]
+    store = reply_store(aws, clock=lambda: clock[0])
+    assert store.claim(KEY) and not store.claim(KEY)  # a second delivery finds the claim
+    assert store.get(KEY) == replies.StoredReply(
+        comment="", session_id="", status="running", stored_at=1_000_000
+    )
+    store.release(KEY)
+    assert store.get(KEY) is None and store.claim(KEY)  # released: claimable again
+    reply = replies.StoredReply(comment="interrupted", session_id="gh-x")
+    assert not store.put(KEY, reply, over_claim_from=999)  # not the claim seen: another delivery took over
+    assert store.put(KEY, reply, over_claim_from=1_000_000)
+    assert not store.put(KEY, reply, over_claim_from=1_000_000)  # the claim is gone now
+    store.release(KEY)  # a stored reply is never released
+    assert store.get(KEY) == dataclasses.replace(reply, stored_at=1_000_000)

@@ -13,6 +13,9 @@ required as well and its timestamp must be within :data:`SIGNATURE_TOLERANCE_SEC
 The webhook secret in Secrets Manager is either the token as a plain string, or JSON
 ``{"token": "...", "signing_token": "whsec_..."}`` (either key may be left out; at least one is needed).
 
+**Pinned.** Only projects whose immutable ``project.id`` is in ``project_ids`` are served; events of any
+other project (a group webhook, a secret reused across projects) are ignored before anything else.
+
 **Triggers.** ``Issue Hook`` whose ``changes.labels`` add ``trigger_label``; ``Issue Hook`` ``open`` with
 ``trigger_mention`` in the description; ``Note Hook`` on an issue (``noteable_type`` ``Issue``, action
 ``create``) with ``trigger_mention`` — outside quotes and code (:mod:`.triggers`). Every trigger also
@@ -21,8 +24,9 @@ to ``GET /projects/:id/members/all/:user_id`` (inherited members included). Skip
 internal notes, confidential issues, merge request / commit / snippet notes, notes by ``bot_username``
 or by project/group access-token bots (``project_<id>_bot…``), notes carrying the reply marker.
 
-**Reply.** ``POST /projects/:id/issues/:iid/notes`` with ``PRIVATE-TOKEN`` (a project access token with
-the ``api`` scope, Reporter role or more).
+**Reply.** ``POST /projects/:id/issues/:iid/notes`` (by the project's id) with ``PRIVATE-TOKEN`` (a project
+access token with the ``api`` scope, Reporter role or more). Lines starting with ``/`` are indented so
+GitLab runs no quick action with the bot's role, and mentions become code (:mod:`.reply_text`).
 """
 
 from __future__ import annotations

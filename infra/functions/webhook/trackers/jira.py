@@ -14,8 +14,10 @@ idempotency record expired.
 with ``trigger_mention`` or an @mention of the bot account (``[~accountid:<bot>]``) — outside
 ``{quote}``, ``{code}``, ``{noformat}``, ``bq.`` and ``{{monospace}}`` (:mod:`.triggers`). Only users of
 ``accountType`` ``atlassian`` (licensed users, not JSM portal customers, not apps) trigger. Skipped:
-comments by ``bot_account_id``, by apps, or carrying :data:`JIRA_REPLY_MARKER`, and internal Jira
-Service Management comments (``jsdPublic: false``: the reply would be public).
+comments by ``bot_account_id``, by apps, or carrying any tracker's reply marker, internal Jira Service
+Management comments (``jsdPublic: false``) and comments restricted to a role or group (``visibility``):
+the reply would be public. Events whose issue ``self`` URL is not on ``site_url`` are ignored (a secret
+registered on two sites must not answer one site's event on the other's issue of the same key).
 
 **Reply.** ``POST {api_url}/rest/api/3/issue/{key}/comment`` with ``{"body": <ADF>}`` (:mod:`.adf`).
 The token secret is JSON: ``{"email": ..., "api_token": ...}`` (basic auth with an Atlassian API token)
