@@ -43,6 +43,7 @@ import time
 import uuid
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 
 from _harness import ROOT, banner
@@ -180,6 +181,37 @@ class _GitHubHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+#: What the Lambda handlers read from their context object.
+CTX = SimpleNamespace(
+    function_name="burst",
+    function_version="$LATEST",
+    memory_limit_in_mb=256,
+    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:burst",
+    aws_request_id="burst",
+    get_remaining_time_in_millis=lambda: 30_000,
+)
+
+
+def url_event(body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """A Lambda Function URL event (payload format 2.0): ``POST /github`` with ``body``."""
+    http = {
+        "method": "POST",
+        "path": "/github",
+        "protocol": "HTTP/1.1",
+        "sourceIp": "192.0.2.1",
+        "userAgent": "x",
+    }
+    return {
+        "version": "2.0",
+        "rawPath": "/github",
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", **headers},
+        "requestContext": {"http": http, "requestId": "r", "routeKey": "$default", "stage": "$default"},
+        "body": body.decode(),
+        "isBase64Encoded": False,
+    }
+
+
 def serve(server: ThreadingHTTPServer) -> str:
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}"
@@ -288,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's request log
 
-    from tests.fakes.runtime_server import free_port
+    from harness.runtime_server import free_port
 
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     moto.start()
@@ -323,8 +355,6 @@ def run(args: argparse.Namespace, moto: Any, agentcore: AgentCore, github: GitHu
     import worker
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-    from tests.unit.webhook.support import CTX, url_event
-
     sqs = boto3.client("sqs")
     accepted_at: dict[int, float] = {}
     statuses: Counter[str] = Counter()
@@ -341,9 +371,7 @@ def run(args: argparse.Namespace, moto: Any, agentcore: AgentCore, github: GitHu
             signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
             headers = {"x-github-event": "issue_comment", "x-hub-signature-256": signature}
             for attempt in range(2 if i % 20 == 0 else 1):  # every 20th: GitHub "Redeliver", new delivery id
-                event = url_event(
-                    body, headers={**headers, "x-github-delivery": f"d-{i}-{attempt}"}, path="/github"
-                )
+                event = url_event(body, {**headers, "x-github-delivery": f"d-{i}-{attempt}"})
                 out = receiver.handler(event, CTX)
                 status = json.loads(out["body"]).get("status") or json.loads(out["body"]).get("error")
                 statuses[f"{out['statusCode']} {status}"] += 1

@@ -19,7 +19,7 @@ import pytest
 import receiver
 import wiring
 
-from tests.fakes.tracker_apis import GitLabApi
+from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
     GITHUB_REPOSITORY_ID,
     GITLAB_PROJECT_ID,

@@ -17,7 +17,7 @@ import pytest
 import worker
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from tests.fakes.adf_check import adf_errors
+from harness.adf_check import adf_errors
 from tests.unit.webhook.support import (
     CTX,
     RESULT,
