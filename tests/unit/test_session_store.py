@@ -160,8 +160,9 @@ def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
     run(store.append(KEY, [entries(1)[0], big, *entries(1, start=1)]))
     items = [p["blob"] for call in spy.create_calls for p in call["payload"]]
     chunks = [i for i in items if i.get("u") == "big"]
-    assert len(chunks) == 3
-    assert all(len(i["d"]) <= 100_000 for i in items if i["k"] == "e")
+    # "é" travels as a 6-byte \u escape: 1.5 MB on the wire, so 16 chunks of at most 100,000 bytes.
+    assert len(chunks) == 16
+    assert all(len(json.dumps(i["d"])) <= 100_000 for i in items if i["k"] == "e")
     assert all(list(p) == ["blob"] for call in spy.create_calls for p in call["payload"])
     assert all(call["extractionMode"] == "SKIP" for call in spy.create_calls)
     assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == [
@@ -174,7 +175,7 @@ def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
 def test_many_entries_split_into_events_of_at_most_100_items(moto_client: Any) -> None:
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
-    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10_000)
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_bytes=20, max_event_bytes=10_000)
     batch: list[Any] = [
         {"type": "user", "uuid": f"u{i}", "text": "x" * 25} for i in range(120)
     ]  # ≥ 4 chunks each
@@ -233,7 +234,7 @@ def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> Non
 def test_throttling_surfaces_and_retry_loses_nothing(moto_client: Any) -> None:
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
-    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10)
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_bytes=20, max_event_bytes=20)
     run(store.append(KEY, entries(1)))
     # Next batch needs several events; the 2nd of them is throttled after the 1st landed.
     spy.fail_creates = [len(spy.create_calls) + 2]

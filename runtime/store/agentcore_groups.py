@@ -1,0 +1,140 @@
+"""Reassemble a transcript from the blob items of its Memory events, whoever wrote them and however often.
+
+An entry item is ``{"k": "e", "s": seq, "w": writer, "ep": epoch, "b": batch, "x": index, "u": uuid,
+"i": part, "n": parts, "d": chunk}`` (items written before writers and batches existed lack ``w``, ``ep``,
+``b`` and ``x``). The rules, each a fix for a way several writers or retries could break a load:
+
+- **Groups never merge across writers.** The chunks of one entry are the items with the same
+  ``(s, w, b, x)``: two microVMs that pick the same ``seq`` (clocks differ between microVMs) keep separate
+  groups.
+- **Order** is ``(s, w, b, x)``. ``seq`` is the writer's clock when the batch was first tried (kept across
+  retries, so a late delivery keeps its place), never below the highest ``seq`` the writer had read: a writer
+  that resumes after another always follows it, whatever either clock says. Two writers live on one session
+  at once are ordered by their clocks. ``ep`` (the writer's epoch: one more than the highest it read when it
+  first read the key) does not order; the store compares it before a late delivery to report the late write.
+- **Duplicates are dropped**, the first copy kept: an entry ``uuid`` seen before, or a ``(batch, index)``
+  seen before (a batch retried after a write that landed but was not acknowledged).
+- **One bad group never fails a load**: a group with a missing part, a part that is not JSON, or an item
+  with malformed fields is skipped with a warning.
+- **One conversation chain.** Claude Code resumes the chain of ``parentUuid`` links that ends at the last
+  entry. When a writer continued from an entry that is no longer the end of the chain (another writer's late
+  batch sorted in between), or from an entry that is absent (a dead-lettered batch), the first entry of its
+  run is re-linked to the end of the chain, so every stored turn stays in the resumed conversation.
+
+Environment: none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Assembled", "assemble"]
+
+
+@dataclass
+class Assembled:
+    """What a read of one transcript yields."""
+
+    entries: list[Any] = field(default_factory=list)
+    uuids: set[str] = field(default_factory=set)
+    last_seq: int = 0
+    max_epoch: int = 0
+    summary: dict[str, Any] | None = None  # the newest summary item
+    skipped: int = 0  # groups left out (incomplete or unreadable)
+
+
+def _group_key(item: dict[str, Any]) -> tuple[int, str, str, int]:
+    return (
+        int(item["s"]),
+        str(item.get("w", "")),
+        str(item.get("b", "")),
+        int(item.get("x", 0)),
+    )
+
+
+def assemble(items: list[dict[str, Any]], *, where: str = "") -> Assembled:
+    """Entries in order, deduplicated and chained (see the module docstring); never raises on bad items."""
+    out = Assembled()
+    groups: dict[tuple[int, str, str, int], dict[str, Any]] = {}
+    best_summary: tuple[tuple[int, int], dict[str, Any]] | None = None
+    for item in items:
+        try:
+            seq, epoch = int(item["s"]), int(item.get("ep", 0))
+            out.last_seq = max(out.last_seq, seq)
+            out.max_epoch = max(out.max_epoch, epoch)
+            if item["k"] == "sum":
+                rank = (epoch, seq)
+                if best_summary is None or rank >= best_summary[0]:
+                    best_summary = (rank, item)
+                continue
+            key = _group_key(item)
+            group = groups.setdefault(key, {"u": item.get("u"), "n": int(item["n"]), "parts": {}})
+            group["parts"][int(item["i"])] = str(item["d"])
+        except (KeyError, TypeError, ValueError) as exc:
+            out.skipped += 1
+            log.warning("skipping a malformed transcript item in %s: %r", where, exc)
+    seen_batches: set[tuple[str, int]] = set()
+    tagged: list[tuple[Any, str]] = []
+    for key in sorted(groups):
+        group = groups[key]
+        if len(group["parts"]) != group["n"] or any(i not in group["parts"] for i in range(group["n"])):
+            out.skipped += 1
+            log.warning(
+                "skipping incomplete entry %s in %s (%d/%d parts)",
+                key,
+                where,
+                len(group["parts"]),
+                group["n"],
+            )
+            continue
+        uuid, batch = group["u"], (key[2], key[3])
+        if (uuid is not None and uuid in out.uuids) or (key[2] and batch in seen_batches):
+            continue
+        try:
+            entry = json.loads("".join(group["parts"][i] for i in range(group["n"])))
+        except ValueError as exc:
+            out.skipped += 1
+            log.warning("skipping unreadable entry %s in %s: %s", key, where, exc)
+            continue
+        if key[2]:
+            seen_batches.add(batch)
+        if uuid is not None:
+            out.uuids.add(uuid)
+        tagged.append((entry, key[1]))
+    out.entries = _chain(tagged, where)
+    if best_summary is not None:
+        out.summary = best_summary[1]
+    return out
+
+
+def _chain(tagged: list[tuple[Any, str]], where: str) -> list[Any]:
+    """Plain entries; the first chain entry of each writer's run re-linked when it would fork the chain."""
+    out: list[dict[str, Any]] = []
+    known: set[str] = set()
+    tail: str | None = None  # uuid of the last entry on the main chain
+    tail_writer: str | None = None
+    for entry, writer in tagged:
+        on_chain = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("uuid"), str)
+            and "parentUuid" in entry
+            and not entry.get("isSidechain")
+        )
+        if on_chain:
+            parent = entry["parentUuid"]
+            new_run = tail_writer is not None and writer != tail_writer
+            dangling = parent is not None and parent not in known
+            if tail is not None and parent is not None and parent != tail and (new_run or dangling):
+                log.info("re-linking entry %s in %s after %s (was %s)", entry["uuid"], where, tail, parent)
+                entry = {**entry, "parentUuid": tail}
+            tail, tail_writer = entry["uuid"], writer
+            known.add(entry["uuid"])
+        elif isinstance(entry, dict) and isinstance(entry.get("uuid"), str):
+            known.add(entry["uuid"])
+        out.append(entry)
+    return out
