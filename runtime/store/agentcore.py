@@ -45,6 +45,7 @@ Environment: none read here. Without an injected ``client`` the store builds one
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import json
 import logging
@@ -167,6 +168,9 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         self._on_event = on_event
         self._keys: dict[tuple[str, str, str | None], _KeyCache] = {}
         self._plans: dict[str, _Plan] = {}
+        #: Ids of batches delivered lately: a retry that overlapped a call still running in its thread
+        #: (the spool's bound cannot stop a thread) finds its batch done and sends nothing.
+        self._done: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._state_events: dict[str, list[str]] = {}
         self._locks: dict[tuple[str, str, str | None], threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -365,6 +369,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
             self._keys[ck] = cache
         elif fence:
             self._fence(key, cache)
+        if batch_id in self._done:
+            return
         plan = self._plans.get(batch_id)
         if plan is None:
             plan = self._plan(key, cache, entries, batch_id)
@@ -389,6 +395,9 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
             cache.summary = plan.summaries.get(index, cache.summary)
             cache.uuids.update(e["uuid"] for e in done if e.get("uuid") is not None)
         del self._plans[batch_id]
+        self._done[batch_id] = None
+        while len(self._done) > 4096:
+            self._done.popitem(last=False)
 
     # ------------------------------------------------------------------ SessionStore protocol
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
