@@ -129,7 +129,14 @@ def _chain(tagged: list[tuple[Any, str]], where: str) -> list[Any]:
             parent = entry["parentUuid"]
             new_run = tail_writer is not None and writer != tail_writer
             dangling = parent is not None and parent not in known
-            if tail is not None and parent is not None and parent != tail and (new_run or dangling):
+            # A root in another writer's run: that writer started before it could read this chain (a compact
+            # boundary is a root on purpose and stays one).
+            fresh_root = parent is None and new_run and entry.get("subtype") != "compact_boundary"
+            if (
+                tail is not None
+                and parent != tail
+                and (fresh_root or (parent is not None and (new_run or dangling)))
+            ):
                 log.info("re-linking entry %s in %s after %s (was %s)", entry["uuid"], where, tail, parent)
                 entry = {**entry, "parentUuid": tail}
             tail, tail_writer = entry["uuid"], writer
