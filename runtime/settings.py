@@ -13,6 +13,8 @@ Environment variables (all optional):
 ``AGENTKIT_SESSION_STORE``      ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | ``off``
 ``AGENTKIT_STATE_DIR``          local state (SQLite store, spool, CLI config) (default ``./.agentkit``)
 ``AGENTKIT_STORE_WRITE_BEHIND`` ``1``: journal store writes locally, deliver in the background (default ``0``)
+``AGENTKIT_STORE_STRICT``       ``1``: acknowledge a turn only once its transcript is in the store (default ``0``)
+``AGENTKIT_STORE_CALL_TIMEOUT`` seconds one store write may take before it is retried later (default ``20``)
 ``AGENTKIT_METRICS``            ``emf`` | ``cloudwatch`` | ``off`` (default ``emf``)
 ``AGENTKIT_METRICS_NAMESPACE``  CloudWatch namespace (default ``AgentCoreClaudeKit``)
 ``AGENTKIT_EMF_FILE``           write EMF lines to this file instead of stdout (the demo uses it)
@@ -88,6 +90,8 @@ from runtime.env import (
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_STATE_DIR,
+    ENV_STORE_CALL_TIMEOUT,
+    ENV_STORE_STRICT,
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
@@ -111,6 +115,8 @@ _ENV_FIELDS: dict[str, str] = {
     "session_store": ENV_SESSION_STORE,
     "state_dir": ENV_STATE_DIR,
     "store_write_behind": ENV_STORE_WRITE_BEHIND,
+    "store_strict": ENV_STORE_STRICT,
+    "store_call_timeout_s": ENV_STORE_CALL_TIMEOUT,
     "metrics": ENV_METRICS,
     "metrics_namespace": ENV_METRICS_NAMESPACE,
     "emf_file": ENV_EMF_FILE,
@@ -157,6 +163,9 @@ class Settings(BaseModel):
     session_store: str | None = None
     state_dir: Path = Path(".agentkit")
     store_write_behind: bool = False
+    store_strict: bool = False  # excludes store_write_behind (checked by the store wiring)
+    # Below the SDK's 60 s per mirror append (docs/reliability.md), with room for a strict retry.
+    store_call_timeout_s: float = Field(default=20.0, gt=0, le=50)
     metrics: Literal["emf", "cloudwatch", "off"] = "emf"
     metrics_namespace: str = Field(default=DEFAULT_METRICS_NAMESPACE, min_length=1, max_length=255)
     emf_file: Path | None = None

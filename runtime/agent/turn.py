@@ -308,6 +308,11 @@ class AgentTurnRunner:
             errors=result.errors,
             api_error_status=result.api_error_status,
         )
+        if error is None and state.mirror_failed and self.settings.store_strict:
+            error = SessionStoreError(
+                "the answer could not be saved to the session store in time (AGENTKIT_STORE_STRICT), so it is not "
+                "acknowledged; it is kept on this microVM and may still reach the session. Retry the invocation"
+            )
         if gone.fired:
             error = ClientDisconnected("the caller disconnected; the turn was interrupted")
         elif state.budget_hit:
@@ -436,4 +441,8 @@ class AgentTurnRunner:
                         }
                     )
         elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
+            state.mirror_failed = True
             self.deps.telemetry.store_error("append", RuntimeError(str(message.data)))
+            recover = getattr(self.deps.session_store, "recover_from_transcript", None)
+            if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
+                recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")

@@ -52,6 +52,7 @@ class TurnState:
     streamed: bool = False
     running_cost: float = 0.0  # priced per model call from the streamed usage
     budget_hit: bool = False
+    mirror_failed: bool = False  # the SDK reported a transcript batch it could not store (mirror_error)
 
     def __post_init__(self) -> None:
         self.text: list[str] = []

@@ -12,6 +12,8 @@ followed by the undelivered ones (deduplicated on ``uuid``), so a resume on this
 - A batch the store rejects for good (``SessionStoreError.retryable`` false, e.g. a validation error) is
   dead-lettered: kept in ``dead-letter.jsonl``, logged at ERROR, counted as ``SessionStoreDeadLetters``;
   later batches carry on.
+- ``mirror_error`` (the SDK gave a batch up): :meth:`recover_from_transcript` appends what the CLI's local
+  transcript holds and the store lacks (uuid dedup).
 - ``strict``: the write is retried (bounded by ``strict_deadline_s``) before the call returns, so the SDK
   yields the turn's result only once the batch is in the remote store; when the deadline passes the batch
   stays queued and the call raises, so the SDK reports ``mirror_error`` and the turn fails instead of being
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import time
 import uuid
@@ -56,11 +59,25 @@ log = logging.getLogger(__name__)
 #: The SDK gives each mirror append 60 s and does not retry a timeout (``SEND_TIMEOUT_SECONDS`` in
 #: ``claude_agent_sdk/_internal/transcript_mirror_batcher.py``); one inner call must end well before.
 DEFAULT_CALL_TIMEOUT_S = 20.0
-DEFAULT_STRICT_DEADLINE_S = 40.0
+DEFAULT_STRICT_DEADLINE_S = 30.0
 
 
 def _ck(key: SessionKey | SessionListSubkeysKey) -> tuple[str, str, str | None]:
     return (key["project_key"], key["session_id"], key.get("subpath"))  # type: ignore[return-value]
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    """The entries of a local transcript (a torn last line is skipped)."""
+    out: list[Any] = []
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    out.append(entry)
+    return out
 
 
 def _digest(key: SessionKey, entries: list[SessionStoreEntry]) -> str:
@@ -122,6 +139,7 @@ class SpoolingSessionStore:
         self._delivering = False
         self._adopted = False
         self.dead_letters = 0
+        self._recoveries: set[asyncio.Task[None]] = set()
 
     @property
     def _path(self) -> Path:
@@ -315,8 +333,12 @@ class SpoolingSessionStore:
         digest = _digest(key, entries)
         for queued in self._pending:  # the SDK retrying a batch this spool already holds
             if queued.entries is not None and _digest(queued.key, queued.entries) == digest:
-                if self._strict:
-                    await self._strict_write(queued)
+                if self._strict:  # its strict deadline has passed: no second wait inside the SDK's 60 s
+                    raise SessionStoreError(
+                        "the session store has not taken this batch yet; it is kept on this microVM and retried",
+                        aws_code="StrictDeadline",
+                        retryable=True,
+                    )
                 return
         batch = Batch(uuid.uuid4().hex, dict(key), list(entries))  # type: ignore[arg-type]
         await self._accept(batch, blocked=self._has_pending(key))
@@ -385,6 +407,42 @@ class SpoolingSessionStore:
             self._ensure_task()
             return
         await self._accept(batch, blocked=blocked)
+
+    # ------------------------------------------------------------------ recovery
+    def recover_from_transcript(self, key: SessionKey | None, projects_dir: Path) -> None:
+        """The SDK reported ``mirror_error`` (it dropped a batch): in the background, append every entry of the
+        CLI's local transcript for ``key`` that neither the store nor the spool holds (matched on ``uuid``, or
+        on the whole entry when it has none). Logs and counts failures; never raises."""
+        if not key or not key.get("project_key") or not key.get("session_id"):
+            return
+        sub = key.get("subpath")
+        base = Path(projects_dir) / key["project_key"]
+        path = base / f"{key['session_id']}.jsonl" if not sub else base / key["session_id"] / f"{sub}.jsonl"
+        own: SessionKey = dict(key)  # type: ignore[assignment]
+        task = asyncio.get_running_loop().create_task(self._recover(own, path), name="session-store-recover")
+        self._recoveries.add(task)
+        task.add_done_callback(self._recoveries.discard)
+
+    async def _recover(self, key: SessionKey, path: Path) -> None:
+        try:
+            local = await asyncio.to_thread(_read_jsonl, path)
+            have = await self.load(key) or []
+            uuids = {e.get("uuid") for e in have if e.get("uuid") is not None}
+            bodies = {dumps_entry(e) for e in have if e.get("uuid") is None}
+            missing = [
+                e
+                for e in local
+                if (e.get("uuid") is not None and e.get("uuid") not in uuids)
+                or (e.get("uuid") is None and dumps_entry(e) not in bodies)
+            ]
+            if missing:
+                log.warning(
+                    "recovering %d transcript entries of %s from %s", len(missing), key["session_id"], path
+                )
+                await self.append(key, missing)
+        except Exception as exc:
+            log.error("could not recover session %s from %s: %s", key.get("session_id"), path, exc)
+            self._call(self._on_error, exc)
 
     # ------------------------------------------------------------------ shutdown
     async def flush(self) -> bool:

@@ -410,11 +410,11 @@ def test_skewed_writers_with_equal_seqs_neither_merge_nor_break_the_load(moto_cl
     client = TokenHonouring(moto_client, page=3)
     mid = memory_id()
     skewed = lambda: 1_800_000_030.0  # noqa: E731 - both clocks read the same instant
-    a = AgentCoreMemorySessionStore(mid, client=client, clock=skewed, max_chunk_bytes=40)
-    b = AgentCoreMemorySessionStore(mid, client=client, clock=skewed, max_chunk_bytes=40)
+    a = AgentCoreMemorySessionStore(mid, client=client, clock=skewed)
+    b = AgentCoreMemorySessionStore(mid, client=client, clock=skewed)
     run(a.load(KEY))
     run(b.load(KEY))
-    one, two = turn("a1", None, size=30), turn("b1", None, size=90)  # different chunk counts per entry
+    one, two = turn("a1", None, size=150_000), turn("b1", None, size=350_000)  # 2 and 4 chunks per entry
     run(a.append(KEY, one))
     run(b.append(KEY, two))
     loaded = run(AgentCoreMemorySessionStore(mid, client=client).load(KEY))

@@ -312,7 +312,7 @@ def test_strict_mode_raises_after_its_deadline_and_still_keeps_the_batch(tmp_pat
         batcher = mirror(store, projects, send_timeout=5)
         batcher.enqueue(str(projects / "proj" / "sess.jsonl"), batch(0))
         await batcher.flush()
-        assert batcher.errors and "did not take the batch" in batcher.errors[0]  # → mirror_error, no ack
+        assert batcher.errors and "kept on this microVM" in batcher.errors[0]  # → mirror_error, no ack
         assert store.pending_count == 1  # the SDK's three attempts did not queue three copies
         inner.failures = 0
         assert await store.flush()
