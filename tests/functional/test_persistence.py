@@ -6,7 +6,9 @@ Real ``python -m runtime`` processes, real claude-agent-sdk, the fake Claude CLI
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +123,100 @@ def test_actor_b_can_neither_resume_nor_recall_actor_a(tmp_path: Path) -> None:
     assert all(
         p["conversational"]["role"] in ("USER", "ASSISTANT") for e in memory.events for p in e["payload"]
     )
+
+
+# ---------------------------------------------------------------------------- the store under faults, end to end
+MEMORY_ID = "agentkit_mem-abcdefghij"
+
+
+def microvm(tmp: Path, name: str, memory: MemoryStandIn, **env: str) -> Any:
+    """A fresh microVM: its own state dir (spool) and CLI config dir; the same image paths (workspace)."""
+    return fake_cli_server(
+        tmp,
+        f"claude-{name}",
+        AGENTKIT_STATE_DIR=str(tmp / f"state-{name}"),
+        AGENTKIT_WORKSPACE=str(tmp / "workspace"),
+        AGENTKIT_SESSION_STORE=f"agentcore://{MEMORY_ID}",
+        AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=memory.url,
+        **env,
+    )
+
+
+def resumed_prompts(memory: MemoryStandIn, tmp: Path, claude_session_id: str) -> list[str]:
+    """The prompts of the conversation a new microVM resumes: the store's transcript, followed like Claude Code
+    follows it (the parentUuid chain that ends at the last entry)."""
+    import asyncio
+
+    import boto3
+    from claude_agent_sdk import project_key_for_directory
+
+    from runtime.session_store import AgentCoreMemorySessionStore
+
+    client = boto3.client(
+        "bedrock-agentcore",
+        endpoint_url=memory.url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    key: Any = {
+        "project_key": project_key_for_directory((tmp / "workspace").resolve()),
+        "session_id": claude_session_id,
+    }
+    entries = asyncio.run(AgentCoreMemorySessionStore(MEMORY_ID, client=client).load(key)) or []
+    by_uuid = {e["uuid"]: e for e in entries if e.get("uuid")}
+    chain: list[Any] = []
+    node = entries[-1] if entries else None
+    while node is not None:
+        chain.append(node)
+        node = by_uuid.get(node.get("parentUuid"))
+    prompts = []
+    for entry in reversed(chain):
+        content = (entry.get("message") or {}).get("content") if entry.get("type") == "user" else None
+        if isinstance(content, list):
+            content = " ".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            )
+        if isinstance(content, str) and content:
+            prompts.append(content)
+    return prompts
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slow
+def test_a_turn_answered_while_the_store_is_slower_than_the_sdk_allows_survives_the_microvm(
+    tmp_path: Path,
+) -> None:
+    """Every CreateEvent hangs 12 s and fails (botocore retries it 4 times): the first append of a session
+    (index + transcript) runs past the SDK's 60 s mirror timeout. The answered turn must reach the store once
+    Memory is back, while /ping keeps the microVM busy, and a fresh microVM must resume it."""
+    with MemoryStandIn() as memory:
+        memory.create_delay_s, memory.fail_after_delay = 12.0, True
+        sid = session_id("slow-store")
+        a = microvm(tmp_path, "a", memory, AGENTKIT_STORE_CALL_TIMEOUT="2").start()
+        try:
+            one = a.invoke("remember the falcon", session=sid, stream=False, timeout=150)
+            assert one.status == 200, one.body
+            assert a.ping()["status"] == "HealthyBusy"  # the answer is only on this microVM's disk
+            memory.create_delay_s = 0.0
+            wait_for(lambda: a.ping()["status"] == "Healthy", 40, "the spool to deliver")
+        finally:
+            a.kill()
+        b = microvm(tmp_path, "b", memory).start()
+        try:
+            two = b.invoke("what do you remember?", session=sid, stream=False).body
+        finally:
+            b.stop()
+        assert "history=1" in two["text"] and "resumed=true" in two["text"]
+        assert resumed_prompts(memory, tmp_path, two["claude_session_id"]) == [
+            "remember the falcon",
+            "what do you remember?",
+        ]
