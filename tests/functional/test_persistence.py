@@ -196,8 +196,9 @@ def test_a_turn_answered_while_the_store_is_slower_than_the_sdk_allows_survives_
     tmp_path: Path,
 ) -> None:
     """Every CreateEvent hangs 12 s and fails (botocore retries it 4 times): the first append of a session
-    (index + transcript) runs past the SDK's 60 s mirror timeout. The answered turn must reach the store once
-    Memory is back, while /ping keeps the microVM busy, and a fresh microVM must resume it."""
+    (index + transcript) runs past the SDK's 60 s mirror timeout, then Memory is down for a while. The answered
+    turn must reach the store once Memory is back, while /ping keeps the microVM busy, and a fresh microVM must
+    resume it."""
     with MemoryStandIn() as memory:
         memory.create_delay_s, memory.fail_after_delay = 12.0, True
         sid = session_id("slow-store")
@@ -206,7 +207,10 @@ def test_a_turn_answered_while_the_store_is_slower_than_the_sdk_allows_survives_
             one = a.invoke("remember the falcon", session=sid, stream=False, timeout=150)
             assert one.status == 200, one.body
             assert a.ping()["status"] == "HealthyBusy"  # the answer is only on this microVM's disk
-            memory.create_delay_s = 0.0
+            # A brownout: long enough for calls still running in the background to use up their retries.
+            memory.down = True
+            time.sleep(15)
+            memory.down, memory.create_delay_s = False, 0.0
             wait_for(lambda: a.ping()["status"] == "Healthy", 40, "the spool to deliver")
         finally:
             a.kill()
