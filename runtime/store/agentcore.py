@@ -310,7 +310,10 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                 cache.epoch,
             )
             if self._on_event is not None:
-                self._on_event("SessionStoreLateWrites")
+                try:
+                    self._on_event("SessionStoreLateWrites")
+                except Exception:  # a metrics failure must not fail the write
+                    log.exception("on_event callback raised")
 
     def _plan(
         self, key: SessionKey, cache: _KeyCache, entries: list[SessionStoreEntry], batch_id: str

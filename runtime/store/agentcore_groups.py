@@ -7,10 +7,11 @@ An entry item is ``{"k": "e", "s": seq, "w": writer, "ep": epoch, "b": batch, "x
 - **Groups never merge across writers.** The chunks of one entry are the items with the same
   ``(s, w, b, x)``: two microVMs that pick the same ``seq`` (clocks differ between microVMs) keep separate
   groups.
-- **Order** is ``(s, w, b, x)``. ``seq`` is the writer's clock when the batch was first tried (kept across
-  retries, so a late delivery keeps its place), never below the highest ``seq`` the writer had read: a writer
-  that resumes after another always follows it, whatever either clock says. Two writers live on one session
-  at once are ordered by their clocks. ``ep`` (the writer's epoch: one more than the highest it read when it
+- **Order** is by batch, then by index in the batch: a batch sorts at its first ``seq`` (ties: by writer id),
+  so one turn's entries stay together. ``seq`` is the writer's clock when the batch was first tried (kept
+  across retries, so a late delivery keeps its place), never below the highest ``seq`` the writer had read:
+  a writer that resumes after another always follows it, whatever either clock says. Two writers live on one
+  session at once are ordered by their clocks (equal seqs: by writer id). ``ep`` (the writer's epoch: one more than the highest it read when it
   first read the key) does not order; the store compares it before a late delivery to report the late write.
 - **Duplicates are dropped**, the first copy kept: an entry ``uuid`` seen before, or a ``(batch, index)``
   seen before (a batch retried after a write that landed but was not acknowledged).
@@ -80,7 +81,16 @@ def assemble(items: list[dict[str, Any]], *, where: str = "") -> Assembled:
             log.warning("skipping a malformed transcript item in %s: %r", where, exc)
     seen_batches: set[tuple[str, int]] = set()
     tagged: list[tuple[Any, str]] = []
-    for key in sorted(groups):
+    starts: dict[tuple[str, str], int] = {}  # a batch's first seq: a batch stays in one piece
+    for seq, writer, batch_id, _ in groups:
+        if batch_id:
+            starts[(writer, batch_id)] = min(seq, starts.get((writer, batch_id), seq))
+
+    def order(key: tuple[int, str, str, int]) -> tuple[int, str, str, int, int]:
+        seq, writer, batch_id, index = key
+        return (starts.get((writer, batch_id), seq), writer, batch_id, index, seq)
+
+    for key in sorted(groups, key=order):
         group = groups[key]
         if len(group["parts"]) != group["n"] or any(i not in group["parts"] for i in range(group["n"])):
             out.skipped += 1

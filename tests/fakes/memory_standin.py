@@ -13,7 +13,7 @@ Faults, set by the test while a runtime uses the stand-in: ``throttle_creates`` 
 429 ``ThrottledException``), ``throttle_rate`` (that share of CreateEvents, drawn from ``rng``), ``down`` (every
 call answers 503 ``ServiceException``), ``create_delay_s`` (CreateEvent answers that late, after storing the
 event if ``store_before_delay``, or answering 503 without storing it if ``fail_after_delay``), ``reject`` (a function of the request body returning a
-``ValidationException`` message or ``None``). ``create_calls`` counts CreateEvents received.
+``ValidationException`` message or ``None``), ``fail_if`` (a function of the request body: true answers 503). ``create_calls`` counts CreateEvents received.
 Point a runtime at it with ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``; boto3 signs and parses as for AWS.
 """
 
@@ -51,6 +51,8 @@ class MemoryStandIn(LoopbackServer):
         self.store_before_delay = False
         self.fail_after_delay = False
         self.reject: Callable[[dict[str, Any]], str | None] | None = None
+        self.fail_if: Callable[[dict[str, Any]], bool] | None = None
+        self.fail_hits = 0  # CreateEvents refused by ``fail_if``
         self.create_calls = 0
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
@@ -115,6 +117,9 @@ class MemoryStandIn(LoopbackServer):
                         standin.throttle_creates -= 1
                 if throttled:
                     return self._error(429, "ThrottledException", "Rate exceeded")
+                if standin.fail_if is not None and standin.fail_if(body):
+                    standin.fail_hits += 1
+                    return self._error(503, "ServiceException", "failed for this request")
                 if standin.reject is not None and (reason := standin.reject(body)):
                     return self._error(400, "ValidationException", reason)
                 event = None

@@ -6,6 +6,7 @@ Real ``python -m runtime`` processes, real claude-agent-sdk, the fake Claude CLI
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,137 @@ def test_a_turn_answered_while_the_store_is_slower_than_the_sdk_allows_survives_
             "remember the falcon",
             "what do you remember?",
         ]
+
+
+SKEW = str(Path(__file__).resolve().parents[1] / "fakes" / "skewed_clock")
+
+
+def skewed(seconds: float) -> dict[str, str]:
+    """Environment of a microVM whose wall clock is ``seconds`` off (tests/fakes/skewed_clock)."""
+    from tests.fakes.runtime_server import ROOT
+
+    return {"PYTHONPATH": f"{SKEW}:{ROOT}", "FAKE_CLOCK_SKEW_S": str(seconds)}
+
+
+def answered_pairs(memory: MemoryStandIn, tmp: Path, claude_session_id: str) -> list[str]:
+    """The resumed prompts, checked to be each followed by its own answer (the fake CLI echoes the prompt)."""
+    prompts = resumed_prompts(memory, tmp, claude_session_id)
+    assert len(prompts) == len(set(prompts)), f"a turn resumed twice: {prompts}"
+    return prompts
+
+
+def test_a_skewed_clock_and_two_live_microvms_lose_no_answered_turn(tmp_path: Path) -> None:
+    """A microVM whose clock ran 30 s fast answers turn 1; then two microVMs resume the session at once and each
+    answers a turn (the same seqs, the same event shapes). A fresh microVM must resume all three."""
+    import threading
+
+    with MemoryStandIn() as memory:
+        sid = session_id("skew")
+        a = microvm(tmp_path, "a", memory, **skewed(30)).start()
+        try:
+            assert a.invoke("one", session=sid, stream=False).status == 200
+        finally:
+            a.kill()
+        b, c = microvm(tmp_path, "b", memory).start(), microvm(tmp_path, "c", memory).start()
+        replies: dict[str, Any] = {}
+        memory.create_delay_s, memory.store_before_delay = 1.0, True  # both read before either has written
+        try:
+            threads = [
+                threading.Thread(
+                    target=lambda s=s, p=p: replies.__setitem__(p, s.invoke(p, session=sid, stream=False))
+                )
+                for s, p in ((b, "two"), (c, "three"))
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        finally:
+            b.kill()
+            c.kill()
+        memory.create_delay_s = 0.0
+        assert {p: r.status for p, r in replies.items()} == {"two": 200, "three": 200}
+        assert all("history=1" in r.body["text"] for r in replies.values())  # both resumed turn 1 only
+        d = microvm(tmp_path, "d", memory).start()
+        try:
+            four = d.invoke("four", session=sid, stream=False).body
+        finally:
+            d.stop()
+        assert "history=3" in four["text"]
+        prompts = answered_pairs(memory, tmp_path, four["claude_session_id"])
+    assert prompts[0] == "one" and sorted(prompts[1:3]) == ["three", "two"] and prompts[3] == "four"
+
+
+def test_a_late_flush_from_the_old_microvm_stays_in_the_resumed_conversation(tmp_path: Path) -> None:
+    """microVM A answers turn 2 while Memory refuses its write; A stays up (busy) with the batch spooled while
+    the session continues on microVM B; then A's spool delivers late. The resumed conversation must hold every
+    answered turn once, in the order they were answered, and the late write must be reported."""
+    with MemoryStandIn() as memory:
+        sid = session_id("late-flush")
+        a = microvm(tmp_path, "a", memory).start()
+        b = None
+        try:
+            assert a.invoke("one", session=sid, stream=False).status == 200
+            memory.fail_if = lambda body: "echo: two |" in json.dumps(body)  # only A's turn-2 batch
+            assert a.invoke("two", session=sid, stream=False).status == 200  # answered, kept on A's disk
+            assert a.ping()["status"] == "HealthyBusy"
+            b = microvm(tmp_path, "b", memory).start()
+            three = b.invoke("three", session=sid, stream=False).body
+            assert "history=1" in three["text"]  # B resumed without turn 2
+            # Refuse A until it starts a new delivery attempt after B's write (an attempt makes at most 4
+            # calls), so the delivery that lands is one that can see B's epoch.
+            hits = memory.fail_hits
+            wait_for(lambda: memory.fail_hits >= hits + 5, 40, "a delivery attempt after B's write")
+            memory.fail_if = None
+            wait_for(lambda: a.ping()["status"] == "Healthy", 40, "A's late flush")
+        finally:
+            a.stop()
+            if b is not None:
+                b.kill()
+        assert "late write" in (tmp_path / "server-claude-a.log").read_text()
+        assert "kept in the spool" not in (tmp_path / "server-claude-b.log").read_text()
+        fresh = microvm(tmp_path, "c", memory).start()
+        try:
+            four = fresh.invoke("four", session=sid, stream=False).body
+        finally:
+            fresh.stop()
+        assert answered_pairs(memory, tmp_path, four["claude_session_id"]) == ["one", "two", "three", "four"]
+
+
+def test_strict_mode_acknowledges_a_turn_only_once_it_is_stored(tmp_path: Path) -> None:
+    """Default mode answers 200 while the batch is only spooled, so a microVM lost right after loses it.
+    Strict mode retries first; when Memory stays down it answers an error instead of acknowledging."""
+    strict = {
+        "AGENTKIT_STORE_STRICT": "1",
+        "AGENTKIT_STORE_CALL_TIMEOUT": "50",
+    }  # strict deadline 55-50 = 5 s
+    with MemoryStandIn() as memory:
+        sid = session_id("strict")
+        answered: list[str] = []
+        a = microvm(tmp_path, "a", memory, **strict).start()
+        try:
+            for prompt in ("one", "two"):
+                if prompt == "two":
+                    memory.throttle_creates = 6  # more than botocore's 4 attempts
+                reply = a.invoke(prompt, session=sid, stream=False)
+                assert reply.status == 200, reply.body
+                answered.append(prompt)
+        finally:
+            a.kill()  # right after the reply: nothing left to flush
+        b = microvm(tmp_path, "b", memory, **strict).start()
+        try:
+            assert b.invoke("three", session=sid, stream=False).status == 200
+            answered.append("three")
+            memory.down = True
+            four = b.invoke("four", session=sid, stream=False)
+            assert four.status == 503 and four.body["code"] == "session_store_unavailable", four.body
+        finally:
+            b.kill()
+            memory.down = False
+        c = microvm(tmp_path, "c", memory, **strict).start()
+        try:
+            five = c.invoke("five", session=sid, stream=False).body
+            answered.append("five")
+        finally:
+            c.stop()
+        assert answered_pairs(memory, tmp_path, five["claude_session_id"]) == answered
