@@ -312,14 +312,14 @@ def test_a_late_flush_from_the_old_microvm_stays_in_the_resumed_conversation(tmp
             a.stop()
             if b is not None:
                 b.kill()
-        assert "late write" in (tmp_path / "server-claude-a.log").read_text()
-        assert "kept in the spool" not in (tmp_path / "server-claude-b.log").read_text()
         fresh = microvm(tmp_path, "c", memory).start()
         try:
             four = fresh.invoke("four", session=sid, stream=False).body
         finally:
             fresh.stop()
         assert answered_pairs(memory, tmp_path, four["claude_session_id"]) == ["one", "two", "three", "four"]
+        assert "late write" in (tmp_path / "server-claude-a.log").read_text()
+        assert "kept in the spool" not in (tmp_path / "server-claude-b.log").read_text()
 
 
 def test_strict_mode_acknowledges_a_turn_only_once_it_is_stored(tmp_path: Path) -> None:
