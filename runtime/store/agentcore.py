@@ -304,7 +304,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         if fresh.epoch - 1 > cache.epoch:
             log.warning(
                 "late write to session %s: a newer writer (epoch %d) resumed it after this one (epoch %d); the "
-                "batch is stored and re-linked into the conversation on load",
+                "batch is stored, ordered before the newer writer's entries and linked into the conversation",
                 key["session_id"],
                 fresh.epoch - 1,
                 cache.epoch,

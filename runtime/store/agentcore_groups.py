@@ -7,12 +7,14 @@ An entry item is ``{"k": "e", "s": seq, "w": writer, "ep": epoch, "b": batch, "x
 - **Groups never merge across writers.** The chunks of one entry are the items with the same
   ``(s, w, b, x)``: two microVMs that pick the same ``seq`` (clocks differ between microVMs) keep separate
   groups.
-- **Order** is by batch, then by index in the batch: a batch sorts at its first ``seq`` (ties: by writer id),
-  so one turn's entries stay together. ``seq`` is the writer's clock when the batch was first tried (kept
-  across retries, so a late delivery keeps its place), never below the highest ``seq`` the writer had read:
-  a writer that resumes after another always follows it, whatever either clock says. Two writers live on one
-  session at once are ordered by their clocks (equal seqs: by writer id). ``ep`` (the writer's epoch: one more than the highest it read when it
-  first read the key) does not order; the store compares it before a late delivery to report the late write.
+- **Order** is by batch, then by index in the batch; a batch sorts at ``(epoch, first seq)`` (ties: by
+  writer id), so one turn's entries stay together. A writer's epoch is one more than the highest it read when
+  it read the key (a resume), so every batch of an older writer, even one delivered late from its spool,
+  comes before everything a writer that resumed after it appended: the order in which turns were answered
+  when a client sends one turn after the other, whatever the microVMs' clocks say. ``seq`` (the writer's clock
+  when the batch was first tried, kept across retries, never below the highest ``seq`` it had read) orders
+  within an epoch. Two writers live on one session at once (not a state AgentCore's session affinity leads
+  to) keep every turn, each whole, ordered by epoch and clock rather than by when they were answered.
 - **Duplicates are dropped**, the first copy kept: an entry ``uuid`` seen before, or a ``(batch, index)``
   seen before (a batch retried after a write that landed but was not acknowledged).
 - **One bad group never fails a load**: a group with a missing part, a part that is not JSON, or an item
@@ -74,21 +76,26 @@ def assemble(items: list[dict[str, Any]], *, where: str = "") -> Assembled:
                     best_summary = (rank, item)
                 continue
             key = _group_key(item)
-            group = groups.setdefault(key, {"u": item.get("u"), "n": int(item["n"]), "parts": {}})
+            group = groups.setdefault(
+                key, {"u": item.get("u"), "n": int(item["n"]), "ep": epoch, "parts": {}}
+            )
             group["parts"][int(item["i"])] = str(item["d"])
         except (KeyError, TypeError, ValueError) as exc:
             out.skipped += 1
             log.warning("skipping a malformed transcript item in %s: %r", where, exc)
     seen_batches: set[tuple[str, int]] = set()
     tagged: list[tuple[Any, str]] = []
-    starts: dict[tuple[str, str], int] = {}  # a batch's first seq: a batch stays in one piece
-    for seq, writer, batch_id, _ in groups:
+    # A batch sorts as one piece, at (its writer's epoch, its first seq).
+    starts: dict[tuple[str, str], tuple[int, int]] = {}
+    for key, group in groups.items():
+        seq, writer, batch_id, _ = key
         if batch_id:
-            starts[(writer, batch_id)] = min(seq, starts.get((writer, batch_id), seq))
+            rank = (group["ep"], seq)
+            starts[(writer, batch_id)] = min(rank, starts.get((writer, batch_id), rank))
 
-    def order(key: tuple[int, str, str, int]) -> tuple[int, str, str, int, int]:
+    def order(key: tuple[int, str, str, int]) -> tuple[tuple[int, int], str, str, int, int]:
         seq, writer, batch_id, index = key
-        return (starts.get((writer, batch_id), seq), writer, batch_id, index, seq)
+        return (starts.get((writer, batch_id), (groups[key]["ep"], seq)), writer, batch_id, index, seq)
 
     for key in sorted(groups, key=order):
         group = groups[key]

@@ -224,7 +224,7 @@ def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> Non
         store = make()
         run(store.append(KEY, entries(3)))
         run(store.append(KEY, entries(4)))  # u0..u2 again plus u3
-        run(make().append(KEY, entries(2, start=2)))  # another process re-sends u2 and u3
+        run(make().append(KEY, entries(2, start=1)))  # another process re-sends u1 and u2
         no_uuid: Any = {"type": "title", "text": "t"}
         run(store.append(KEY, [no_uuid]))
         run(store.append(KEY, [no_uuid]))
