@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from runtime.errors import SessionStoreError
 from runtime.store.agentcore_groups import assemble
 from runtime.store.agentcore_ids import (
     INDEX_SESSION_ID,
@@ -229,7 +230,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         for event in events:
             for payload in event.get("payload") or []:
                 blob = payload.get("blob") if isinstance(payload, dict) else None
-                if isinstance(blob, dict) and blob.get("k") in ("e", "sum"):
+                if isinstance(blob, dict) and blob.get("k") in ("e", "sum", "ep"):
                     items.append(blob)
         return items
 
@@ -314,6 +315,21 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                     self._on_event("SessionStoreLateWrites")
                 except Exception:  # a metrics failure must not fail the write
                     log.exception("on_event callback raised")
+
+    def _claim_epoch(self, key: SessionKey, cache: _KeyCache) -> None:
+        """A resume: store this writer's epoch, so a writer resuming after it sorts after it even before this
+        one writes (one small ``CreateEvent``). A failed claim only weakens that ordering: logged, not raised."""
+        cache.last_seq = max(cache.last_seq + 1, int(self._clock() * 1e9))
+        item = {"k": "ep", "s": f"{cache.last_seq:020d}", "ep": cache.epoch, "w": self.writer_id}
+        actor, session = (
+            actor_id_for(key["project_key"]),
+            session_id_for(key["session_id"], key.get("subpath")),
+        )
+        token = hashlib.sha256(f"{actor}|{session}|".encode() + dumps_entry(item).encode()).hexdigest()
+        try:
+            self._create(actor, session, [item], token)
+        except SessionStoreError as exc:
+            log.warning("could not store the epoch claim of session %s: %s", key["session_id"], exc)
 
     def _plan(
         self, key: SessionKey, cache: _KeyCache, entries: list[SessionStoreEntry], batch_id: str
@@ -428,6 +444,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                 known = self._keys.get(ck)
                 cache.indexed = known.indexed if known is not None else False
                 self._keys[ck] = cache
+                if entries:
+                    self._claim_epoch(key, cache)
                 return entries
 
         return await asyncio.to_thread(work)

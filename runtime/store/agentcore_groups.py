@@ -7,6 +7,8 @@ An entry item is ``{"k": "e", "s": seq, "w": writer, "ep": epoch, "b": batch, "x
 - **Groups never merge across writers.** The chunks of one entry are the items with the same
   ``(s, w, b, x)``: two microVMs that pick the same ``seq`` (clocks differ between microVMs) keep separate
   groups.
+- **Epoch claims**: a writer that resumes a transcript stores ``{"k": "ep", "s", "ep", "w"}`` before it
+  appends anything, so a writer resuming after it takes a higher epoch even if the first has not written yet.
 - **Order** is by batch, then by index in the batch; a batch sorts at ``(epoch, first seq)`` (ties: by
   writer id), so one turn's entries stay together. A writer's epoch is one more than the highest it read when
   it read the key (a resume), so every batch of an older writer, even one delivered late from its spool,
@@ -70,6 +72,8 @@ def assemble(items: list[dict[str, Any]], *, where: str = "") -> Assembled:
             seq, epoch = int(item["s"]), int(item.get("ep", 0))
             out.last_seq = max(out.last_seq, seq)
             out.max_epoch = max(out.max_epoch, epoch)
+            if item["k"] == "ep":  # a resume's epoch claim: it only raises max_epoch
+                continue
             if item["k"] == "sum":
                 rank = (epoch, seq)
                 if best_summary is None or rank >= best_summary[0]:

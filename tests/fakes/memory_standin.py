@@ -54,6 +54,7 @@ class MemoryStandIn(LoopbackServer):
         self.fail_if: Callable[[dict[str, Any]], bool] | None = None
         self.fail_hits = 0  # CreateEvents refused by ``fail_if``
         self.create_calls = 0
+        self.throttled = 0  # CreateEvents answered 429
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         standin = self
@@ -116,6 +117,7 @@ class MemoryStandIn(LoopbackServer):
                     if standin.throttle_creates > 0:
                         standin.throttle_creates -= 1
                 if throttled:
+                    standin.throttled += 1
                     return self._error(429, "ThrottledException", "Rate exceeded")
                 if standin.fail_if is not None and standin.fail_if(body):
                     standin.fail_hits += 1

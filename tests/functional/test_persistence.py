@@ -6,6 +6,8 @@ Real ``python -m runtime`` processes, real claude-agent-sdk, the fake Claude CLI
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import time
 from pathlib import Path
@@ -359,3 +361,70 @@ def test_strict_mode_acknowledges_a_turn_only_once_it_is_stored(tmp_path: Path) 
         finally:
             c.stop()
         assert answered_pairs(memory, tmp_path, five["claude_session_id"]) == answered
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_kill_9_loop_with_throttling_skew_and_a_second_writer_keeps_every_answered_turn(
+    tmp_path: Path,
+) -> None:
+    """Six microVMs in turn (strict mode, clocks up to 45 s off, 30 % of CreateEvents throttled), each SIGKILLed,
+    some in the middle of a turn; twice a second writer (default mode, clock 40 s fast) answers a turn whose
+    write is refused, stays up while the next microVM serves, and delivers late. Every turn answered 200 must
+    be in the conversation a fresh microVM resumes, exactly once, in the order it was answered."""
+    import random
+    import threading
+
+    rng = random.Random(27)
+    strict = {"AGENTKIT_STORE_STRICT": "1", "AGENTKIT_STORE_CALL_TIMEOUT": "45"}  # strict deadline 10 s
+    sid = session_id("kill-loop")
+    answered: list[str] = []
+    with MemoryStandIn(seed=27) as memory:
+        memory.throttle_rate = 0.3
+        for round_no, skew in enumerate([30, -30, 45, 0, -20, 10]):
+            late = None
+            if round_no in (1, 3):  # the second writer
+                memory.throttle_rate = 0.0
+                late = microvm(tmp_path, f"late{round_no}", memory, **skewed(40)).start()
+                prompt = f"late {round_no}"
+                memory.fail_if = lambda body, p=prompt: f"echo: {p} |" in json.dumps(body)
+                assert late.invoke(prompt, session=sid, stream=False).status == 200
+                answered.append(prompt)  # answered; for now only on the late writer's disk
+                memory.throttle_rate = 0.3
+            vm = microvm(tmp_path, f"r{round_no}", memory, **strict, **skewed(skew)).start()
+            try:
+                for i in range(2):
+                    prompt = f"round {round_no} turn {i}"
+                    reply = vm.invoke(prompt, session=sid, stream=False)
+                    if reply.status == 200:
+                        answered.append(prompt)
+                if late is not None:
+                    memory.fail_if = None
+                    wait_for(lambda late=late: late.ping()["status"] == "Healthy", 60, "the late flush")
+                    late.stop()
+                replies: list[Any] = []
+                prompt = f"round {round_no} killed"
+
+                def call(server: Any = vm, p: str = prompt, out: list[Any] = replies) -> None:
+                    # The microVM may die under the call: then the turn was not answered.
+                    with contextlib.suppress(OSError, http.client.HTTPException):
+                        out.append(server.invoke(p, session=sid, stream=False))
+
+                worker = threading.Thread(target=call)
+                worker.start()
+                time.sleep(rng.uniform(0.0, 0.3))
+            finally:
+                vm.kill()
+            worker.join(10)
+            if replies and replies[0].status == 200:  # the reply came before the kill: it was answered
+                answered.append(prompt)
+        memory.throttle_rate = 0.0
+        fresh = microvm(tmp_path, "final", memory).start()
+        try:
+            final = fresh.invoke("final", session=sid, stream=False).body
+        finally:
+            fresh.stop()
+        answered.append("final")
+        resumed = answered_pairs(memory, tmp_path, final["claude_session_id"])  # no turn twice
+    assert [p for p in resumed if p in answered] == answered
+    assert memory.throttled > 0 and "late 1" in answered and "late 3" in answered
