@@ -335,3 +335,43 @@ def test_a_lone_surrogate_neither_fails_the_turn_nor_poisons_the_store(tmp_path:
 
     asyncio.run(scenario())
     assert asyncio.run(SqliteSessionStore(tmp_path / "s.db").load(KEY)) == [odd, *batch(0)]
+
+
+def test_a_mirror_error_is_recovered_from_the_cli_transcript(tmp_path: Path) -> None:
+    """The SDK gave a batch up (mirror_error): what the CLI's local transcript holds and the store lacks is
+    appended, once, whatever was stored already."""
+    projects = tmp_path / "projects"
+    title = {"type": "custom-title", "title": "t"}  # no uuid: matched on the whole entry
+    local = [*batch(0, 3), title, *batch(3)]
+    path = projects / "proj" / "sess.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in local) + '{"torn": ')
+
+    async def scenario() -> list[Any] | None:
+        store = SpoolingSessionStore(SqliteSessionStore(tmp_path / "s.db"), spool_dir=tmp_path / "spool")
+        await store.append(KEY, [*batch(0), title])  # what reached the store before the failure
+        store.recover_from_transcript(KEY, projects)
+        store.recover_from_transcript(None, projects)  # a mirror_error without a key: nothing to do
+        await asyncio.gather(*store._recoveries)
+        await store.close()
+        return await SqliteSessionStore(tmp_path / "s.db").load(KEY)
+
+    assert asyncio.run(scenario()) == [*batch(0), title, *batch(2, 3)]
+
+
+def test_strict_and_write_behind_together_are_refused(tmp_path: Path) -> None:
+    from runtime.errors import ConfigurationError
+    from runtime.settings import Settings
+    from runtime.wiring import build_store
+
+    settings = Settings.from_env(
+        {
+            "AGENTKIT_STATE_DIR": str(tmp_path),
+            "AGENTKIT_STORE_STRICT": "1",
+            "AGENTKIT_STORE_WRITE_BEHIND": "1",
+        }
+    )
+    with pytest.raises(ConfigurationError, match="exclude each other"):
+        build_store(settings)
+    with pytest.raises(ValueError, match="exclude each other"):
+        SpoolingSessionStore(object(), spool_dir=tmp_path, strict=True, write_behind=True)
