@@ -166,10 +166,11 @@ def resumed_prompts(memory: MemoryStandIn, tmp: Path, claude_session_id: str) ->
         "project_key": project_key_for_directory((tmp / "workspace").resolve()),
         "session_id": claude_session_id,
     }
-    entries = asyncio.run(AgentCoreMemorySessionStore(MEMORY_ID, client=client).load(key)) or []
+    loaded = asyncio.run(AgentCoreMemorySessionStore(MEMORY_ID, client=client).load(key))
+    entries: list[Any] = list(loaded or [])
     by_uuid = {e["uuid"]: e for e in entries if e.get("uuid")}
     chain: list[Any] = []
-    node = entries[-1] if entries else None
+    node: Any = entries[-1] if entries else None
     while node is not None:
         chain.append(node)
         node = by_uuid.get(node.get("parentUuid"))

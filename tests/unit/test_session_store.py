@@ -370,7 +370,7 @@ class TokenHonouring(PagingClient):
         self.land_then_fail: list[int] = []
 
     def create_event(self, **kw: Any) -> dict[str, Any]:
-        token = kw.get("clientToken")
+        token = str(kw.get("clientToken"))
         if token in self.tokens:
             self.create_calls.append(kw)
             return dict(self.tokens[token])

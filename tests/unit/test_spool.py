@@ -232,7 +232,9 @@ def test_a_store_call_slower_than_the_sdk_timeout_loses_nothing(
     projects = tmp_path / "projects"
 
     async def scenario() -> list[Any] | None:
-        bound = {} if call_timeout_s is None else {"call_timeout_s": call_timeout_s}  # default: 20 s
+        bound: dict[str, Any] = (
+            {} if call_timeout_s is None else {"call_timeout_s": call_timeout_s}
+        )  # default 20 s
         store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", retry_initial_s=0.05, **bound)
         batcher = mirror(store, projects, send_timeout=0.5)
         answered = [*batch(0), *batch(2)]
@@ -263,7 +265,7 @@ class Rejecting(SqliteSessionStore):
 
 def test_a_batch_rejected_for_good_is_dead_lettered_and_later_turns_are_kept(tmp_path: Path) -> None:
     events: list[str] = []
-    poison = {"type": "user", "uuid": "bad", "poison": True}
+    poison: Any = {"type": "user", "uuid": "bad", "poison": True}
 
     async def scenario() -> list[Any] | None:
         inner = Rejecting(tmp_path / "s.db")
@@ -323,7 +325,7 @@ def test_strict_mode_raises_after_its_deadline_and_still_keeps_the_batch(tmp_pat
 
 
 def test_a_lone_surrogate_neither_fails_the_turn_nor_poisons_the_store(tmp_path: Path) -> None:
-    odd = {"type": "user", "uuid": "odd", "text": "ls: bad\udcffname"}
+    odd: Any = {"type": "user", "uuid": "odd", "text": "ls: bad\udcffname"}
 
     async def scenario() -> None:
         inner = FlakyStore(tmp_path / "s.db", failures=1)  # the first write goes through the journal
@@ -341,7 +343,7 @@ def test_a_mirror_error_is_recovered_from_the_cli_transcript(tmp_path: Path) -> 
     """The SDK gave a batch up (mirror_error): what the CLI's local transcript holds and the store lacks is
     appended, once, whatever was stored already."""
     projects = tmp_path / "projects"
-    title = {"type": "custom-title", "title": "t"}  # no uuid: matched on the whole entry
+    title: Any = {"type": "custom-title", "title": "t"}  # no uuid: matched on the whole entry
     local = [*batch(0, 3), title, *batch(3)]
     path = projects / "proj" / "sess.jsonl"
     path.parent.mkdir(parents=True)
