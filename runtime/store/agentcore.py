@@ -382,18 +382,20 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
 
         subpath = key.get("subpath")
         ck = (key["project_key"], key["session_id"], subpath)
+        if batch_id in self._done:
+            return
         cache = self._keys.get(ck)
         if cache is None:
             _, cache = self._read_key(key)
             self._keys[ck] = cache
         elif fence:
             self._fence(key, cache)
-        if batch_id in self._done:
-            return
         plan = self._plans.get(batch_id)
         if plan is None:
             plan = self._plan(key, cache, entries, batch_id)
             self._plans[batch_id] = plan
+            while len(self._plans) > 1024:  # plans of batches never retried (dead-lettered, deleted)
+                del self._plans[next(iter(self._plans))]
         if plan.events and not cache.indexed:
             self._index_op(key["project_key"], {"k": "put", "sid": key["session_id"], "sub": subpath})
             cache.indexed = True

@@ -140,6 +140,7 @@ class SpoolingSessionStore:
         self._adopted = False
         self.dead_letters = 0
         self._recoveries: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     @property
     def _path(self) -> Path:
@@ -280,6 +281,9 @@ class SpoolingSessionStore:
             self._task = loop.create_task(self._retry_loop(), name="session-store-spool-retry")
 
     def _ensure_task_soon(self) -> None:
+        """After a cancelled write: make sure a retry task exists (not while closing: close() flushes)."""
+        if self._closing:
+            return
         with contextlib.suppress(RuntimeError):
             self._ensure_task()
 
@@ -452,6 +456,7 @@ class SpoolingSessionStore:
 
     async def close(self) -> None:
         """Stop the retry task, flush once more and release the journal (kept on disk if not empty)."""
+        self._closing = True
         if (
             self._task is not None
             and not self._task.done()
@@ -461,6 +466,10 @@ class SpoolingSessionStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self._task = None
+        if (
+            self._recoveries
+        ):  # a mirror_error recovery still reading the CLI's transcript: let it queue its batch
+            await asyncio.wait(set(self._recoveries), timeout=5)
         delivered = await self.flush()
         if delivered:
             log.info("session store spool empty at close")
