@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE ?= dev
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean
+.PHONY: setup demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean distclean
 
 ## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current.
 ## Also installs bubblewrap + socat (the agent's OS sandbox) when missing, on Debian/Ubuntu as root or with sudo.
@@ -30,7 +30,12 @@ sandbox-tools:
 	fi
 
 $(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ -x $(BIN)/python ] && ! $(BIN)/python scripts/check_python.py --quiet; then \
+	  echo "setup: .venv was built with an unsupported Python ($$($(BIN)/python -V 2>&1)); rebuilding it"; \
+	  rm -rf $(VENV); \
+	fi
+	@test -x $(BIN)/python || { $(PYTHON) scripts/check_python.py && $(PYTHON) -m venv $(VENV); }
+	@echo "setup: installing the Python packages into .venv (the first run downloads about 1.4 GB: a minute or more)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -38,6 +43,7 @@ $(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
+	@echo "setup: installing the pinned CDK CLI into node_modules"
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -93,10 +99,15 @@ bench: setup
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/resume.py
 	$(BIN)/python benchmarks/real_cli.py
+	$(BIN)/python benchmarks/http_edge.py
 	$(BIN)/python benchmarks/cold_start.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/faults.py
 	$(BIN)/python benchmarks/sandbox.py
 
+## clean: remove build output and local state; distclean: also the installed .venv and node_modules
 clean:
 	rm -rf cdk.out .agentkit .pytest_cache .ruff_cache .mypy_cache
+
+distclean: clean
+	rm -rf $(VENV) node_modules

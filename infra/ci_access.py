@@ -1,7 +1,7 @@
 """GitHub Actions → AWS through OIDC: an invoker role limited to one repository and one runtime.
 
 Creates (optionally) the account's GitHub OIDC provider (``token.actions.githubusercontent.com``,
-audience ``sts.amazonaws.com``; an account holds at most one, so pass ``create_provider=False``
+audience ``sts.amazonaws.com``; an account holds at most one, so set ``create_provider=False``
 when it exists) and a role that:
 
 * can be assumed only with a GitHub OIDC token whose ``aud`` is ``sts.amazonaws.com`` and whose
@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
+from infra.config import AppConfig
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
@@ -74,35 +77,70 @@ def nag_resource_name(scope: Construct, value: str) -> str:
     return render(resolved)
 
 
-class GitHubOidcInvoker(Construct):
-    """OIDC provider (optional) + a role GitHub Actions in ``repository`` can assume to invoke the runtime.
+@dataclass(frozen=True)
+class OidcInvokerProps:
+    """Everything a :class:`GitHubOidcInvoker` is configured with, but the runtime it may invoke.
 
-    Attributes: ``role``, ``provider_arn``, ``subjects``.
+    ``repository`` (``owner/repo``) and, narrower, ``branches`` / ``environments`` / ``allow_pull_requests``
+    decide which workflow runs may assume the role (:func:`github_subjects`). ``create_provider=False`` uses
+    the account's existing GitHub OIDC provider. ``runtime_endpoint_names`` limits invocation to those
+    endpoints (``None``: any endpoint of the runtime). ``allow_stop_session`` / ``allow_describe_stack`` add
+    ``StopRuntimeSession`` and this stack's ``DescribeStacks``. ``max_session_duration`` defaults to 1 hour.
+    """
+
+    repository: str
+    create_provider: bool = True
+    branches: Sequence[str] = ()
+    environments: Sequence[str] = ()
+    allow_pull_requests: bool = False
+    runtime_endpoint_names: Sequence[str] | None = None
+    allow_stop_session: bool = True
+    allow_describe_stack: bool = True
+    role_name: str | None = None
+    max_session_duration: cdk.Duration | None = None
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> OidcInvokerProps:
+        """The stack's invoker: ``agentkit.github_oidc``, limited to the stage's endpoint.
+
+        Raises:
+            ValueError: ``github_oidc.repository`` is unset (the config refuses that when it is enabled).
+        """
+        oidc = config.github_oidc
+        if not oidc.repository:
+            raise ValueError("github_oidc.repository is not set")
+        return cls(
+            repository=oidc.repository,
+            create_provider=oidc.create_provider,
+            branches=oidc.branches,
+            environments=oidc.environments,
+            allow_pull_requests=oidc.allow_pull_requests,
+            runtime_endpoint_names=[config.stage],
+        )
+
+
+class GitHubOidcInvoker(Construct):
+    """OIDC provider (optional) + a role GitHub Actions in ``props.repository`` can assume to invoke the runtime
+    ``runtime_arn``. Raises ``ValueError`` on a bad repository or branch/environment filter.
+
+    Attributes: ``role``, ``provider_arn``, ``subjects``. The construct ids (``Provider``, ``InvokerRole``) are
+    part of the resources' logical ids: a new id would make CloudFormation replace the role or the account's
+    one OIDC provider.
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        repository: str,
-        runtime_arn: str,
-        create_provider: bool = True,
-        branches: Sequence[str] = (),
-        environments: Sequence[str] = (),
-        allow_pull_requests: bool = False,
-        runtime_endpoint_names: Sequence[str] | None = None,
-        allow_stop_session: bool = True,
-        allow_describe_stack: bool = True,
-        role_name: str | None = None,
-        max_session_duration: cdk.Duration | None = None,
+        self, scope: Construct, construct_id: str, *, runtime_arn: str, props: OidcInvokerProps
     ) -> None:
         super().__init__(scope, construct_id)
+        repository = props.repository
         self.subjects = github_subjects(
-            repository, branches=branches, environments=environments, allow_pull_requests=allow_pull_requests
+            repository,
+            branches=props.branches,
+            environments=props.environments,
+            allow_pull_requests=props.allow_pull_requests,
         )
         stack = cdk.Stack.of(self)
-        if create_provider:
+        if props.create_provider:
             provider = iam.OidcProviderNative(
                 self, "Provider", url=f"https://{GITHUB_OIDC_HOST}", client_ids=[GITHUB_OIDC_AUDIENCE]
             )
@@ -115,9 +153,9 @@ class GitHubOidcInvoker(Construct):
         self.role = iam.Role(
             self,
             "InvokerRole",
-            role_name=role_name,
+            role_name=props.role_name,
             description=f"GitHub Actions in {repository} may invoke the AgentCore runtime",
-            max_session_duration=max_session_duration or cdk.Duration.hours(1),
+            max_session_duration=props.max_session_duration or cdk.Duration.hours(1),
             assumed_by=iam.WebIdentityPrincipal(
                 self.provider_arn,
                 conditions={
@@ -127,23 +165,24 @@ class GitHubOidcInvoker(Construct):
             ),
         )
         actions = ["bedrock-agentcore:InvokeAgentRuntime"]
-        if allow_stop_session:
+        if props.allow_stop_session:
             actions.append("bedrock-agentcore:StopRuntimeSession")
+        endpoint_names = props.runtime_endpoint_names
         endpoints = (
-            [f"{runtime_arn}/runtime-endpoint/{name}" for name in runtime_endpoint_names]
-            if runtime_endpoint_names is not None
+            [f"{runtime_arn}/runtime-endpoint/{name}" for name in endpoint_names]
+            if endpoint_names is not None
             else [f"{runtime_arn}/runtime-endpoint/*"]
         )
         self.role.add_to_policy(iam.PolicyStatement(actions=actions, resources=[runtime_arn, *endpoints]))
         reasons = []
-        if runtime_endpoint_names is None:
+        if endpoint_names is None:
             reasons.append(
                 (
                     f"AwsSolutions-IAM5[Resource::{nag_resource_name(self, endpoints[0])}]",
                     "Any endpoint (qualifier) of this one runtime; pass runtime_endpoint_names to narrow it.",
                 )
             )
-        if allow_describe_stack:
+        if props.allow_describe_stack:
             stack_arn = stack.format_arn(
                 service="cloudformation", resource="stack", resource_name=f"{stack.stack_name}/*"
             )

@@ -26,6 +26,9 @@ from pydantic import (
     model_validator,
 )
 
+# ConfigError lives below this module and infra.overrides (which both raise it); importable from here too.
+from infra.errors import ConfigError as ConfigError
+from infra.overrides import apply_overrides
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -58,16 +61,6 @@ PROFILE_ID_PATTERN = re.compile(
 )
 STAGES = ("dev", "prod")
 METRICS_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_./#:-]{1,255}$")
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; ``key`` is its dotted path, ``allowed`` describes valid values."""
-
-    def __init__(self, key: str, message: str, *, allowed: str) -> None:
-        self.key = key
-        self.detail = message
-        self.allowed = allowed
-        super().__init__(f"{key}: {message}; allowed: {allowed}")
 
 
 class _Model(BaseModel):
@@ -261,6 +254,16 @@ class AppConfig(_Model):
     # required: the agent's commands run in the OS sandbox or not at all; off: no OS isolation (logged as a warning)
     sandbox: Literal["required", "off"] = "required"
     image_build: Literal["local", "codebuild"] = "local"
+    # AgentCore Runtime platform: always rendered into the Runtime's PlatformVersion and passed to the container as
+    # AGENTKIT_PLATFORM_VERSION (the start-up order follows it). v2 restores each session from a snapshot of the
+    # initialised process; v1 starts every microVM from the image. See docs/platform.md.
+    platform_version: Literal["v1", "v2"] = "v2"
+    # AgentCore session storage (Preview), off when null: a per-session filesystem mounted here, holding the CLI's
+    # config dir and the workspace as a warm cache across a stop/resume of one session (the transcript stays in
+    # Memory). Pattern and length from the CFN schema of AWS::BedrockAgentCore::Runtime (MountPath).
+    session_storage_mount: str | None = Field(
+        default=None, min_length=6, max_length=200, pattern=r"^/mnt/[a-zA-Z0-9._-]+/?$"
+    )
     actor_header: str = Field(
         default="X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor",
         pattern=r"^X-Amzn-Bedrock-AgentCore-Runtime-Custom-[A-Za-z0-9-]+$",
@@ -440,8 +443,6 @@ def load_config(
         ConfigError: unknown stage, missing stage settings, an unknown override key, or any invalid key (named
             with its dotted path), or a profile that does not serve the deploy Region.
     """
-    from infra.overrides import apply_overrides  # imports this module's models
-
     if stage not in STAGES:
         raise ConfigError("stage", f"{stage!r} is not a stage", allowed=", ".join(STAGES))
     data = dict(raw or {})
@@ -451,7 +452,9 @@ def load_config(
     stage_data = dict(stages[stage])
     stage_overrides = stage_data.pop("overrides", {}) or {}
     merged = {**data, **stage_overrides}
-    merged, stage_data = apply_overrides(merged, stage_data, overrides or {})
+    merged, stage_data = apply_overrides(
+        merged, stage_data, overrides or {}, config_model=AppConfig, stage_model=StageConfig
+    )
     try:
         config = AppConfig.model_validate({**merged, "stage": stage, "settings": stage_data})
     except ValidationError as exc:

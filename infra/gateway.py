@@ -22,7 +22,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.config import JwtAuthConfig
+from infra import lifecycle
+from infra.config import AppConfig
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent / "functions"
 POWERTOOLS_VERSION = "3.37.0"
@@ -138,10 +139,10 @@ class AgentGateway(Construct):
     """An MCP Gateway with an explicit authorizer, optionally with the invoice tools target.
 
     Args:
-        name: gateway name (letters, digits, hyphens).
-        authorizer: ``iam`` (SigV4 with the caller's IAM identity) or ``jwt``.
-        jwt: issuer settings when ``authorizer == "jwt"``.
-        invoice_tools: add the sample invoice tools target.
+        config: the validated app config. Read here: ``project_name`` and ``stage`` (the gateway's name,
+            ``<project>-<stage>-tools``), ``gateway.authorizer`` (``iam``: SigV4 with the caller's IAM identity,
+            or ``jwt``), ``gateway.jwt`` (issuer settings for ``jwt``), ``gateway.invoices_tool`` (add the sample
+            invoice tools target) and the stage's ``removal_policy`` and ``log_retention_days``.
     """
 
     def __init__(
@@ -149,14 +150,11 @@ class AgentGateway(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        name: str,
-        authorizer: str,
-        jwt: JwtAuthConfig | None,
-        invoice_tools: bool,
-        removal_policy: cdk.RemovalPolicy,
-        log_retention: logs.RetentionDays,
+        config: AppConfig,
     ) -> None:
         super().__init__(scope, construct_id)
+        authorizer, jwt = config.gateway.authorizer, config.gateway.jwt
+        removal = lifecycle.removal_policy(config.settings)
         if authorizer == "jwt":
             if jwt is None:
                 raise ValueError("gateway authorizer 'jwt' needs jwt settings")
@@ -172,7 +170,7 @@ class AgentGateway(Construct):
         self.gateway = agentcore.Gateway(
             self,
             "Gateway",
-            gateway_name=name,
+            gateway_name=f"{config.project_name}-{config.stage}-tools",
             description="MCP tools for the Claude agent",
             authorizer_configuration=authorizer_config,
             protocol_configuration=agentcore.GatewayProtocol.mcp(
@@ -185,11 +183,14 @@ class AgentGateway(Construct):
                 isinstance(child, cdk.CfnResource)
                 and child.cfn_resource_type == "AWS::BedrockAgentCore::Gateway"
             ):
-                child.apply_removal_policy(removal_policy)
+                child.apply_removal_policy(removal)
         self.invoices: InvoiceTools | None = None
-        if invoice_tools:
+        if config.gateway.invoices_tool:
             self.invoices = InvoiceTools(
-                self, "Invoices", removal_policy=removal_policy, log_retention=log_retention
+                self,
+                "Invoices",
+                removal_policy=removal,
+                log_retention=lifecycle.log_retention(config.settings),
             )
             self.gateway.add_lambda_target(
                 "InvoicesTarget",

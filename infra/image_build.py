@@ -30,6 +30,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IDependable
 
+from infra import lifecycle
+from infra.config import AppConfig
+
 TRIGGER_DIR = Path(__file__).resolve().parent / "functions" / "image_build_trigger"
 """The custom resource's Lambda code (``index.handler``), shipped as a plain asset."""
 
@@ -196,20 +199,14 @@ class CodeBuildImage(Construct):
         )
 
 
-def image_source(
-    scope: Construct,
-    construct_id: str,
-    *,
-    mode: str,
-    directory: Path,
-    removal_policy: cdk.RemovalPolicy,
-    log_retention: logs.RetentionDays,
-) -> ImageSource:
-    """Build the image per ``mode`` (``local`` | ``codebuild``).
+def image_source(scope: Construct, construct_id: str, *, config: AppConfig, directory: Path) -> ImageSource:
+    """Build ``directory``'s image per ``config.image_build`` (``local`` | ``codebuild``); a CodeBuild image's
+    repository and build logs follow the stage's ``removal_policy`` and ``log_retention_days``.
 
     Raises:
         ValueError: unknown mode, or ``directory`` has no Dockerfile.
     """
+    mode = config.image_build
     if not (directory / "Dockerfile").is_file():
         raise ValueError(f"no Dockerfile in {directory}")
     if mode == "local":
@@ -219,7 +216,7 @@ def image_source(
             scope,
             construct_id,
             directory=directory,
-            removal_policy=removal_policy,
-            log_retention=log_retention,
+            removal_policy=lifecycle.removal_policy(config.settings),
+            log_retention=lifecycle.log_retention(config.settings),
         ).source
     raise ValueError(f"image_build {mode!r} is not one of: local, codebuild")

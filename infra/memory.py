@@ -12,6 +12,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra import lifecycle
+from infra.config import AppConfig
+
 FACTS_NAMESPACE = "/agentkit/facts/{actorId}"
 PREFERENCES_NAMESPACE = "/agentkit/preferences/{actorId}"
 SUMMARIES_NAMESPACE = "/agentkit/summaries/{actorId}/{sessionId}"
@@ -33,10 +36,10 @@ class AgentMemory(Construct):
     """A ``Memory`` with semantic, summary and user-preference strategies.
 
     Args:
-        name: memory name (letters, digits, underscores).
-        event_expiry_days: how long short-term events (transcripts) are kept, 7-365.
-        customer_managed_key: encrypt with a new KMS key (rotation on) instead of an AWS-owned key.
-        removal_policy: applied to the memory and the key.
+        config: the validated app config. Read here: ``project_name`` and ``stage`` (the memory's name,
+            ``<project>_<stage>_memory``), the stage's ``memory_event_expiry_days`` (how long short-term events,
+            the transcripts, are kept) and ``removal_policy`` (the memory and the key), and
+            ``memory.customer_managed_key`` (encrypt with a new KMS key, rotation on, instead of an AWS-owned key).
     """
 
     def __init__(
@@ -44,27 +47,26 @@ class AgentMemory(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        name: str,
-        event_expiry_days: int,
-        customer_managed_key: bool,
-        removal_policy: cdk.RemovalPolicy,
+        config: AppConfig,
     ) -> None:
         super().__init__(scope, construct_id)
+        name = f"{config.project_name}_{config.stage}_memory"
+        removal = lifecycle.removal_policy(config.settings)
         self.key: kms.Key | None = None
-        if customer_managed_key:
+        if config.memory.customer_managed_key:
             self.key = kms.Key(
                 self,
                 "Key",
                 description=f"AgentCore Memory {name}",
                 enable_key_rotation=True,
-                removal_policy=removal_policy,
+                removal_policy=removal,
             )
         self.memory = agentcore.Memory(
             self,
             "Memory",
             memory_name=name,
             description="Claude agent transcripts (events) and long-term memory",
-            expiration_duration=cdk.Duration.days(event_expiry_days),
+            expiration_duration=cdk.Duration.days(config.settings.memory_event_expiry_days),
             kms_key=self.key,
             memory_strategies=[
                 agentcore.MemoryStrategy.using_semantic(strategy_name="facts", namespaces=[FACTS_NAMESPACE]),
@@ -81,7 +83,7 @@ class AgentMemory(Construct):
                 isinstance(child, cdk.CfnResource)
                 and child.cfn_resource_type == "AWS::BedrockAgentCore::Memory"
             ):
-                child.apply_removal_policy(removal_policy)
+                child.apply_removal_policy(removal)
 
     @property
     def memory_id(self) -> str:

@@ -6,15 +6,19 @@ call fails with AccessDenied ("Request access to models",
 https://docs.aws.amazon.com/bedrock/latest/userguide/model-access.html). ``Subscribe`` (only it) can be limited
 with the ``aws-marketplace:ProductId`` condition key to the products of the configured models ("Use product ID
 condition keys to control access", https://docs.aws.amazon.com/bedrock/latest/userguide/model-access-product-ids.html,
-which lists the IDs below). ``ViewSubscriptions`` has no such key and is granted on ``*``. ``Unsubscribe`` is
-not granted: the runtime never needs it.
+which lists the IDs below). The model-access page lists ``Subscribe``, ``Unsubscribe`` and
+``ViewSubscriptions`` as the prerequisites of a first-use subscription, so ``Unsubscribe`` is granted with
+``Subscribe`` under the same product-id condition; ``ViewSubscriptions`` is granted on ``*``. None of the three
+has resource types in the Service Authorization Reference ("Actions, resources, and condition keys for AWS
+Marketplace"), so ``*`` is the only resource IAM matches.
 
 The Claude Code CLI lists the system-defined inference profiles at every start and resolves the one it uses
-(Claude Code's Bedrock IAM docs): ``bedrock:ListInferenceProfiles`` and ``bedrock:GetInferenceProfile``. The
-Bedrock user guide's inference-profile prerequisites grant both on ``inference-profile`` ARNs
-(https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html); here Get is limited to
-the configured profiles and List to this account's profiles in the stack's Region. The CLI tolerates a
-failed list, so a service that wanted ``*`` for the list would cost nothing but the lookup.
+(Claude Code's Bedrock IAM docs): ``bedrock:ListInferenceProfiles`` and ``bedrock:GetInferenceProfile``. Get
+is limited to the configured profiles. ``ListInferenceProfiles`` supports no resource types in the Service
+Authorization Reference ("Actions, resources, and condition keys for Amazon Bedrock"), so IAM matches it only
+on ``"*"``: scoped to profile ARNs, the CLI's start-up lookup would be denied (it tolerates that, but then
+cannot resolve the profile's Regions). ``tests/infra/test_iam_sar.py`` checks every statement against an
+offline copy of that reference.
 
 What IAM cannot do: Anthropic's one-time "use case" form (per account, or once in an organization's
 management account). ``agentkit doctor`` checks it (``GetUseCaseForModelAccess``) and says how to submit it.
@@ -74,9 +78,7 @@ def model_access_statements(
             resources=[f"{profile_arn}/{p}" for p in dict.fromkeys(profile_ids)],
         ),
         iam.PolicyStatement(
-            sid="ListInferenceProfiles",
-            actions=["bedrock:ListInferenceProfiles"],
-            resources=[f"{profile_arn}/*"],
+            sid="ListInferenceProfiles", actions=["bedrock:ListInferenceProfiles"], resources=["*"]
         ),
         iam.PolicyStatement(
             sid="MarketplaceViewSubscriptions", actions=["aws-marketplace:ViewSubscriptions"], resources=["*"]
@@ -86,7 +88,7 @@ def model_access_statements(
         statements.append(
             iam.PolicyStatement(
                 sid="MarketplaceSubscribeConfiguredModels",
-                actions=["aws-marketplace:Subscribe"],
+                actions=["aws-marketplace:Subscribe", "aws-marketplace:Unsubscribe"],
                 resources=["*"],
                 conditions={"ForAnyValue:StringEquals": {"aws-marketplace:ProductId": products}},
             )

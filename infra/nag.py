@@ -52,14 +52,15 @@ RUNTIME_LOGS = (
     "suffix."
 )
 MARKETPLACE_STAR = (
-    "aws-marketplace:Subscribe/ViewSubscriptions have no resource types: Subscribe is conditioned on the "
-    "configured models' product ids (aws-marketplace:ProductId); ViewSubscriptions only reads."
+    "aws-marketplace:Subscribe/Unsubscribe/ViewSubscriptions have no resource types: Subscribe and Unsubscribe "
+    "are conditioned on the configured models' product ids (aws-marketplace:ProductId); ViewSubscriptions only "
+    "reads."
 )
-LIST_PROFILES = (
-    "bedrock:ListInferenceProfiles is a list call (the Claude Code CLI lists the system profiles at start), "
-    "limited to inference profiles of this account and Region."
+LIST_CALLS = (
+    "bedrock:ListInferenceProfiles (the Claude Code CLI lists the system profiles at start) and "
+    "logs:DescribeLogGroups are list calls with no resource types in the Service Authorization Reference: "
+    "IAM matches them only on '*' (tests/infra/test_iam_sar.py)."
 )
-DESCRIBE_LOG_GROUPS = "logs:DescribeLogGroups is a list call that only accepts log-group:* as resource."
 WORKLOAD_IDENTITY = (
     "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
     "scoped to that prefix."
@@ -129,11 +130,9 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
         acknowledge(
             agent.node.find_child("ExecutionRole"),
             [
-                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR} {MARKETPLACE_STAR}"),
-                iam5(f"arn:{partition}:bedrock:{region}:{account}:inference-profile/*", LIST_PROFILES),
+                iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR} {MARKETPLACE_STAR} {LIST_CALLS}"),
                 iam5(runtime_logs, RUNTIME_LOGS),
                 iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
-                iam5(f"{logs_prefix}:*", DESCRIBE_LOG_GROUPS),
                 iam5(
                     f"arn:{partition}:bedrock-agentcore:{region}:{account}:workload-identity-directory"
                     f"/default/workload-identity/{name}-*",

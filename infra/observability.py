@@ -13,7 +13,7 @@ with the budget line, tokens, cache hits, invocations/errors, latencies (runtime
 turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs Insights table of
 the sessions and callers that cost most.
 
-Transaction Search (``transaction_search=True``) is account- and Region-wide: it creates
+Transaction Search (``observability.transaction_search``) is account- and Region-wide: it creates
 ``AWS::XRay::TransactionSearchConfig`` and the logs resource policy that lets X-Ray write spans to the
 ``aws/spans`` log group. Enable it in one stack per account/Region only; a second stack enabling it fails.
 """
@@ -32,6 +32,7 @@ from aws_cdk import aws_sns_subscriptions as subs
 from aws_cdk import aws_xray as xray
 from constructs import Construct
 
+from infra.config import AppConfig
 from infra.dashboard import (
     DAY,
     FIVE_MINUTES,
@@ -51,41 +52,31 @@ class AgentObservability(Construct):
     """Dashboard + alarms + SNS topic for one agent runtime and its stage endpoint.
 
     Args:
+        config: the validated app config. Read here: ``stage`` (the endpoint callers invoke; AgentCore's
+            metrics are per endpoint), ``resource_prefix`` (the dashboard's name), ``metrics_namespace`` /
+            ``agent_name`` (where and under which ``Agent`` dimension the agent publishes), the stage's
+            ``daily_budget_usd`` / ``error_rate_alarm_percent`` / ``p99_latency_alarm_ms`` (alarm thresholds),
+            ``observability.alarm_email`` (optional email subscription to the alarm topic),
+            ``observability.transaction_search`` (see module docstring) and, when the webhook is enabled,
+            ``webhook.trackers`` (whose metrics to plot, ``Tracker`` dimension).
         runtime: the L2 runtime (its name, ARN and id identify its metrics and log group).
-        endpoint_name: the endpoint callers invoke (the stage); AgentCore's metrics are per endpoint.
-        namespace / agent_name: where and under which ``Agent`` dimension the agent publishes.
-        daily_budget_usd / error_rate_percent / p99_latency_ms: alarm thresholds.
-        alarm_email: optional email subscription to the alarm topic.
-        transaction_search: enable CloudWatch Transaction Search (account-level, see module docstring).
-        trackers: issue trackers whose webhook metrics to plot (``Tracker`` dimension); empty: no webhook.
     """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        runtime: agentcore.Runtime,
-        endpoint_name: str,
-        dashboard_name: str,
-        namespace: str,
-        agent_name: str,
-        daily_budget_usd: float,
-        error_rate_percent: float,
-        p99_latency_ms: int,
-        alarm_email: str | None,
-        transaction_search: bool,
-        trackers: Sequence[str] = (),
+        self, scope: Construct, construct_id: str, *, config: AppConfig, runtime: agentcore.Runtime
     ) -> None:
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
-        self.namespace, self.agent, self.budget = namespace, agent_name, daily_budget_usd
+        settings, endpoint_name, dashboard_name = config.settings, config.stage, config.resource_prefix
+        error_rate_percent, p99_latency_ms = settings.error_rate_alarm_percent, settings.p99_latency_alarm_ms
+        self.namespace, self.agent = config.metrics_namespace, config.agent_name
+        self.budget = daily_budget_usd = settings.daily_budget_usd
         self.endpoint_name = endpoint_name
         self._runtime_name, self._runtime_arn = runtime.agent_runtime_name, runtime.agent_runtime_arn
         self.runtime_log_group = f"/aws/bedrock-agentcore/runtimes/{runtime.agent_runtime_id}-{endpoint_name}"
         self.topic = sns.Topic(self, "AlarmTopic", display_name=f"{dashboard_name} alarms", enforce_ssl=True)
-        if alarm_email:
-            self.topic.add_subscription(subs.EmailSubscription(alarm_email))
+        if config.observability.alarm_email:
+            self.topic.add_subscription(subs.EmailSubscription(config.observability.alarm_email))
         action = cw_actions.SnsAction(self.topic)
 
         invocations = self.runtime_metric("Invocations", "Sum", label="Invocations")
@@ -122,7 +113,7 @@ class AgentObservability(Construct):
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
         self.daily_cost = agent_metric(
-            namespace, agent_name, "CostUSD", statistic="Sum", period=DAY, label="all"
+            self.namespace, self.agent, "CostUSD", statistic="Sum", period=DAY, label="all"
         )
         self.cost_alarm = cw.Alarm(
             self,
@@ -144,8 +135,8 @@ class AgentObservability(Construct):
         self._header(stack)
         self._spend_row()
         self._traffic_rows(invocations=invocations, system_errors=system_errors, throttles=throttles)
-        self._agent_rows(trackers)
-        if transaction_search:
+        self._agent_rows(config.webhook.trackers if config.webhook.enabled else ())
+        if config.observability.transaction_search:
             self._enable_transaction_search(stack)
 
     def runtime_metric(self, name: str, statistic: str, *, label: str | None = None) -> cw.Metric:

@@ -6,12 +6,18 @@ Keys (see :func:`known_keys`):
   * a whole nested object as JSON, merged key by key: ``-c 'gateway={"enabled": false}'``;
   * a stage setting, flat: ``-c daily_budget_usd=25`` (applies to the stage being synthesized).
 
-The CLI hands every value over as a string; it is parsed by the type of the setting it targets: booleans
-(``true``/``false``/``yes``/``no``/``1``/``0``), numbers, lists (a JSON array, or comma-separated), ``null`` for
-optional settings, JSON objects for nested settings; strings stay as given. Pydantic then validates the result
-like any value from ``cdk.json``. An unknown key is refused with the list of known ones.
+The CLI hands every value over as a string. What only the command line needs is parsed here, by the type of
+the setting it targets: lists (a JSON array, or comma-separated), ``null`` for optional settings, JSON objects
+for nested settings. Booleans (``true``/``false``, ``yes``/``no``, ``on``/``off``, ``1``/``0``; pydantic also
+takes ``t``/``f``/``y``/``n``) and numbers are left to pydantic's lax mode, which converts such strings while it
+validates the result like any value from ``cdk.json``; only an integer choice (``log_retention_days``), which
+pydantic compares without converting, is read as an integer first. Other strings stay as given. An unknown key
+is refused with the list of known ones.
 
-Raises (all :class:`infra.config.ConfigError`): unknown key, a JSON object that does not parse.
+The models are parameters (``config_model``, the whole config, and ``stage_model``, one stage's settings), so
+this module does not import :mod:`infra.config`, which calls it.
+
+Raises (all :class:`infra.errors.ConfigError`): unknown key, a JSON object that does not parse.
 """
 
 from __future__ import annotations
@@ -21,14 +27,13 @@ import types
 from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from infra.config import AppConfig, ConfigError, StageConfig
+from infra.errors import ConfigError
 
-#: AppConfig fields that are not user settings.
+#: Fields of the config model that are not user settings (the stage's name and its settings object).
 _INTERNAL = frozenset({"stage", "settings"})
-_TRUE = frozenset({"true", "yes", "on", "1"})
-_FALSE = frozenset({"false", "no", "off", "0"})
+_NUMBER: TypeAdapter[int | float] = TypeAdapter(int | float)  # an int when the text is one, else a float
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
@@ -45,7 +50,7 @@ def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def known_keys() -> dict[str, Any]:
+def known_keys(config_model: type[BaseModel], stage_model: type[BaseModel]) -> dict[str, Any]:
     """Every key ``-c`` accepts, mapped to the annotation of the setting it sets."""
     keys: dict[str, Any] = {}
 
@@ -59,14 +64,10 @@ def known_keys() -> dict[str, Any]:
             if _is_model(inner):
                 walk(inner, f"{key}.")
 
-    walk(AppConfig, "")
-    for name, field in StageConfig.model_fields.items():
+    walk(config_model, "")
+    for name, field in stage_model.model_fields.items():
         keys[name] = field.annotation
     return keys
-
-
-def stage_keys() -> frozenset[str]:
-    return frozenset(StageConfig.model_fields)
 
 
 def coerce(key: str, value: Any, annotation: Any) -> Any:
@@ -88,16 +89,16 @@ def coerce(key: str, value: Any, annotation: Any) -> Any:
             raise ConfigError(f"-c {key}", f"{value!r} is not a JSON object", allowed="a JSON object")
         return parsed
     if inner is bool:
-        lowered = text.lower()
-        return True if lowered in _TRUE else False if lowered in _FALSE else value
+        return text  # pydantic's lax mode reads true/false, yes/no, on/off, 1/0 while it validates
     if inner in (int, float) or (
-        get_origin(inner) is Literal and all(isinstance(a, int) for a in get_args(inner))
+        get_origin(inner) is Literal and all(type(a) is int for a in get_args(inner))
     ):
+        # pydantic's lax mode reads the number; read here (not while validating the model) because it does not
+        # convert a string for an integer choice (log_retention_days) and would refuse "3e1" for an int.
         try:
-            number = json.loads(text)
-        except json.JSONDecodeError:
-            return value  # pydantic names the key and the expected type
-        return number if isinstance(number, int | float) and not isinstance(number, bool) else value
+            return _NUMBER.validate_python(text)
+        except ValidationError:
+            return value  # the model's validation names the key and the expected type
     if get_origin(inner) in (tuple, list):
         if text.startswith("["):
             try:
@@ -118,14 +119,22 @@ def _deep_merge(base: Any, update: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def apply_overrides(
-    shared: Mapping[str, Any], stage: Mapping[str, Any], overrides: Mapping[str, Any]
+    shared: Mapping[str, Any],
+    stage: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    *,
+    config_model: type[BaseModel],
+    stage_model: type[BaseModel],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return ``(shared, stage)`` with ``overrides`` applied (they win over both, stage ``overrides`` included).
+
+    ``shared`` holds ``config_model``'s settings, ``stage`` those of ``stage_model`` (keys set flat, ``-c
+    daily_budget_usd=25``).
 
     Raises:
         ConfigError: an unknown key (the message lists the known ones) or an unparseable JSON object.
     """
-    known = known_keys()
+    known = known_keys(config_model, stage_model)
     unknown = sorted(key for key in overrides if key not in known)
     if unknown:
         raise ConfigError(
@@ -137,7 +146,7 @@ def apply_overrides(
     shared_out, stage_out = dict(shared), dict(stage)
     for key in sorted(overrides, key=lambda k: k.count(".")):  # objects first, then their dotted keys
         value = coerce(key, overrides[key], known[key])
-        if key in stage_keys():
+        if key in stage_model.model_fields:
             stage_out[key] = value
             continue
         *parents, leaf = key.split(".")
@@ -150,4 +159,4 @@ def apply_overrides(
     return shared_out, stage_out
 
 
-__all__ = ["apply_overrides", "coerce", "known_keys", "stage_keys"]
+__all__ = ["apply_overrides", "coerce", "known_keys"]

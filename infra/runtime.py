@@ -8,12 +8,12 @@ runtime.
 IAM actions granted to the execution role (resource in brackets):
     bedrock:InvokeModel, bedrock:InvokeModelWithResponseStream  [configured inference profiles + the
         foundation models behind them in the profile's Regions]
-    bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [inference-profile/* here]
+    bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [* — no resource types]
     aws-marketplace:Subscribe [* with condition aws-marketplace:ProductId in the configured models' products]
     aws-marketplace:ViewSubscriptions [* only]  (first use of a Claude model: see infra/model_access.py)
     logs:CreateLogGroup, logs:DescribeLogStreams, logs:CreateLogStream, logs:PutLogEvents
         [/aws/bedrock-agentcore/runtimes/<runtime_name>-*]
-    logs:DescribeLogGroups [log-group:* — a list call, cannot be scoped]
+    logs:DescribeLogGroups [* — no resource types in the Service Authorization Reference]
     xray:PutTraceSegments, xray:PutTelemetryRecords, xray:GetSamplingRules, xray:GetSamplingTargets  [* only]
     cloudwatch:PutMetricData  [* with condition cloudwatch:namespace = our namespace]
     bedrock-agentcore:GetWorkloadAccessToken*  [workload identity named after this runtime]
@@ -29,12 +29,13 @@ from collections.abc import Mapping, Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config import PROFILE_REGIONS, AuthConfig, inference_profile_parts
+from infra import lifecycle
+from infra.config import PROFILE_REGIONS, AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
+from infra.image_build import ImageSource
 from infra.model_access import model_access_statements
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
@@ -68,20 +69,22 @@ class AgentRuntime(Construct):
     """The AgentCore Runtime, its per-stage endpoint, log groups and execution role.
 
     Args:
-        runtime_name: ``^[a-zA-Z][a-zA-Z0-9_]{0,47}$``.
-        artifact: container image (see ``infra.image_build``).
-        image_repository: the ECR repository holding the image (pull is granted on it only).
+        config: the validated app config. Read here: ``runtime_name``; ``models`` (the inference profiles the
+            role may invoke) and ``marketplace_product_ids`` (foundation model id → AWS Marketplace product id,
+            for models newer than ``infra.model_access.MARKETPLACE_PRODUCT_IDS``); ``metrics_namespace`` (the
+            only namespace ``cloudwatch:PutMetricData`` is allowed in); ``auth`` (IAM or JWT inbound auth) and
+            ``actor_header`` (allow-listed through to the container under IAM auth); ``network`` (a VPC when
+            ``mode`` is ``vpc``, else the public network); ``stage`` (the endpoint's name); the stage's
+            ``idle_timeout_minutes`` / ``max_lifetime_hours`` (session lifecycle), ``log_retention_days`` and
+            ``removal_policy`` (the APPLICATION_LOGS / USAGE_LOGS groups); ``platform_version`` (always rendered
+            as the Runtime's ``PlatformVersion``) and ``session_storage_mount`` (AgentCore session storage, or
+            None).
+        image: the container image (see ``infra.image_build``); pull is granted on its repository only, and
+            the runtime waits for ``image.ready`` when the image is built during the deploy.
         environment: container environment variables (``AGENTKIT_*``; never ``AGENTKIT_BEDROCK_ENDPOINT``).
-        model_profiles: inference profile ids the agent may call.
-        metrics_namespace: the only namespace ``cloudwatch:PutMetricData`` is allowed in.
-        auth: IAM (default) or JWT inbound auth.
-        vpc / vpc_subnets: run in a VPC when given, else the public network.
-        idle_timeout / max_lifetime: runtime session lifecycle.
-        log_retention: retention of the APPLICATION_LOGS / USAGE_LOGS groups.
-        endpoint_name: name of the ``RuntimeEndpoint`` (the stage).
-        request_headers: custom headers allow-listed through to the container (e.g. the actor header).
-        marketplace_product_ids: extra foundation model id → AWS Marketplace product id entries (models newer
-            than ``infra.model_access.MARKETPLACE_PRODUCT_IDS``).
+
+    Raises:
+        ValueError: ``environment`` sets ``AGENTKIT_BEDROCK_ENDPOINT``.
     """
 
     def __init__(
@@ -89,27 +92,15 @@ class AgentRuntime(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        runtime_name: str,
-        artifact: agentcore.AgentRuntimeArtifact,
-        image_repository: ecr.IRepository,
+        config: AppConfig,
+        image: ImageSource,
         environment: Mapping[str, str],
-        model_profiles: Sequence[str],
-        metrics_namespace: str,
-        auth: AuthConfig,
-        idle_timeout: cdk.Duration,
-        max_lifetime: cdk.Duration,
-        log_retention: logs.RetentionDays,
-        removal_policy: cdk.RemovalPolicy,
-        endpoint_name: str,
-        request_headers: Sequence[str] = (),
-        marketplace_product_ids: Mapping[str, str] | None = None,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if "AGENTKIT_BEDROCK_ENDPOINT" in environment:
             raise ValueError("AGENTKIT_BEDROCK_ENDPOINT is a local test stand-in and must not be deployed")
         stack = cdk.Stack.of(self)
+        runtime_name, settings = config.runtime_name, config.settings
         self.role = iam.Role(
             self,
             "ExecutionRole",
@@ -130,11 +121,11 @@ class AgentRuntime(Construct):
         self._add_role_statements(
             stack=stack,
             runtime_name=runtime_name,
-            model_profiles=model_profiles,
-            metrics_namespace=metrics_namespace,
+            model_profiles=config.models,
+            metrics_namespace=config.metrics_namespace,
         )
         access, without_product = model_access_statements(
-            model_profiles, stack=stack, extra_product_ids=marketplace_product_ids
+            config.models, stack=stack, extra_product_ids=config.marketplace_product_ids
         )
         for statement in access:
             self.role.add_to_policy(statement)
@@ -145,37 +136,36 @@ class AgentRuntime(Construct):
                 "subscribe to it on first use. Add it to agentkit.marketplace_product_ids (the model card lists "
                 "it), or subscribe once by hand; `agentkit doctor` shows the subscription state.",
             )
-        image_repository.grant_pull(self.role)
+        image.repository.grant_pull(self.role)
 
+        retention, removal = lifecycle.log_retention(settings), lifecycle.removal_policy(settings)
         self.application_logs = logs.LogGroup(
-            self, "ApplicationLogs", retention=log_retention, removal_policy=removal_policy
+            self, "ApplicationLogs", retention=retention, removal_policy=removal
         )
-        self.usage_logs = logs.LogGroup(
-            self, "UsageLogs", retention=log_retention, removal_policy=removal_policy
-        )
-        network = (
-            agentcore.RuntimeNetworkConfiguration.using_vpc(self, vpc=vpc, vpc_subnets=vpc_subnets)
-            if vpc is not None
-            else agentcore.RuntimeNetworkConfiguration.using_public_network()
-        )
+        self.usage_logs = logs.LogGroup(self, "UsageLogs", retention=retention, removal_policy=removal)
+        # IAM inbound auth: only our own principals invoke, so their actor header is let through. JWT auth: the
+        # Authorization header must reach the container (the actor is the token's sub).
+        request_headers = [config.actor_header] if config.auth.mode == "iam" else ["Authorization"]
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
             runtime_name=runtime_name,
             description="Claude Agent SDK agent (agentcore-claude-kit)",
-            agent_runtime_artifact=artifact,
+            agent_runtime_artifact=image.artifact,
             execution_role=self.role.without_policy_updates(),
             environment_variables=dict(environment),
-            authorizer_configuration=self._authorizer(auth),
-            network_configuration=network,
+            authorizer_configuration=self._authorizer(config.auth),
+            network_configuration=self._network(config.network),
             protocol_configuration=agentcore.ProtocolType.HTTP,
+            # Always rendered: left unset, CloudFormation gets the service's default, which differs by Region and
+            # date (docs/platform.md).
+            platform_version=agentcore.PlatformVersion.of(config.platform_version.upper()),
             lifecycle_configuration=agentcore.LifecycleConfiguration(
-                idle_runtime_session_timeout=idle_timeout, max_lifetime=max_lifetime
+                idle_runtime_session_timeout=cdk.Duration.minutes(settings.idle_timeout_minutes),
+                max_lifetime=cdk.Duration.hours(settings.max_lifetime_hours),
             ),
-            request_header_configuration=(
-                agentcore.RequestHeaderConfiguration(allowlisted_headers=list(request_headers))
-                if request_headers
-                else None
+            request_header_configuration=agentcore.RequestHeaderConfiguration(
+                allowlisted_headers=request_headers
             ),
             tracing_enabled=True,
             logging_configs=[
@@ -189,9 +179,35 @@ class AgentRuntime(Construct):
                 ),
             ],
         )
+        if config.session_storage_mount:
+            # The L2 Runtime (aws-cdk-lib 2.275) has no property for AgentCore session storage (Preview), so
+            # FilesystemConfigurations is set on the underlying CfnRuntime (an escape hatch).
+            cfn_runtime = self.runtime.node.default_child
+            assert isinstance(cfn_runtime, agentcore.CfnRuntime)
+            cfn_runtime.add_property_override(
+                "FilesystemConfigurations", [{"SessionStorage": {"MountPath": config.session_storage_mount}}]
+            )
         # The runtime must not be created before its role can pull the image and write logs.
         self.runtime.node.add_dependency(self.role)
-        self.endpoint = self.runtime.add_endpoint(endpoint_name, description=f"{endpoint_name} endpoint")
+        # The endpoint is named after the stage: every caller invokes it (--qualifier <stage>).
+        self.endpoint = self.runtime.add_endpoint(config.stage, description=f"{config.stage} endpoint")
+        if image.ready is not None:  # an image built during the deploy (image_build codebuild)
+            self.runtime.node.add_dependency(image.ready)
+
+    def _network(self, network: NetworkConfig) -> agentcore.RuntimeNetworkConfiguration:
+        """The given VPC and subnets (imported by id, so synth needs no lookup), else the public network."""
+        if network.mode != "vpc" or network.vpc_id is None:
+            return agentcore.RuntimeNetworkConfiguration.using_public_network()
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self, "Vpc", vpc_id=network.vpc_id, availability_zones=list(network.availability_zones)
+        )
+        subnets = [
+            ec2.Subnet.from_subnet_attributes(self, f"Subnet{i}", subnet_id=sid, availability_zone=az)
+            for i, (sid, az) in enumerate(zip(network.subnet_ids, network.availability_zones, strict=True))
+        ]
+        return agentcore.RuntimeNetworkConfiguration.using_vpc(
+            self, vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=subnets)
+        )
 
     @staticmethod
     def _authorizer(auth: AuthConfig) -> agentcore.RuntimeAuthorizerConfiguration:
@@ -228,18 +244,8 @@ class AgentRuntime(Construct):
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[f"{log_group_arn}:log-stream:*"],
             ),
-            iam.PolicyStatement(
-                sid="DescribeLogGroups",
-                actions=["logs:DescribeLogGroups"],
-                resources=[
-                    stack.format_arn(
-                        service="logs",
-                        resource="log-group",
-                        resource_name="*",
-                        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
-            ),
+            # No resource types in the Service Authorization Reference: IAM matches it only on "*".
+            iam.PolicyStatement(sid="DescribeLogGroups", actions=["logs:DescribeLogGroups"], resources=["*"]),
             iam.PolicyStatement(
                 sid="XRayWrite",
                 actions=[

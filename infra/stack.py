@@ -1,14 +1,20 @@
 """The one stack: composes image, memory, runtime, gateway, observability (+ optional webhook / CI access).
 
-Runtime container environment (names from :mod:`runtime.env`; see DESIGN.md §4): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
+Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
 ``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
-``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``.
+``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
+session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
-Optional constructs (modules owned by the webhook / CI issue) are composed behind config flags:
-``webhook.enabled`` -> ``infra.webhook.GitHubIssueWebhook``; ``github_oidc.enabled`` (+ ``repository``) ->
-``infra.ci_access.GitHubOidcInvoker``.
+Constructs take their config: image, memory, gateway, runtime and observability read the validated
+:class:`AppConfig`; the optional front doors, usable in any stack, take one props object each, which
+``from_config`` builds from the app config. They are composed behind config flags: ``webhook.enabled`` ->
+``infra.webhook.IssueWebhook``; ``github_oidc.enabled`` (+ ``repository``) -> ``infra.ci_access.GitHubOidcInvoker``.
+
+Construct ids (``Image``, ``Memory``, ``Gateway``, ``Agent``, ``Observability``, ``GitHubWebhook``,
+``GitHubOidc``) are part of the logical id of every resource below them: a new id makes CloudFormation replace
+those resources (the memory and its events, log groups, secrets, queues), so they stay as first deployed.
 """
 
 from __future__ import annotations
@@ -17,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import nag
@@ -33,15 +37,18 @@ from runtime.env import (
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
+    ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_PLATFORM_VERSION,
     ENV_RECALL_NAMESPACES,
     ENV_SANDBOX,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
+    ENV_WORKSPACE,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +69,15 @@ def runtime_environment(
         ENV_AGENT_PROFILE: config.agent_profile,
         ENV_SANDBOX: config.sandbox,
         ENV_AWS_REGION: region,
+        ENV_PLATFORM_VERSION: config.platform_version,
     }
+    if config.session_storage_mount:
+        # The warm cache on session storage: the CLI's config dir (its session files) and the workspace. The state
+        # dir (SQLite, spool, CLI tmp, sandbox sockets) stays on the microVM's disk: session storage replicates
+        # asynchronously and has no flock or UNIX sockets (docs/platform.md).
+        mount = config.session_storage_mount.rstrip("/")
+        env[ENV_CLAUDE_CONFIG_DIR] = f"{mount}/claude"
+        env[ENV_WORKSPACE] = f"{mount}/workspace"
     if config.auth.mode == "iam":
         # With IAM inbound auth only our own principals can invoke, so their actor header is trusted. With JWT
         # auth the actor is the token's sub; a header any token holder can set must not name it.
@@ -73,11 +88,6 @@ def runtime_environment(
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
     return env
-
-
-def webhook_trackers(config: AppConfig) -> tuple[str, ...]:
-    """Issue trackers the webhook serves (``webhook.trackers``, default github); none without the webhook."""
-    return config.webhook.trackers if config.webhook.enabled else ()
 
 
 class AgentKitStack(cdk.Stack):
@@ -96,137 +106,53 @@ class AgentKitStack(cdk.Stack):
         # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
         tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
         super().__init__(scope, construct_id, tags=tags, **kwargs)
-        settings = config.settings
-        removal = (
-            cdk.RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
-        )
-        retention = _retention(settings.log_retention_days)
-
-        image = image_source(
-            self,
-            "Image",
-            mode=config.image_build,
-            directory=image_directory,
-            removal_policy=removal,
-            log_retention=retention,
-        )
-        self.memory = AgentMemory(
-            self,
-            "Memory",
-            name=f"{config.project_name}_{config.stage}_memory",
-            event_expiry_days=settings.memory_event_expiry_days,
-            customer_managed_key=config.memory.customer_managed_key,
-            removal_policy=removal,
-        )
-        self.gateway: AgentGateway | None = None
-        if config.gateway.enabled:
-            self.gateway = AgentGateway(
-                self,
-                "Gateway",
-                name=f"{config.project_name}-{config.stage}-tools",
-                authorizer=config.gateway.authorizer,
-                jwt=config.gateway.jwt,
-                invoice_tools=config.gateway.invoices_tool,
-                removal_policy=removal,
-                log_retention=retention,
-            )
-        vpc, subnets = _vpc(self, config)
+        image = image_source(self, "Image", config=config, directory=image_directory)
+        self.memory = AgentMemory(self, "Memory", config=config)
+        self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None
         self.agent = AgentRuntime(
             self,
             "Agent",
-            runtime_name=config.runtime_name,
-            artifact=image.artifact,
-            image_repository=image.repository,
+            config=config,
+            image=image,
             environment=runtime_environment(
                 config,
                 memory_id=self.memory.memory_id,
                 gateway_url=self.gateway.gateway_url if self.gateway else None,
                 region=self.region,
             ),
-            model_profiles=config.models,
-            metrics_namespace=config.metrics_namespace,
-            auth=config.auth,
-            idle_timeout=cdk.Duration.minutes(settings.idle_timeout_minutes),
-            max_lifetime=cdk.Duration.hours(settings.max_lifetime_hours),
-            log_retention=retention,
-            removal_policy=removal,
-            endpoint_name=config.stage,
-            # JWT auth: the Authorization header must be allow-listed to reach the runtime (actor = JWT sub).
-            request_headers=[config.actor_header] if config.auth.mode == "iam" else ["Authorization"],
-            marketplace_product_ids=config.marketplace_product_ids,
-            vpc=vpc,
-            vpc_subnets=subnets,
         )
-        if image.ready is not None:
-            self.agent.runtime.node.add_dependency(image.ready)
         self.memory.grant_runtime(self.agent.role)
         if self.gateway is not None:
             self.gateway.grant_invoke(self.agent.role)
         self.observability = AgentObservability(
-            self,
-            "Observability",
-            runtime=self.agent.runtime,
-            endpoint_name=config.stage,  # the endpoint every caller invokes (--qualifier <stage>)
-            dashboard_name=f"{config.project_name}-{config.stage}",
-            namespace=config.metrics_namespace,
-            agent_name=config.agent_name,
-            daily_budget_usd=settings.daily_budget_usd,
-            error_rate_percent=settings.error_rate_alarm_percent,
-            p99_latency_ms=settings.p99_latency_alarm_ms,
-            alarm_email=config.observability.alarm_email,
-            transaction_search=config.observability.transaction_search,
-            trackers=webhook_trackers(config),
+            self, "Observability", config=config, runtime=self.agent.runtime
         )
-        self.optional_constructs = self._compose_optional(config, retention=retention, removal=removal)
+        self.optional_constructs = self._compose_optional(config)
         self._outputs(config)
         nag.acknowledge_stack(self)
 
-    def _compose_optional(
-        self, config: AppConfig, *, retention: logs.RetentionDays, removal: cdk.RemovalPolicy
-    ) -> dict[str, Construct]:
-        """Build the webhook / CI-access constructs when their flags are on (modules owned elsewhere)."""
+    def _compose_optional(self, config: AppConfig) -> dict[str, Construct]:
+        """Build the webhook / CI-access constructs when their flags are on."""
         built: dict[str, Construct] = {}
         if config.webhook.enabled:
-            from infra.webhook import GitHubIssueWebhook
-            from infra.webhook_trackers import GitLabSettings, JiraSettings
+            from infra.webhook import IssueWebhook, WebhookProps
 
-            hook = config.webhook
-            webhook = GitHubIssueWebhook(
+            # "GitHubWebhook" (the GitHub-only release's name) prefixes the logical id of every resource of the
+            # webhook: a new id would make CloudFormation replace its secrets, queues and idempotency table.
+            built["webhook"] = IssueWebhook(
                 self,
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
-                runtime_endpoint_name=config.stage,
-                # Secrets are <project>-<stage>/github-*, so stages in one account never share one.
-                name_prefix=config.resource_prefix,
-                trigger_label=config.webhook.trigger_label,
-                trigger_mention=config.webhook.trigger_mention,
-                bot_login=config.webhook.bot_login,
-                create_secrets=config.webhook.create_secrets,
-                allowed_author_associations=config.webhook.allowed_author_associations,
-                trackers=hook.trackers,
-                gitlab=GitLabSettings(**hook.gitlab.model_dump()),
-                jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
-                if hook.jira.site_url
-                else None,
-                actor_header=config.actor_header,
-                metrics_namespace=config.metrics_namespace,
-                log_retention=retention,
-                removal_policy=removal,
+                props=WebhookProps.from_config(config),
             )
-            built["webhook"] = webhook
         if config.github_oidc.enabled and config.github_oidc.repository:
-            from infra.ci_access import GitHubOidcInvoker
+            from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps
 
             built["github_oidc"] = GitHubOidcInvoker(
                 self,
                 "GitHubOidc",
-                repository=config.github_oidc.repository,
                 runtime_arn=self.agent.runtime_arn,
-                create_provider=config.github_oidc.create_provider,
-                branches=config.github_oidc.branches,
-                environments=config.github_oidc.environments,
-                allow_pull_requests=config.github_oidc.allow_pull_requests,
-                runtime_endpoint_names=[config.stage],
+                props=OidcInvokerProps.from_config(config),
             )
         return built
 
@@ -261,44 +187,3 @@ class AgentKitStack(cdk.Stack):
                 ],
             ),
         )
-
-
-_RETENTION = {
-    1: "ONE_DAY",
-    3: "THREE_DAYS",
-    5: "FIVE_DAYS",
-    7: "ONE_WEEK",
-    14: "TWO_WEEKS",
-    30: "ONE_MONTH",
-    60: "TWO_MONTHS",
-    90: "THREE_MONTHS",
-    120: "FOUR_MONTHS",
-    150: "FIVE_MONTHS",
-    180: "SIX_MONTHS",
-    365: "ONE_YEAR",
-    400: "THIRTEEN_MONTHS",
-    545: "EIGHTEEN_MONTHS",
-    731: "TWO_YEARS",
-    1827: "FIVE_YEARS",
-    3653: "TEN_YEARS",
-}
-
-
-def _retention(days: int) -> logs.RetentionDays:
-    if days not in _RETENTION:
-        raise ValueError(f"log retention {days} days is not a CloudWatch retention value")
-    return logs.RetentionDays[_RETENTION[days]]
-
-
-def _vpc(scope: Construct, config: AppConfig) -> tuple[ec2.IVpc | None, ec2.SubnetSelection | None]:
-    network = config.network
-    if network.mode != "vpc" or network.vpc_id is None:
-        return None, None
-    vpc = ec2.Vpc.from_vpc_attributes(
-        scope, "Vpc", vpc_id=network.vpc_id, availability_zones=list(network.availability_zones)
-    )
-    subnets = [
-        ec2.Subnet.from_subnet_attributes(scope, f"Subnet{i}", subnet_id=sid, availability_zone=az)
-        for i, (sid, az) in enumerate(zip(network.subnet_ids, network.availability_zones, strict=True))
-    ]
-    return vpc, ec2.SubnetSelection(subnets=subnets)

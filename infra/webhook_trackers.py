@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from infra.functions.webhook.trackers.base import TRACKER_NAMES
 from infra.functions.webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
@@ -21,6 +22,41 @@ from infra.functions.webhook.trackers.gitlab_models import ACCESS_LEVELS  # the 
 TRACKERS: tuple[str, ...] = TRACKER_NAMES  # the adapters the Lambdas have
 GITLAB_ACCESS_LEVELS = tuple(sorted(ACCESS_LEVELS.values()))
 _HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
+
+
+class TrackerSecrets(NamedTuple):
+    """A tracker's two secrets: its title (descriptions, outputs), their construct ids and the variables
+    that name them to the Lambdas (``infra/functions/webhook/wiring.py``)."""
+
+    title: str
+    webhook_id: str
+    token_id: str
+    webhook_var: str
+    token_var: str
+
+
+#: The construct ids are part of the secrets' logical ids, so they stay as first deployed (a new id would make
+#: CloudFormation replace the secret and lose its value); GitHub's carry no prefix from the GitHub-only release.
+TRACKER_SECRETS = {
+    "github": TrackerSecrets(
+        "GitHub", "WebhookSecret", "GitHubToken", "WEBHOOK_SECRET_NAME", "GITHUB_TOKEN_SECRET_NAME"
+    ),
+    "gitlab": TrackerSecrets(
+        "GitLab",
+        "GitLabWebhookSecret",
+        "GitLabToken",
+        "GITLAB_WEBHOOK_SECRET_NAME",
+        "GITLAB_TOKEN_SECRET_NAME",
+    ),
+    "jira": TrackerSecrets(
+        "Jira", "JiraWebhookSecret", "JiraToken", "JIRA_WEBHOOK_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"
+    ),
+}
+#: Stack outputs for the GitLab and Jira adapters (stack scope, these names as ids: no hash suffix).
+TRACKER_OUTPUTS = {
+    "gitlab": ("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
+    "jira": ("JiraWebhookUrl", "JiraWebhookSecretName", "JiraTokenSecretName"),
+}
 
 
 @dataclass(frozen=True)

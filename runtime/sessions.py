@@ -16,8 +16,9 @@ interleaved.
 - At most ``max_sessions`` sessions are warm (each holds a CLI process): a new one closes the least recently
   used idle session, or is refused with :class:`~runtime.errors.SessionBusy` when every session is busy.
 
-The turn logic itself (prompt → events) is injected as a :class:`TurnRunner`, so this module is about
-lifecycle only.
+The turn logic itself (prompt → events, :mod:`runtime.agent.turn`) is injected as a :class:`TurnRunner`, so this
+module is about lifecycle only. Each session carries its account (:class:`runtime.accounting.SessionAccount`: the
+spend persisted with the session), opened by the registry and kept across reconnects.
 """
 
 from __future__ import annotations
@@ -27,15 +28,20 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Generic, Protocol, TypeGuard, TypeVar
 
+from runtime.accounting import Accounting, SessionAccount
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
-from runtime.observe.budgets import SpendLedger
-from runtime.protocol import Emit, Failure, TurnItem
+from runtime.protocol import Emit, Failure, TextEvent, TurnItem
 
 logger = logging.getLogger(__name__)
 
-_END = object()
+
+class _End:
+    """Marks the end of a turn's events in its queue."""
+
+
+_END = _End()
 #: How long shutdown waits for a turn's post-reply persistence (its spend) before cancelling it.
 PERSIST_GRACE_S = 5.0
 #: How long closing a client (the CLI process) may take before it is given up.
@@ -53,29 +59,39 @@ class TurnRequest:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
-    events: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    events: asyncio.Queue[TurnItem | _End] = field(default_factory=asyncio.Queue)
     #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
     #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.
     trace_headers: dict[str, str] | None = None
-    #: Set when the caller disconnected before the reply was complete (see runtime.agent.disconnect).
+    #: The one disconnect signal: the HTTP edge sets it when the caller leaves before the reply is complete;
+    #: the turn reads it (skipped while queued, interrupted while running; :mod:`runtime.agent.turn`).
     abandoned: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-class TurnRunner(Protocol):
-    """Connects clients and runs turns. Implemented by :class:`runtime.agent.turn.AgentTurnRunner`."""
+class Connection(Protocol):
+    """A session's connected client, as the runner made it (:class:`runtime.agent.runner.CliProcess`)."""
+
+    async def disconnect(self) -> None: ...
+
+
+C = TypeVar("C", bound=Connection)
+
+
+class TurnRunner(Protocol[C]):
+    """Connects clients and runs turns. Implemented by :class:`runtime.agent.runner.AgentTurnRunner`."""
 
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (raises :class:`~runtime.errors.InvalidRequest`)."""
         ...
 
-    async def connect(self, session: WarmSession, request: TurnRequest) -> Any: ...
+    async def connect(self, session: WarmSession[C], request: TurnRequest) -> C: ...
 
-    def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool: ...
+    def wants_reconnect(self, session: WarmSession[C], request: TurnRequest) -> bool: ...
 
     async def run_turn(
         self,
-        session: WarmSession,
-        client: Any,
+        session: WarmSession[C],
+        client: C,
         request: TurnRequest,
         emit: Emit,
     ) -> Awaitable[None] | None:
@@ -83,8 +99,8 @@ class TurnRunner(Protocol):
         ...
 
 
-class WarmSession:
-    """One runtime session (per actor): its identity, its warm client and its turn queue."""
+class WarmSession(Generic[C]):
+    """One runtime session (per actor): its identity, its account, its warm client and its turn queue."""
 
     def __init__(
         self,
@@ -93,10 +109,11 @@ class WarmSession:
         runtime_session_id: str,
         claude_session_id: str,
         actor_id: str | None,
-        runner: TurnRunner,
+        runner: TurnRunner[C],
+        account: SessionAccount,
         idle_timeout_s: float,
         max_queued: int,
-        on_closed: Callable[[WarmSession], None] = lambda session: None,
+        on_closed: Callable[[WarmSession[C]], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
@@ -108,15 +125,13 @@ class WarmSession:
         self.max_queued = max_queued
         self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
         self._clock = clock
-        self.client: Any = None
-        #: The turn runner's state of the current client (e.g. ``runtime.agent.client_state.AgentClientState``);
-        #: opaque here, dropped with the client.
-        self.client_state: object | None = None
+        #: The session's spend (read, added, persisted) and long-term memory write; survives reconnects.
+        self.account = account
+        #: The runner's connected client (its CLI process); None until the first turn, and after a failure.
+        self.client: C | None = None
         self.turns_done = 0  # turns completed in this process
         self.client_turns = 0  # turns completed on the current client
         self.closing = False
-        #: The session's cumulative spend, persisted with it (kept by :mod:`runtime.observe.telemetry`).
-        self.spend = SpendLedger()
         self.last_used = self._clock()
         self.serving = False  # a turn (or its post-reply work) is in progress
         self._unfinished = 0  # turns submitted and not yet finished (queued, taken off the queue, or serving)
@@ -250,7 +265,7 @@ class WarmSession:
             self.last_used = self._clock()
 
     async def _drop_client(self) -> None:
-        client, self.client, self.client_state = self.client, None, None
+        client, self.client = self.client, None
         if client is None:
             return
         try:
@@ -262,11 +277,12 @@ class WarmSession:
             logger.debug("ignored error while closing a client: %r", exc)
 
 
-class SessionRegistry:
+class SessionRegistry(Generic[C]):
     """All warm sessions of this process, keyed by (actor, runtime session).
 
     Args:
         runner: connects clients and runs turns.
+        accounting: opens each new session's account (default: spend kept in this process only).
         idle_timeout_s: a session idle this long closes its client.
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
@@ -276,20 +292,22 @@ class SessionRegistry:
     def __init__(
         self,
         *,
-        runner: TurnRunner,
+        runner: TurnRunner[C],
         idle_timeout_s: float,
         max_queued: int,
         max_sessions: int = 32,
+        accounting: Accounting | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self.runner = runner
+        self.accounting = accounting or Accounting()
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self.max_sessions = max_sessions
         self._clock = clock
-        self._sessions: dict[str, WarmSession] = {}
+        self._sessions: dict[str, WarmSession[C]] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
     @property
@@ -300,7 +318,7 @@ class SessionRegistry:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def get(self, key: str) -> WarmSession | None:
+    def get(self, key: str) -> WarmSession[C] | None:
         return self._sessions.get(key)
 
     async def invoke(
@@ -326,6 +344,11 @@ class SessionRegistry:
                 claude_session_id=claude_session_id,
                 actor_id=actor_id,
                 runner=self.runner,
+                account=self.accounting.open(
+                    claude_session_id=claude_session_id,
+                    runtime_session_id=runtime_session_id,
+                    actor_id=actor_id,
+                ),
                 idle_timeout_s=self.idle_timeout_s,
                 max_queued=self.max_queued,
                 on_closed=self._forget,
@@ -363,7 +386,7 @@ class SessionRegistry:
         closing = list(self._closing)
         await asyncio.gather(*(s.close() for s in sessions), *closing, return_exceptions=True)
 
-    def _forget(self, session: WarmSession) -> None:
+    def _forget(self, session: WarmSession[C]) -> None:
         if self._sessions.get(session.key) is session:
             del self._sessions[session.key]
 
@@ -390,15 +413,15 @@ def _shutting_down() -> Failure:
     )
 
 
-async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[TurnItem]:
+async def _drain(queue: asyncio.Queue[TurnItem | _End]) -> AsyncIterator[TurnItem]:
     """Yield a turn's events. Text deltas that are already waiting are merged into one event: each event
-    costs an SSE frame and several thread hops in the server, so a fast stream is sent in fewer, larger
+    costs an SSE frame and a hop between the server's loops, so a fast stream is sent in fewer, larger
     pieces while a slow one still goes out delta by delta."""
-    pending: Any = None
+    pending: TurnItem | _End | None = None
     while True:
         item = pending if pending is not None else await queue.get()
         pending = None
-        if item is _END:
+        if isinstance(item, _End):
             return
         if _is_text(item):
             parts = [item["text"]]
@@ -414,5 +437,5 @@ async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[TurnItem]:
         yield item
 
 
-def _is_text(item: Any) -> bool:
+def _is_text(item: TurnItem | _End) -> TypeGuard[TextEvent]:
     return isinstance(item, dict) and item.get("type") == "text"

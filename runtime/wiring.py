@@ -1,7 +1,9 @@
 """Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
 
-Imports the Claude Agent SDK (via :mod:`runtime.agent.turn`), so the server calls it lazily on the first
-invocation. Outside dependencies are created here (boto3 clients through :mod:`runtime.aws`).
+Imports the Claude Agent SDK (via :mod:`runtime.agent.runner`), so the server calls it lazily on the first
+invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.prewarm`). Outside
+dependencies are created here (boto3 clients through :mod:`runtime.aws`, built on first use); what a snapshot
+restore must renew registers with :mod:`runtime.restore`.
 """
 
 from __future__ import annotations
@@ -10,24 +12,29 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from runtime import aws
+from runtime import aws, restore
+from runtime.accounting import Accounting
+from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.turn import AgentDeps, AgentTurnRunner
+from runtime.agent.process import CliProcess
+from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import PermissionPolicy
-from runtime.guard.profiles import DEVELOPER_PROGRAMS
+from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
-from runtime.observe.budgets import BudgetPolicy
 from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
-from runtime.observe.telemetry import Telemetry
+from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
 
 if TYPE_CHECKING:
+    from claude_agent_sdk.types import McpServerConfig
+
+    from runtime.store.recall import MemoryRecall
     from runtime.store.spool import SpoolingSessionStore
 
 logger = logging.getLogger(__name__)
@@ -37,8 +44,8 @@ logger = logging.getLogger(__name__)
 class Services:
     """What the server runs on: the session registry, its turn runner, and how to close the rest."""
 
-    registry: SessionRegistry
-    runner: TurnRunner
+    registry: SessionRegistry[CliProcess]
+    runner: TurnRunner[CliProcess]
     #: Closes the dependencies (store, metrics, tracing) once the registry's sessions are closed.
     aclose: Callable[[], Awaitable[None]]
     #: Store writes accepted and not yet delivered: ``/ping`` stays busy while this is above 0, so AgentCore
@@ -78,29 +85,21 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         on_error=lambda exc: metrics.record_event("SessionStoreErrors"),
         on_event=lambda name: metrics.record_event(name),
     )
-    recall = None
-    recall_hook_factory = None
+    memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
-        from runtime.store.recall import MemoryRecall, make_recall_hook
+        from runtime.store.recall import MemoryRecall
 
-        recall = MemoryRecall(
+        memory = MemoryRecall(
             client=aws.agentcore_client(settings.aws_region),
             memory_id=settings.memory_id,
             namespaces=list(settings.recall_namespaces),
             timeout_s=settings.recall_timeout_ms / 1000,
         )
-        recall_hook_factory = _matcher_factory(make_recall_hook)
-    telemetry = Telemetry(
-        metrics=metrics,
-        tracing=Tracing(agent=settings.agent_name),
-        prices=load_price_table(overrides=settings.prices),
-        model=settings.model,
-        state_store=store,
-        recall=recall,
-        recall_hook_factory=recall_hook_factory,
-        clock=clock,
+    observer = Observer(
+        metrics=metrics, tracing=Tracing(agent=settings.agent_name), model=settings.model, clock=clock
     )
-    extra_servers: dict[str, Any] = {}
+    accounting = Accounting(store=store, memory=memory, on_store_error=observer.store_error)
+    extra_servers: dict[str, McpServerConfig] = {}
     if settings.gateway_url:
         from runtime.agent.gateway_tools import build_gateway_mcp_server
 
@@ -118,13 +117,15 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             bash_allowlist=definition.bash_allowlist,
             opaque_programs=DEVELOPER_PROGRAMS if sandbox.sandboxed else frozenset(),
         ),
-        telemetry=telemetry,
+        observer=observer,
         budgets=BudgetPolicy(
             max_turns=min(settings.max_turns, definition.max_turns),
             max_budget_usd=min(settings.max_budget_usd, definition.max_budget_usd),
             session_budget_usd=settings.session_budget_usd or None,
         ),
+        prices=load_price_table(overrides=settings.prices),
         session_store=store,
+        memory=memory,
         extra_mcp_servers=extra_servers,
         clock=clock,
     )
@@ -134,14 +135,23 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         idle_timeout_s=settings.idle_timeout_s,
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
+        accounting=accounting,
         clock=clock,
     )
 
+    # After a snapshot restore (runtime.restore): directories the image lacks (a session storage mount is attached
+    # only then) and the store's own handles are made anew.
+    restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
+    if store is not None:
+        restore_hooks.append(restore.on_restore("session store", store.after_restore))
+
     async def aclose_dependencies() -> None:
-        await telemetry.drain()  # spend written in the background reaches the store before it closes
+        for remove in restore_hooks:
+            remove()
+        await accounting.drain()  # spend written in the background reaches the store before it closes
         if store is not None:
             await store.close()
-        await telemetry.aclose()
+        await observer.aclose()
 
     return Services(
         registry=registry,
@@ -153,11 +163,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
 
 def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
-) -> tuple[AgentDefinitionSpec, Any]:
+) -> tuple[AgentDefinitionSpec, SandboxStatus]:
     """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
-    from runtime.guard.profiles import effective_definition, probe_sandbox, with_profile
+    from runtime.guard.profiles import probe_sandbox
 
-    definition = with_profile(definition, settings.agent_profile)
+    definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
@@ -165,11 +175,14 @@ def _sandboxed_definition(
         logger.info("sandbox: on (bubblewrap); profile %s", definition.profile)
     else:
         logger.error("sandbox: unavailable, command tools switched off: %s", status.reason)
-    return effective_definition(definition, status), status
+    return definition.for_sandbox(status), status
 
 
 def build_store(
-    settings: Settings, *, on_error: Any = None, on_event: Any = None
+    settings: Settings,
+    *,
+    on_error: Callable[[BaseException], None] | None = None,
+    on_event: Callable[[str], None] | None = None,
 ) -> SpoolingSessionStore | None:
     """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so accepted writes are journaled first and
     delivered (``AGENTKIT_STORE_WRITE_BEHIND``, ``AGENTKIT_STORE_STRICT``, ``AGENTKIT_STORE_CALL_TIMEOUT``)."""
@@ -201,12 +214,3 @@ def build_store(
         # SDK's 60 s per mirror append (SEND_TIMEOUT_SECONDS in claude_agent_sdk's transcript_mirror_batcher).
         strict_deadline_s=55.0 - settings.store_call_timeout_s,
     )
-
-
-def _matcher_factory(make_hook: Any) -> Any:
-    from claude_agent_sdk import HookMatcher
-
-    def factory(recall: Any, *, actor_id: str, session_id: str) -> Any:
-        return HookMatcher(matcher=None, hooks=[make_hook(recall, actor_id=actor_id, session_id=session_id)])
-
-    return factory

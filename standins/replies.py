@@ -347,6 +347,29 @@ def _blocks(message: Any) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+#: Ends every summary the default "model" writes, so nobody mistakes the demo's answers for a model's.
+STAND_IN_NOTE = "(A scripted answer from the local Bedrock stand-in: no model was called.)"
+
+
+def _describe(output: str, *, limit: int = 200) -> str:
+    """A short, complete description of a tool's output: the scalar fields and list sizes of a JSON object,
+    the length of a JSON list, or the first line of text cut at a word (never a cut-off JSON dump)."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data:
+        scalars = [f"{k} {v}" for k, v in data.items() if isinstance(v, str | int | float | bool)][:4]
+        sizes = [f"{len(v)} {k}" for k, v in data.items() if isinstance(v, list | dict)][:3]
+        return ", ".join([*scalars, *sizes]) or f"an object with {len(data)} fields"
+    if isinstance(data, list):
+        return f"{len(data)} item{'s' if len(data) != 1 else ''}"
+    first = output.strip().splitlines()[0] if output.strip() else "(no output)"
+    if len(first) <= limit:
+        return first.rstrip(".")
+    return first[:limit].rsplit(" ", 1)[0].rstrip(" ,;:.") + " …"
+
+
 def _tool_name(messages: Sequence[Any], tool_use_id: str) -> str:
     for message in reversed(messages):
         for block in _blocks(message):
@@ -417,8 +440,8 @@ def default_reply(body: Any, *, prefer_tools: Sequence[str] = ("invoice",)) -> R
             name = _tool_name(messages, str(result.get("tool_use_id", "")))
             output = _text_of(result.get("content", "")) or "(no output)"
             verb = "failed with" if result.get("is_error") else "returned"
-            summaries.append(f"{name} {verb}: {output[:400]}")
-        return Reply.text("Summary of the tool result. " + " | ".join(summaries))
+            summaries.append(f"{name} {verb}: {_describe(output)}.")
+        return Reply.text(" ".join(summaries) + " " + STAND_IN_NOTE)
     prompt = _text_of(last.get("content", "")) if isinstance(last, dict) else ""
     tool = _pick_tool(body.get("tools") if isinstance(body, dict) else None, prefer_tools)
     if tool is not None:

@@ -1,7 +1,9 @@
 """Render the events of one invocation: the answer on stdout, progress and errors on stderr, or JSON lines.
 
 Text deltas go to stdout as they arrive; ``[tool] …``, ``[done] …`` and error lines go to stderr, each on a
-line of its own. When stdout and stderr are the same file or terminal, a partly written answer line is
+line of its own. Text that follows a tool call starts a new paragraph, so the answer file of a CI job does not
+glue the sentences before and after a tool call together. ``final_only`` writes only the final answer (the
+result's text) to stdout: what a pipeline posts as a comment. When stdout and stderr are the same file or terminal, a partly written answer line is
 ended before a progress line, so the two never run together; when they differ (a pipeline capturing the
 answer), stdout receives exactly the answer.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from typing import Any, TextIO
 
 from agentkit.errors import ExitCode, error_code_exit
@@ -54,17 +57,33 @@ def same_stream(a: TextIO, b: TextIO) -> bool:
 class EventPrinter:
     """Renders invocation events; :meth:`finish` returns the exit code the events call for."""
 
-    def __init__(self, *, stdout: TextIO, stderr: TextIO, json_lines: bool = False) -> None:
-        self._out, self._err, self._json = stdout, stderr, json_lines
+    def __init__(
+        self, *, stdout: TextIO, stderr: TextIO, json_lines: bool = False, final_only: bool = False
+    ) -> None:
+        self._out, self._err, self._json, self._final_only = stdout, stderr, json_lines, final_only
         self._shared = same_stream(stdout, stderr)
         self._streamed_text = False
+        self._wrote_text = False
+        self._new_paragraph = False  # a tool call came since the last text: the next text starts a paragraph
         self._at_line_start = True
         self._held: str | None = None  # answer text that may be the CLI's "API Error: …" placeholder
         self._exit: ExitCode | None = None
+        self._lock = threading.Lock()  # :meth:`notice` may come from a watchdog thread
 
     def handle(self, event: dict[str, Any]) -> None:
         """Render one event and remember what it means for the exit code."""
+        with self._lock:
+            self._handle(event)
+
+    def notice(self, line: str) -> None:
+        """A progress line from outside the event stream (e.g. "still waiting"), on stderr."""
+        with self._lock:
+            self._progress(line)
+
+    def _handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        if kind in ("tool_use", "tool_result"):
+            self._new_paragraph = True
         if self._json:
             self._out.write(json.dumps(event, ensure_ascii=False) + "\n")
             self._out.flush()
@@ -133,11 +152,14 @@ class EventPrinter:
 
     def _on_result(self, event: dict[str, Any]) -> None:
         subtype = str(event.get("subtype") or "success")
-        if not self._streamed_text and event.get("text"):
+        failed = subtype.startswith("error") or bool(event.get("is_error"))
+        if self._final_only and not failed and event.get("text"):
+            self._write_text(str(event["text"]), final=True)  # an error's text is never the answer
+        elif not self._final_only and not self._streamed_text and event.get("text"):
             self._write_text(str(event["text"]))
         if subtype == "error_max_budget_usd":
             self._exit = ExitCode.BUDGET_EXCEEDED
-        elif subtype.startswith("error") or event.get("is_error"):
+        elif failed:
             self._exit = ExitCode.AGENT_ERROR
         else:
             self._exit = ExitCode.OK
@@ -147,9 +169,19 @@ class EventPrinter:
             self._progress(f"[done] {subtype} turns={event.get('num_turns', '?')}{cost_text}")
 
     # -- output ---------------------------------------------------------------------------------------------
-    def _write_text(self, text: str) -> None:
-        if self._json or not text:
+    def _write_text(self, text: str, *, final: bool = False) -> None:
+        if self._json or not text or (self._final_only and not final):
             return
+        if self._new_paragraph and self._wrote_text:
+            text = text.lstrip(" \t")  # the new paragraph's own indentation, not the old line's spacing
+            if not text:
+                return  # still waiting for the paragraph's first visible text
+            if not self._at_line_start:
+                self._out.write("\n\n")
+            elif not self._shared:  # on a shared stream the progress lines already stand between them
+                self._out.write("\n")
+        self._new_paragraph = False
+        self._wrote_text = True
         self._out.write(text)
         self._out.flush()
         self._at_line_start = text.endswith("\n")

@@ -17,6 +17,7 @@ not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -49,6 +50,23 @@ def new_session_id() -> str:
     return f"agentkit-{uuid.uuid4().hex}"
 
 
+def derive_session_id(key: str) -> str:
+    """A valid runtime session id derived from a short key (``pr-42``, a branch name): the same key always
+    gives the same id, so a pipeline continues one conversation without padding ids to 33 characters.
+
+    The key's safe characters are kept (readable in logs) and a SHA-256 digest makes ids of different keys
+    differ even when their readable parts do.
+
+    Raises:
+        AgentkitError: empty key (usage, exit 2).
+    """
+    if not key.strip():
+        raise usage_error("--session-key must not be empty")
+    readable = re.sub(r"[^A-Za-z0-9._:-]+", "-", key.strip()).strip("-._:")[:160] or "key"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return validate_session_id(f"key-{readable}-{digest}")
+
+
 def validate_session_id(session_id: str) -> str:
     """Return ``session_id`` if AgentCore accepts it; raise :class:`AgentkitError` (usage) otherwise."""
     if not SESSION_ID_MIN <= len(session_id) <= SESSION_ID_MAX or not _SESSION_ID_RE.fullmatch(session_id):
@@ -72,7 +90,7 @@ class InvocationRequest:
     max_budget_usd: float | None = None
 
     def body(self) -> dict[str, Any]:
-        """The invocation body (DESIGN §4). Optional fields are sent only when set."""
+        """The invocation body (docs/http-api.md#request). Optional fields are sent only when set."""
         body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd
@@ -314,6 +332,7 @@ def stop_session(client: Any, *, runtime_arn: str, session_id: str, qualifier: s
 
     Raises:
         AgentkitError: AWS errors (exit code 4; 2 for validation).
+        SessionNotRunning: AgentCore does not know the session (``ResourceNotFoundException``).
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -323,10 +342,28 @@ def stop_session(client: Any, *, runtime_arn: str, session_id: str, qualifier: s
     try:
         response = client.stop_runtime_session(**params)
     except (ClientError, BotoCoreError) as exc:
+        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == NOT_FOUND_ERROR:
+            # StopRuntimeSession is idempotent for the caller: a session that already ended (stopped,
+            # idle-expired or never started) is in the state asked for. The message is kept for the user.
+            raise SessionNotRunning(str(exc.response.get("Error", {}).get("Message") or "")) from exc
         raise aws_error(
             exc, action="StopRuntimeSession", iam_action="bedrock-agentcore:StopRuntimeSession"
         ) from exc
     return int(response.get("statusCode") or 200)
+
+
+#: The error ``StopRuntimeSession`` raises for a session it does not know (botocore model
+#: ``bedrock-agentcore`` ``StopRuntimeSession.errors``; HTTP 404).
+NOT_FOUND_ERROR = "ResourceNotFoundException"
+
+
+class SessionNotRunning(Exception):
+    """The session to stop was not running (already stopped, expired, or never started); ``detail`` says
+    what the runtime or AgentCore answered."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
 
 
 #: Path of the local runtime's stop route (``python -m runtime``), the AgentCore data-plane path without the
@@ -339,7 +376,8 @@ def stop_local_session(url: str, *, session_id: str, timeout: float = 30.0) -> i
     Claude process closes; the transcript stays in the store, so the next turn resumes it.
 
     Raises:
-        AgentkitError: bad URL (2), runtime unreachable (1), no such session (2: HTTP 404), other HTTP errors.
+        AgentkitError: bad URL (2), runtime unreachable (1), other HTTP errors.
+        SessionNotRunning: the runtime has no such session (HTTP 404 ``session_not_found``).
     """
     parts = _local_parts(url)
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
@@ -362,6 +400,11 @@ def stop_local_session(url: str, *, session_id: str, timeout: float = 30.0) -> i
             ) from exc
     finally:
         conn.close()
+    if response.status == 404:
+        error = http_error(response.status, body)
+        if error.code == "session_not_found":
+            raise SessionNotRunning(error.message)
+        raise error
     if response.status >= 400:
         raise http_error(response.status, body)
     return int(response.status)

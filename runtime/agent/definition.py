@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import DEFAULT_BASH_ALLOWLIST
+from runtime.guard.profiles import COMMAND_TOOLS, DEVELOPER_PROGRAMS, SandboxStatus
 
 BUILTIN_TOOLS = frozenset(
     {
@@ -112,6 +113,25 @@ class AgentDefinitionSpec(BaseModel):
         if self.include_sample_tools:
             names.add("mcp__kit")
         return frozenset(names - set(self.disallowed_tools))
+
+    def with_profile(self, profile: str | None) -> AgentDefinitionSpec:
+        """``AGENTKIT_AGENT_PROFILE`` (from ``cdk.json``) overrides the definition's profile when set."""
+        if profile is None or profile == self.profile:
+            return self
+        return AgentDefinitionSpec.model_validate({**self.model_dump(), "profile": profile})
+
+    def for_sandbox(self, status: SandboxStatus) -> AgentDefinitionSpec:
+        """The definition the agent runs with, given the sandbox the start-up probe found
+        (:func:`runtime.guard.profiles.probe_sandbox`): the ``developer`` programs added only inside a working
+        sandbox, command tools off when the sandbox is required and unavailable."""
+        allowlist = set(self.bash_allowlist)
+        if self.profile == "developer" and status.sandboxed:
+            allowlist |= DEVELOPER_PROGRAMS
+        update: dict[str, object] = {"bash_allowlist": tuple(sorted(allowlist))}
+        if not status.commands_enabled:
+            update["builtin_tools"] = tuple(t for t in self.builtin_tools if t not in COMMAND_TOOLS)
+            update["allowed_tools"] = tuple(t for t in self.allowed_tools if t not in COMMAND_TOOLS)
+        return self.model_copy(update=update)
 
     @classmethod
     def from_file(cls, path: Path) -> AgentDefinitionSpec:

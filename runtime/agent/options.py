@@ -1,6 +1,6 @@
 """``ClaudeAgentOptions`` for one session's CLI process, from the agent definition and the settings.
 
-Kept apart from the turn logic (:mod:`runtime.agent.turn`) so what the CLI is started with is readable in
+Kept apart from the CLI process's lifecycle (:mod:`runtime.agent.runner`) so what the CLI is started with is readable in
 one place: tools, MCP servers, hooks (the permission gate first), limits, model, environment, session store
 and whether the session is resumed or started under its deterministic id.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
-from claude_agent_sdk.types import AgentDefinition
+from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfig, SessionStore
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import parent_death_wrapper
@@ -31,18 +31,20 @@ def build_options(
     definition: AgentDefinitionSpec,
     cwd: Path,
     claude_session_id: str,
-    hooks: Mapping[str, list[Any]],
-    pre_tool_gate: Any,
+    hooks: Mapping[str, list[HookMatcher]],
+    pre_tool_gate: HookCallback,
     can_use_tool: CanUseTool,
-    limits: tuple[int | None, float | None],
+    max_turns: int | None,
+    max_budget_usd: float | None,
     resume: bool,
-    store: Any,
-    extra_mcp_servers: Mapping[str, Any] | None = None,
+    store: SessionStore | None,
+    extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
     ``hooks`` are the telemetry hooks (event name → matchers); ``pre_tool_gate`` is inserted first among the
-    ``PreToolUse`` hooks. ``limits`` are the ``(--max-turns, --max-budget-usd)`` flags. ``resume`` picks
+    ``PreToolUse`` hooks. ``max_turns`` / ``max_budget_usd`` are the ``--max-turns`` / ``--max-budget-usd``
+    flags (the runner explains why the budget is per process). ``resume`` picks
     ``resume=<id>`` over ``session_id=<id>``.
     """
     d = definition
@@ -73,8 +75,8 @@ def build_options(
         permission_mode="default",
         can_use_tool=can_use_tool,
         hooks=cast(Any, all_hooks),
-        max_turns=limits[0],
-        max_budget_usd=limits[1],
+        max_turns=max_turns,
+        max_budget_usd=max_budget_usd,
         model=settings.model,
         cwd=str(cwd),
         cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),

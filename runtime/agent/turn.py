@@ -1,34 +1,40 @@
-"""The agent: SDK options from the agent definition, and one turn from prompt to events.
+"""One turn, top to bottom: read this module first.
 
-Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
+A turn is one invocation on a warm session: a prompt in, events out. The session's task runs it
+(:mod:`runtime.sessions`) on the session's CLI process (:mod:`runtime.agent.process`, connected by
+:mod:`runtime.agent.runner`), in four phases:
 
-A turn:
-1. (first turn in this process) connect, with the options of :mod:`runtime.agent.options`: ``resume`` when the store holds the transcript, else ``session_id``;
-2. stream the prompt as one stream-json user message (never a string: string prompts close stdin and break
-   SDK MCP tools and hooks);
-3. translate SDK messages to events (``text``, ``tool_use``, ``tool_result``); sending the prompt and
-   reading the reply both run within the turn timeout;
-4. on the ``ResultMessage``: cost from the price table, metrics, the session's cumulative spend, long-term
-   memory, and the ``result`` event. A turn that never gets there (timeout, crashed CLI, shutdown) still
-   counts what its model calls cost, priced from the streamed usage.
+1. **begin**: a turn whose caller already left is skipped; the session's spend is read from its account
+   (:mod:`runtime.accounting`) and this invocation's budget fixed (:mod:`runtime.agent.budget_policy`); the
+   invocation and turn spans open (:mod:`runtime.observe.observer`). Long-term memory is recalled by the CLI's
+   ``UserPromptSubmit`` hook as the prompt arrives (set up at connect).
+2. **stream**: the prompt goes out as one stream-json user message (never a string: string prompts close stdin
+   and break SDK MCP tools and hooks); SDK messages become ``text`` / ``tool_use`` / ``tool_result`` events;
+   each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
+   caller leaves (``request.abandoned``, set by the HTTP edge). Sending and reading both run within the turn
+   timeout.
+3. **settle**: the ``ResultMessage`` becomes the ``result`` event, or an error that reports what the turn cost;
+   its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
+   shutdown) still counts what its model calls cost, priced from the streamed usage.
+4. **persist**: after the reply (the session runs it before its next turn), the session's spend goes to the
+   store and the exchange to long-term memory.
+
+Imports ``claude_agent_sdk``. Environment variables: none read here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
 import uuid
-import warnings
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from claude_agent_sdk import (
     AssistantMessage,
-    ClaudeAgentOptions,
-    ClaudeSDKClient,
     CLIConnectionError,
+    Message,
     ProcessError,
     ResultMessage,
     StreamEvent,
@@ -37,389 +43,170 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
-    project_key_for_directory,
 )
-from claude_agent_sdk.types import CanUseToolShadowedWarning
+from opentelemetry.trace import Span
 
-from runtime.agent.client_state import AgentClientState, ClientLimits
-from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.disconnect import interrupt_on_disconnect, skip_if_abandoned
-from runtime.agent.options import build_options
-from runtime.agent.turn_stream import (
-    CLIGone,
-    PrefetchedStore,
-    TurnState,
-    discard_client,
-    guarded,
-    prompt_stream,
-    settle_task,
-    sum_usage,
-)
+from runtime.agent.budget_policy import BudgetPolicy
+from runtime.agent.process import CliProcess
+from runtime.agent.results import error_for_result
 from runtime.errors import (
+    AgentKitError,
     AgentProcessError,
     BudgetExceeded,
     ClientDisconnected,
     SessionStoreError,
     TurnTimeout,
 )
-from runtime.guard.gate import PermissionGate
-from runtime.guard.policy import PermissionPolicy
-from runtime.observe.budgets import BudgetPolicy, error_for_result
-from runtime.observe.costs import compute_turn_cost
-from runtime.observe.telemetry import Telemetry, TurnOutcome
-from runtime.protocol import Emit, Failure, summarize
+from runtime.observe.costs import PriceTable, compute_turn_cost
+from runtime.observe.observer import Observer
+from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-#: The CLI process's --max-budget-usd is this many invocation budgets (or the session budget, if larger).
-PROCESS_BUDGET_FACTOR = 10
-
-# Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
-warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+#: How long a turn that got its result waits for its interrupt to be answered before cancelling it.
+INTERRUPT_GRACE_S = 2.0
 
 
-@dataclass
-class AgentDeps:
-    """Everything a turn needs from outside, injected (tests pass their own)."""
+class Turn:
+    """One invocation on a warm session. Its fields are the turn's progress; its methods are the phases."""
 
-    settings: Settings
-    definition: AgentDefinitionSpec
-    policy: PermissionPolicy
-    telemetry: Telemetry
-    budgets: BudgetPolicy
-    session_store: Any = None
-    extra_mcp_servers: dict[str, Any] | None = None
-    #: Builds the SDK client for a connect (tests pass a scripted one).
-    client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
-    #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
-    clock: Callable[[], float] = time.monotonic
+    def __init__(
+        self,
+        *,
+        session: WarmSession[CliProcess],
+        process: CliProcess,
+        request: TurnRequest,
+        emit: Emit,
+        settings: Settings,
+        budgets: BudgetPolicy,
+        observer: Observer,
+        prices: PriceTable,
+        clock: Callable[[], float],
+        store: Any = None,
+    ) -> None:
+        self.session, self.process, self.request, self.emit = session, process, request, emit
+        self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
+        self.settings, self.budgets, self.observer = settings, budgets, observer
+        self.prices, self.clock = prices, clock
+        self.started = 0.0
+        self.budget: float | None = None  # this invocation's max_budget_usd (capped by the session budget)
+        # stream
+        self.text: list[str] = []  # the assistant's text blocks (the answer when the result carries none)
+        self.streamed = False  # the current assistant message's text already went out as deltas
+        self.ttft_ms: float | None = None
+        self.tool_names: dict[str, str] = {}  # tool_use id → tool name, for tool_result events
+        self.call_usage: dict[str, Any] = {}  # usage of the model call under way (from its message_start)
+        self.usages: list[dict[str, Any]] = []  # usage of each finished model call
+        self.running_cost = 0.0  # priced per model call from the streamed usage
+        self.budget_hit = False
+        self.mirror_failed = False  # the SDK reported a transcript batch it could not store
+        self.abandoned = False  # the caller left while the turn ran
+        self.interrupt_task: asyncio.Task[None] | None = None
+        # settle
+        self.answer = ""
 
+    async def run(self) -> Awaitable[None]:
+        """The phases in order; returns the persist phase, for the session to run after the reply."""
+        await self.begin()
+        with self.observer.turn_span(self.session, self.request) as span:
+            result = await self.stream(span)
+            reply = self.settle(result, span)
+        await self.emit(reply)
+        return self.persist(result)
 
-def client_state(session: WarmSession) -> AgentClientState:
-    """The agent's state of the session's current client (set by :meth:`AgentTurnRunner.connect`)."""
-    state = session.client_state
-    if not isinstance(state, AgentClientState):
-        raise RuntimeError(f"session {session.runtime_session_id} has no connected client")
-    return state
+    # -- 1. begin -----------------------------------------------------------------------------------------------
 
-
-class AgentTurnRunner:
-    """Implements :class:`runtime.sessions.TurnRunner` with the real Claude Agent SDK."""
-
-    def __init__(self, deps: AgentDeps) -> None:
-        self.deps = deps
-        self.settings = deps.settings
-        self.clock = deps.clock
-        self.cwd = deps.settings.resolved_workspace
-        self.project_key = project_key_for_directory(self.cwd)
-        self.gate = PermissionGate(deps.policy, deps.telemetry)
-
-    # -- limits -----------------------------------------------------------------------------------------------
-
-    def limits_for(self, request: TurnRequest) -> ClientLimits:
-        """The CLI flags for a request: ``(--max-turns, --max-budget-usd)``.
-
-        ``--max-turns`` counts per turn, so it is the invocation's limit. ``--max-budget-usd`` counts the CLI
-        *process's* cumulative cost (measured with the real CLI), so on a warm client it cannot be the
-        invocation budget: it is a process-wide backstop (:meth:`process_budget`), and the invocation budget
-        is enforced by :meth:`run_turn` from the streamed usage.
-
-        Raises:
-            InvalidRequest: the request asks for more than the configured ceilings (it may only lower them).
-        """
-        limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
-        return limits.max_turns, self.process_budget()
-
-    def process_budget(self) -> float | None:
-        """The CLI process's cumulative budget: room for many invocations, a backstop against runaways."""
-        budgets = self.deps.budgets
-        if budgets.max_budget_usd is None:
-            return None
-        return round(
-            max(budgets.max_budget_usd * PROCESS_BUDGET_FACTOR, budgets.session_budget_usd or 0.0), 6
-        )
-
-    def check_request(self, request: TurnRequest) -> None:
-        """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
-        self.limits_for(request)
-
-    def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
-        flags = self.limits_for(request)
-        state = client_state(session)
-        if state.limits != flags:  # a request that lowers max_turns needs a CLI started with it
-            return True
-        # A process close to its cumulative budget is replaced (resuming the session) so that this
-        # invocation still has its full budget.
-        invocation = self.deps.budgets.effective_limits(
-            request.max_turns, request.max_budget_usd
-        ).max_budget_usd
-        cap = flags[1]
-        return cap is not None and invocation is not None and state.sdk_cost_baseline + invocation > cap
-
-    # -- connect ----------------------------------------------------------------------------------------------
-
-    async def connect(self, session: WarmSession, request: TurnRequest) -> ClaudeSDKClient:
-        started = self.clock()
-        store = self.deps.session_store
-        sid = session.claude_session_id
-        key = {"project_key": self.project_key, "session_id": sid}
-        entries = None
-        if store is not None:
-            with self.deps.telemetry.session_span("load", claude_session_id=sid):
-                try:
-                    entries = await store.load(key)
-                except Exception as exc:
-                    self.deps.telemetry.store_error("load", exc)
-                    raise SessionStoreError(
-                        f"the session store could not load session {session.runtime_session_id}: {exc}. "
-                        "Retry shortly; nothing was lost."
-                    ) from exc
-        local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
-        resume = bool(entries) or local.exists()
-        limits = self.limits_for(request)
-        options = self.build_options(
-            session,
-            limits=limits,
-            resume=resume,
-            store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
-        )
-        client = self.deps.client_factory(options)
+    async def begin(self) -> None:
+        """Raises :class:`ClientDisconnected` when the caller already left, :class:`BudgetExceeded` when the
+        session spent its budget, :class:`~runtime.errors.InvalidRequest` for limits above the ceilings."""
+        sid = self.session.runtime_session_id
+        if self.request.abandoned.is_set():
+            self.observer.client_disconnected(sid)
+            logger.info("session %s: caller left before its turn started; skipped", sid)
+            raise ClientDisconnected("the caller disconnected before the turn started")
         try:
-            await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
-        except TimeoutError:
-            await discard_client(client)
-            raise TurnTimeout(
-                f"the Claude Code CLI did not start within {self.settings.turn_timeout_s:.0f} s; retry the invocation"
-            ) from None
-        except (CLIConnectionError, ProcessError, OSError) as exc:
-            await discard_client(client)
-            raise AgentProcessError(
-                f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
-            ) from exc
-        except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
-            await discard_client(client)
-            raise
-        # A new CLI process counts usage and cost from zero.
-        session.client_state = AgentClientState(
-            cost_tracker=self.deps.telemetry.cost_tracker(), limits=limits, resumed=resume
-        )
-        if resume:
-            self.deps.telemetry.session_resumed(session)
-        logger.info(
-            "connected session %s (claude %s, resume=%s) in %.0f ms",
-            session.runtime_session_id,
-            sid,
-            resume,
-            (self.clock() - started) * 1000,
-        )
-        return client
-
-    def build_options(
-        self, session: WarmSession, *, limits: ClientLimits, resume: bool, store: Any
-    ) -> ClaudeAgentOptions:
-        return build_options(
-            settings=self.settings,
-            definition=self.deps.definition,
-            cwd=self.cwd,
-            claude_session_id=session.claude_session_id,
-            hooks=self.deps.telemetry.hooks_for(session),
-            pre_tool_gate=self.gate.pre_tool_use,
-            can_use_tool=self.gate.can_use_tool_for(session.claude_session_id),
-            limits=limits,
-            resume=resume,
-            store=store,
-            extra_mcp_servers=self.deps.extra_mcp_servers,
-        )
-
-    # -- one turn -----------------------------------------------------------------------------------------------
-
-    async def run_turn(
-        self, session: WarmSession, client: ClaudeSDKClient, request: TurnRequest, emit: Emit
-    ) -> Awaitable[None]:
-        """Run one turn, emitting its events; returns the post-turn work (persistence) to run after the reply."""
-        telemetry = self.deps.telemetry
-        skip_if_abandoned(request, telemetry, session)
-        try:
-            spent = await telemetry.session_spend(session)
-            limits = self.deps.budgets.effective_limits(
-                request.max_turns, request.max_budget_usd, session_spent_usd=spent
+            spent = await self.session.account.spent()
+            limits = self.budgets.effective_limits(
+                self.request.max_turns, self.request.max_budget_usd, session_spent_usd=spent
             )
         except BudgetExceeded:
-            telemetry.invocation_error("budget_exceeded")
-            telemetry.budget_exceeded(session, "session")
+            self.observer.invocation_error("budget_exceeded")
+            self.observer.budget_exceeded(sid, "session")
             raise
-        await telemetry.spans_ready()  # first turns: the background OpenTelemetry set-up (runtime.prewarm)
-        started = self.clock()
-        state = TurnState(started=started, clock=self.clock, client=client, budget=limits.max_budget_usd)
-        with telemetry.turn_span(session, request) as span:
-            prompt_uuid = str(uuid.uuid4())
-            result: ResultMessage | None = None
-            try:
-                async with (
-                    asyncio.timeout(self.settings.turn_timeout_s),
-                    interrupt_on_disconnect(request, state, telemetry, session) as gone,
-                ):
-                    try:
-                        await client.query(
-                            prompt_stream(request.prompt, session.claude_session_id, prompt_uuid)
-                        )
-                    except (CLIConnectionError, ProcessError) as exc:
-                        raise CLIGone(str(exc) or type(exc).__name__) from exc
-                    result = await self._consume(client, state, emit)
-            except TimeoutError:
-                self._count_aborted(session, request, state, span)
-                telemetry.invocation_error("turn_timeout")
-                raise TurnTimeout(
-                    f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
-                    "The session stays usable: send the next turn, or narrow the task."
-                ) from None
-            except CLIGone as exc:
-                self._count_aborted(session, request, state, span)
-                telemetry.invocation_error("agent_process_error")
-                raise AgentProcessError(
-                    f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
-                    "reconnects on the next invocation; retry it."
-                ) from None
-            except asyncio.CancelledError:  # shutdown: what the turn spent so far still counts
-                self._count_aborted(session, request, state, span)
-                raise
-            finally:
-                await settle_task(state.interrupt_task, grace_s=2.0 if result is not None else 0.0)
-            if result is None:  # unreachable: guarded raises when the stream ends without a result
-                raise AgentProcessError("the turn ended without a result; retry the invocation")
-            # The CLI reports total_cost_usd (like modelUsage) cumulatively per process: keep the difference.
-            process = client_state(session)
-            outcome = TurnOutcome(
-                result=result,
-                cost=process.cost_tracker.price(result.model_usage, result.usage),
-                sdk_cost_usd=process.sdk_cost(result.total_cost_usd),
-                text=result.result if result.result is not None else "".join(state.text),
-                latency_ms=(self.clock() - started) * 1000,
-                ttft_ms=state.ttft_ms,
-                tools=state.tool_names_used,
-                prompt=request.prompt,
-            )
-            figures = await telemetry.turn_finished(session, request, outcome, span)
-        error = error_for_result(
-            result.subtype,
-            is_error=result.is_error,
-            errors=result.errors,
-            api_error_status=result.api_error_status,
-        )
-        if error is None and state.mirror_failed and self.settings.store_strict:
-            error = SessionStoreError(
-                "the answer could not be saved to the session store in time (AGENTKIT_STORE_STRICT), so it is not "
-                "acknowledged; it is kept on this microVM and may still reach the session. Retry the invocation"
-            )
-        if gone.fired:
-            error = ClientDisconnected("the caller disconnected; the turn was interrupted")
-        elif state.budget_hit:
-            error = BudgetExceeded(
-                f"the invocation reached its max_budget_usd of ${state.budget:.4f} (spent ${state.running_cost:.4f})"
-                " and was stopped; raise max_budget_usd (up to AGENTKIT_MAX_BUDGET_USD) or narrow the task"
-            )
-        if error is not None:
-            # The turn ended but failed: report it with what it cost. The CLI process stays usable.
-            if error.code == "budget_exceeded":
-                telemetry.budget_exceeded(session, "invocation")
-            telemetry.invocation_error(error.code)
-            detail = "" if result.subtype != "success" else f" {outcome.text}"
-            if error.code == "model_error":
-                detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
-            await emit(
-                Failure(
-                    {
-                        "type": "error",
-                        "code": error.code,
-                        "message": f"{error.message}.{detail}".rstrip(),
-                        "partial": {**figures, "subtype": result.subtype},
-                    },
-                    error.http_status,
-                )
-            )
-            return telemetry.persist_turn(session, outcome)
-        await emit(
-            {
-                "type": "result",
-                "session_id": session.runtime_session_id,
-                "claude_session_id": result.session_id or session.claude_session_id,
-                "text": outcome.text,
-                "subtype": result.subtype,
-                "num_turns": result.num_turns,
-                "duration_ms": result.duration_ms,
-                "resumed": process.resumed and session.client_turns == 0,
-                **figures,
-            }
-        )
-        return telemetry.persist_turn(session, outcome)
+        self.budget = limits.max_budget_usd
+        # The first turns wait for the background OpenTelemetry set-up (runtime.prewarm), so their spans export.
+        await self.observer.spans_ready()
+        self.started = self.clock()
 
-    async def _consume(self, client: Any, state: TurnState, emit: Emit) -> ResultMessage:
-        """Translate the turn's messages into events until its ``ResultMessage``."""
-        async for message in guarded(client.receive_response()):
-            if isinstance(message, ResultMessage):
-                return message
-            await self._translate(message, state, emit)
-        raise CLIGone("the output stream ended without a result")  # guarded raises first
+    # -- 2. stream ----------------------------------------------------------------------------------------------
 
-    def _count_aborted(self, session: WarmSession, request: TurnRequest, state: TurnState, span: Any) -> None:
-        """Count the spend of a turn that ends without a result (the CLI reports nothing for it)."""
-        usages = state.usages + ([state.call_usage] if state.call_usage else [])
-        if usages:
-            cost = self.deps.telemetry.turn_aborted(
-                session,
-                request,
-                sum_usage(usages),
-                latency_ms=(self.clock() - state.started) * 1000,
-                span=span,
-            )
-            logger.info("session %s: aborted turn cost $%.6f", session.runtime_session_id, cost)
+    async def stream(self, span: Span) -> ResultMessage:
+        """Send the prompt and emit the reply's events until its ``ResultMessage``.
 
-    async def _count_call(self, event: dict[str, Any], state: TurnState) -> None:
-        """Price each model call as it completes; interrupt the turn once it is over its budget.
-
-        The interrupt runs as its own task while the messages keep being consumed: awaiting it here could
-        stall, because the SDK reads the interrupt's answer only after the messages before it are taken.
+        Raises:
+            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT``.
+            AgentProcessError: the CLI exited or closed its output before the result.
         """
-        if event["type"] == "message_start":
-            state.call_usage = dict((event.get("message") or {}).get("usage") or {})
-            return
-        usage = {**state.call_usage, **(event.get("usage") or {})}
-        state.call_usage = {}
-        state.usages.append(usage)
-        state.running_cost += compute_turn_cost(
-            None, usage, default_model=self.settings.model, table=self.deps.telemetry.prices
-        ).total_cost_usd
-        if state.budget is not None and state.running_cost >= state.budget and not state.budget_hit:
-            state.budget_hit = True
-            logger.info(
-                "invocation budget $%.4f reached ($%.4f); interrupting", state.budget, state.running_cost
-            )
-            state.interrupt_task = asyncio.create_task(state.client.interrupt(), name="turn-interrupt")
+        client = self.process.client
+        result: ResultMessage | None = None
+        try:
+            async with asyncio.timeout(self.settings.turn_timeout_s), self._interrupt_when_abandoned():
+                try:
+                    await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
+                except (CLIConnectionError, ProcessError) as exc:
+                    raise CLIGone(str(exc) or type(exc).__name__) from exc
+                async for message in guarded(client.receive_response()):
+                    if isinstance(message, ResultMessage):
+                        result = message
+                        break
+                    await self._translate(message)
+        except TimeoutError:
+            self._count_aborted(span)
+            self.observer.invocation_error("turn_timeout")
+            raise TurnTimeout(
+                f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
+                "The session stays usable: send the next turn, or narrow the task."
+            ) from None
+        except CLIGone as exc:
+            self._count_aborted(span)
+            self.observer.invocation_error("agent_process_error")
+            raise AgentProcessError(
+                f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
+                "reconnects on the next invocation; retry it."
+            ) from None
+        except asyncio.CancelledError:  # shutdown: what the turn spent so far still counts
+            self._count_aborted(span)
+            raise
+        finally:
+            await settle_task(self.interrupt_task, grace_s=INTERRUPT_GRACE_S if result is not None else 0.0)
+        if result is None:  # unreachable: guarded raises when the stream ends without a result
+            raise AgentProcessError("the turn ended without a result; retry the invocation")
+        return result
 
-    async def _translate(self, message: Any, state: TurnState, emit: Emit) -> None:
+    async def _translate(self, message: Message) -> None:
+        """One SDK message → the events it means (and the pricing of each finished model call)."""
         if isinstance(message, StreamEvent):
             event = message.event
             if event.get("type") in ("message_start", "message_delta"):
-                await self._count_call(event, state)
+                self._count_call(event)
             elif event.get("type") == "content_block_delta":
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta" and delta.get("text"):
-                    state.streamed = True
-                    state.mark_first_token()
-                    await emit({"type": "text", "text": delta["text"]})
+                    self.streamed = True
+                    self._mark_first_token()
+                    await self.emit({"type": "text", "text": delta["text"]})
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, TextBlock):
-                    state.text.append(block.text)
-                    if not state.streamed and block.text:
-                        state.mark_first_token()
-                        await emit({"type": "text", "text": block.text})
+                    self.text.append(block.text)
+                    if not self.streamed and block.text:
+                        self._mark_first_token()
+                        await self.emit({"type": "text", "text": block.text})
                 elif isinstance(block, ToolUseBlock):
-                    state.tools[block.id] = block.name
-                    state.tool_names_used.append(block.name)
-                    await emit(
+                    self.tool_names[block.id] = block.name
+                    await self.emit(
                         {
                             "type": "tool_use",
                             "id": block.id,
@@ -427,22 +214,253 @@ class AgentTurnRunner:
                             "input_summary": summarize(block.input),
                         }
                     )
-            state.streamed = False
+            self.streamed = False
         elif isinstance(message, UserMessage) and isinstance(message.content, list):
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
-                    await emit(
+                    await self.emit(
                         {
                             "type": "tool_result",
                             "id": block.tool_use_id,
-                            "name": state.tools.get(block.tool_use_id, ""),
+                            "name": self.tool_names.get(block.tool_use_id, ""),
                             "ok": not bool(block.is_error),
                             "summary": summarize(block.content),
                         }
                     )
         elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
-            state.mirror_failed = True
-            self.deps.telemetry.store_error("append", RuntimeError(str(message.data)))
-            recover = getattr(self.deps.session_store, "recover_from_transcript", None)
+            self.mirror_failed = True
+            self.observer.store_error("append", RuntimeError(str(message.data)))
+            recover = getattr(self.store, "recover_from_transcript", None)
             if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
                 recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")
+
+    def _count_call(self, event: dict[str, Any]) -> None:
+        """Price each model call as it completes; interrupt the turn once it is over its budget."""
+        if event["type"] == "message_start":
+            self.call_usage = dict((event.get("message") or {}).get("usage") or {})
+            return
+        usage = {**self.call_usage, **(event.get("usage") or {})}
+        self.call_usage = {}
+        self.usages.append(usage)
+        self.running_cost += compute_turn_cost(
+            None, usage, default_model=self.settings.model, table=self.prices
+        ).total_cost_usd
+        if self.budget is not None and self.running_cost >= self.budget and not self.budget_hit:
+            self.budget_hit = True
+            logger.info(
+                "invocation budget $%.4f reached ($%.4f); interrupting", self.budget, self.running_cost
+            )
+            self._interrupt()
+
+    @contextlib.asynccontextmanager
+    async def _interrupt_when_abandoned(self) -> AsyncIterator[None]:
+        """While the body runs: when the caller leaves (the HTTP edge sets ``request.abandoned``), interrupt
+        the turn. The CLI then ends it with an interrupted result at its next step; its spend is counted as
+        usual and the warm client stays connected for the next turn."""
+
+        async def watch() -> None:
+            await self.request.abandoned.wait()
+            self.abandoned = True
+            self.observer.client_disconnected(self.session.runtime_session_id)
+            logger.info(
+                "session %s: caller disconnected mid-turn; interrupting", self.session.runtime_session_id
+            )
+            self._interrupt()
+
+        task = asyncio.create_task(watch(), name="turn-disconnect-watch")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _interrupt(self) -> None:
+        """Ask the CLI to stop the turn, once. The request runs as its own task while the messages keep being
+        consumed: awaiting it here could stall, because the SDK reads the interrupt's answer only after the
+        messages before it are taken."""
+        if self.interrupt_task is None:
+            self.interrupt_task = asyncio.create_task(self.process.client.interrupt(), name="turn-interrupt")
+
+    def _mark_first_token(self) -> None:
+        if self.ttft_ms is None:
+            self.ttft_ms = (self.clock() - self.started) * 1000
+
+    def _count_aborted(self, span: Span) -> None:
+        """Count the spend of a turn that ends without a result (the CLI reports nothing for it): price its
+        streamed usage, record it, add it to the session and persist it in the background. Never raises."""
+        usages = self.usages + ([self.call_usage] if self.call_usage else [])
+        if not usages:
+            return
+        try:
+            cost = compute_turn_cost(
+                None, sum_usage(usages), default_model=self.settings.model, table=self.prices
+            )
+            latency_ms = (self.clock() - self.started) * 1000
+            self.observer.turn_aborted(span, self.session, self.request, cost=cost, latency_ms=latency_ms)
+            if cost.total_cost_usd > 0:
+                self.session.account.add(cost.total_cost_usd, turns=0)
+                self.session.account.persist_soon()
+        except Exception:
+            logger.exception("could not count the spend of an aborted turn")
+            return
+        logger.info(
+            "session %s: aborted turn cost $%.6f", self.session.runtime_session_id, cost.total_cost_usd
+        )
+
+    # -- 3. settle ----------------------------------------------------------------------------------------------
+
+    def settle(self, result: ResultMessage, span: Span) -> TurnItem:
+        """The result event, or a :class:`Failure` that reports what the turn cost. Records the turn and adds
+        its cost to the session's spend."""
+        session, process = self.session, self.process
+        # The CLI counts usage and total_cost_usd per process: the process prices this turn's difference.
+        cost = process.cost_tracker.price(result.model_usage, result.usage)
+        sdk_cost = process.sdk_cost(result.total_cost_usd)
+        self.answer = result.result if result.result is not None else "".join(self.text)
+        self.observer.turn_finished(
+            span,
+            session,
+            self.request,
+            result,
+            cost=cost,
+            sdk_cost_usd=sdk_cost,
+            latency_ms=(self.clock() - self.started) * 1000,
+            ttft_ms=self.ttft_ms,
+        )
+        # The stored base was read (or tried) in begin; a retry waits for persist, after the reply.
+        session.account.add(cost.total_cost_usd)
+        total = session.account.total_usd  # None while the stored base is unknown
+        figures: TurnFigures = {
+            "cost_usd": round(cost.total_cost_usd, 6),
+            "sdk_cost_usd": sdk_cost,
+            "cost_complete": cost.complete,
+            "session_cost_usd": round(total, 6) if total is not None else None,
+            "usage": {
+                "input_tokens": cost.input_tokens,
+                "output_tokens": cost.output_tokens,
+                "cache_read_input_tokens": cost.cache_read_tokens,
+                "cache_creation_input_tokens": cost.cache_write_tokens,
+            },
+        }
+        error = self._error_for(result)
+        if error is None:
+            reply: ResultEvent = {
+                "type": "result",
+                "session_id": session.runtime_session_id,
+                "claude_session_id": result.session_id or session.claude_session_id,
+                "text": self.answer,
+                "subtype": result.subtype,
+                "num_turns": result.num_turns,
+                "duration_ms": result.duration_ms,
+                "resumed": process.resumed and session.client_turns == 0,
+                **figures,
+            }
+            return reply
+        # The turn ended but failed: report it with what it cost. The CLI process stays usable.
+        if error.code == "budget_exceeded":
+            self.observer.budget_exceeded(session.runtime_session_id, "invocation")
+        self.observer.invocation_error(error.code)
+        detail = "" if result.subtype != "success" else f" {self.answer}"
+        if error.code == "model_error":
+            detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
+        return Failure(
+            {
+                "type": "error",
+                "code": error.code,
+                "message": f"{error.message}.{detail}".rstrip(),
+                "partial": {**figures, "subtype": result.subtype},
+            },
+            error.http_status,
+        )
+
+    def _error_for(self, result: ResultMessage) -> AgentKitError | None:
+        """What went wrong, if anything: the caller left, the invocation budget ran out, or the result says."""
+        if self.abandoned:
+            return ClientDisconnected("the caller disconnected; the turn was interrupted")
+        if self.budget_hit:
+            return BudgetExceeded(
+                f"the invocation reached its max_budget_usd of ${self.budget:.4f} (spent ${self.running_cost:.4f})"
+                " and was stopped; raise max_budget_usd (up to AGENTKIT_MAX_BUDGET_USD) or narrow the task"
+            )
+        error = error_for_result(
+            result.subtype,
+            is_error=result.is_error,
+            errors=result.errors,
+            api_error_status=result.api_error_status,
+        )
+        if error is None and self.mirror_failed and self.settings.store_strict:
+            return SessionStoreError(
+                "the answer could not be saved to the session store in time (AGENTKIT_STORE_STRICT), so it is not "
+                "acknowledged; it is kept on this microVM and may still reach the session. Retry the invocation"
+            )
+        return error
+
+    # -- 4. persist ---------------------------------------------------------------------------------------------
+
+    async def persist(self, result: ResultMessage) -> None:
+        """Save the session's spend (it must outlive the microVM) and feed long-term memory. Never raises."""
+        await self.session.account.persist()
+        if not result.is_error:
+            self.session.account.remember(prompt=self.request.prompt, answer=self.answer)
+
+
+# -- the SDK's message stream -----------------------------------------------------------------------------------
+
+
+class CLIGone(Exception):
+    """The CLI died or closed its output before the turn's result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def prompt_stream(prompt: str, session_id: str) -> AsyncIterator[dict[str, Any]]:
+    """The prompt as one stream-json user message."""
+    yield {
+        "type": "user",
+        "message": {"role": "user", "content": prompt},
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": str(uuid.uuid4()),
+    }
+
+
+async def guarded(messages: AsyncIterator[Message]) -> AsyncIterator[Message]:
+    """Yield messages; a CLI that dies or closes its stream before the result becomes :class:`CLIGone`."""
+    try:
+        async for message in messages:
+            yield message
+    except (CLIConnectionError, ProcessError) as exc:
+        raise CLIGone(str(exc) or type(exc).__name__) from exc
+    except BaseExceptionGroup as group:  # anyio task groups wrap the connection error
+        if group.subgroup((CLIConnectionError, ProcessError)) is not None:
+            raise CLIGone(str(group.exceptions[0])) from group
+        raise
+    raise CLIGone("the output stream ended without a result")
+
+
+async def settle_task(task: asyncio.Task[None] | None, *, grace_s: float) -> None:
+    """Finish a background interrupt: give it ``grace_s`` to complete, then cancel it. Never raises its error."""
+    if task is None:
+        return
+    if not task.done() and grace_s > 0:
+        await asyncio.wait({task}, timeout=grace_s)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    if not task.cancelled() and task.exception() is not None:
+        logger.info("the interrupt request failed: %s", task.exception())
+
+
+def sum_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add up API usage blocks (numbers, and nested blocks such as ``cache_creation``)."""
+    total: dict[str, Any] = {}
+    for usage in usages:
+        for key, value in usage.items():
+            if isinstance(value, dict):
+                total[key] = sum_usage([total.get(key) or {}, value])
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+    return total

@@ -22,7 +22,7 @@ CanUseTool = Callable[[str, dict[str, Any], Any], Awaitable[Any]]
 
 
 class DenialSink(Protocol):
-    """Where refusals are reported (:class:`runtime.observe.telemetry.Telemetry`)."""
+    """Where refusals are reported (:class:`runtime.observe.observer.Observer`)."""
 
     def tool_denied(
         self, tool_name: str, *, tool_use_id: str | None = None, claude_session_id: str | None = None

@@ -5,8 +5,10 @@
   build tools take any arguments, so they are allowed **only inside the OS sandbox** (network off, writes only
   in the workspace). Without a working sandbox the profile falls back to ``readonly``'s programs.
 
-:func:`probe_sandbox` checks once, at start, that bubblewrap can build a sandbox here; :func:`effective_definition`
-switches command-running tools off when it cannot and the sandbox is required.
+:func:`probe_sandbox` checks once, at start, that bubblewrap can build a sandbox here; the agent definition
+(:meth:`runtime.agent.definition.AgentDefinitionSpec.for_sandbox`) switches command-running tools off when it
+cannot and the sandbox is required. This module knows nothing of the definition: the agent uses the guard,
+never the other way round.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
-
-from runtime.agent.definition import AgentDefinitionSpec
 
 #: Programs the ``developer`` profile adds to the Bash allowlist (run with any arguments, sandboxed).
 DEVELOPER_PROGRAMS: frozenset[str] = frozenset(
@@ -97,22 +97,3 @@ def probe_sandbox(mode: str, *, timeout_s: float = 10.0) -> SandboxStatus:
             reason=f"bwrap cannot create a sandbox here (user namespaces?): {detail[-1] if detail else done.returncode}",
         )
     return SandboxStatus(mode, available=True)
-
-
-def effective_definition(definition: AgentDefinitionSpec, status: SandboxStatus) -> AgentDefinitionSpec:
-    """The definition the agent runs with: profile programs added, command tools off without a sandbox."""
-    allowlist = set(definition.bash_allowlist)
-    if definition.profile == "developer" and status.sandboxed:
-        allowlist |= DEVELOPER_PROGRAMS
-    update: dict[str, object] = {"bash_allowlist": tuple(sorted(allowlist))}
-    if not status.commands_enabled:
-        update["builtin_tools"] = tuple(t for t in definition.builtin_tools if t not in COMMAND_TOOLS)
-        update["allowed_tools"] = tuple(t for t in definition.allowed_tools if t not in COMMAND_TOOLS)
-    return definition.model_copy(update=update)
-
-
-def with_profile(definition: AgentDefinitionSpec, profile: str | None) -> AgentDefinitionSpec:
-    """``AGENTKIT_AGENT_PROFILE`` (from ``cdk.json``) overrides the definition's profile when set."""
-    if profile is None or profile == definition.profile:
-        return definition
-    return AgentDefinitionSpec.model_validate({**definition.model_dump(), "profile": profile})

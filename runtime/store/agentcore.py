@@ -176,6 +176,14 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         self._locks: dict[tuple[str, str, str | None], threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
+    def after_restore(self) -> None:
+        """A snapshot restore (:mod:`runtime.restore`): every restored process shares the image's memory, so the
+        writer id (which keeps writers' entries apart) is drawn again and what the image knew is dropped."""
+        self.writer_id = secrets.token_hex(6)
+        self._keys.clear()
+        self._plans.clear()
+        self._done.clear()
+
     # ------------------------------------------------------------------ boto3 plumbing
     @property
     def client(self) -> Any:

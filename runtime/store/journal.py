@@ -58,6 +58,11 @@ class Journal:
         self.path = self.dir / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
         self._file: IO[str] | None = None
 
+    def renew_name(self) -> None:
+        """A journal not opened yet takes a new name (after a snapshot restore the pid is the image's)."""
+        if self._file is None:
+            self.path = self.dir / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+
     def _open(self) -> IO[str]:
         if self._file is None:
             self.dir.mkdir(parents=True, exist_ok=True)

@@ -146,6 +146,14 @@ class SpoolingSessionStore:
     def _path(self) -> Path:
         return self._journal.path
 
+    def after_restore(self) -> None:
+        """A snapshot restore (:mod:`runtime.restore`): a journal not opened yet gets a name of its own (the pid is
+        the image's, the same in every restored process), and the inner store renews what it holds."""
+        self._journal.renew_name()
+        inner = getattr(self.inner, "after_restore", None)
+        if callable(inner):
+            inner()
+
     # ------------------------------------------------------------------ journal
     def _write_ahead(self, batch: Batch) -> None:
         """Journal ``batch`` before anything else happens to it. A journal that cannot be written (disk full,

@@ -9,7 +9,7 @@ state that must outlive a microVM (``get_state`` / ``put_state``, e.g. the sessi
 - :class:`AgentCoreMemorySessionStore` — AgentCore Memory events (implementation, id mapping and the IAM
   actions it needs: :mod:`runtime.store.agentcore`).
 
-:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (the lead's settings read the variable):
+:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (read by :mod:`runtime.settings`):
 ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
 Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
 
@@ -204,6 +204,10 @@ class SqliteSessionStore:
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
+        self.after_restore()
+
+    def after_restore(self) -> None:
+        """Drop the connection so the next call opens its own (after a snapshot restore: :mod:`runtime.restore`)."""
         with self._lock:
             if self._db is not None:
                 self._guard.check()  # grows back a truncated -shm: closing touches its mapping

@@ -158,7 +158,7 @@ def test_aws_streaming_reply(capsys: pytest.CaptureFixture[str], tmp_path: Any) 
         assert main(argv, client_factory=factory) == 0
         stub.assert_no_pending_responses()
     out, err = capsys.readouterr()
-    assert out == "Hi there\n"
+    assert out == "Hi\n\nthere\n"
     assert f"session: {SESSION}" in err and "[tool] Grep pattern=TODO" in err
     assert "[tool] Grep failed: no match" in err and "cost=$0.0020" in err
     service, region, config = factory.calls[0]
@@ -216,7 +216,7 @@ def test_aws_throttling_is_retried_with_backoff(capsys: pytest.CaptureFixture[st
         assert main(argv, client_factory=Factory(bedrock_agentcore=client), sleep=sleeps.append) == 0
         stub.assert_no_pending_responses()
     assert len(sleeps) == 2 and 0 <= sleeps[0] <= 1.0 and 0 <= sleeps[1] <= 2.0
-    assert capsys.readouterr().out == "Hi there\n"
+    assert capsys.readouterr().out == "Hi\n\nthere\n"
 
 
 def test_aws_throttling_that_outlasts_retries_exits_4(capsys: pytest.CaptureFixture[str]) -> None:
@@ -452,6 +452,18 @@ def test_sessions_stop_access_denied_exits_4(capsys: pytest.CaptureFixture[str])
     assert "access denied" in capsys.readouterr().err
 
 
+def test_sessions_stop_on_a_session_that_is_not_running_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    client = _agentcore()
+    with Stubber(client) as stub:
+        stub.add_client_error("stop_runtime_session", "ResourceNotFoundException", "Session not found", 404)
+        argv = ["sessions", "stop", SESSION, "--runtime-arn", ARN, "--output", "json"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client)) == 0
+        stub.assert_no_pending_responses()
+    data = json.loads(capsys.readouterr().out)
+    assert data["stopped"] is False and data["already_stopped"] is True
+    assert data["detail"] == "Session not found" and data["runtime_arn"] == ARN
+
+
 def _stack(cfn: Any, name: str, outputs: dict[str, dict[str, Any]]) -> None:
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
@@ -474,7 +486,7 @@ def test_stack_outputs_give_the_runtime_arn(capsys: pytest.CaptureFixture[str]) 
         factory = Factory(bedrock_agentcore=client, cloudformation=cfn)
         argv = ["invoke", "--stack", "AgentKit-dev", "--session", SESSION, "hi"]
         assert main(argv, client_factory=factory) == 0
-    assert capsys.readouterr().out == "Hi there\n"
+    assert capsys.readouterr().out == "Hi\n\nthere\n"
 
 
 @mock_aws

@@ -6,20 +6,23 @@ To run the same checks against the real runtime, start ``python -m runtime`` (or
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentkit.cli import main
+from agentkit.transport import validate_session_id
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
+from harness.stalling_http import StallingServer, Then, sse_head
 from tests.client.conftest import subprocess_env
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
-from tests.fakes.stalling_http import StallingServer, Then, sse_head
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = {
@@ -70,7 +73,7 @@ def test_text_reaches_stdout_before_the_turn_ends() -> None:
         first_seen.set()
         rest, err = proc.communicate(timeout=30)
     assert held == [True], "the CLI did not show the first delta until the stream ended"
-    assert (first + rest).decode() == "Hello world\n"
+    assert (first + rest).decode() == "Hello\n\nworld\n"
     assert proc.returncode == 0
     stderr = err.decode()
     assert "[tool] Read " in stderr and "[tool] Read ok" in stderr and "[done] success turns=2" in stderr
@@ -81,7 +84,7 @@ def test_request_carries_contract_body_and_new_session(capsys: pytest.CaptureFix
     with SseRuntimeStandIn(Reply(parts=TURN)) as server:
         code = main(["invoke", "--local", server.url + "/base/", "--max-budget-usd", "0.5", "Review this"])
     out, err = capsys.readouterr()
-    assert code == 0 and out == "Hello world\n"
+    assert code == 0 and out == "Hello\n\nworld\n"
     request = server.received[0]
     assert request.path == "/base/invocations"
     assert request.json() == {"prompt": "Review this", "stream": True, "max_budget_usd": 0.5}
@@ -231,7 +234,7 @@ def test_aws_path_signs_retries_throttling_and_streams(
         argv = ["invoke", "--runtime-arn", ARN, "--qualifier", "prod", "hi"]
         code = main(argv, client_factory=_agentcore_factory(server.url), sleep=sleeps.append)
     out, err = capsys.readouterr()
-    assert code == 0 and out == "Hello world\n", err
+    assert code == 0 and out == "Hello\n\nworld\n", err
     assert len(server.received) == 2 and len(sleeps) == 1  # one retry, by the CLI's own backoff loop
     request = server.received[1]
     assert request.path.startswith("/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aeu-west-1")
@@ -317,8 +320,8 @@ def test_silent_stalled_or_dropped_reply_is_sent_once_and_exits_4(
 # ------------------------------------------- the real runtime (python -m runtime, real SDK, fake Claude CLI)
 @pytest.fixture(scope="module")
 def real_runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.fakes.cli import write_fake_cli
-    from tests.fakes.runtime_server import RuntimeServer
+    from harness.cli import write_fake_cli
+    from harness.runtime_server import RuntimeServer
 
     tmp = tmp_path_factory.mktemp("cli-runtime")
     env = {
@@ -353,3 +356,100 @@ def test_real_runtime_failures_map_to_exit_codes(
 ) -> None:
     assert main(["invoke", "--local", real_runtime, prompt]) == expected
     assert "agentkit: error" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ answer files and waiting
+def test_text_after_a_tool_call_starts_a_new_paragraph(capsys: pytest.CaptureFixture[str]) -> None:
+    turn = sse(
+        {"type": "text", "text": "I will list the overdue invoices."},
+        {"type": "tool_use", "id": "t1", "name": "list_overdue_invoices", "input_summary": "{}"},
+        {"type": "tool_result", "id": "t1", "name": "list_overdue_invoices", "ok": True, "summary": "3"},
+        {"type": "text", "text": "Summary of "},
+        {"type": "text", "text": "three invoices.\n"},
+        {"type": "tool_use", "id": "t2", "name": "Read", "input_summary": "{}"},
+        {"type": "tool_result", "id": "t2", "name": "Read", "ok": True, "summary": "1 line"},
+        {"type": "text", "text": "Done."},
+        {**RESULT, "text": "Done."},
+    )
+    with SseRuntimeStandIn(Reply(parts=turn)) as server:
+        assert main(["invoke", "--local", server.url, "hi"]) == 0
+    assert capsys.readouterr().out == (
+        "I will list the overdue invoices.\n\nSummary of three invoices.\n\nDone.\n"
+    )
+
+
+def test_final_prints_only_the_final_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    with SseRuntimeStandIn(Reply(parts=TURN)) as server:
+        assert main(["invoke", "--local", server.url, "--final", "hi"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "Hello world\n"  # the result's text, not the streamed deltas
+    assert "[tool] Read" in captured.err and "[done] success" in captured.err
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [
+            {"type": "text", "text": "API Error: 503 upstream"},
+            {**RESULT, "subtype": "error_during_execution", "text": "API Error: 503 upstream"},
+        ],
+        [
+            {"type": "text", "text": "partial answer"},
+            {"type": "error", "code": "model_error", "message": "boom"},
+        ],
+    ],
+)
+def test_final_keeps_error_text_out_of_the_answer(
+    capsys: pytest.CaptureFixture[str], events: list[dict[str, Any]]
+) -> None:
+    with SseRuntimeStandIn(Reply(parts=sse(*events))) as server:
+        assert main(["invoke", "--local", server.url, "--final", "hi"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error" in captured.err
+
+
+def test_final_refuses_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["invoke", "--local", "http://127.0.0.1:9", "--final", "--json", "hi"]) == 2
+    assert "--final" in capsys.readouterr().err
+
+
+def test_session_key_derives_one_valid_session_id_per_key() -> None:
+    with SseRuntimeStandIn(Reply(parts=TURN)) as server:
+        for key in ("pr-42", "pr-42", "pr 42", "x" * 400):
+            assert (
+                main(["invoke", "--local", server.url, "--session-key", key, "hi"], stderr=io.StringIO()) == 0
+            )
+    sent = [r.headers["X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"] for r in server.received]
+    assert sent[0] == sent[1] and len(set(sent)) == 3  # same key, same session; "pr 42" is another key
+    assert sent[0].startswith("key-pr-42-") and all(33 <= len(s) <= 256 for s in sent)
+    assert validate_session_id(sent[3]) == sent[3]
+
+
+def test_session_and_session_key_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["invoke", "--local", "http://127.0.0.1:9", "--session", "a" * 40, "--session-key", "k", "hi"]
+    assert main(argv) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_quiet_agent_gets_a_waiting_line_on_stderr() -> None:
+    """The stand-in holds the first event until the client has said it is waiting (or 10 s pass: a fail)."""
+    err = io.StringIO()
+    said_waiting: list[bool] = []
+
+    def hold_until_the_client_says_it_waits(index: int) -> None:
+        if index == 0:
+            deadline = time.monotonic() + 10
+            while "still waiting" not in err.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            said_waiting.append("still waiting" in err.getvalue())
+
+    with SseRuntimeStandIn(Reply(parts=TURN, before_part=hold_until_the_client_says_it_waits)) as server:
+        out = io.StringIO()
+        assert (
+            main(["invoke", "--local", server.url, "--wait-notice", "0.2", "hi"], stdout=out, stderr=err) == 0
+        )
+    assert said_waiting == [True]
+    line = next(line for line in err.getvalue().splitlines() if "still waiting" in line)
+    assert line.startswith("agentkit: still waiting: nothing from the agent for ")
+    assert out.getvalue() == "Hello\n\nworld\n"  # the answer file never carries the notice

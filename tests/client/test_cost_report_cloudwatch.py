@@ -23,6 +23,7 @@ from agentkit.cli import main
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, EmfMetrics, ToolRecord, TurnRecord
 from runtime.observe.span_file import span_record
+from tests.client.conftest import paginator_over
 from tests.client.test_cli_aws import Factory
 
 REGION = "us-east-1"
@@ -132,6 +133,39 @@ def test_cost_text_hourly_with_a_budget_from_the_environment() -> None:
     assert f"today: ${sum(costs):.4f} of the $20.00 daily budget ({100 * sum(costs) / 20:.1f} %)" in text
 
 
+@mock_aws
+def test_cost_over_the_daily_budget_exits_3_after_the_table() -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    costs = _write_turns(cloudwatch, [(NOW - dt.timedelta(hours=1), 1_000_000)])
+    budget = sum(costs) / 1.73  # today's spend is 173 % of it
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["cost", "--days", "1", "--budget", f"{budget:.6f}"],
+        client_factory=Factory(cloudwatch=cloudwatch),
+        stdout=out,
+        stderr=err,
+        now=lambda: NOW,
+    )
+    assert code == 3
+    assert "daily budget (173.0 %)" in out.getvalue()  # the table is still printed
+    assert err.getvalue().startswith(f"agentkit: today's spend ${sum(costs):.4f} is over the")
+
+
+@mock_aws
+def test_cost_within_the_daily_budget_exits_0() -> None:
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    costs = _write_turns(cloudwatch, [(NOW - dt.timedelta(hours=1), 1_000_000)])
+    err = io.StringIO()
+    code = main(
+        ["cost", "--days", "1", "--budget", f"{sum(costs) * 2:.6f}"],
+        client_factory=Factory(cloudwatch=cloudwatch),
+        stdout=io.StringIO(),
+        stderr=err,
+        now=lambda: NOW,
+    )
+    assert code == 0 and err.getvalue() == ""
+
+
 def test_cost_by_session_needs_local_records() -> None:
     err = io.StringIO()
     assert main(["cost", "--by", "session"], stderr=err) == 2
@@ -186,6 +220,13 @@ def _percentile_cloudwatch(moto_cloudwatch: Any, values: dict[str, float]) -> An
                 )
                 return self.stubbed.get_metric_data(**kwargs)
             return moto_cloudwatch.get_metric_data(**kwargs)
+
+        def get_paginator(self, name: str) -> Any:
+            if (
+                name == "get_metric_data"
+            ):  # pages through this object, so percentile queries reach the Stubber
+                return paginator_over(self.get_metric_data, moto_cloudwatch, "GetMetricData")
+            return moto_cloudwatch.get_paginator(name)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(moto_cloudwatch, name)

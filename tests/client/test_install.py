@@ -1,10 +1,12 @@
-"""``pip install ./client`` into a throwaway virtualenv: the slim distribution installs, runs, and pulls in
-boto3 and its dependencies only."""
+"""The slim client installs into a throwaway virtualenv the way docs/ci-cd.md tells a pipeline of ANOTHER
+repository to install it (a pinned VCS URL with ``#subdirectory=client``), runs, and pulls in boto3 and its
+dependencies only. The distribution's name is ours, not ``agentkit`` (an unrelated project on PyPI)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,27 @@ BOTO3_AND_ITS_DEPENDENCIES = {
     "six",
     "urllib3",
 }
+
+
+DISTRIBUTION = "agentcore-claude-kit-client"
+
+
+def documented_install_line() -> str:
+    """The one pip requirement docs/ci-cd.md gives for pipelines outside the kit's repository."""
+    doc = (ROOT / "docs" / "ci-cd.md").read_text(encoding="utf-8")
+    lines = re.findall(r'pip install "(' + DISTRIBUTION + r' @ [^"]+)"', doc)
+    assert lines, "docs/ci-cd.md lost its install line"
+    assert len(set(lines)) == 1, f"docs/ci-cd.md gives different install lines: {set(lines)}"
+    return lines[0]
+
+
+def test_the_distribution_name_is_ours_and_the_docs_pin_it() -> None:
+    pyproject = (ROOT / "client" / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'name = "{DISTRIBUTION}"' in pyproject
+    line = documented_install_line()
+    assert line == f"{DISTRIBUTION} @ <KIT_REPO_URL>@<COMMIT>#subdirectory=client"
+    readme = (ROOT / "client" / "README.md").read_text(encoding="utf-8")
+    assert f'pip install "{line}"' in readme
 
 
 def _size_mb(path: Path) -> float:
@@ -46,8 +69,16 @@ def test_the_client_installs_alone_with_boto3_only(tmp_path: Path) -> None:
         "--quiet",
         "--disable-pip-version-check",
     ]
-    # cwd: not the kit's root, so nothing of the kit is on sys.path but what pip installed
-    subprocess.run([*install, str(ROOT / "client")], check=True, env=env, cwd=tmp_path)
+    # The documented line, with this checkout standing in for the kit's repository: a VCS URL pinned to a
+    # commit, from a directory that is not the kit (cwd), so nothing of the kit is on sys.path but what pip
+    # installed.
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    line = (
+        documented_install_line().replace("<KIT_REPO_URL>", f"git+file://{ROOT}").replace("<COMMIT>", commit)
+    )
+    subprocess.run([*install, line], check=True, env=env, cwd=tmp_path)
     version = subprocess.run(
         [str(venv / "bin" / "agentkit"), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path
     )
@@ -61,7 +92,7 @@ def test_the_client_installs_alone_with_boto3_only(tmp_path: Path) -> None:
         [str(python), "-c", listing], capture_output=True, text=True, check=True, env=env, cwd=tmp_path
     )
     installed = {name.lower() for name in json.loads(listed.stdout)}
-    assert installed == BOTO3_AND_ITS_DEPENDENCIES | {"agentkit"}
+    assert installed == BOTO3_AND_ITS_DEPENDENCIES | {DISTRIBUTION}
     added = _size_mb(venv) - empty
     print(f"\nempty venv {empty:.1f} MB; after pip install ./client {empty + added:.1f} MB (+{added:.1f} MB)")
     assert added < 50, f"the client added {added:.1f} MB (target: at most 50 MB)"

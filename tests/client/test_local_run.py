@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import ROOT, RuntimeServer
+from harness.cli import write_fake_cli
+from harness.runtime_server import ROOT, RuntimeServer
 
 S1 = "agentkit-local-run-0001-aaaaaaaaaaaaaaaa"
 S2 = "agentkit-local-run-0002-bbbbbbbbbbbbbbbb"
@@ -91,22 +91,35 @@ def test_sessions_stop_local_ends_a_running_turn_and_the_session_resumes(local_r
             ["sessions", "stop", session, "--local", url, "--output", "json"], stdout=out_buf, stderr=err_buf
         )
         err = err_buf.getvalue()
-        if code == 0:
-            assert json.loads(out_buf.getvalue())["stopped"] is True
+        assert code == 0, err  # idempotent: a session not (yet) running is "already stopped", exit 0
+        answer = json.loads(out_buf.getvalue())
+        if answer["stopped"]:
             break
-        assert code == 2 and "session_not_found" in err, err
+        assert answer["already_stopped"] is True and "session_not_found" in answer["detail"], answer
         time.sleep(0.2)
-    assert code == 0, err
+    assert code == 0 and answer["stopped"] is True, err
     worker.join(timeout=30)
     assert not worker.is_alive()
     assert result["code"] != 0 and result["seconds"] < 40, result  # ended by the stop, not after 60 s
     assert "shutting_down" in result["err"]
 
-    err_buf = io.StringIO()
-    assert main(["sessions", "stop", session, "--local", url], stderr=err_buf) == 2  # nothing left to stop
-    assert "session_not_found" in err_buf.getvalue()
+    out_buf = io.StringIO()
+    assert main(["sessions", "stop", session, "--local", url], stdout=out_buf) == 0  # nothing left to stop
+    assert f"session {session} was not running" in out_buf.getvalue()
     events = _invoke_json(url, session, "are you still there?")  # the session is usable again
     assert events[-1]["type"] == "result" and events[-1]["session_id"] == session
+
+
+def _invocation_spans(path: Path, session: str) -> int:
+    """How many finished ``invoke_agent`` spans of ``session`` the spans file holds."""
+    if not path.exists():
+        return 0
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sum(
+        1
+        for r in records
+        if r["name"].startswith("invoke_agent") and session in json.dumps(r.get("attributes", {}))
+    )
 
 
 @pytest.mark.timeout(120)
@@ -118,7 +131,11 @@ def test_cost_and_report_from_the_files_of_a_real_local_run(
         S1: [_invoke_json(url, S1, "first [read:notes.txt]")[-1], _invoke_json(url, S1, "second")[-1]],
         S2: [_invoke_json(url, S2, "third [bash:git log]")[-1]],
     }
-    time.sleep(0.3)  # spans of the last turn's tail (post-reply persistence) are written as they end
+    # Spans are written as they end, the invocation's after its post-reply work: wait for both of S1's.
+    deadline = time.monotonic() + 20
+    while _invocation_spans(local_run["spans"], S1) < 2:
+        assert time.monotonic() < deadline, "S1's invocation spans were never written"
+        time.sleep(0.05)
     expected = {s: sum(r["cost_usd"] for r in results) for s, results in replies.items()}
     assert all(v > 0 for v in expected.values())
 

@@ -1,7 +1,7 @@
 """The HTTP edge over real sockets (issue 10, defect 5): nesting, size, methods, chunking — every error follows
 the contract ``{"type": "error", "code", "message"}``, and a huge body is refused without being buffered.
 
-One real ``python -m runtime`` with the default 100,000-character prompt limit and the fake CLI.
+One real ``python -m runtime`` with the default prompt limit (runtime.env.DEFAULT_MAX_PROMPT_CHARS) and the fake CLI.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import RuntimeServer, session_id
+from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -130,7 +131,7 @@ def test_an_80000_character_non_ascii_prompt_sent_with_u_escapes_is_accepted(
 
 
 def test_a_prompt_over_the_limit_is_still_refused(server: RuntimeServer) -> None:
-    body = json.dumps({"prompt": "😀" * 100_001}).encode()
+    body = json.dumps({"prompt": "😀" * (DEFAULT_MAX_PROMPT_CHARS + 1)}).encode()
     reply = server.invoke(body=body, session=session_id("over"))
     assert reply.status == 413
     assert_contract(reply.body, "prompt_too_large")

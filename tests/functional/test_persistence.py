@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.memory_standin import MemoryStandIn
-from tests.fakes.runtime_server import fake_cli_server, read_log, session_id
+from harness.memory_standin import MemoryStandIn
+from harness.runtime_server import fake_cli_server, read_log, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
@@ -230,12 +230,12 @@ def test_a_turn_answered_while_the_store_is_slower_than_the_sdk_allows_survives_
         ]
 
 
-SKEW = str(Path(__file__).resolve().parents[1] / "fakes" / "skewed_clock")
+SKEW = str(Path(__file__).resolve().parents[2] / "harness" / "skewed_clock")
 
 
 def skewed(seconds: float) -> dict[str, str]:
-    """Environment of a microVM whose wall clock is ``seconds`` off (tests/fakes/skewed_clock)."""
-    from tests.fakes.runtime_server import ROOT
+    """Environment of a microVM whose wall clock is ``seconds`` off (harness/skewed_clock)."""
+    from harness.runtime_server import ROOT
 
     return {"PYTHONPATH": f"{SKEW}:{ROOT}", "FAKE_CLOCK_SKEW_S": str(seconds)}
 

@@ -1,7 +1,7 @@
 """Every metric the dashboard and alarms query is one its emitter really writes, with that dimension set.
 
 The emitted side comes from running the runtime's real metrics code (both sinks: PutMetricData requests and
-EMF lines) through the telemetry facade that the runtime calls; the queried side from the synthesized
+EMF lines) through the observer that the runtime calls; the queried side from the synthesized
 template (alarm metrics, dashboard metric rows and SEARCH expressions). An empty series cannot come back
 unnoticed: a renamed metric, a dropped roll-up or a dimension added on one side fails here.
 """
@@ -33,10 +33,10 @@ Query = tuple[
 
 
 def runtime_metrics_modules() -> tuple[types.ModuleType, types.ModuleType, types.ModuleType]:
-    """The runtime's metrics, telemetry and costs modules (the one place to fix when they move)."""
-    from runtime.observe import costs, metrics, telemetry
+    """The runtime's metrics, observer and costs modules (the one place to fix when they move)."""
+    from runtime.observe import costs, metrics, observer
 
-    return metrics, telemetry, costs
+    return metrics, observer, costs
 
 
 # --- what the runtime emits --------------------------------------------------------------------------------
@@ -54,9 +54,9 @@ class RecordingCloudWatch:
 
 
 def drive(sink: Any) -> None:
-    """Everything the runtime records, through the telemetry facade the turn runner calls."""
-    metrics, telemetry, costs = runtime_metrics_modules()
-    facade = telemetry.Telemetry(metrics=sink, model=SONNET)
+    """Everything the runtime records, through the observer the turn calls."""
+    metrics, observer, costs = runtime_metrics_modules()
+    facade = observer.Observer(metrics=sink, model=SONNET)
     session = types.SimpleNamespace(
         runtime_session_id="rt-0123456789-0123456789-0123456789", actor_id="octocat"
     )
@@ -78,8 +78,8 @@ def drive(sink: Any) -> None:
             metrics.ToolRecord(tool="Bash", outcome=outcome, latency_ms=None if outcome == "denied" else 5.0)
         )
     facade.invocation_error("session_busy")
-    facade.budget_exceeded(session, "session")
-    facade.session_resumed(session)
+    facade.budget_exceeded(session.runtime_session_id, "session")
+    facade.session_resumed(session.runtime_session_id)
     facade.store_error("load", RuntimeError("store down"))
 
 

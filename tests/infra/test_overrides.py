@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.config import ConfigError
+from infra.config import AppConfig, ConfigError, StageConfig
 from infra.context import config_from_context, overrides_from
 from infra.overrides import known_keys
 from tests.infra.conftest import base_context
@@ -37,6 +37,48 @@ def test_flat_dotted_and_stage_overrides_are_typed() -> None:
     )
     assert c.webhook.allowed_author_associations == ("OWNER",)
     assert c.observability.alarm_email == "ops@example.com"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("true", True),
+        (" Yes ", True),
+        ("on", True),
+        ("1", True),
+        ("FALSE", False),
+        ("no", False),
+        ("off", False),
+    ],
+)
+def test_boolean_spellings(text: str, expected: bool) -> None:
+    assert config({"gateway.enabled": text}).gateway.enabled is expected
+
+
+def test_numbers_and_integer_choices() -> None:
+    c = config(
+        {
+            "p99_latency_alarm_ms": "3e4",
+            "daily_budget_usd": " 7.5 ",
+            "idle_timeout_minutes": "20.0",
+            "log_retention_days": "30",
+            "webhook.gitlab.min_access_level": "40",
+        }
+    )
+    assert (c.settings.p99_latency_alarm_ms, c.settings.daily_budget_usd) == (30000, 7.5)
+    assert (c.settings.idle_timeout_minutes, c.settings.log_retention_days) == (20, 30)
+    assert c.webhook.gitlab.min_access_level == 40
+    with pytest.raises(ConfigError) as err:
+        config({"idle_timeout_minutes": "12.5"})
+    assert "fractional part (set by -c idle_timeout_minutes)" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        config({"log_retention_days": "31"})
+    assert err.value.key == "agentkit.stages.dev.log_retention_days" and err.value.allowed.startswith(
+        "1, 3, 5,"
+    )
+    with pytest.raises(ConfigError) as err:
+        config({"daily_budget_usd": "ten"})
+    assert err.value.allowed == "a number" and "set by -c daily_budget_usd" in str(err.value)
 
 
 def test_overrides_win_over_the_stage_overrides() -> None:
@@ -103,7 +145,7 @@ def test_agentkit_as_json_replaces_the_object_or_says_why_not() -> None:
 
 
 def test_every_setting_is_reachable() -> None:
-    keys = known_keys()
+    keys = known_keys(AppConfig, StageConfig)
     assert {"image_build", "gateway.enabled", "auth.jwt.discovery_url", "daily_budget_usd", "region"} <= set(
         keys
     )

@@ -1,4 +1,4 @@
-"""CDK: GitHubIssueWebhook and GitHubOidcInvoker synth nag-clean and cfn-lint-clean, with least privilege.
+"""CDK: IssueWebhook and GitHubOidcInvoker synth nag-clean and cfn-lint-clean, with least privilege.
 
 Small test stacks hold only these constructs. Assertions use ``Template``/``Match`` on properties,
 never logical IDs.
@@ -21,9 +21,9 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from infra.ci_access import GitHubOidcInvoker, github_subjects
-from infra.webhook import GitHubIssueWebhook, IssueWebhook
-from infra.webhook_trackers import GitLabSettings, JiraSettings
+from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps, github_subjects
+from infra.webhook import IssueWebhook, WebhookProps
+from infra.webhook_trackers import GitHubSettings, GitLabSettings, JiraSettings
 
 pytestmark = pytest.mark.infra
 
@@ -35,8 +35,10 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
     app = cdk.App(outdir=str(outdir))
     env = cdk.Environment(account=ACCOUNT, region=REGION)
     literal = cdk.Stack(app, "WebhookLiteral", env=env)
-    GitHubIssueWebhook(literal, "Webhook", runtime_arn=RUNTIME_ARN, runtime_endpoint_name="prod")
-    GitHubOidcInvoker(literal, "Ci", repository="octo/kit", runtime_arn=RUNTIME_ARN)
+    IssueWebhook(
+        literal, "Webhook", runtime_arn=RUNTIME_ARN, props=WebhookProps(runtime_endpoint_name="prod")
+    )
+    GitHubOidcInvoker(literal, "Ci", runtime_arn=RUNTIME_ARN, props=OidcInvokerProps(repository="octo/kit"))
 
     # Runtime ARN as a token (as the real stack passes it), secrets referenced by name, narrow trust.
     tokens = cdk.Stack(app, "WebhookTokens", env=env)
@@ -54,27 +56,29 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
         },
     )
     arn = runtime.get_att("AgentRuntimeArn").to_string()
-    GitHubIssueWebhook(
+    IssueWebhook(
         tokens,
         "Webhook",
         runtime_arn=arn,
-        runtime_endpoint_name=None,
-        create_secrets=False,
-        trigger_label="",
-        trigger_mention="@agentkit",
-        bot_login="agentkit-bot",
-        log_retention=cdk.aws_logs.RetentionDays.ONE_WEEK,
-        removal_policy=cdk.RemovalPolicy.RETAIN,
+        props=WebhookProps(
+            runtime_endpoint_name=None,
+            create_secrets=False,
+            github=GitHubSettings(trigger_label="", trigger_mention="@agentkit", bot_login="agentkit-bot"),
+            log_retention=cdk.aws_logs.RetentionDays.ONE_WEEK,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        ),
     )
     GitHubOidcInvoker(
         tokens,
         "Ci",
-        repository="octo/kit",
         runtime_arn=arn,
-        create_provider=False,
-        branches=["main"],
-        allow_pull_requests=True,
-        runtime_endpoint_names=["DEFAULT"],
+        props=OidcInvokerProps(
+            repository="octo/kit",
+            create_provider=False,
+            branches=["main"],
+            allow_pull_requests=True,
+            runtime_endpoint_names=["DEFAULT"],
+        ),
     )
     # All three trackers behind one Function URL.
     multi = cdk.Stack(app, "WebhookMulti", env=env)
@@ -82,12 +86,14 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
         multi,
         "Webhook",
         runtime_arn=RUNTIME_ARN,
-        runtime_endpoint_name="dev",
-        name_prefix="agentkit-dev",
-        trackers=["jira", "github", "gitlab"],
-        gitlab=GitLabSettings(bot_username="project_5_bot", min_access_level=40),
-        jira=JiraSettings(
-            site_url="https://example.atlassian.net", bot_account_id="5b10a2844c20165700ede21g"
+        props=WebhookProps(
+            runtime_endpoint_name="dev",
+            name_prefix="agentkit-dev",
+            trackers=["jira", "github", "gitlab"],
+            gitlab=GitLabSettings(bot_username="project_5_bot", min_access_level=40),
+            jira=JiraSettings(
+                site_url="https://example.atlassian.net", bot_account_id="5b10a2844c20165700ede21g"
+            ),
         ),
     )
     return app, {"literal": literal, "tokens": tokens, "multi": multi}
@@ -123,7 +129,7 @@ def test_nag_catches_an_unacknowledged_wildcard(tmp_path: Path) -> None:
     """The nag gate is live: an extra '*' grant on the worker fails synth."""
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Bad", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    hook = GitHubIssueWebhook(stack, "Webhook", runtime_arn=RUNTIME_ARN)
+    hook = IssueWebhook(stack, "Webhook", runtime_arn=RUNTIME_ARN)
     hook.worker.add_to_role_policy(cdk.aws_iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     with pytest.raises(RuntimeError, match="Validation"):
@@ -404,7 +410,12 @@ def test_bad_repository_is_rejected(repo: str) -> None:
 def test_webhook_rejects_no_trigger() -> None:
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match="trigger"):
-        GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, trigger_label="", trigger_mention="")
+        IssueWebhook(
+            stack,
+            "W",
+            runtime_arn=RUNTIME_ARN,
+            props=WebhookProps(github=GitHubSettings(trigger_label="", trigger_mention="")),
+        )
 
 
 def _env_of(template: Template, handler: str) -> dict[str, Any]:
@@ -438,12 +449,14 @@ def test_worker_read_timeout_exceeds_turn_timeout_and_queue_outlasts_lambda(synt
 def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
     stack = cdk.Stack(cdk.App(), "TwoStages", env=cdk.Environment(account=ACCOUNT, region=REGION))
     for stage in ("dev", "prod"):
-        GitHubIssueWebhook(
+        IssueWebhook(
             stack,
             f"Webhook-{stage}",
             runtime_arn=RUNTIME_ARN,
-            name_prefix=f"agentkit-{stage}",
-            allowed_author_associations=["owner", "MEMBER"],
+            props=WebhookProps(
+                name_prefix=f"agentkit-{stage}",
+                github=GitHubSettings(allowed_author_associations=["owner", "MEMBER"]),
+            ),
         )
     t = Template.from_stack(stack)
     names = sorted(s["Properties"]["Name"] for s in t.find_resources("AWS::SecretsManager::Secret").values())
@@ -466,9 +479,12 @@ def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
     [
         ({"name_prefix": "a/b"}, "name_prefix"),
         ({"name_prefix": ""}, "name_prefix"),
-        ({"allowed_author_associations": ["OWNER", "ADMIN"]}, "unknown author association"),
-        ({"allowed_author_associations": []}, "empty"),
-        ({"allowed_author_associations": "OWNER"}, "must be a list"),
+        (
+            {"github": GitHubSettings(allowed_author_associations=["OWNER", "ADMIN"])},
+            "unknown author association",
+        ),
+        ({"github": GitHubSettings(allowed_author_associations=[])}, "empty"),
+        ({"github": GitHubSettings(allowed_author_associations="OWNER")}, "must be a list"),
         ({"worker_timeout": cdk.Duration.minutes(10)}, "must exceed the runtime turn timeout"),
         (
             {"worker_timeout": cdk.Duration.minutes(14), "runtime_turn_timeout": cdk.Duration.minutes(13)},
@@ -480,7 +496,7 @@ def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
 def test_webhook_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> None:
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match=match):
-        GitHubIssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, **kwargs)
+        IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, props=WebhookProps(**kwargs))
 
 
 # --------------------------------------------------------------------------- GitLab and Jira
@@ -585,12 +601,12 @@ def test_one_function_url_with_a_path_per_tracker_in_stack_outputs(synthed: dict
 def test_tracker_settings_are_validated(kwargs: dict[str, Any], match: str) -> None:
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match=match):
-        IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, **kwargs)
+        IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, props=WebhookProps(**kwargs))
 
 
 def test_gitlab_only_webhook_has_no_github_secrets() -> None:
     stack = cdk.Stack(cdk.App(), "GitLabOnly", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, trackers=["gitlab"])
+    IssueWebhook(stack, "W", runtime_arn=RUNTIME_ARN, props=WebhookProps(trackers=["gitlab"]))
     t = Template.from_stack(stack)
     names = sorted(s["Properties"]["Name"] for s in t.find_resources("AWS::SecretsManager::Secret").values())
     assert names == ["agentkit/gitlab-token", "agentkit/gitlab-webhook-secret"]

@@ -2,8 +2,8 @@
 that never goes out, cancellation while connecting, aborted turns' spend, a session store that does not
 answer, denials racing the tool telemetry, and request metadata on spans and metrics.
 
-The runner, telemetry, policy and SQLite store are real; the SDK client is a scripted stand-in (passed to
-``run_turn``, or built by ``AgentDeps.client_factory`` for ``connect``).
+The runner, observer, accounting, policy and SQLite store are real; the SDK client is a scripted stand-in (passed
+to ``run_turn`` in its :class:`CliProcess`, or built by ``AgentDeps.client_factory`` for ``connect``).
 """
 
 from __future__ import annotations
@@ -22,20 +22,22 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from runtime.agent.client_state import AgentClientState
+from harness import fake_claude as fc
+from runtime.accounting import Accounting
+from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.turn import AgentDeps, AgentTurnRunner
+from runtime.agent.process import CliProcess
+from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.errors import AgentProcessError, TurnTimeout
 from runtime.guard.policy import PermissionPolicy
-from runtime.observe.budgets import BudgetPolicy
+from runtime.observe.costs import TurnCostTracker
 from runtime.observe.metrics import EmfMetrics
-from runtime.observe.telemetry import Telemetry
+from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.protocol import Failure, TurnItem
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
-from tests.fakes import fake_claude as fc
 
 pytestmark = pytest.mark.anyio
 
@@ -58,16 +60,19 @@ class Setup:
         turn_timeout_s: float = 30.0,
         tracing: Any = None,
         client_factory: Any = None,
+        memory: Any = None,
+        actor_id: str | None = None,
     ) -> None:
         settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
         definition = AgentDefinitionSpec()
         self.out = io.StringIO()
-        self.telemetry = Telemetry(
+        self.observer = Observer(
             metrics=EmfMetrics(namespace="T", agent="demo", stream=self.out),
             tracing=tracing or Tracing(),
             model=settings.model,
-            state_store=store,
         )
+        self.accounting = Accounting(store=store, memory=memory, on_store_error=self.observer.store_error)
+        self.model = settings.model
         deps = AgentDeps(
             settings=settings,
             definition=definition,
@@ -76,7 +81,7 @@ class Setup:
                 workspace=settings.resolved_workspace,
                 bash_allowlist=definition.bash_allowlist,
             ),
-            telemetry=self.telemetry,
+            observer=self.observer,
             budgets=BudgetPolicy(max_turns=25, max_budget_usd=1.0),
         )
         if client_factory is not None:
@@ -86,12 +91,15 @@ class Setup:
             key=SID,
             runtime_session_id="rt-" + "1" * 36,
             claude_session_id=SID,
-            actor_id=None,
+            actor_id=actor_id,
             runner=self.runner,
+            account=self.accounting.open(
+                claude_session_id=SID, runtime_session_id="rt-" + "1" * 36, actor_id=actor_id
+            ),
             idle_timeout_s=5,
             max_queued=2,
         )
-        self.session.client_state = AgentClientState(cost_tracker=self.telemetry.cost_tracker())
+        self.process: CliProcess | None = None  # one CLI process, kept across turns until replaced
         self.events: list[Any] = []
 
     async def emit(self, event: TurnItem) -> None:
@@ -99,8 +107,11 @@ class Setup:
 
     async def turn(self, client: Any, request: TurnRequest | None = None, timeout: float = 5) -> Any:
         request = request or TurnRequest(prompt="go")
+        if self.process is None:
+            self.process = CliProcess(client=client, cost_tracker=TurnCostTracker(default_model=self.model))
+        self.process.client = client  # each scripted client replays one turn of the same process
         after = await asyncio.wait_for(
-            self.runner.run_turn(self.session, client, request, self.emit), timeout=timeout
+            self.runner.run_turn(self.session, self.process, request, self.emit), timeout=timeout
         )
         await after
         return self.events[-1]
@@ -205,11 +216,11 @@ async def test_aborted_turns_count_and_persist_their_spend(tmp_path: Path, endin
     expected = (TurnTimeout, "did not finish") if ending == "timeout" else (AgentProcessError, "exited")
     with pytest.raises(expected[0], match=expected[1]):
         await s.turn(client)
-    await s.telemetry.drain()  # the spend is written in the background
+    await s.accounting.drain()  # the spend is written in the background
     third = (fc.CALL_INPUT_TOKENS * 3 + 1 * 15 + fc.CALL_CACHE_WRITE_TOKENS * 3.75) / 1e6
     third += fc.CALL_CACHE_READ_TOKENS * 0.3 / 1e6
     spent = 2 * CALL_USD + third * 1.1
-    assert await s.telemetry.session_spend(s.session) == pytest.approx(1.0 + spent)
+    assert await s.session.account.spent() == pytest.approx(1.0 + spent)
     assert await store.get_state(SID) == {"spent_usd": pytest.approx(1.0 + spent), "turns": 4}
     (doc,) = [d for d in s.docs() if "CostUSD" in d]
     assert doc["CostUSD"] == [pytest.approx(spent)] and doc["InputTokens"] == [3 * fc.CALL_INPUT_TOKENS]
@@ -248,7 +259,7 @@ async def test_a_failed_spend_read_never_overwrites_the_stored_total(tmp_path: P
     assert store.puts == [] and await inner.get_state(SID) == {"spent_usd": 1.0, "turns": 4}
     assert [d.get("operation") for d in s.docs() if "SessionStoreErrors" in d] == ["get_state"] * 2
 
-    s.session.client_state = AgentClientState(cost_tracker=s.telemetry.cost_tracker())  # a fresh CLI process
+    s.process = None  # a fresh CLI process
     second = await s.turn(ScriptedClient(model_call(), result()))
     assert second["session_cost_usd"] == pytest.approx(1.0 + 2 * CALL_USD, abs=1e-6)
     stored = await inner.get_state(SID)
@@ -262,12 +273,10 @@ async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_pat
             return {"spent_usd": 1.0, "turns": 4}
 
     s = Setup(tmp_path, store=SlowStore())
-    s.telemetry.add_spend(s.session, 0.5)  # counted while the base was unknown
-    first, second = await asyncio.gather(
-        s.telemetry.session_spend(s.session), s.telemetry.session_spend(s.session)
-    )
+    s.session.account.add(0.5)  # counted while the base was unknown
+    first, second = await asyncio.gather(s.session.account.spent(), s.session.account.spent())
     assert first == second == pytest.approx(1.5)
-    ledger = s.session.spend
+    ledger = s.session.account.ledger
     assert (ledger.spent_usd, ledger.turns, ledger.unpersisted_usd) == (1.5, 5, 0.0)
 
 
@@ -292,7 +301,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Pat
     task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
     while not clients:
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the runner is awaiting the client's connect() now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -304,7 +313,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Pat
 
 async def test_denied_calls_count_as_denied_whatever_the_hook_order(tmp_path: Path) -> None:
     s = Setup(tmp_path)
-    hooks = s.telemetry.tools
+    hooks = s.observer.tools
 
     def hook_input(tool_use_id: str, command: str = "rm -rf /") -> dict[str, Any]:
         return {
@@ -315,7 +324,7 @@ async def test_denied_calls_count_as_denied_whatever_the_hook_order(tmp_path: Pa
             "tool_use_id": tool_use_id,
         }
 
-    with s.telemetry.turn_span(s.session, TurnRequest(prompt="p")):
+    with s.observer.turn_span(s.session, TurnRequest(prompt="p")):
         await hooks.pre_tool_use(hook_input("t1"), "t1", None)  # telemetry first, then the policy
         denied = await s.runner.gate.pre_tool_use(hook_input("t1"), "t1", None)
         assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -349,3 +358,43 @@ async def test_request_metadata_goes_on_the_turn_span_and_the_turn_metrics(tmp_p
     assert turn_span.attributes["agentkit.metadata.channel"] == "slack"
     (turn_doc,) = [d for d in s.docs() if "Turns" in d]
     assert turn_doc["Metadata"] == {"ticket": "T-42", "channel": "slack"}
+
+
+# -- long-term memory --------------------------------------------------------------------------------------------
+
+
+class RecordingMemory:
+    def __init__(self) -> None:
+        self.turns: list[dict[str, str]] = []
+
+    async def record_turn(
+        self, *, actor_id: str, session_id: str, user_text: str, assistant_text: str
+    ) -> bool:
+        self.turns.append(
+            {"actor": actor_id, "session": session_id, "user": user_text, "assistant": assistant_text}
+        )
+        return True
+
+
+async def test_a_finished_turn_of_a_known_caller_goes_to_long_term_memory(tmp_path: Path) -> None:
+    memory = RecordingMemory()
+    s = Setup(tmp_path, memory=memory, actor_id="octocat")
+    assert (await s.turn(ScriptedClient(model_call(), result()), TurnRequest(prompt="go")))[
+        "type"
+    ] == "result"
+    await s.accounting.drain()  # the memory write runs in the background, after the reply
+    assert memory.turns == [{"actor": "octocat", "session": SID, "user": "go", "assistant": "done"}]
+
+
+async def test_failed_turns_and_anonymous_callers_leave_no_memory(tmp_path: Path) -> None:
+    memory = RecordingMemory()
+    s = Setup(tmp_path, memory=memory, actor_id="octocat")
+    failed = await s.turn(
+        ScriptedClient(model_call(), result(subtype="error_during_execution", is_error=True))
+    )
+    assert isinstance(failed, Failure) and failed.event["code"] == "execution_error"
+    anonymous = Setup(tmp_path, memory=memory)
+    assert (await anonymous.turn(ScriptedClient(model_call(), result())))["type"] == "result"
+    await s.accounting.drain()
+    await anonymous.accounting.drain()
+    assert memory.turns == []

@@ -16,6 +16,7 @@ from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 
 from standins import BedrockStandIn, Reply, Text, ToolUse, Usage, cli_env, default_reply
 from standins.eventstream import FrameError, chunk_frame, encode_frame, exception_frame
+from standins.replies import STAND_IN_NOTE
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 REPO = Path(__file__).resolve().parents[2]
@@ -308,7 +309,31 @@ def test_default_reply_summarises_a_tool_result():
         },
     ]
     (block,) = default_reply(body).blocks
-    assert isinstance(block, Text) and "get_invoice returned: total 42.50" in block.text
+    assert isinstance(block, Text) and block.text.startswith("get_invoice returned: total 42.50. (A scripted")
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (
+            json.dumps({"as_of": "2026-11-22", "count": 3, "total_usd": 420.5, "invoices": [{"id": 1}] * 3}),
+            "as_of 2026-11-22, count 3, total_usd 420.5, 3 invoices",
+        ),
+        (json.dumps([1, 2]), "2 items"),
+        ("word " * 300, ("word " * 40).strip() + " …"),
+        ("line one\nline two", "line one"),
+    ],
+)
+def test_default_reply_describes_a_tool_result_briefly_and_completely(output: str, expected: str) -> None:
+    body = request_body("Show invoices", [INVOICE_TOOL])
+    body["messages"] += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "list", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]},
+    ]
+    (block,) = default_reply(body).blocks
+    assert isinstance(block, Text)
+    assert block.text == f"list returned: {expected}. {STAND_IN_NOTE}"
+    assert len(block.text) < 300
 
 
 def test_default_reply_echoes_the_prompt_without_reminders():

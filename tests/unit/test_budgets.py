@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from runtime.accounting import SpendLedger
+from runtime.agent.budget_policy import BudgetPolicy
+from runtime.agent.results import error_for_result
 from runtime.errors import AgentKitError, AgentResultError, BudgetExceeded, InvalidRequest, MaxTurnsExceeded
-from runtime.observe.budgets import BudgetPolicy, SpendLedger, error_for_result
 from runtime.observe.costs import compute_turn_cost
 
 POLICY = BudgetPolicy(max_turns=20, max_budget_usd=2.0, session_budget_usd=5.0)

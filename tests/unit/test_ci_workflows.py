@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -250,3 +251,49 @@ def test_pip_cache_key_step_runs(tmp_path: Path) -> None:
     subprocess.run(["bash", "-e", "-c", script], check=True, env=env)
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     assert outputs["dir"] and re.fullmatch(r"agentkit-pip-Linux-py3\.\d+-[0-9a-f]{16}", outputs["key"])
+
+
+@pytest.mark.parametrize("diff_kib", [1, 1024])
+def test_the_review_prompt_of_any_diff_fits_the_runtimes_prompt_limit(tmp_path: Path, diff_kib: int) -> None:
+    """The workflow's diff cut and the runtime's default prompt limit are one budget: the prompt built from a
+    1 MiB diff and a 256-character non-ASCII title is accepted by the runtime's own request parser."""
+    from runtime.env import DEFAULT_MAX_PROMPT_CHARS
+    from runtime.protocol import parse_body
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "base")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    (repo / "big.txt").write_text("é line of the change\n" * (diff_kib * 1024 // 22 + 1), encoding="utf-8")
+    git("add", "big.txt")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "change")
+    step = _step(_load(WORKFLOW), "Build the prompt")
+    output = tmp_path / "github_output"
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in step["env"].items() if not EXPR.search(str(v))},
+        "BASE_REF": "main",
+        "PR_TITLE": "日" * 256,
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(output),
+    }
+    subprocess.run(["bash", "-e", "-c", step["run"]], check=True, cwd=repo, env=env, timeout=60)
+    prompt_file = Path(output.read_text().strip().removeprefix("file="))
+    prompt = prompt_file.read_bytes().decode("utf-8", "replace")  # a cut may split the last character
+    assert len(prompt) <= DEFAULT_MAX_PROMPT_CHARS
+    request = parse_body(
+        json.dumps({"prompt": prompt, "stream": False}).encode(), max_prompt_chars=DEFAULT_MAX_PROMPT_CHARS
+    )
+    assert request.prompt == prompt
+    assert ("diff truncated" in prompt) is (diff_kib > 190)
+
+
+def test_the_docs_examples_cut_diffs_no_longer_than_the_workflow() -> None:
+    cut = int(_step(_load(WORKFLOW), "Build the prompt")["env"]["MAX_DIFF_BYTES"])
+    examples = [int(n) for n in re.findall(r"head -c (\d+)", (ROOT / "docs/ci-cd.md").read_text("utf-8"))]
+    assert examples and all(n <= cut for n in examples), examples

@@ -9,13 +9,7 @@ import pytest
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.errors import ConfigurationError
-from runtime.guard.profiles import (
-    DEVELOPER_PROGRAMS,
-    SandboxStatus,
-    effective_definition,
-    probe_sandbox,
-    with_profile,
-)
+from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus, probe_sandbox
 from runtime.guard.tool_env import TOOL_ENV_ALLOWLIST, session_isolation
 from runtime.settings import Settings
 
@@ -97,13 +91,13 @@ def test_sandbox_mode_and_profile_settings() -> None:
 
 
 def test_developer_programs_only_with_a_working_sandbox() -> None:
-    dev = with_profile(AgentDefinitionSpec(), "developer")
+    dev = AgentDefinitionSpec().with_profile("developer")
     assert dev.profile == "developer"
-    on = effective_definition(dev, SandboxStatus("required", available=True))
+    on = dev.for_sandbox(SandboxStatus("required", available=True))
     assert set(on.bash_allowlist) >= DEVELOPER_PROGRAMS and "Bash" in on.builtin_tools
-    off = effective_definition(dev, SandboxStatus("off", available=False))
+    off = dev.for_sandbox(SandboxStatus("off", available=False))
     assert not DEVELOPER_PROGRAMS & set(off.bash_allowlist) and "Bash" in off.builtin_tools
-    missing = effective_definition(dev, SandboxStatus("required", available=False, reason="x"))
+    missing = dev.for_sandbox(SandboxStatus("required", available=False, reason="x"))
     assert "Bash" not in missing.builtin_tools and "Read" in missing.builtin_tools
 
 

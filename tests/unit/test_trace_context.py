@@ -1,6 +1,6 @@
 """Issue 16 item 10: the runtime's spans continue the trace AgentCore passes in and carry ``session.id``.
 
-In-memory span exporter; the real Telemetry facade (invocation → turn spans) and the real tool hooks (tool span
+In-memory span exporter; the real observer (invocation → turn spans) and the real tool hooks (tool span
 from a PreToolUse/PostToolUse pair, run from another task as the SDK does).
 """
 
@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from runtime.observe.baggage import SESSION_BAGGAGE_KEY, invocation_context, session_of, trace_headers
-from runtime.observe.telemetry import Telemetry
+from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 
 SESSION = "rt-session-0123456789abcdef0123456789abcdef"
@@ -57,7 +57,7 @@ def adot_propagators():
     set_global_textmap(previous)
 
 
-def run_turn(telemetry: Telemetry, trace_headers: dict[str, str] | None, *, tool: bool = True) -> None:
+def run_turn(telemetry: Observer, trace_headers: dict[str, str] | None, *, tool: bool = True) -> None:
     """The turn's spans as the runtime makes them: on a task of their own (the session's), with the tool
     span opened and closed by the hook callbacks from yet another task."""
     session = SimpleNamespace(runtime_session_id=SESSION, actor_id="octocat", claude_session_id="claude-1")
@@ -83,7 +83,7 @@ def spans_by_name(exporter: InMemorySpanExporter) -> dict[str, Any]:
 def test_spans_continue_the_callers_w3c_trace_and_carry_session_id(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    telemetry = Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m")
+    telemetry = Observer(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m")
     headers = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01", "Authorization": "Bearer x"}
     run_turn(telemetry, trace_headers(headers))
 
@@ -100,7 +100,7 @@ def test_spans_continue_the_callers_w3c_trace_and_carry_session_id(
 def test_x_amzn_trace_id_is_continued_with_adots_propagators(
     provider: TracerProvider, exporter: InMemorySpanExporter, adot_propagators: None
 ) -> None:
-    telemetry = Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m")
+    telemetry = Observer(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m")
     headers = {
         "X-Amzn-Trace-Id": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
     }
@@ -116,7 +116,7 @@ def test_without_trace_headers_a_new_trace_still_carries_the_session(
     ctx = invocation_context({"Authorization": "Bearer x"}, SESSION)
     assert session_of(ctx) == SESSION
     assert trace.get_current_span(ctx).get_span_context().is_valid is False
-    run_turn(Telemetry(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m"), None)
+    run_turn(Observer(tracing=Tracing(provider.get_tracer("t"), agent="demo"), model="m"), None)
     spans = spans_by_name(exporter)
     invocation = spans["invoke_agent demo"]
     assert invocation.parent is None

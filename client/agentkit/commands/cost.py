@@ -3,7 +3,8 @@
 Sources: CloudWatch metrics (default; ``--by model`` only, since sessions and actors are never metric
 dimensions), or ``--local FILE``, the EMF file a local run writes (``AGENTKIT_EMF_FILE``; every ``--by``).
 Tokens are shown by type (input, output, cache read, cache write). The daily budget is ``--budget`` >
-``$AGENTKIT_DAILY_BUDGET_USD`` > the threshold of the stack's daily cost alarm (``--stack``).
+``$AGENTKIT_DAILY_BUDGET_USD`` > the threshold of the stack's daily cost alarm (``--stack``). When today's
+spend is over the budget the command exits 3 (budget exceeded) after printing the table, so CI can gate on it.
 
 IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``; with ``--stack`` also
 ``cloudformation:ListStackResources`` and ``cloudwatch:DescribeAlarms``.
@@ -15,7 +16,6 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.context import Context, table
 from agentkit.data import cloudwatch as cw
 from agentkit.data.emf import read_emf_file
@@ -112,6 +112,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         },
     }
     ctx.emit(data, lambda: format_cost(rows, period=period, by=by, budget=budget, spent_today=spent_today))
+    if budget and spent_today > budget:
+        # A pipeline gates on the exit code: over budget is exit 3, as for an invocation stopped by its cap.
+        ctx.progress(
+            f"agentkit: today's spend ${spent_today:.4f} is over the ${budget:.2f} daily budget "
+            f"({100 * spent_today / budget:.0f} %)"
+        )
+        return int(ExitCode.BUDGET_EXCEEDED)
     return int(ExitCode.OK)
 
 
@@ -183,7 +190,7 @@ def describe_alarms(cloudwatch: Any, alarm_names: list[str]) -> list[dict[str, A
             "AlarmNames": alarm_names[offset : offset + 100],
             "AlarmTypes": ["MetricAlarm"],
         }
-        for page in pages(cloudwatch.describe_alarms, kwargs):
+        for page in cloudwatch.get_paginator("describe_alarms").paginate(**kwargs):
             found += page.get("MetricAlarms", [])
     return found
 

@@ -1,7 +1,10 @@
 """``agentkit invoke``: send a prompt and stream the answer (stdout) and progress (stderr).
 
-``--output json`` (or ``--json``) prints every event as one JSON line instead. The runtime session id is
-printed first on stderr (``session: <id>``) so a pipeline can continue the conversation.
+``--output json`` (or ``--json``) prints every event as one JSON line instead; ``--final`` prints only the
+final answer (what a CI job posts as a comment; an error's text never lands there). The runtime session id is
+printed first on stderr (``session: <id>``) so a pipeline can continue the conversation; ``--session-key KEY``
+derives a valid session id from a short key (a pull request number, a branch), the same one every time.
+When nothing has arrived for ``--wait-notice`` seconds (30), a "still waiting" line goes to stderr.
 
 IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (AWS target), ``cloudformation:DescribeStacks``
 (``--stack``).
@@ -10,7 +13,10 @@ IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (AWS target), ``cloudforma
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import TracebackType
 from typing import Any
 
 from agentkit.context import Context
@@ -19,6 +25,7 @@ from agentkit.printer import EventPrinter
 from agentkit.targets import add_target_options, resolve_target
 from agentkit.transport import (
     InvocationRequest,
+    derive_session_id,
     invoke_agentcore,
     invoke_config,
     invoke_local,
@@ -38,10 +45,26 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("prompt", nargs="?", help="the prompt; '-' or omitted with piped stdin reads stdin")
     parser.add_argument("--prompt-file", metavar="F", help="read the prompt from file F ('-' for stdin)")
-    parser.add_argument("--session", metavar="ID", help="continue runtime session ID (33-256 chars)")
+    session = parser.add_mutually_exclusive_group()
+    session.add_argument("--session", metavar="ID", help="continue runtime session ID (33-256 chars)")
+    session.add_argument(
+        "--session-key",
+        metavar="KEY",
+        help="derive the session id from KEY (e.g. pr-42): the same key continues the same session",
+    )
     add_target_options(parser, local=True)
     parser.add_argument("--json", action="store_true", help="same as --output json: one JSON event per line")
+    parser.add_argument(
+        "--final", action="store_true", help="print only the final answer on stdout (for CI comment files)"
+    )
     parser.add_argument("--no-stream", action="store_true", help="ask for one JSON reply instead of SSE")
+    parser.add_argument(
+        "--wait-notice",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="say on stderr when nothing has arrived for S seconds (30; 0 = never)",
+    )
     parser.add_argument("--max-budget-usd", type=positive_float, metavar="X", help="cost cap for this turn")
     parser.add_argument("--timeout", type=positive_float, default=900.0, help="read timeout, seconds (900)")
     parser.add_argument(
@@ -66,7 +89,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise usage_error("--qualifier, --region and --profile apply to AWS targets, not --local")
     if args.throttle_retries < 0:
         raise usage_error("--throttle-retries must be >= 0")
-    session_id = validate_session_id(args.session) if args.session else new_session_id()
+    if args.wait_notice < 0:
+        raise usage_error("--wait-notice must be >= 0")
+    if args.final and (ctx.json or args.json):
+        raise usage_error("--final prints the answer as text; it cannot be combined with JSON output")
+    if args.session_key is not None:
+        session_id = derive_session_id(args.session_key)
+    else:
+        session_id = validate_session_id(args.session) if args.session else new_session_id()
     request = InvocationRequest(
         prompt=prompt, session_id=session_id, stream=not args.no_stream, max_budget_usd=args.max_budget_usd
     )
@@ -91,10 +121,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         if target.qualifier:
             stop_hint += f" --qualifier {target.qualifier}"
     ctx.progress(f"session: {session_id}")
-    printer = EventPrinter(stdout=ctx.stdout, stderr=ctx.stderr, json_lines=ctx.json or args.json)
+    printer = EventPrinter(
+        stdout=ctx.stdout, stderr=ctx.stderr, json_lines=ctx.json or args.json, final_only=args.final
+    )
     try:
-        for event in events:
-            printer.handle(event)
+        with WaitNotice(printer.notice, interval=args.wait_notice) as waiting:
+            for event in events:
+                waiting.touch()
+                printer.handle(event)
     except AgentkitError:
         printer.end_line()  # the CLI prints the error on a line of its own
         raise
@@ -128,3 +162,51 @@ def read_prompt(args: argparse.Namespace, ctx: Context) -> str:
     if len(prompt) > MAX_PROMPT_BYTES:
         raise usage_error(f"the prompt is longer than {MAX_PROMPT_BYTES} characters")
     return prompt
+
+
+class WaitNotice:
+    """Says on stderr that the client is still waiting when no event has arrived for ``interval`` seconds,
+    and again after each further ``interval``: a turn that waits on a slow or unreachable model must not
+    look like a hung job. ``interval`` 0 turns it off. The clock is injectable for tests."""
+
+    def __init__(
+        self,
+        notice: Callable[[str], None],
+        *,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._notice, self._interval, self._clock = notice, interval, clock
+        self._started = self._last = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def touch(self) -> None:
+        """An event arrived."""
+        self._last = self._clock()
+
+    def __enter__(self) -> WaitNotice:
+        if self._interval > 0:
+            self._thread = threading.Thread(target=self._watch, name="agentkit-wait-notice", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _watch(self) -> None:
+        told_at = self._last
+        while not self._stop.wait(min(self._interval, 1.0)):
+            now, last = self._clock(), self._last
+            if last > told_at:
+                told_at = last  # something arrived: count the quiet time from there
+            if now - told_at >= self._interval:
+                told_at = now
+                self._notice(
+                    f"agentkit: still waiting: nothing from the agent for {now - last:.0f} s "
+                    f"({now - self._started:.0f} s since the request)"
+                )

@@ -1,0 +1,151 @@
+"""Settings of the issue webhook construct (:class:`infra.webhook.IssueWebhook`): one :class:`WebhookProps`,
+read from the app config by :meth:`WebhookProps.from_config`, and :func:`check`, which validates them before
+anything is created. Per-tracker settings and the Lambda variables they become: ``infra/webhook_trackers.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from infra import lifecycle
+from infra.config import AppConfig
+from infra.webhook_trackers import (
+    GitHubSettings,
+    GitLabSettings,
+    JiraSettings,
+    check_trackers,
+    github_env,
+    gitlab_env,
+    jira_env,
+)
+from runtime.env import DEFAULT_METRICS_NAMESPACE
+
+DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+DEFAULT_NAME_PREFIX = "agentkit"
+DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
+#: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/settings.py).
+DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
+#: Seconds the worker keeps after the read timeout to post the reply.
+POST_REPLY_MARGIN_SECONDS = 60
+_NAME_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+=.@-]{0,100}$")
+POWERTOOLS_VERSION = "3.37.0"  # keep in step with pyproject's aws-lambda-powertools pin
+
+
+@dataclass(frozen=True)
+class WebhookProps:
+    """Everything an :class:`IssueWebhook` is configured with, but the runtime it invokes.
+
+    ``trackers`` picks the adapters (``github``, ``gitlab``, ``jira``); ``github`` / ``gitlab`` / ``jira`` hold
+    their settings (``jira`` is required with ``"jira"``). GitHub mention triggers are accepted only from
+    authors whose ``author_association`` is in ``github.allowed_author_associations`` (``["*"]`` allows anyone —
+    on a public repository anyone could then start paid runs). ``name_prefix`` names the secrets
+    (``<prefix>/<tracker>-webhook-secret``, ``<prefix>/<tracker>-token``) unless ``webhook_secret_name`` /
+    ``github_token_secret_name`` are given (GitHub); ``create_secrets=False`` references existing ones by name.
+    ``runtime_endpoint_name`` is the endpoint (qualifier) the worker invokes (``None``: ``DEFAULT``).
+    ``worker_timeout`` (default 14 min) minus 60 s is the invoke read timeout; it must exceed
+    ``runtime_turn_timeout`` (default 600 s, the runtime's ``AGENTKIT_TURN_TIMEOUT``). ``max_concurrency``
+    (2-1000) caps concurrent workers, ``max_receive_count`` deliveries before the DLQ. Lambdas default to
+    Python 3.14 on arm64 with the public Powertools layer of ``powertools_version``.
+    """
+
+    runtime_endpoint_name: str | None = None
+    actor_header: str = DEFAULT_ACTOR_HEADER
+    runtime_turn_timeout: cdk.Duration | None = None
+    trackers: Sequence[str] = ("github",)
+    github: GitHubSettings = field(default_factory=GitHubSettings)
+    gitlab: GitLabSettings = field(default_factory=GitLabSettings)
+    jira: JiraSettings | None = None
+    name_prefix: str = DEFAULT_NAME_PREFIX
+    create_secrets: bool = True
+    webhook_secret_name: str | None = None
+    github_token_secret_name: str | None = None
+    worker_timeout: cdk.Duration | None = None
+    max_concurrency: int = 5
+    max_receive_count: int = 3
+    max_body_bytes: int = 1024 * 1024
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY
+    python_runtime: lambda_.Runtime | None = None
+    architecture: lambda_.Architecture | None = None
+    powertools_layer_arn: str | None = None
+    powertools_version: str = POWERTOOLS_VERSION
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> WebhookProps:
+        """The stack's webhook: ``agentkit.webhook``, the stage's endpoint, log retention and removal policy,
+        and secrets under ``<project>-<stage>/`` (stages in one account never share one)."""
+        hook = config.webhook
+        return cls(
+            runtime_endpoint_name=config.stage,
+            actor_header=config.actor_header,
+            trackers=hook.trackers,
+            github=GitHubSettings(
+                trigger_label=hook.trigger_label,
+                trigger_mention=hook.trigger_mention,
+                bot_login=hook.bot_login,
+                allowed_author_associations=hook.allowed_author_associations,
+            ),
+            gitlab=GitLabSettings(**hook.gitlab.model_dump()),
+            jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
+            if hook.jira.site_url
+            else None,
+            name_prefix=config.resource_prefix,
+            create_secrets=hook.create_secrets,
+            metrics_namespace=config.metrics_namespace,
+            log_retention=lifecycle.log_retention(config.settings),
+            removal_policy=lifecycle.removal_policy(config.settings),
+        )
+
+
+class Checked(NamedTuple):
+    """What :func:`check` derives from valid props."""
+
+    trackers: tuple[str, ...]
+    receiver_env: dict[str, str]  # the enabled adapters' settings
+    worker_env: dict[str, str]
+    worker_timeout: cdk.Duration
+    read_timeout: int
+
+
+def check(props: WebhookProps) -> Checked:
+    """Validate ``props``. Raises ``ValueError`` on a bad tracker list, tracker setting, trigger, association,
+    prefix, concurrency or timeout."""
+    enabled = check_trackers(props.trackers)
+    if "jira" in enabled and props.jira is None:
+        raise ValueError(
+            "the 'jira' tracker needs jira=JiraSettings(site_url='https://<site>.atlassian.net')"
+        )
+    jira = props.jira
+    receiver_env, worker_env = {"TRACKERS": ",".join(enabled)}, {"TRACKERS": ",".join(enabled)}
+    for name, make in (
+        ("github", lambda r: github_env(props.github, receiver=r)),
+        ("gitlab", lambda r: gitlab_env(props.gitlab, receiver=r)),
+        ("jira", lambda r: jira_env(jira, receiver=r) if jira else {}),
+    ):
+        if name in enabled:
+            receiver_env |= make(True)
+            worker_env |= make(False)
+    if not 2 <= props.max_concurrency <= 1000:
+        raise ValueError("max_concurrency must be between 2 and 1000 (SQS event source limit)")
+    if not _NAME_PREFIX.match(props.name_prefix):
+        raise ValueError(f"name_prefix {props.name_prefix!r} must match {_NAME_PREFIX.pattern}")
+    worker_timeout = props.worker_timeout or DEFAULT_WORKER_TIMEOUT
+    if not 60 <= worker_timeout.to_seconds() <= 900:
+        raise ValueError("worker_timeout must be between 1 and 15 minutes")
+    read_timeout = int(worker_timeout.to_seconds()) - POST_REPLY_MARGIN_SECONDS
+    turn_timeout = (props.runtime_turn_timeout or DEFAULT_RUNTIME_TURN_TIMEOUT).to_seconds()
+    if read_timeout <= turn_timeout:
+        raise ValueError(
+            f"worker_timeout leaves a read timeout of {read_timeout}s (worker_timeout - "
+            f"{POST_REPLY_MARGIN_SECONDS}s), which must exceed the runtime turn timeout of {turn_timeout:.0f}s;"
+            " raise worker_timeout or lower AGENTKIT_TURN_TIMEOUT / runtime_turn_timeout"
+        )
+    return Checked(enabled, receiver_env, worker_env, worker_timeout, read_timeout)

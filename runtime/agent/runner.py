@@ -1,0 +1,274 @@
+"""A session's Claude Code CLI process: connect it (resume or start), the flags it runs with, when to replace it;
+each turn on it is a :class:`runtime.agent.turn.Turn`.
+
+:class:`AgentTurnRunner` implements :class:`runtime.sessions.TurnRunner` with the real Claude Agent SDK; what it
+connects is a :class:`runtime.agent.process.CliProcess`, the session's connection until it is dropped.
+
+Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
+Environment variables: none read here (:class:`runtime.settings.Settings` carries them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    CLIConnectionError,
+    HookMatcher,
+    ProcessError,
+    project_key_for_directory,
+)
+from claude_agent_sdk.types import (
+    CanUseToolShadowedWarning,
+    HookCallback,
+    McpServerConfig,
+    SessionKey,
+    SessionStore,
+    SessionStoreEntry,
+)
+
+from runtime.agent.budget_policy import BudgetPolicy
+from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.options import build_options
+from runtime.agent.process import CliProcess
+from runtime.agent.turn import Turn
+from runtime.errors import AgentProcessError, SessionStoreError, TurnTimeout
+from runtime.guard.gate import PermissionGate
+from runtime.guard.policy import PermissionPolicy
+from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
+from runtime.observe.observer import Observer
+from runtime.protocol import Emit
+from runtime.sessions import TurnRequest, WarmSession
+from runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from runtime.store.recall import MemoryRecall
+
+logger = logging.getLogger(__name__)
+
+#: The CLI process's --max-budget-usd is this many invocation budgets (or the session budget, if larger).
+PROCESS_BUDGET_FACTOR = 10
+
+# Pre-allowed tools skip can_use_tool by design: the PreToolUse policy hook gates them instead.
+warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+
+
+@dataclass
+class AgentDeps:
+    """Everything the agent needs from outside, injected (tests pass their own)."""
+
+    settings: Settings
+    definition: AgentDefinitionSpec
+    policy: PermissionPolicy
+    observer: Observer
+    budgets: BudgetPolicy
+    prices: PriceTable = DEFAULT_PRICES
+    session_store: SessionStore | None = None
+    #: Long-term memory recalled as each prompt is submitted (a ``UserPromptSubmit`` hook); None: off.
+    memory: MemoryRecall | None = None
+    extra_mcp_servers: Mapping[str, McpServerConfig] | None = None
+    #: Builds the SDK client for a connect (tests pass a scripted one).
+    client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
+    #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
+    clock: Callable[[], float] = time.monotonic
+
+
+class AgentTurnRunner:
+    """Implements :class:`runtime.sessions.TurnRunner` with the real Claude Agent SDK."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+        self.settings = deps.settings
+        self.clock = deps.clock
+        self.cwd = deps.settings.resolved_workspace
+        self.project_key = project_key_for_directory(self.cwd)
+        self.gate = PermissionGate(deps.policy, deps.observer)
+
+    # -- the CLI's flags --------------------------------------------------------------------------------------
+
+    def max_turns_for(self, request: TurnRequest) -> int | None:
+        """``--max-turns`` for a request: it counts per turn, so it is the invocation's limit.
+
+        Raises:
+            InvalidRequest: the request asks for more than the configured ceilings (it may only lower them).
+        """
+        return self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd).max_turns
+
+    def process_budget(self) -> float | None:
+        """``--max-budget-usd``: the CLI counts it over the *process's* cumulative cost (measured with the real
+        CLI), so on a warm client it cannot be the invocation budget. It is a backstop with room for many
+        invocations; the invocation budget is enforced by the turn from the streamed usage."""
+        budgets = self.deps.budgets
+        if budgets.max_budget_usd is None:
+            return None
+        return round(
+            max(budgets.max_budget_usd * PROCESS_BUDGET_FACTOR, budgets.session_budget_usd or 0.0), 6
+        )
+
+    def check_request(self, request: TurnRequest) -> None:
+        """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
+        self.max_turns_for(request)
+
+    def wants_reconnect(self, session: WarmSession[CliProcess], request: TurnRequest) -> bool:
+        process = session.client
+        if process is None:
+            return False
+        limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
+        if process.max_turns != limits.max_turns:  # a lower max_turns needs a CLI started with it
+            return True
+        if process.max_budget_usd != self.process_budget():
+            return True
+        # A process close to its cumulative budget is replaced (resuming the session) so that this
+        # invocation still has its full budget.
+        invocation, cap = limits.max_budget_usd, process.max_budget_usd
+        return cap is not None and invocation is not None and process.sdk_cost_baseline + invocation > cap
+
+    # -- connect ----------------------------------------------------------------------------------------------
+
+    async def connect(self, session: WarmSession[CliProcess], request: TurnRequest) -> CliProcess:
+        """Start the session's CLI process: ``resume`` when the store (or the local transcript) holds the
+        session, else ``session_id``; its first ``load()`` is answered from the resume probe.
+
+        Raises:
+            SessionStoreError: the store did not answer the resume probe (nothing was lost; retry).
+            TurnTimeout: the CLI did not start within the turn timeout.
+            AgentProcessError: the CLI could not be started.
+        """
+        started = self.clock()
+        store = self.deps.session_store
+        sid = session.claude_session_id
+        key: SessionKey = {"project_key": self.project_key, "session_id": sid}
+        entries = None
+        if store is not None:
+            with self.deps.observer.session_span("load", claude_session_id=sid):
+                try:
+                    entries = await store.load(key)
+                except Exception as exc:
+                    self.deps.observer.store_error("load", exc)
+                    raise SessionStoreError(
+                        f"the session store could not load session {session.runtime_session_id}: {exc}. "
+                        "Retry shortly; nothing was lost."
+                    ) from exc
+        local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
+        resume = bool(entries) or local.exists()
+        max_turns, process_budget = self.max_turns_for(request), self.process_budget()
+        options = build_options(
+            settings=self.settings,
+            definition=self.deps.definition,
+            cwd=self.cwd,
+            claude_session_id=sid,
+            hooks=self._hooks_for(session),
+            # The gate and the recall hook read plain dicts of the hook input (the SDK's TypedDicts at runtime).
+            pre_tool_gate=cast(HookCallback, self.gate.pre_tool_use),
+            can_use_tool=self.gate.can_use_tool_for(sid),
+            max_turns=max_turns,
+            max_budget_usd=process_budget,
+            resume=resume,
+            store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
+            extra_mcp_servers=self.deps.extra_mcp_servers,
+        )
+        client = self.deps.client_factory(options)
+        try:
+            await asyncio.wait_for(client.connect(), timeout=self.settings.turn_timeout_s)
+        except TimeoutError:
+            await discard_client(client)
+            raise TurnTimeout(
+                f"the Claude Code CLI did not start within {self.settings.turn_timeout_s:.0f} s; retry the invocation"
+            ) from None
+        except (CLIConnectionError, ProcessError, OSError) as exc:
+            await discard_client(client)
+            raise AgentProcessError(
+                f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
+            ) from exc
+        except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
+            await discard_client(client)
+            raise
+        if resume:
+            self.deps.observer.session_resumed(session.runtime_session_id)
+        logger.info(
+            "connected session %s (claude %s, resume=%s) in %.0f ms",
+            session.runtime_session_id,
+            sid,
+            resume,
+            (self.clock() - started) * 1000,
+        )
+        # A new CLI process counts usage and cost from zero.
+        return CliProcess(
+            client=client,
+            cost_tracker=TurnCostTracker(default_model=self.settings.model, table=self.deps.prices),
+            max_turns=max_turns,
+            max_budget_usd=process_budget,
+            resumed=resume,
+        )
+
+    def _hooks_for(self, session: WarmSession[CliProcess]) -> dict[str, list[HookMatcher]]:
+        """The observer's tool hooks and, for a known caller, long-term memory recall on each prompt."""
+        hooks = self.deps.observer.tool_hooks()
+        memory = self.deps.memory
+        if memory is not None and session.actor_id is not None:
+            from runtime.store.recall import make_recall_hook
+
+            recall = make_recall_hook(memory, actor_id=session.actor_id, session_id=session.claude_session_id)
+            hooks["UserPromptSubmit"] = [HookMatcher(matcher=None, hooks=[cast(HookCallback, recall)])]
+        return hooks
+
+    # -- one turn ---------------------------------------------------------------------------------------------
+
+    async def run_turn(
+        self, session: WarmSession[CliProcess], process: CliProcess, request: TurnRequest, emit: Emit
+    ) -> Awaitable[None]:
+        """Run one turn (:class:`runtime.agent.turn.Turn`), emitting its events; returns its persist phase, which
+        the session runs after the reply."""
+        turn = Turn(
+            session=session,
+            process=process,
+            request=request,
+            emit=emit,
+            settings=self.settings,
+            budgets=self.deps.budgets,
+            observer=self.deps.observer,
+            prices=self.deps.prices,
+            clock=self.clock,
+            store=self.deps.session_store,
+        )
+        return await turn.run()
+
+
+class PrefetchedStore:
+    """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK.
+
+    Other methods are the inner store's own (``__getattr__``), so the SDK's probe for optional methods sees
+    exactly what the inner store implements.
+    """
+
+    def __init__(self, inner: SessionStore, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        self._inner, self._key = inner, key
+        self._entries: list[SessionStoreEntry] | None = entries
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        await self._inner.append(key, entries)
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        if self._entries is not None and key.get("subpath") is None and key == self._key:
+            entries, self._entries = self._entries, None
+            return entries
+        return await self._inner.load(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def discard_client(client: ClaudeSDKClient) -> None:
+    """Disconnect a client that failed to connect (stops its CLI process); errors are only logged."""
+    try:
+        await asyncio.wait_for(client.disconnect(), timeout=15)
+    except BaseException as exc:  # the caller re-raises what brought it here
+        logger.debug("ignored error while discarding a client: %r", exc)

@@ -1,0 +1,248 @@
+"""What the runtime observes around a turn: metrics and spans, nothing else.
+
+It combines the metrics sink (:mod:`runtime.observe.metrics`), spans (:mod:`runtime.observe.tracing`) and the tool
+hooks (:mod:`runtime.observe.tool_hooks`). It records what it is told: prices come priced
+(:mod:`runtime.observe.costs`, by the turn), spend and long-term memory belong to the session's account
+(:mod:`runtime.accounting`). Nothing here raises into a turn.
+
+Environment variables: none (the sink and tracer are built by :mod:`runtime.wiring`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from opentelemetry.context import Context
+from opentelemetry.trace import Span
+
+from runtime.observe.costs import TurnCost
+from runtime.observe.metrics import DEFAULT_NAMESPACE, BaseMetrics, NullMetrics, TurnRecord
+from runtime.observe.tool_hooks import ToolTelemetry
+from runtime.observe.tracing import Tracing, record_turn_result
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import HookMatcher
+
+logger = logging.getLogger(__name__)
+
+
+class ObservedSession(Protocol):
+    """Who a turn belongs to (:class:`runtime.sessions.WarmSession` has these)."""
+
+    @property
+    def runtime_session_id(self) -> str: ...
+
+    @property
+    def claude_session_id(self) -> str: ...
+
+    @property
+    def actor_id(self) -> str | None: ...
+
+
+class ObservedRequest(Protocol):
+    """What of a request goes on its spans and metrics (:class:`runtime.sessions.TurnRequest` has these)."""
+
+    @property
+    def metadata(self) -> Mapping[str, str]: ...
+
+    @property
+    def trace_headers(self) -> Mapping[str, str] | None: ...
+
+
+class TurnResult(Protocol):
+    """The parts of the SDK's ``ResultMessage`` that are recorded."""
+
+    @property
+    def num_turns(self) -> int: ...
+
+    @property
+    def subtype(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+
+@contextlib.contextmanager
+def _attached(ctx: Context) -> Iterator[None]:
+    """Make ``ctx`` (the invocation's trace context + ``session.id`` baggage, :mod:`runtime.observe.baggage`)
+    current for the spans of a turn; the turn runs on the session's task, not the request's."""
+    from opentelemetry import context as otel_context
+
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+class Observer:
+    """Metrics and spans for turns, tool calls and the session events around them.
+
+    Args:
+        metrics: the metrics sink (default: none).
+        tracing: the span factory (default: the OpenTelemetry API's global tracer).
+        model: the configured inference profile id (a span attribute and the turn metrics' ``Model``).
+        clock: monotonic seconds for tool latencies.
+    """
+
+    def __init__(
+        self,
+        *,
+        metrics: BaseMetrics | None = None,
+        tracing: Tracing | None = None,
+        model: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.metrics = metrics or NullMetrics(namespace=DEFAULT_NAMESPACE, agent="agentkit")
+        self.tracing = tracing or Tracing()
+        self.model = model
+        self.tools = ToolTelemetry(self.metrics, self.tracing, clock=clock)
+
+    def tool_hooks(self) -> dict[str, list[HookMatcher]]:
+        """The SDK hooks that time, count and trace every tool call (``PreToolUse``, ``PostToolUse``, ...)."""
+        return self.tools.hooks()
+
+    # -- spans --------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def session_span(
+        self, op: Literal["load", "flush", "resume"], *, claude_session_id: str
+    ) -> Iterator[Span]:
+        """A span around a session-store operation."""
+        with self.tracing.session_op(op, session_id=claude_session_id) as s:
+            yield s
+
+    @contextlib.contextmanager
+    def turn_span(self, session: ObservedSession, request: ObservedRequest) -> Iterator[Span]:
+        """The invocation and turn spans (tool spans nest in the turn span); the request's metadata goes on the
+        turn span as ``agentkit.metadata.<key>`` attributes."""
+        from runtime.observe.baggage import invocation_context
+
+        trace_context = invocation_context(request.trace_headers, session.runtime_session_id)
+        with (
+            _attached(trace_context),
+            self.tracing.invocation(
+                session_id=session.runtime_session_id, caller=session.actor_id, model=self.model
+            ),
+            self.tracing.turn(model=self.model, claude_session_id=session.claude_session_id) as span,
+            self.tools.bind(
+                span,
+                claude_session_id=session.claude_session_id,
+                session_id=session.runtime_session_id,
+                caller=session.actor_id,
+            ),
+        ):
+            if request.metadata:
+                span.set_attributes({f"agentkit.metadata.{k}": str(v) for k, v in request.metadata.items()})
+            yield span
+
+    @staticmethod
+    async def spans_ready(timeout_s: float = 15.0) -> None:
+        """Wait (bounded) for the background OpenTelemetry set-up (:mod:`runtime.observe.otel_setup`), so the
+        first turns' spans reach the exporter. Free once it is done or when none was started."""
+        from runtime.observe import otel_setup
+
+        if not otel_setup.is_ready():
+            await asyncio.to_thread(otel_setup.wait_ready, timeout_s)
+
+    # -- a turn's end -------------------------------------------------------------------------------------
+
+    def turn_finished(
+        self,
+        span: Span,
+        session: ObservedSession,
+        request: ObservedRequest,
+        result: TurnResult,
+        *,
+        cost: TurnCost,
+        sdk_cost_usd: float | None,
+        latency_ms: float,
+        ttft_ms: float | None,
+    ) -> None:
+        """A turn that reached its ``ResultMessage``: usage, cost and outcome on its span and in its metrics."""
+        record_turn_result(
+            span,
+            cost,
+            sdk_cost_usd=sdk_cost_usd,
+            num_turns=result.num_turns,
+            subtype=result.subtype,
+            is_error=result.is_error,
+            time_to_first_token_ms=ttft_ms,
+        )
+        self.metrics.record_turn(
+            TurnRecord(
+                model=self.model,
+                cost=cost,
+                invocation_latency_ms=latency_ms,
+                time_to_first_token_ms=ttft_ms,
+                session_id=session.runtime_session_id,
+                caller=session.actor_id,
+                claude_session_id=session.claude_session_id,
+                sdk_cost_usd=sdk_cost_usd,
+                num_turns=result.num_turns,
+                subtype=result.subtype,
+                is_error=result.is_error,
+                metadata=request.metadata,
+            )
+        )
+
+    def turn_aborted(
+        self,
+        span: Span,
+        session: ObservedSession,
+        request: ObservedRequest,
+        *,
+        cost: TurnCost,
+        latency_ms: float,
+    ) -> None:
+        """A turn that never reached a result (timeout, crashed CLI, shutdown), priced from its streamed usage:
+        its tokens and CostUSD (no Turns), and ``aborted`` on its span."""
+        record_turn_result(span, cost, subtype="aborted")
+        if cost.per_model:
+            self.metrics.record_turn(
+                TurnRecord(
+                    model=self.model,
+                    cost=cost,
+                    invocation_latency_ms=latency_ms,
+                    session_id=session.runtime_session_id,
+                    caller=session.actor_id,
+                    claude_session_id=session.claude_session_id,
+                    completed=False,
+                    metadata=request.metadata,
+                )
+            )
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def tool_denied(
+        self, tool_name: str, *, tool_use_id: str | None = None, claude_session_id: str | None = None
+    ) -> None:
+        """Count a call the policy refused; with ``tool_use_id`` its PreToolUse span is closed as denied."""
+        self.tools.record_denied(tool_name, tool_use_id=tool_use_id, claude_session_id=claude_session_id)
+
+    def invocation_error(self, code: str) -> None:
+        self.metrics.record_event("InvocationErrors", dimensions={"ErrorCode": code})
+
+    def budget_exceeded(self, runtime_session_id: str, scope: Literal["session", "invocation"]) -> None:
+        self.metrics.record_event(
+            "BudgetExceeded", properties={"scope": scope, "session_id": runtime_session_id}
+        )
+
+    def session_resumed(self, runtime_session_id: str) -> None:
+        self.metrics.record_event("SessionResumed", properties={"session_id": runtime_session_id})
+
+    def client_disconnected(self, runtime_session_id: str) -> None:
+        """The caller left before its turn's reply was complete (the turn was skipped or interrupted)."""
+        self.metrics.record_event("Disconnected", properties={"session_id": runtime_session_id})
+
+    def store_error(self, operation: str, exc: BaseException) -> None:
+        logger.warning("session store %s failed: %s", operation, exc)
+        self.metrics.record_event("SessionStoreErrors", properties={"operation": operation})
+
+    async def aclose(self) -> None:
+        await self.metrics.close()
