@@ -5,7 +5,8 @@ runtime widgets watch the **stage endpoint** (the one every caller invokes), tot
 the runtime writes with every document, breakdowns ``SEARCH`` the detailed dimension sets.
 
 Alarms (to an SNS topic, optional email subscription): runtime error rate (system errors + throttles over
-invocations) and p99 latency of the stage endpoint; daily model spend (``CostUSD`` of the ``Agent`` roll-up,
+invocations) and p99 latency of the stage endpoint, both with missing data treated as missing (an alarm whose
+metric never arrives stays INSUFFICIENT_DATA, not OK); daily model spend (``CostUSD`` of the ``Agent`` roll-up,
 every model) above the stage's budget.
 
 The dashboard opens on the last 7 days: spend today and this month against the daily budget, cost per day
@@ -99,7 +100,10 @@ class AgentObservability(Construct):
             evaluation_periods=3,
             datapoints_to_alarm=2,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            # Not NOT_BREACHING: AWS does not document the runtime metrics' dimensions, so a wrong dimension set
+            # would leave the alarm silently OK. MISSING keeps it in INSUFFICIENT_DATA instead, which
+            # `agentkit status` / `agentkit doctor` explain (they list the runtime's real metrics).
+            treat_missing_data=cw.TreatMissingData.MISSING,
         )
         self.latency_alarm = cw.Alarm(
             self,
@@ -110,7 +114,7 @@ class AgentObservability(Construct):
             evaluation_periods=3,
             datapoints_to_alarm=2,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=cw.TreatMissingData.MISSING,  # as the error-rate alarm's
         )
         self.daily_cost = agent_metric(
             self.namespace, self.agent, "CostUSD", statistic="Sum", period=DAY, label="all"
