@@ -104,3 +104,15 @@ def test_secret_names_are_the_webhooks(optional: Synth, tmp_path: Path) -> None:
         if r["Type"] == "AWS::SecretsManager::Secret"
     }
     assert names == set(config.secret_names)
+
+
+def test_logs_resource_policies_the_doctor_makes_room_for(dev: Synth, prod: Synth) -> None:
+    """One account-level CloudWatch Logs resource policy per stage (the runtime's log deliveries), one more with
+    Transaction Search: what ``logs-resource-policies`` counts against the 10-per-Region limit."""
+    for synthesized, transaction_search in ((dev, False), (prod, True)):
+        policies = [
+            r for r in synthesized.raw["Resources"].values() if r["Type"] == "AWS::Logs::ResourcePolicy"
+        ]
+        assert synthesized.config.observability.transaction_search is transaction_search
+        assert len(policies) == 1 + int(transaction_search)
+        assert all("ResourceArn" not in p["Properties"] for p in policies)

@@ -92,13 +92,14 @@ def foundation(model_id: str, lifecycle: dict[str, Any] | None = None) -> dict[s
 
 
 class Account:
-    """An account: moto for STS, IAM, Organizations, Secrets Manager and CloudFormation (no stack deployed yet),
+    """An account: moto for STS, IAM, Organizations, Secrets Manager, CloudWatch Logs and CloudFormation (no stack
+    deployed yet),
     botocore's Stubber for the rest, ready to answer the happy path (tweak per test)."""
 
     def __init__(self) -> None:
         self.moto = {
             name: boto3.client(name, region_name=REGION)
-            for name in ("sts", "iam", "organizations", "secretsmanager", "cloudformation")
+            for name in ("sts", "iam", "organizations", "secretsmanager", "cloudformation", "logs")
         }
         self.ssm, self.ssm_stub = stubbed("ssm")
         self.bedrock, self.bedrock_stub = stubbed("bedrock")

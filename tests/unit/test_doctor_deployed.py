@@ -359,3 +359,24 @@ def test_runtime_metrics_against_the_dashboards_dimensions(
     assert (result.status, fragment in result.detail) == (status, True), result.line()
     if metrics:
         assert "Invocations" in result.detail
+
+
+# --- CloudWatch Logs resource policies ----------------------------------------------------------------------
+
+
+def test_logs_resource_policies_leave_room_for_the_stack(aws: None) -> None:
+    logs = boto3.client("logs", region_name=REGION)
+    absent = doctor.StackView("AgentKit-dev", False)
+    for i in range(9):
+        logs.put_resource_policy(
+            policyName=f"other-{i}", policyDocument='{"Version": "2012-10-17", "Statement": []}'
+        )
+    room = doctor.check_logs_resource_policies(logs, config(), absent)
+    assert room.status == "ok" and room.detail == "9 of 10 used; the stack adds 1"
+    full = doctor.check_logs_resource_policies(logs, config(transaction_search_in_stack=True), absent)
+    assert full.status == "fail" and "the stack adds 2" in full.detail
+    # A redeploy reuses the stack's own policy.
+    owned = doctor.StackView("AgentKit-dev", True, {"AWS::Logs::ResourcePolicy": ("other-8",)})
+    assert (
+        doctor.check_logs_resource_policies(logs, config(), owned).detail == "9 of 10 used; the stack adds 0"
+    )

@@ -19,6 +19,7 @@ anthropic-use-case     ``bedrock:GetUseCaseForModelAccess``; organization member
 powertools-layers      ``ssm:GetParameters`` on the public Powertools layer parameters     ssm:GetParameters
 transaction-search     ``xray:GetTraceSegmentDestination``; does the stack own it          GetTraceSegmentDestination
 quotas                 ``servicequotas:ListServiceQuotas`` (exact quota names)             ListServiceQuotas
+logs-resource-policies ``logs:DescribeResourcePolicies`` (10 per Region, not raisable)      DescribeResourcePolicies
 github-oidc-provider   ``iam:ListOpenIDConnectProviders`` vs. github_oidc.create_provider  ListOpenIDConnectProviders
 name-collisions        AgentCore list calls, ``secretsmanager:ListSecrets``                ListAgentRuntimes,
                                                                                            ListMemories, ListGateways,
@@ -67,6 +68,7 @@ from agentkit.doctor.core import (
 )
 from agentkit.doctor.deployed import (
     StackView,
+    check_logs_resource_policies,
     check_mmds,
     check_name_collisions,
     check_runtime_metrics,
@@ -92,6 +94,7 @@ __all__ = [
     "check_docker",
     "check_layers",
     "check_lifecycle",
+    "check_logs_resource_policies",
     "check_mmds",
     "check_model_access",
     "check_name_collisions",

@@ -3,7 +3,7 @@ outside it, Transaction Search, the runtime's MMDSv2 setting and its CloudWatch 
 
 IAM actions (read-only): ``cloudformation:ListStackResources``, ``xray:GetTraceSegmentDestination``,
 ``bedrock-agentcore:ListAgentRuntimes``, ``ListMemories``, ``ListGateways``, ``GetAgentRuntime``,
-``secretsmanager:ListSecrets``, ``cloudwatch:ListMetrics``.
+``secretsmanager:ListSecrets``, ``cloudwatch:ListMetrics``, ``logs:DescribeResourcePolicies``.
 """
 
 from __future__ import annotations
@@ -142,6 +142,43 @@ def check_name_collisions(
             "under another agentkit.project_name",
         )
     return CheckResult(name, "ok", "no runtime, memory, gateway or secret of the stack's names outside it")
+
+
+#: CloudWatch Logs allows 10 account-level resource policies per Region (those without a resourceArn; API
+#: reference, PutResourcePolicy "Policy limits"); the quota cannot be raised.
+LOGS_POLICY_LIMIT = 10
+
+
+def check_logs_resource_policies(logs: Any, config: DoctorConfig, stack: StackView) -> CheckResult:
+    """Room for the stack's CloudWatch Logs resource policies: one for the runtime's log deliveries (created by
+    the CDK's AgentCore runtime construct), one more with ``observability.transaction_search``."""
+    name = "logs-resource-policies"
+    try:
+        policies: list[dict[str, Any]] = []
+        token = None
+        while True:
+            answer = logs.describe_resource_policies(**({"nextToken": token} if token else {}))
+            policies += answer.get("resourcePolicies", [])
+            token = answer.get("nextToken")
+            if not token:
+                break
+    except (ClientError, BotoCoreError) as exc:
+        code, message = error_of(exc)
+        return CheckResult(name, "warn", f"cannot list CloudWatch Logs resource policies ({code}: {message})")
+    account_level = [p for p in policies if not p.get("resourceArn")]
+    owned = set(stack.owns("AWS::Logs::ResourcePolicy"))
+    needed = 1 + int(config.transaction_search_in_stack)
+    new = max(0, needed - sum(1 for p in account_level if p.get("policyName") in owned))
+    used = len(account_level)
+    if used + new > LOGS_POLICY_LIMIT:
+        return CheckResult(
+            name,
+            "fail",
+            f"{used} of {LOGS_POLICY_LIMIT} account-level CloudWatch Logs resource policies used; the stack adds {new}",
+            "delete unused ones (aws logs describe-resource-policies / delete-resource-policy), or deploy the stage "
+            "to another Region (docs/deploy.md, 'CloudWatch Logs resource policies')",
+        )
+    return CheckResult(name, "ok", f"{used} of {LOGS_POLICY_LIMIT} used; the stack adds {new}")
 
 
 def _runtime_id(stack: StackView) -> str | None:

@@ -40,6 +40,7 @@ def aws_check_names(config: DoctorConfig) -> list[str]:
         "powertools-layers",
         "transaction-search",
         "quotas",
+        "logs-resource-policies",
         "github-oidc-provider",
         "name-collisions",
         "runtime-mmdsv2",
@@ -132,6 +133,7 @@ def _aws_checks(aws: _Clients, config: DoctorConfig, region: str, now: dt.dateti
         )
     )
     results.append(account.check_quotas(aws.client("service-quotas")))
+    results.append(deployed.check_logs_resource_policies(aws.client("logs"), config, stack))
     results.append(
         account.check_oidc_provider(
             aws.client("iam"), config, stack_owns_it=bool(stack.owns("AWS::IAM::OIDCProvider"))
