@@ -1,7 +1,9 @@
 """The environment contract of the runtime container: every ``AGENTKIT_*`` name, as a constant, in one place.
 
-Read only by :meth:`runtime.settings.Settings.from_env` (the boundary); the CDK stack (``infra/stack.py``) imports
-the names from here to set them, and ``tests/infra`` checks that what it sets parses through ``Settings``.
+Read only by :meth:`runtime.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
+setting with its default and meaning (``tests/unit/test_config_reference.py`` checks it); the CDK stack
+(``infra/stack.py``) imports the names from here to set them, and ``tests/infra`` checks that what it sets parses
+through ``Settings``.
 This module imports nothing, so the stack can import it without the runtime's dependencies.
 """
 
@@ -41,6 +43,8 @@ ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_SANDBOX = "AGENTKIT_SANDBOX"
 ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
+#: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
+ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
 
 #: The CloudWatch namespace of the agent's metrics unless configured (runtime, stack config, webhook, IAM).
 DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
