@@ -10,7 +10,8 @@ metric never arrives stays INSUFFICIENT_DATA, not OK); daily model spend (``Cost
 every model) above the stage's budget.
 
 The dashboard opens on the last 7 days: spend today and this month against the daily budget, cost per day
-with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token),
+with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token), the runtime's billed
+compute (vCPU-hours, GB-hours per day),
 turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs Insights table of
 the sessions and callers that cost most.
 
@@ -35,6 +36,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.dashboard import (
+    COMPUTE_METRICS,
     DAY,
     FIVE_MINUTES,
     HOUR,
@@ -281,6 +283,27 @@ class AgentObservability(Construct):
                 right=[self.runtime_metric("SessionCount", "Sum", label="Sessions")],
                 width=12,
             ),
+        )
+        # The runtime's own bill beside the model's: CostUSD counts tokens only.
+        compute = [
+            runtime_metric(
+                name,
+                runtime_name=self._runtime_name,
+                runtime_arn=self._runtime_arn,
+                endpoint=self.endpoint_name,
+                statistic="Sum",
+                period=DAY,
+                label=name,
+            )
+            for name in COMPUTE_METRICS
+        ]
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title=f"Runtime compute per day, as billed: vCPU-hours and GB-hours (endpoint {self.endpoint_name})",
+                left=[compute[0]],
+                right=[compute[1]],
+                width=24,
+            )
         )
 
     def _agent_rows(self, trackers: Sequence[str]) -> None:

@@ -458,6 +458,15 @@ def test_runtime_alarms_do_not_call_missing_data_ok(dev: Synth) -> None:
     assert {a["Properties"]["TreatMissingData"] for a in runtime_alarms} == {"missing"}
 
 
+def test_dashboard_shows_the_runtimes_billed_compute(dev: Synth) -> None:
+    """CostUSD counts model tokens only; AgentCore also bills the runtime's vCPU-hours and GB-hours."""
+    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
+    body = dumps(dashboard["Properties"]["DashboardBody"])
+    assert "Runtime compute per day, as billed" in body
+    for metric in ("CPUUsed-vCPUHours", "MemoryUsed-GBHours"):
+        assert f'\\"AWS/Bedrock-AgentCore\\",\\"{metric}\\"' in body, metric
+
+
 def test_dashboard_content(dev: Synth) -> None:
     (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
     body = dumps(dashboard["Properties"]["DashboardBody"])
