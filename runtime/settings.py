@@ -45,6 +45,8 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_NETWORK_ALLOWED_CIDRS,
+    ENV_NETWORK_HOSTS,
     ENV_PLATFORM_VERSION,
     ENV_PORT,
     ENV_PRICES,
@@ -255,6 +257,18 @@ class Settings(BaseModel):
         "`required`: the agent's commands run in the OS sandbox or not at all; `off`: without it (logged as a "
         "warning)",
     )
+    network_hosts: str | None = setting(
+        ENV_NETWORK_HOSTS,
+        None,
+        "`name=ip,…`: fixed addresses for names on the agent's `network_allowed_domains` (used instead of DNS by "
+        "the sandbox's egress proxy; `docs/security.md`)",
+    )
+    network_allowed_cidrs: str | None = setting(
+        ENV_NETWORK_ALLOWED_CIDRS,
+        None,
+        "`cidr,…`: internal addresses (loopback, private, link-local, …) an allowlisted name may resolve to; "
+        "none by default",
+    )
     agent_profile: Literal["readonly", "developer"] | None = setting(
         ENV_AGENT_PROFILE,
         None,
@@ -276,6 +290,18 @@ class Settings(BaseModel):
             from runtime.observe.costs import load_price_table
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
+
+    @field_validator("network_hosts", "network_allowed_cidrs")
+    @classmethod
+    def _network_lists(cls, value: str | None, info: Any) -> str | None:
+        from runtime.errors import ConfigurationError
+        from runtime.guard.egress import parse_networks, parse_pins
+
+        try:
+            (parse_pins if info.field_name == "network_hosts" else parse_networks)(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from exc
         return value
 
     @field_validator("model", "small_model")
