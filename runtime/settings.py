@@ -61,6 +61,7 @@ from runtime.env import (
     ENV_STORE_CALL_TIMEOUT,
     ENV_STORE_STRICT,
     ENV_STORE_WRITE_BEHIND,
+    ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
 )
@@ -256,6 +257,14 @@ class Settings(BaseModel):
         "required",
         "`required`: the agent's commands run in the OS sandbox or not at all; `off`: without it (logged as a "
         "warning)",
+    )
+    tool_disk_mb: int = setting(
+        ENV_TOOL_DISK_MB,
+        512,
+        "MiB of one size-limited filesystem (tmpfs: memory) per CLI process for the session's workspace, temp root "
+        "and tool `HOME`, so commands cannot fill the volume the transcripts and `sessions.db` are on; `0`: off "
+        "(`docs/security.md`)",
+        ge=0,
     )
     network_hosts: str | None = setting(
         ENV_NETWORK_HOSTS,

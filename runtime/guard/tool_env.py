@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.guard.confine import ENV_SESSION_WORKSPACE
+from runtime.guard.confine import ENV_SESSION_DISK, ENV_SESSION_DISK_MB, ENV_SESSION_WORKSPACE
 from runtime.guard.sandbox import SandboxPaths, permission_settings, sandbox_settings
 
 #: Variables a tool subprocess may see (the CLI adds its own sandbox variables, such as the proxy's, itself).
@@ -118,7 +118,9 @@ def session_isolation(
         # empty reply. In the temp root (re-opened for reads) the bridge is visible. Without an allowlist it is
         # left hidden: nothing can get out either way.
         env["TMPDIR"] = str(tmp)
-    names = set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE}
+    names = (
+        set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE, ENV_SESSION_DISK, ENV_SESSION_DISK_MB}
+    )
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)
     paths = SandboxPaths(workspace=workspace, tool_tmp=tmp, tool_home=home, extra_read=extra_read)
     return SessionIsolation(

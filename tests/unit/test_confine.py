@@ -52,7 +52,10 @@ def test_the_wrapper_drops_every_privilege_and_keeps_parent_death(tmp_path: Path
     assert "--bounding-set=-all" in script and "--pdeathsig=KILL -- /opt/claude" in script
     assert "--bind" in script and "/srv/ws" in script
     # the process limit is set inside the CLI's own user namespace, created after the privilege drop
-    order = [script.index(x) for x in ("--reuid=10001", "--map-user=10001", "--nproc=512:512", "--pdeathsig")]
+    order = [
+        script.index(x)
+        for x in ("--reuid=10001", "--map-user=10001", "--nproc=512:512", "--pdeathsig=KILL -- /opt/claude")
+    ]
     assert order == sorted(order)
 
 
