@@ -16,7 +16,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfig, SessionStore
 
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.orphan_guard import parent_death_wrapper
+from runtime.agent.orphan_guard import helper_path_env, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
@@ -60,6 +60,8 @@ def build_options(
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
     cli_env = settings.cli_env()
+    # Helpers the CLI keeps running (the sandbox's socat) die with it, as it dies with the runtime.
+    cli_env.update(helper_path_env(settings.resolved_state_dir / "bin"))
     if request_metadata:
         cli_env.update(custom_headers_env(request_metadata))
     isolation = session_isolation(
