@@ -9,9 +9,14 @@ runtime's tree still exist — never by exit codes.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
@@ -57,7 +62,20 @@ def cmdline(pid: int) -> str:
         return "<gone>"
 
 
-def test_no_cli_or_socat_outlives_a_sigkilled_runtime(tmp_path: Path) -> None:
+@pytest.fixture
+def tmp_root() -> Iterator[Path]:
+    """A directory every user can enter: a root runtime starts the CLI as an unprivileged user, which must reach
+    the workspace (pytest's own temp base is private to root)."""
+    root = Path(tempfile.mkdtemp(prefix="ak-orphans-", dir="/tmp"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_no_cli_or_socat_outlives_a_sigkilled_runtime(tmp_root: Path) -> None:
+    tmp_path = tmp_root
     (tmp_path / "workspace").mkdir()
     (tmp_path / "claude").mkdir()
     with BedrockStandIn() as bedrock:
