@@ -1,7 +1,9 @@
 """``python -m runtime``: serve the AgentCore HTTP contract (``POST /invocations``, ``GET /ping``).
 
-Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container) and ``--port`` >
-``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits;
+Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1, inside a container too: the runtime has no
+authentication of its own, so a devcontainer or Codespace must not expose it; the image sets 0.0.0.0 because
+AgentCore authenticates callers in front of it) and ``--port`` > ``AGENTKIT_PORT`` (default 8080). A warning
+is logged at start when the address is not loopback. ``--help`` prints the options and every environment variable, and exits;
 ``--print-config-table`` prints the settings table of ``docs/configuration.md`` (both generated from
 :class:`runtime.settings.Settings`). Bad settings exit with code 2 and a message naming the variable.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
@@ -48,9 +50,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, 0.0.0.0 in a container)"
-    )
+    parser.add_argument("--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, in a container too)")
     parser.add_argument("--port", type=int, help="port (AGENTKIT_PORT; default 8080)")
     parser.add_argument(
         "--print-config-table",
@@ -107,6 +107,9 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     from runtime.shutdown import EarlyClose
 
     settings = Settings.from_env(host=host, port=port)
+    exposure = settings.exposure_warning()
+    if exposure is not None:
+        logging.getLogger(__name__).warning(exposure)
     if settings.spans_file is not None:
         install_span_file(str(settings.spans_file))
     app = build_app(settings)
