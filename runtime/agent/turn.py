@@ -94,6 +94,7 @@ class Turn:
         self.budget_hit = False
         self.abandoned = False  # the caller left while the turn ran
         self.interrupt_task: asyncio.Task[None] | None = None
+        self.model_error: str | None = None  # the SDK's error kind of a failed model call, once one came
         # settle
         self.answer = ""
 
@@ -188,6 +189,12 @@ class Turn:
                     self._mark_first_token()
                     await self.emit({"type": "text", "text": delta["text"]})
         elif isinstance(message, AssistantMessage):
+            if message.error is not None:
+                # A failed model call: the CLI makes up an assistant message ("API Error: …", model
+                # "<synthetic>") and then sends an error result with the same text. That text is the error's,
+                # not the answer's: it goes out in the error event (settle), never as a text event.
+                self.model_error = message.error
+                return
             for block in message.content:
                 if isinstance(block, TextBlock):
                     self.text.append(block.text)
@@ -347,7 +354,7 @@ class Turn:
         if error.code == "budget_exceeded":
             self.observer.budget_exceeded(session.runtime_session_id, "invocation")
         self.observer.invocation_error(error.code)
-        detail = "" if result.subtype != "success" else f" {self.answer}"
+        detail = "" if result.subtype != "success" or not self.answer else f" {self.answer.rstrip('.')}."
         if error.code == "model_error":
             detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
         return Failure(

@@ -245,6 +245,9 @@ def test_validation_400_gives_a_clear_model_error_and_the_session_recovers(serve
     assert error["type"] == "error" and error["code"] == "model_error"
     assert "HTTP 400" in error["message"] and "scripted failure" in error["message"]
     assert "Retry later" in error["message"]
+    # the CLI's made-up "API Error: …" assistant text is the error's, not the answer's
+    assert "API Error: 400" in error["message"]
+    assert [e for e in reply.events if e["type"] == "text"] == []
     assert bedrock.model_requests and all(r.status == 400 for r in bedrock.model_requests)
 
     bedrock.reset()
