@@ -35,7 +35,7 @@ from pathlib import Path
 from _harness import banner, cli_setup, describe, median, sdk_turn, start_server, verdict, warm_turn
 from real_cli import bare_client_options, in_process_services, like_runtime_options, registry_turn
 
-from tests.fakes.runtime_server import RuntimeServer, session_id
+from harness.runtime_server import RuntimeServer, session_id
 
 
 def json_turn(server: RuntimeServer, session: str, prompt: str) -> float:

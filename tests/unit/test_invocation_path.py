@@ -15,8 +15,8 @@ import pytest
 from starlette.requests import Request
 
 import runtime.server
+from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.protocol import InvocationRequest, TextEvent
-from tests.fakes.runtime_server import SESSION_HEADER, session_id
 from tests.unit.test_server_errors import OK, ScriptedRunner, _client
 
 
