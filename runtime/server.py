@@ -62,10 +62,10 @@ def error_response(exc: AgentKitError) -> JSONResponse:
     return JSONResponse(error_event(exc), status_code=exc.http_status)
 
 
-def refuse(exc: AgentKitError, session: str | None) -> JSONResponse:
-    """The error reply of an invocation refused before its turn ran (bad body or session id, busy session,
-    budget spent, shutting down), logged as one line."""
-    log_refusal(exc.http_status, exc.code, exc.message, session=session, path="POST /invocations")
+def refuse(exc: AgentKitError, session: str | None, *, path: str = "POST /invocations") -> JSONResponse:
+    """The error reply of a request refused before a turn ran (an invocation's bad body or session id, busy
+    session, budget spent, shutting down; a local stop of an unknown session), logged as one line."""
+    log_refusal(exc.http_status, exc.code, exc.message, session=session, path=path)
     return error_response(exc)
 
 

@@ -82,6 +82,7 @@ def test_each_refused_request_logs_one_line(server: RuntimeServer) -> None:
         session_id("refused-method"): (("GET", "/invocations", b""), 405, "method_not_allowed"),
         session_id("refused-path"): (("POST", "/nowhere", b"{}"), 404, "not_found"),
         session_id("refused-size"): (("POST", "/invocations", b"x" * 200_000), 413, "prompt_too_large"),
+        session_id("refused-stop"): (("POST", "/stopruntimesession", b""), 404, "session_not_found"),
     }
     for sid, ((method, path, body), status, _code) in cases.items():
         assert raw_request(server, method, path, session=sid, body=body) == status
