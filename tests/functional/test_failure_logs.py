@@ -11,11 +11,13 @@ claude-agent-sdk, the fake Claude CLI.
 from __future__ import annotations
 
 import http.client
+import io
 import re
 from collections.abc import Iterator
 
 import pytest
 
+from agentkit.cli import main as agentkit
 from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, session_id
 
 pytestmark = pytest.mark.timeout(90)
@@ -120,3 +122,22 @@ def test_each_failed_turn_logs_one_line_with_its_cost(server: RuntimeServer) -> 
     (exec_line,) = log_lines(server, rf"session={re.escape(session_id('failed-exec'))}\b")
     assert float(re.search(r"turn_cost=\$(\S+)", exec_line).group(1)) > 0  # type: ignore[union-attr]
     assert log_lines(server, rf"session={re.escape(ok)}\b") == []
+
+
+def test_the_answer_file_of_a_failed_model_call_stays_empty(server: RuntimeServer) -> None:
+    """What ``agentkit invoke`` writes to stdout (a CI job's answer file) when the model call fails: nothing; the
+    error and its text go to stderr."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    url = f"http://127.0.0.1:{server.port}"
+    argv = [
+        "invoke",
+        "--local",
+        url,
+        "--session",
+        session_id("api-error-cli"),
+        "[api_error:503 upstream down]",
+    ]
+    code = agentkit(argv, stdout=stdout, stderr=stderr)
+    assert code != 0
+    assert stdout.getvalue() == ""
+    assert "model_error" in stderr.getvalue() and "API Error: 503 upstream down" in stderr.getvalue()
