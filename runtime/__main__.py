@@ -29,6 +29,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime.settings import Settings
 
+#: Import names of the runtime's dependencies (pyproject.toml ``dependencies``), checked before anything imports
+#: them, so a Python without them gets a sentence instead of a traceback.
+DEPENDENCIES = (
+    "bedrock_agentcore",
+    "claude_agent_sdk",
+    "boto3",
+    "aws_lambda_powertools",
+    "pydantic",
+    "opentelemetry",
+)
+
 #: Longest a shutdown may take (closing CLI processes, flushing the store and metrics) before the process exits.
 SHUTDOWN_TIMEOUT_S = 25.0
 
@@ -61,7 +72,23 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def missing_dependencies() -> list[str]:
+    """The runtime's dependencies this interpreter cannot import (found without importing them)."""
+    from importlib.util import find_spec
+
+    return [name for name in DEPENDENCIES if find_spec(name) is None]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    missing = missing_dependencies()
+    if missing:  # e.g. a system `python` or a CI job's: the runtime lives in the kit's .venv
+        print(
+            f"agentkit runtime: this Python ({sys.executable}) lacks the runtime's dependencies "
+            f"({', '.join(missing)}). Run it with the kit's virtualenv, from the checkout: "
+            "`.venv/bin/python -m runtime` (`make setup` creates it).",
+            file=sys.stderr,
+        )
+        return 2
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
     if args.print_config_table:
         from runtime.config_reference import markdown_table
