@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PositiveInt,
     PrivateAttr,
     ValidationError,
     field_validator,
@@ -171,6 +172,9 @@ class GitLabWebhookConfig(_Model):
     bot_username: str = ""
     # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
     min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
+    project_ids: tuple[PositiveInt, ...] = ()
+    """Numeric ids of the projects served (Settings → General); events of any other project are
+    ignored. Empty: none is served."""
 
 
 class JiraWebhookConfig(_Model):
@@ -198,6 +202,9 @@ class WebhookConfig(_Model):
     create_secrets: bool = True
     # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
     allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
+    repository_ids: tuple[PositiveInt, ...] = ()
+    """GitHub: numeric ids of the repositories served (``gh api repos/OWNER/REPO --jq .id``); events of
+    any other repository are ignored. Empty: none is served."""
     gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
     jira: JiraWebhookConfig = JiraWebhookConfig()
 

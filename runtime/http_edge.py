@@ -9,7 +9,7 @@ and disconnects.
   handler parses (it is handed on, not read again).
 - A wrong method (``405 method_not_allowed``), an unknown path (``404 not_found``), any other plain-text
   reply of the framework and an unhandled exception (``500 internal_error``) become
-  ``{"type": "error", "code", "message"}``, the one error format of every reply (:mod:`runtime.protocol`,
+  ``{"type": "error", "code", "message"}``, the one error format of every reply (:mod:`runtime.protocol`;
   the contract in docs/http-api.md#errors).
 - Once the body is read, the guard alone listens for the client going away. When it does before the reply
   is complete, the request's :class:`DisconnectSignal` (``scope["agentkit.disconnect"]``, see

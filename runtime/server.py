@@ -207,7 +207,9 @@ class Runtime:
 
     @property
     def busy(self) -> bool:
-        return self.services is not None and self.services.registry.active_turns > 0
+        """A turn is running, or store writes are still only on this microVM's disk."""
+        services = self.services
+        return services is not None and (services.registry.active_turns > 0 or services.pending_writes() > 0)
 
 
 def build_app(

@@ -57,6 +57,8 @@ from runtime.env import (
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
     ENV_STATE_DIR,
+    ENV_STORE_CALL_TIMEOUT,
+    ENV_STORE_STRICT,
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
@@ -137,6 +139,20 @@ class Settings(BaseModel):
         False,
         "`1`: journal session-store writes on local disk and deliver them in the background (the turn does not "
         "wait for the store); `0`: write through",
+    )
+    store_strict: bool = setting(
+        ENV_STORE_STRICT,
+        False,
+        "`1`: acknowledge a turn only once its transcript is in the session store (retried first; else the "
+        "invocation fails with `503 session_store_unavailable`); excludes write-behind. See docs/reliability.md",
+    )
+    store_call_timeout_s: float = setting(
+        ENV_STORE_CALL_TIMEOUT,
+        20.0,
+        "seconds one session-store write may take before it is left to the background retry (inside the SDK's "
+        "60 s per transcript batch)",
+        gt=0,
+        le=50,
     )
     workspace: Path | None = setting(
         ENV_WORKSPACE,

@@ -62,7 +62,7 @@ def services_of(files: list[Path]) -> set[str]:
     helper named like one (``_client("cloudwatch", ...)``), when the literal is a botocore service name."""
     known = set(botocore.session.get_session().get_available_services())
     return {
-        node.args[0].value
+        str(node.args[0].value)
         for _, node in _parsed(files)
         if isinstance(node, ast.Call)
         and (_callee(node).endswith("client") or _callee(node) == "resource")
