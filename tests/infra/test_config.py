@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -156,6 +157,8 @@ def test_cdk_json_enables_github_alone_as_the_docs_say() -> None:
     config = load_config(raw(), stage="dev")
     assert config.webhook.trackers == ("github",)
     assert config.webhook.gitlab.min_access_level == 30 and config.webhook.jira.site_url is None
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "webhook.md").read_text().split())
+    assert '`cdk.json` ships `"trackers": ["github"]` (GitHub alone, the default)' in page
 
 
 def test_enabling_the_webhook_as_shipped_works() -> None:
