@@ -33,7 +33,9 @@ EVENT_METRICS: tuple[str, ...] = (
     INVOCATION_ERRORS,
     "SandboxUnavailable",
     "SessionResumed",
+    "SessionStoreDeadLetters",
     "SessionStoreErrors",
+    "SessionStoreLateWrites",
 )
 
 # EMF properties of a turn's main document (never dimensions)
