@@ -16,6 +16,8 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
     [error]                       end the turn with result subtype error_during_execution (is_error true)
     [max_turns]                   end the turn with result subtype error_max_turns
     [max_budget]                  end the turn with result subtype error_max_budget_usd
+    [api_retry:<status>]          report a failed model call the CLI retries (system ``api_retry``, attempt 1
+                                  of 10, as CLI 2.1.330 sends it), then go on
     [api_error:<status> <text>]   fail the model call as the real CLI does: a synthetic assistant message
                                   (model "<synthetic>", error set, text "API Error: <status> <text>", no
                                   stream events), then result subtype success with is_error true, the same
@@ -147,7 +149,7 @@ VALUE_FLAGS = {
 }
 LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION", "DISABLE_", "ENABLE_")
 _DIRECTIVE_RE = re.compile(
-    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error)(?=[:\]])"
+    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry)(?=[:\]])"
 )
 
 
@@ -941,9 +943,24 @@ class FakeClaude:
                 )
                 self.result(sub, None, denials, [f"fake claude: {kind} requested by directive"])
                 return
+            elif kind == "api_retry":
+                retry_status = int(arg)
+                self.send(
+                    {
+                        "type": "system",
+                        "subtype": "api_retry",
+                        "attempt": 1,
+                        "max_retries": 10,
+                        "retry_delay_ms": 549,
+                        "error_status": retry_status,
+                        "error": "rate_limit" if retry_status == 429 else "server_error",
+                        "session_id": self.session_id,
+                        "uuid": str(uuid.uuid4()),
+                    }
+                )
             elif kind == "api_error":
-                status, _, detail = str(arg).partition(" ")
-                self.api_error(int(status), detail)
+                error_status, _, detail = str(arg).partition(" ")
+                self.api_error(int(error_status), detail)
                 return
             elif kind == "big":
                 big = int(arg)

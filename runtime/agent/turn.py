@@ -240,6 +240,8 @@ class Turn:
             recover = getattr(self.store, "recover_from_transcript", None)
             if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
                 recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")
+        elif isinstance(message, SystemMessage) and message.subtype == "api_retry":
+            self._log_retry(message.data)
 
     def _count_call(self, event: dict[str, Any]) -> None:
         """Price each model call as it completes; interrupt the turn once it is over its budget."""
@@ -288,6 +290,20 @@ class Turn:
         messages before it are taken."""
         if self.interrupt_task is None:
             self.interrupt_task = asyncio.create_task(self.process.client.interrupt(), name="turn-interrupt")
+
+    def _log_retry(self, data: dict[str, Any]) -> None:
+        """A model call failed and the CLI retries it: say so now. With Bedrock unreachable the CLI retries for
+        minutes before its error result, and nothing else shows in the log meanwhile."""
+        delay = data.get("retry_delay_ms")
+        logger.warning(
+            "session %s: model call failed (HTTP %s %s); the CLI retries (attempt %s of %s) in %s",
+            self.session.runtime_session_id,
+            data.get("error_status") or "-",
+            data.get("error") or "error",
+            data.get("attempt", "?"),
+            data.get("max_retries", "?"),
+            f"{delay / 1000:.1f} s" if isinstance(delay, int | float) else "a moment",
+        )
 
     def _mark_first_token(self) -> None:
         if self.ttft_ms is None:

@@ -141,3 +141,12 @@ def test_the_answer_file_of_a_failed_model_call_stays_empty(server: RuntimeServe
     assert code != 0
     assert stdout.getvalue() == ""
     assert "model_error" in stderr.getvalue() and "API Error: 503 upstream down" in stderr.getvalue()
+
+
+def test_a_model_call_the_cli_retries_is_logged_while_the_turn_runs(server: RuntimeServer) -> None:
+    """With Bedrock unreachable the CLI retries for minutes before its error result: each retry is one line."""
+    sid = session_id("api-retry")
+    reply = server.invoke("[api_retry:503] then answer", session=sid)
+    assert reply.events[-1]["type"] == "result"  # the retry succeeded: the turn is fine
+    (line,) = log_lines(server, rf"session {re.escape(sid)}: model call failed")
+    assert "(HTTP 503 server_error); the CLI retries (attempt 1 of 10) in 0.5 s" in line
