@@ -59,3 +59,37 @@ def test_cdk_json_allowlists_reach_the_receiver_environment() -> None:
     receiver_env = check(WebhookProps.from_config(config)).receiver_env
     assert receiver_env[wiring.GITHUB_REPOSITORY_IDS] == "3,9"
     assert receiver_env[wiring.GITLAB_PROJECT_IDS] == "5"
+
+
+@pytest.mark.parametrize(
+    ("github_ids", "gitlab_ids", "warned"),
+    [((), (), {"github", "gitlab"}), ((1,), (), {"gitlab"}), ((1,), (2,), set())],
+)
+def test_a_tracker_without_pinned_ids_is_a_synth_warning(
+    github_ids: tuple[int, ...], gitlab_ids: tuple[int, ...], warned: set[str]
+) -> None:
+    """An empty allowlist answers nothing (safe), so synth says so instead of a silent, quiet webhook."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Annotations, Match
+
+    from infra.webhook import IssueWebhook
+    from infra.webhook_props import WebhookProps
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Hook")
+    props = WebhookProps(
+        trackers=("github", "gitlab"),
+        github=GitHubSettings(repository_ids=github_ids),
+        gitlab=GitLabSettings(project_ids=gitlab_ids),
+    )
+    IssueWebhook(
+        stack, "GitHubWebhook", runtime_arn="arn:aws:bedrock-agentcore:us-east-1:1:runtime/r", props=props
+    )
+    found = {
+        tracker
+        for tracker in ("github", "gitlab")
+        if Annotations.from_stack(stack).find_warning(
+            "*", Match.string_like_regexp(f"the {tracker} webhook answers no event")
+        )
+    }
+    assert found == warned
