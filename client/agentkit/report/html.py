@@ -216,8 +216,9 @@ def _errors(data: ReportData) -> str:
     )
     return (
         f"<section><h2>{title}</h2>{chart}<table><tr><th>code</th><th class='n'>errors</th></tr>{table}</table>"
-        "<p class='muted'>The codes are those of docs/http-api.md#errors; the runtime logs one line per failed "
-        "turn with its session and cost.</p></section>"
+        "<p class='muted'>Turns that failed, by the code the caller got (docs/http-api.md#errors). Requests "
+        "refused before a turn (a malformed body, a busy session) are not counted here; the runtime logs one "
+        "line for each of them and for each failed turn.</p></section>"
     )
 
 
