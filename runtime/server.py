@@ -63,8 +63,8 @@ def error_response(exc: AgentKitError) -> JSONResponse:
 
 
 def refuse(exc: AgentKitError, session: str | None, *, path: str = "POST /invocations") -> JSONResponse:
-    """The error reply of a request refused before a turn ran (an invocation's bad body or session id, busy
-    session, budget spent, shutting down; a local stop of an unknown session), logged as one line."""
+    """The error reply of a request refused before a turn ran (an invocation's bad body or session id, limits
+    above the ceilings, busy session, shutting down; a local stop of an unknown session), logged as one line."""
     log_refusal(exc.http_status, exc.code, exc.message, session=session, path=path)
     return error_response(exc)
 
