@@ -1,4 +1,4 @@
-"""Cold-path benchmark (issue 15, targets 1, 2 and 4): start → ``/ping``, first turn of a new session in a fresh
+"""Cold-path benchmark: start → ``/ping``, first turn of a new session in a fresh
 process, and memory — the bundled Claude Code CLI against the local Bedrock stand-in.
 
 In one run, interleaved (one of each per round, so machine noise hits all alike):
@@ -46,11 +46,11 @@ from _harness import (
     write_hello_app,
 )
 
-from tests.fakes.otlp_collector import OtlpCollector
-from tests.fakes.procmem import tree_rss
-from tests.fakes.runtime_server import RuntimeServer, session_id
-from tests.infra.test_dockerfile import cmd as dockerfile_cmd
-from tests.infra.test_dockerfile import dockerfile_env
+from harness.dockerfile import cmd as dockerfile_cmd
+from harness.dockerfile import dockerfile_env
+from harness.otlp_collector import OtlpCollector
+from harness.procmem import tree_rss
+from harness.runtime_server import RuntimeServer, session_id
 
 # A fresh process: import the SDK, then time one per-call query() (what the runtime's first turn is compared to).
 BARE_QUERY = """\

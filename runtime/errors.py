@@ -11,7 +11,10 @@ from typing import ClassVar
 
 
 class AgentKitError(Exception):
-    """Base class. Subclasses set ``code`` and ``http_status``; instances may override both."""
+    """An unexpected failure; the details are in the runtime log, never in the reply.
+
+    The base class of every runtime error: subclasses set ``code`` and ``http_status``; instances may override both.
+    """
 
     code: ClassVar[str] = "internal_error"
     http_status: ClassVar[int] = 500

@@ -7,7 +7,7 @@
   prompt_too_large``), so a 50 MB body never sits in memory.
 - A wrong method (``405 method_not_allowed``), an unknown path (``404 not_found``), any other plain-text
   reply of the framework and an unhandled exception (``500 internal_error``) become
-  ``{"type": "error", "code", "message"}`` (DESIGN §4).
+  ``{"type": "error", "code", "message"}`` (the contract in docs/http-api.md#errors).
 - Once the body is read, the guard alone listens for the client going away. When it does before the reply
   is complete, the request's :class:`DisconnectSignal` fires; the invocation handler (on the SDK worker
   loop) registers a callback with :func:`on_disconnect` to interrupt the turn.

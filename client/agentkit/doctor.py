@@ -30,7 +30,6 @@ synth by ``tests/infra/test_doctor_contract.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -430,71 +429,10 @@ def run_checks(
     ]
 
 
-# --- command line ---------------------------------------------------------------------------------------------
+if __name__ == "__main__":  # ``python -m agentkit.doctor``: the checks without the rest of the client
+    from agentkit.commands.doctor import main
 
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stage", default="dev", help="stage in cdk.json (default dev)")
-    parser.add_argument(
-        "--cdk-json", type=Path, default=Path("cdk.json"), help="path to cdk.json (default ./cdk.json)"
-    )
-    parser.add_argument("--region", help="Region to check (default agentkit.region, then the AWS profile's)")
-    parser.add_argument("--profile", help="AWS named profile")
-    parser.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="CHECK",
-        help="report this check's failure as a warning",
-    )
-
-
-def _run(
-    args: argparse.Namespace, *, session_factory: Callable[..., Any] | None = None, out: Any = None
-) -> int:
-    """``session_factory`` builds the session the checks use (default ``boto3.Session``, imported only here:
-    registering ``doctor`` must not load boto3 into every ``agentkit`` start)."""
-    out = out or sys.stdout
-    try:
-        config = load_doctor_config(args.cdk_json, args.stage, ignore=args.ignore)
-    except DoctorConfigError as exc:
-        print(f"agentkit doctor: {exc}", file=sys.stderr)
-        return 2
-    if args.region:
-        config = DoctorConfig(**{**config.__dict__, "region": args.region})
-    if session_factory is None:
-        import boto3
-
-        session_factory = boto3.Session
-    session = session_factory(profile_name=args.profile) if args.profile else session_factory()
-    results = run_checks(session, config)
-    for result in results:
-        print(result.line(), file=out)
-    failed = [r.name for r in results if r.status == "fail"]
-    print(
-        f"{len(failed)} check(s) block the deploy: {', '.join(failed)}" if failed else "ready to deploy",
-        file=out,
-    )
-    return 1 if failed else 0
-
-
-def register(subparsers: Any) -> None:
-    """Add ``doctor`` to the ``agentkit`` command (its handler takes the parsed args, returns the exit code)."""
-    parser = subparsers.add_parser(
-        "doctor", help="check an AWS account before cdk deploy", description=__doc__.split("\n")[0]
-    )
-    _add_arguments(parser)
-    parser.set_defaults(handler=_run)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentkit doctor", description=__doc__.split("\n")[0])
-    _add_arguments(parser)
-    return _run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["CheckResult", "DoctorConfig", "load_doctor_config", "main", "register", "run_checks"]
+__all__ = ["CheckResult", "DoctorConfig", "DoctorConfigError", "load_doctor_config", "run_checks"]

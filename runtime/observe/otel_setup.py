@@ -1,4 +1,4 @@
-"""OpenTelemetry set-up in the background, after ``/ping`` answers (issue 15, target 1).
+"""OpenTelemetry set-up in the background, after ``/ping`` answers (why: docs/architecture.md#start-up).
 
 The image used to start under ``opentelemetry-instrument``: its ``sitecustomize`` loads the ADOT distro, the
 configurator (tracer/logger providers, OTLP exporters) and every installed instrumentation (about 50 entry

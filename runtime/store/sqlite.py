@@ -9,7 +9,7 @@ state that must outlive a microVM (``get_state`` / ``put_state``, e.g. the sessi
 - :class:`AgentCoreMemorySessionStore` — AgentCore Memory events (implementation, id mapping and the IAM
   actions it needs: :mod:`runtime.store.agentcore`).
 
-:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (the lead's settings read the variable):
+:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (read by :mod:`runtime.settings`):
 ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
 Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import ROOT, RuntimeServer
+from harness.cli import write_fake_cli
+from harness.runtime_server import ROOT, RuntimeServer
 
 S1 = "agentkit-local-run-0001-aaaaaaaaaaaaaaaa"
 S2 = "agentkit-local-run-0002-bbbbbbbbbbbbbbbb"

@@ -16,6 +16,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from agentkit.cli import main
+from tests.client.conftest import paginator_over
 from tests.client.test_cli_aws import Factory
 
 REGION = "eu-west-1"
@@ -158,6 +159,10 @@ class StackClient:
 
     def list_stack_resources(self, **kwargs: Any) -> Any:
         return self.stubbed.list_stack_resources(**kwargs)
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "list_stack_resources", name
+        return paginator_over(self.list_stack_resources, self.stubbed, "ListStackResources")
 
 
 def _factory(d: dict[str, Any], **override: Any) -> Factory:

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from harness.runtime_server import RuntimeServer, session_id
 from runtime.agent.tools import load_sample_invoices, overdue_invoices
 from standins import BedrockStandIn, RecordedRequest, Reply, Usage
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TOOL = "mcp__kit__list_overdue_invoices"

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
 
 pytestmark = pytest.mark.timeout(120)
 

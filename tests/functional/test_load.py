@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.load import run_load
+from harness.load import run_load
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.memory_standin import MemoryStandIn
-from tests.fakes.runtime_server import fake_cli_server, read_log, session_id
+from harness.memory_standin import MemoryStandIn
+from harness.runtime_server import fake_cli_server, read_log, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)

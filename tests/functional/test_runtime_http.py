@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
+from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -19,10 +19,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.fakes.agentcore_dataplane import AgentCoreDataPlane
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer
-from tests.fakes.tracker_apis import GitLabApi, JiraApi
+from harness.agentcore_dataplane import AgentCoreDataPlane
+from harness.cli import write_fake_cli
+from harness.runtime_server import RuntimeServer
+from harness.tracker_apis import GitLabApi, JiraApi
 from tests.unit.webhook.support import (
     CTX,
     GITLAB_MEMBERS,

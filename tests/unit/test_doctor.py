@@ -21,6 +21,8 @@ if str(ROOT / "client") not in sys.path:
     sys.path.insert(0, str(ROOT / "client"))
 
 from agentkit import doctor  # noqa: E402
+from agentkit.cli import main as agentkit_main  # noqa: E402
+from agentkit.commands import doctor as doctor_command  # noqa: E402
 
 REGION = "us-east-1"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -353,7 +355,7 @@ def test_command_prints_one_line_per_check_and_exits_by_result(aws: None) -> Non
     out = io.StringIO()
     args = argparse.Namespace(stage="dev", cdk_json=ROOT / "cdk.json", region=None, profile=None, ignore=[])
     with account:
-        code = doctor._run(args, session_factory=lambda **_: account.session(), out=out)
+        code = doctor_command.execute(args, session_factory=lambda **_: account.session(), out=out)
     lines = out.getvalue().splitlines()
     assert code == 1
     assert lines[-1] == "1 check(s) block the deploy: cdk-bootstrap"
@@ -364,12 +366,36 @@ def test_command_prints_one_line_per_check_and_exits_by_result(aws: None) -> Non
 
 
 def test_command_exits_2_on_a_bad_stage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert doctor.main(["--stage", "qa", "--cdk-json", str(ROOT / "cdk.json")]) == 2
+    assert doctor_command.main(["--stage", "qa", "--cdk-json", str(ROOT / "cdk.json")]) == 2
     assert "no stage 'qa'" in capsys.readouterr().err
 
 
-def test_register_adds_the_subcommand() -> None:
-    parser = argparse.ArgumentParser(prog="agentkit")
-    doctor.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["doctor", "--stage", "prod", "--ignore", "quotas"])
-    assert args.handler is doctor._run and args.stage == "prod" and args.ignore == ["quotas"]
+def test_agentkit_doctor_runs_with_the_clis_aws_access_and_streams(aws: None) -> None:
+    """``agentkit doctor`` is a command like the others: the global ``--region``/``--profile`` reach the client
+    factory the CLI was given, and the report goes to the CLI's stdout."""
+    account = Account()
+    account.healthy()
+    clients = account.session().clients
+    asked: list[tuple[str, str | None, str | None]] = []
+
+    def factory(service: str, *, region: str | None, profile: str | None, config: Any = None) -> Any:
+        asked.append((service, region, profile))
+        return clients[service]
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["--profile", "ops", "doctor", "--cdk-json", str(ROOT / "cdk.json"), "--region", REGION]
+    with account:
+        code = agentkit_main(argv, client_factory=factory, stdout=out, stderr=err, env={})
+    assert code == 0, (out.getvalue(), err.getvalue())
+    assert out.getvalue().splitlines()[-1] == "ready to deploy"
+    assert {a[0] for a in asked} >= {"sts", "ssm", "bedrock", "bedrock-agentcore-control"}
+    assert {(region, profile) for _, region, profile in asked} == {(REGION, "ops")}
+
+
+def test_agentkit_doctor_help_shows_the_global_options() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert agentkit_main(["doctor", "--help"], stdout=out, stderr=err) == 0
+    assert "usage: agentkit doctor" in out.getvalue()
+    assert all(opt in out.getvalue() for opt in ("--region", "--profile", "--output", "--stage", "--ignore"))
+    assert agentkit_main(["doctor", "--bogus"], stdout=out, stderr=err) == 2
+    assert "usage: agentkit doctor" in err.getvalue()

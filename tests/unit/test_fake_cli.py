@@ -1,4 +1,4 @@
-"""The fake Claude Code CLI (tests/fakes/fake_claude.py) driven by the real claude-agent-sdk.
+"""The fake Claude Code CLI (harness/fake_claude.py) driven by the real claude-agent-sdk.
 
 Every test spawns the fake through ``ClaudeSDKClient(cli_path=...)`` with prompts streamed as async
 iterables, so these tests also pin the SDK wire protocol the runtime relies on.
@@ -40,8 +40,8 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import HookJSONOutput, SessionKey
 
-from tests.fakes import fake_claude as fc
-from tests.fakes.cli import write_fake_cli
+from harness import fake_claude as fc
+from harness.cli import write_fake_cli
 
 REPLY_RE = re.compile(
     r"^echo: (?P<prompt>.*?) \| pid=(?P<pid>\d+) \| turn=(?P<turn>\d+) \| history=(?P<history>\d+)"

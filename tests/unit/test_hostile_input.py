@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.server import build_app
 from runtime.settings import Settings
 from runtime.wiring import Services
-from tests.fakes.runtime_server import SESSION_HEADER, session_id
 
 WEBHOOK_DIR = Path(__file__).resolve().parents[2] / "infra" / "functions" / "webhook"
 sys.path.insert(0, str(WEBHOOK_DIR))

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.protocol import Emit, Failure, ResultEvent, TurnItem
 from runtime.server import build_app
 from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.wiring import Services
-from tests.fakes.runtime_server import SESSION_HEADER, session_id
 
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 

@@ -18,9 +18,9 @@ from typing import Any, cast
 
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
+from harness.runtime_server import ROOT
 from runtime.session_store import SqliteSessionStore
 from runtime.store.spool import SpoolingSessionStore
-from tests.fakes.runtime_server import ROOT
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 OTHER: SessionKey = {"project_key": "proj", "session_id": "other"}

@@ -20,8 +20,8 @@ import trackers
 import worker
 from moto import mock_aws
 
-from tests.fakes.loopback import send_reply
-from tests.fakes.tracker_apis import GitLabApi, JiraApi
+from harness.loopback import send_reply
+from harness.tracker_apis import GitLabApi, JiraApi
 from tests.unit.webhook.support import (
     GITLAB_MEMBERS,
     GITLAB_TOKEN,

@@ -12,7 +12,7 @@ import pytest
 import trackers
 import worker
 
-from tests.fakes.tracker_apis import GitLabApi, JiraApi
+from harness.tracker_apis import GitLabApi, JiraApi
 from tests.unit.webhook.support import (
     CTX,
     RESULT,

@@ -2,7 +2,7 @@
 
 Payloads: ``tests/fixtures/webhook/gitlab`` (shapes of the *Comment on an issue* and *Issue events*
 examples in GitLab's webhook events docs). The members API is a loopback stand-in
-(:class:`tests.fakes.tracker_apis.GitLabApi`) holding project 5's members.
+(:class:`harness.tracker_apis.GitLabApi`) holding project 5's members.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trackers
 
-from tests.fakes.tracker_apis import GitLabApi
+from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
     GITLAB_SECRET,
     GITLAB_TOKEN,

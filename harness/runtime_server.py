@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.cli import write_fake_cli
+from harness.cli import write_fake_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 _LIVE: set[subprocess.Popen[bytes]] = set()
 
 

@@ -13,7 +13,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, send_reply
+from harness.loopback import LoopbackServer, send_reply
 
 
 class MemoryStandIn(LoopbackServer):

@@ -21,7 +21,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from tests.fakes.loopback import LoopbackServer
+from harness.loopback import LoopbackServer
 
 SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 CUSTOM_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"

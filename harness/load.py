@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer, read_log, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import RuntimeServer, read_log, session_id
 
 
 def rss_kib(pid: int) -> int:

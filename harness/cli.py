@@ -1,4 +1,4 @@
-"""Write an executable wrapper for the fake Claude Code CLI (``tests/fakes/fake_claude.py``).
+"""Write an executable wrapper for the fake Claude Code CLI (``harness/fake_claude.py``).
 
 The wrapper's shebang is the running interpreter itself (``#!{sys.executable} -S``): no ``/usr/bin/env``
 lookup and no site-packages scan, so a spawn costs tens of milliseconds. Point the SDK at it with

@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.fakes.loopback import LoopbackServer, send_reply
+from harness.loopback import LoopbackServer, send_reply
 
 
 @dataclass

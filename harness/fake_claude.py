@@ -1,7 +1,7 @@
 """A fake Claude Code CLI speaking the Claude Agent SDK's stream-json control protocol (stdlib only).
 
 Spawn it through the real SDK with ``ClaudeAgentOptions(cli_path=write_fake_cli(tmp_path))`` (see
-``tests/fakes/cli.py``). It answers ``initialize``, runs one scripted turn per user message on stdin and
+``harness/cli.py``). It answers ``initialize``, runs one scripted turn per user message on stdin and
 exits promptly on stdin EOF or SIGTERM. No model, no network.
 
 Directive grammar (directives may appear anywhere in the prompt, any number, run left to right)::

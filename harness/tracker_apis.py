@@ -5,7 +5,7 @@ non-member, as GitLab does); ``POST /api/v4/projects/:id/issues/:iid/notes`` nee
 JSON ``{"body": <non-empty string ≤ 1,000,000 chars>}`` (GitLab's note limit) and answers 201 with the note.
 
 ``JiraApi``: ``POST /rest/api/3/issue/:key/comment`` needs the expected ``Authorization`` and a JSON
-``{"body": <valid ADF>}`` (checked with :func:`tests.fakes.adf_check.adf_errors`) and answers 201.
+``{"body": <valid ADF>}`` (checked with :func:`harness.adf_check.adf_errors`) and answers 201.
 
 Both record every request (``requests``; header names lower-cased) and every accepted reply (``replies``); ``script`` holds
 ``(status, json)`` answers to give first (failure tests). Start with ``start()``, stop with ``stop()``
@@ -21,8 +21,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.adf_check import adf_errors
-from tests.fakes.loopback import LoopbackServer, send_reply
+from harness.adf_check import adf_errors
+from harness.loopback import LoopbackServer, send_reply
 
 GITLAB_NOTE_LIMIT = 1_000_000
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.fakes.loopback import LoopbackServer
+from harness.loopback import LoopbackServer
 
 
 class FlakyProxy(LoopbackServer):

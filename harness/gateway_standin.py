@@ -21,7 +21,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from tests.fakes.loopback import LoopbackServer, send_reply
+from harness.loopback import LoopbackServer, send_reply
 
 ACCESS_KEY, SECRET_KEY, REGION = "AKIDGATEWAYTEST", "gateway-secret", "us-east-1"
 TOOLS = [

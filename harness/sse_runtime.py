@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer
+from harness.loopback import LoopbackServer
 
 
 def sse(*events: Any) -> list[bytes]:
