@@ -1,5 +1,11 @@
+<<<<<<< HEAD
 """Cold-path benchmark: start → ``/ping``, first turn of a new session in a fresh
 process, and memory — the bundled Claude Code CLI against the local Bedrock stand-in.
+=======
+"""Cold-path benchmark on platform v1: start → ``/ping``, first turn of a new session in a fresh process, and
+memory — the bundled Claude Code CLI against the local Bedrock stand-in. ``benchmarks/platform_v2.py`` measures
+v2 (start-up before ``/ping``, first turn in a restored copy) next to v1.
+>>>>>>> main
 
 In one run, interleaved (one of each per round, so machine noise hits all alike):
 
@@ -90,6 +96,7 @@ def image_env(setup: CliSetup, collector: OtlpCollector, state: Path, port: int)
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         **runtime_process_env(setup, state, port),
+        "AGENTKIT_PLATFORM_VERSION": "v1",  # what this benchmark's targets are about (early /ping)
     }
 
 

@@ -254,6 +254,16 @@ class AppConfig(_Model):
     # required: the agent's commands run in the OS sandbox or not at all; off: no OS isolation (logged as a warning)
     sandbox: Literal["required", "off"] = "required"
     image_build: Literal["local", "codebuild"] = "local"
+    # AgentCore Runtime platform: always rendered into the Runtime's PlatformVersion and passed to the container as
+    # AGENTKIT_PLATFORM_VERSION (the start-up order follows it). v2 restores each session from a snapshot of the
+    # initialised process; v1 starts every microVM from the image. See docs/platform.md.
+    platform_version: Literal["v1", "v2"] = "v2"
+    # AgentCore session storage (Preview), off when null: a per-session filesystem mounted here, holding the CLI's
+    # config dir and the workspace as a warm cache across a stop/resume of one session (the transcript stays in
+    # Memory). Pattern and length from the CFN schema of AWS::BedrockAgentCore::Runtime (MountPath).
+    session_storage_mount: str | None = Field(
+        default=None, min_length=6, max_length=200, pattern=r"^/mnt/[a-zA-Z0-9._-]+/?$"
+    )
     actor_header: str = Field(
         default="X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor",
         pattern=r"^X-Amzn-Bedrock-AgentCore-Runtime-Custom-[A-Za-z0-9-]+$",

@@ -76,7 +76,9 @@ class AgentRuntime(Construct):
             ``actor_header`` (allow-listed through to the container under IAM auth); ``network`` (a VPC when
             ``mode`` is ``vpc``, else the public network); ``stage`` (the endpoint's name); the stage's
             ``idle_timeout_minutes`` / ``max_lifetime_hours`` (session lifecycle), ``log_retention_days`` and
-            ``removal_policy`` (the APPLICATION_LOGS / USAGE_LOGS groups).
+            ``removal_policy`` (the APPLICATION_LOGS / USAGE_LOGS groups); ``platform_version`` (always rendered
+            as the Runtime's ``PlatformVersion``) and ``session_storage_mount`` (AgentCore session storage, or
+            None).
         image: the container image (see ``infra.image_build``); pull is granted on its repository only, and
             the runtime waits for ``image.ready`` when the image is built during the deploy.
         environment: container environment variables (``AGENTKIT_*``; never ``AGENTKIT_BEDROCK_ENDPOINT``).
@@ -155,6 +157,9 @@ class AgentRuntime(Construct):
             authorizer_configuration=self._authorizer(config.auth),
             network_configuration=self._network(config.network),
             protocol_configuration=agentcore.ProtocolType.HTTP,
+            # Always rendered: left unset, CloudFormation gets the service's default, which differs by Region and
+            # date (docs/platform.md).
+            platform_version=agentcore.PlatformVersion.of(config.platform_version.upper()),
             lifecycle_configuration=agentcore.LifecycleConfiguration(
                 idle_runtime_session_timeout=cdk.Duration.minutes(settings.idle_timeout_minutes),
                 max_lifetime=cdk.Duration.hours(settings.max_lifetime_hours),
@@ -174,6 +179,14 @@ class AgentRuntime(Construct):
                 ),
             ],
         )
+        if config.session_storage_mount:
+            # The L2 Runtime (aws-cdk-lib 2.275) has no property for AgentCore session storage (Preview), so
+            # FilesystemConfigurations is set on the underlying CfnRuntime (an escape hatch).
+            cfn_runtime = self.runtime.node.default_child
+            assert isinstance(cfn_runtime, agentcore.CfnRuntime)
+            cfn_runtime.add_property_override(
+                "FilesystemConfigurations", [{"SessionStorage": {"MountPath": config.session_storage_mount}}]
+            )
         # The runtime must not be created before its role can pull the image and write logs.
         self.runtime.node.add_dependency(self.role)
         # The endpoint is named after the stage: every caller invokes it (--qualifier <stage>).

@@ -3,7 +3,8 @@
 Runtime container environment (names from :mod:`runtime.env`; meanings in docs/configuration.md): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
 ``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
-``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``.
+``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
+session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
@@ -36,15 +37,18 @@ from runtime.env import (
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
+    ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_PLATFORM_VERSION,
     ENV_RECALL_NAMESPACES,
     ENV_SANDBOX,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
+    ENV_WORKSPACE,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +69,15 @@ def runtime_environment(
         ENV_AGENT_PROFILE: config.agent_profile,
         ENV_SANDBOX: config.sandbox,
         ENV_AWS_REGION: region,
+        ENV_PLATFORM_VERSION: config.platform_version,
     }
+    if config.session_storage_mount:
+        # The warm cache on session storage: the CLI's config dir (its session files) and the workspace. The state
+        # dir (SQLite, spool, CLI tmp, sandbox sockets) stays on the microVM's disk: session storage replicates
+        # asynchronously and has no flock or UNIX sockets (docs/platform.md).
+        mount = config.session_storage_mount.rstrip("/")
+        env[ENV_CLAUDE_CONFIG_DIR] = f"{mount}/claude"
+        env[ENV_WORKSPACE] = f"{mount}/workspace"
     if config.auth.mode == "iam":
         # With IAM inbound auth only our own principals can invoke, so their actor header is trusted. With JWT
         # auth the actor is the token's sub; a header any token holder can set must not name it.

@@ -4,6 +4,10 @@ Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container)
 ``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
 
+Start-up order follows ``AGENTKIT_PLATFORM_VERSION`` (:mod:`runtime.prewarm`, ``docs/platform.md``): ``v1``
+answers ``/ping`` at once and warms up in the background; ``v2`` warms up completely before it listens, because
+AgentCore V2 snapshots the process at its first healthy ``/ping``.
+
 Local extras: ``POST /stopruntimesession`` (:mod:`runtime.local_stop`, for ``agentkit sessions stop
 --local``) and, when ``AGENTKIT_SPANS_FILE`` is set, spans written to that file (:mod:`runtime.observe.span_file`).
 """
@@ -55,35 +59,63 @@ def build_arg_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
 
-    from runtime.env import ENV_SPANS_FILE
     from runtime.errors import ConfigurationError
-    from runtime.local_stop import add_stop_route
-    from runtime.observe.span_file import install_span_file
-    from runtime.server import build_app
-    from runtime.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env(host=args.host, port=args.port)
+        app, settings = prepare(host=args.host, port=args.port)
     except ConfigurationError as exc:
         print(f"agentkit runtime: {exc.message}", file=sys.stderr)
         return 2
+    logging.getLogger(__name__).info(
+        "agentkit runtime on %s:%s (model %s, platform %s)",
+        settings.host,
+        settings.port,
+        settings.model,
+        settings.platform_version,
+    )
+    from runtime.http_limits import ContractH11Protocol
+
+    app.run(port=settings.port, host=settings.host, http=ContractH11Protocol)
+    return 0
+
+
+def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, Settings]:
+    """Everything ``python -m runtime`` does before the server listens: settings, the app, and the start-up work
+    in the order of the platform version (:mod:`runtime.prewarm`): on ``v2`` it is all done when this returns
+    (the process is what AgentCore snapshots), on ``v1`` it is scheduled to run once the server is up.
+
+    Raises:
+        ConfigurationError: invalid settings, or (``v2``) a required start-up step failed.
+    """
+    from runtime import restore
+    from runtime.env import ENV_SPANS_FILE
+    from runtime.local_stop import add_stop_route
+    from runtime.observe import otel_setup
+    from runtime.observe.span_file import install_span_file
+    from runtime.server import build_app
+    from runtime.settings import Settings
+    from runtime.shutdown import EarlyClose
+
+    settings = Settings.from_env(host=host, port=port)
     if os.environ.get(ENV_SPANS_FILE):
         install_span_file(os.environ[ENV_SPANS_FILE])
     app = build_app(settings)
     add_stop_route(app, actor_header=settings.actor_header)
     runtime = app.state.runtime
-
-    prewarm = _prewarm(app, settings)
-
-    from runtime.shutdown import EarlyClose
+    # What a snapshot restore must renew beyond runtime.restore's own list (the first invocation runs them).
+    restore.on_restore("ping clock", app.reset_ping_clock)
+    restore.on_restore(
+        "telemetry instance", lambda: otel_setup.refresh_instance_resource(restore.instance_id())
+    )
+    background = _initialise(app, settings) if settings.platform_version == "v2" else _prewarm(app, settings)
 
     # SIGTERM starts closing the warm clients at once, on the loop that owns them (runtime.shutdown).
     early_close = EarlyClose(runtime.close, app.worker_loop)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        for work in prewarm:
+        for work in background:
             work.start()
         early_close.install()
         yield
@@ -96,23 +128,53 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger(__name__).warning("error while closing sessions: %s", exc)
 
     app.router.lifespan_context = lifespan
-    logging.getLogger(__name__).info(
-        "agentkit runtime on %s:%s (model %s)", settings.host, settings.port, settings.model
-    )
-    from runtime.http_limits import ContractH11Protocol
+    return app, settings
 
-    app.run(port=settings.port, host=settings.host, http=ContractH11Protocol)
-    return 0
+
+def _cli_pages(settings: Settings, *, read: bool) -> None:
+    from pathlib import Path
+
+    from runtime.prewarm import cli_binary, page_in
+
+    path = cli_binary(Path(settings.cli_path) if settings.cli_path else None)
+    if path is not None:
+        page_in(path, read=read)
+
+
+def _initialise(app: Any, settings: Settings) -> list[Any]:
+    """Platform v2: the whole start-up now, in this thread, before the server listens (:func:`prewarm.initialise`);
+    nothing is left for the background."""
+    from runtime import aws
+    from runtime.observe.otel_setup import OtelSetup, install
+    from runtime.prewarm import import_sdk, initialise
+
+    otel = install(OtelSetup())
+    runtime = app.state.runtime
+
+    def services() -> None:
+        from runtime.wiring import build_services
+
+        runtime.services = build_services(settings)
+
+    initialise(
+        [
+            ("sdk_import", import_sdk),
+            ("cli_pages", lambda: _cli_pages(settings, read=True)),
+            ("aws_models", aws.warm),
+            ("services", services),
+            ("otel", otel.run),
+        ],
+        required=frozenset({"sdk_import", "services"}),
+    )
+    return []
 
 
 def _prewarm(app: Any, settings: Settings) -> list[Any]:
-    """The background start-up work (:mod:`runtime.prewarm`): the CLI binary's read-ahead (its own thread: a
-    system call, no GIL), then the SDK import, the runtime's object graph on the app's worker loop, and the
-    OpenTelemetry set-up."""
-    from pathlib import Path
-
+    """Platform v1: the background start-up work (:mod:`runtime.prewarm`): the CLI binary's read-ahead (its own
+    thread: a system call, no GIL), then the SDK import, the runtime's object graph on the app's worker loop, and
+    the OpenTelemetry set-up."""
     from runtime.observe.otel_setup import OtelSetup, install
-    from runtime.prewarm import Prewarm, cli_binary, import_sdk, page_in
+    from runtime.prewarm import Prewarm, import_sdk
 
     otel = install(OtelSetup())
 
@@ -120,14 +182,9 @@ def _prewarm(app: Any, settings: Settings) -> list[Any]:
         loop = app.worker_loop()
         asyncio.run_coroutine_threadsafe(app.state.runtime.get_services(), loop).result(timeout=60)
 
-    def cli_pages() -> None:
-        path = cli_binary(Path(settings.cli_path) if settings.cli_path else None)
-        if path is not None:
-            page_in(path)
-
     otel.schedule()  # turns wait for it from now on (it runs last; see runtime.prewarm)
     return [
-        Prewarm([("cli_pages", cli_pages)], name="agentkit-readahead"),
+        Prewarm([("cli_pages", lambda: _cli_pages(settings, read=False))], name="agentkit-readahead"),
         Prewarm([("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]),
     ]
 

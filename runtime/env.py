@@ -41,6 +41,8 @@ ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_SANDBOX = "AGENTKIT_SANDBOX"
 ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
+#: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
+ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
 
 #: The CloudWatch namespace of the agent's metrics unless configured (runtime, stack config, webhook, IAM).
 DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"

@@ -1,7 +1,17 @@
-"""Work done in the background once ``/ping`` answers, so neither start-up nor the first turn pays for it.
+"""Start-up work that neither ``/ping`` nor the first turn should wait for, ordered by platform version.
 
-Daemon threads started with the server (uvicorn binds once the lifespan start-up returns; the first health
-checks share the GIL with the import, which Python hands over every 5 ms) run, in order:
+**Platform V2** (``AGENTKIT_PLATFORM_VERSION=v2``): AgentCore snapshots the process at its first healthy ``/ping``
+and restores every new session from that image, so everything reusable is done *before* the server listens, in
+the main thread, by :func:`initialise` (the SDK import, the CLI binary, the AWS service models — see
+:func:`runtime.aws.warm` —, the object graph, the OpenTelemetry set-up); ``/ping`` is then healthy only once
+the process is fully initialised, and no start-up thread is mid-flight when the image is taken. The CLI binary
+is read through, so its pages are in the image's page cache. AgentCore allows 120 s from start to a healthy
+``/ping`` (developer guide, ``runtime-v2-optimize``); ``benchmarks/platform_v2.py`` measures what this takes.
+Nothing here produces a per-session value: those are renewed after a restore (:mod:`runtime.restore`).
+
+**Platform V1** (default): daemon threads started with the server (uvicorn binds once the lifespan start-up
+returns; the first health checks share the GIL with the import, which Python hands over every 5 ms) run, in
+order:
 
 1. (a thread of its own) the CLI binary's pages: the bundled CLI is a ~380 MB executable; the kernel is asked
    to read it ahead (``POSIX_FADV_WILLNEED``), so the first spawn in a fresh microVM does not fault it in
@@ -15,7 +25,9 @@ checks share the GIL with the import, which Python hands over every 5 ms) run, i
    process was spawned, so the set-up overlaps the CLI's own start-up (``Observer.spans_ready`` waits for
    it there). A new session's first ``session.load`` span, started before the set-up ends, is not exported.
 
-Every step is best-effort: a failure is logged and the first invocation does the work (and reports the error).
+On V1 every step is best-effort: a failure is logged and the first invocation does the work (and reports the
+error). On V2 a failure of a required step raises :class:`runtime.errors.ConfigurationError` (the process exits
+and the runtime version never becomes healthy, rather than snapshotting a half-initialised process).
 """
 
 from __future__ import annotations
@@ -62,6 +74,39 @@ def import_sdk() -> None:
     import runtime.agent.turn  # noqa: F401
 
 
+def initialise(
+    steps: list[tuple[str, Callable[[], object]]], *, required: frozenset[str] = frozenset()
+) -> dict[str, float]:
+    """Run ``steps`` in this thread, in order (platform V2: before the server listens). Returns the seconds each
+    took.
+
+    Raises:
+        ConfigurationError: a step named in ``required`` failed (the others are logged and skipped).
+    """
+    from runtime.errors import ConfigurationError
+
+    timings: dict[str, float] = {}
+    for name, step in steps:
+        started = time.perf_counter()
+        try:
+            step()
+        except Exception as exc:
+            if name in required:
+                logger.exception("start-up step %s failed", name)
+                raise ConfigurationError(
+                    f"start-up step '{name}' failed ({type(exc).__name__}: {exc}); the runtime does not report "
+                    "healthy half-initialised (platform v2). Check the AGENTKIT_* settings and the log above."
+                ) from exc
+            logger.warning("start-up step %s failed (the first invocation will retry): %r", name, exc)
+        timings[name] = time.perf_counter() - started
+    logger.info(
+        "initialised before listening in %.0f ms: %s",
+        sum(timings.values()) * 1000,
+        ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in timings.items()),
+    )
+    return timings
+
+
 class Prewarm:
     """The ordered background steps; ``steps`` are (name, callable) pairs run in one thread."""
 
@@ -98,4 +143,4 @@ class Prewarm:
         return timer
 
 
-__all__ = ["Prewarm", "cli_binary", "import_sdk", "page_in"]
+__all__ = ["Prewarm", "cli_binary", "import_sdk", "initialise", "page_in"]

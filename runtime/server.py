@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
@@ -140,6 +141,7 @@ def build_app(
 
     @app.entrypoint
     async def invoke(payload: Any, context: Any) -> Any:
+        restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
         try:
             request = parse_payload(payload, max_prompt_chars=settings.max_prompt_chars)
             session_id = resolve_session_id(context.session_id)

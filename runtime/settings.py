@@ -41,6 +41,8 @@ Environment variables (all optional):
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
 ``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
 ``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
+``AGENTKIT_PLATFORM_VERSION``   ``v1`` (default): ``/ping`` at once, warm-up in the background; ``v2``: warm up
+                                fully before listening (AgentCore V2 snapshots the process; docs/platform.md)
 ==============================  ==========================================================================
 
 Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
@@ -80,6 +82,7 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_PLATFORM_VERSION,
     ENV_PORT,
     ENV_PRICES,
     ENV_RECALL_NAMESPACES,
@@ -139,6 +142,7 @@ _ENV_FIELDS: dict[str, str] = {
     "prices": ENV_PRICES,
     "sandbox": ENV_SANDBOX,
     "agent_profile": ENV_AGENT_PROFILE,
+    "platform_version": ENV_PLATFORM_VERSION,
 }
 
 
@@ -197,6 +201,8 @@ class Settings(BaseModel):
 
     sandbox: Literal["required", "off"] = "required"
     agent_profile: Literal["readonly", "developer"] | None = None
+    # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
+    platform_version: Literal["v1", "v2"] = "v1"
 
     @field_validator("model", "small_model")
     @classmethod

@@ -1,7 +1,9 @@
 """Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
 
 Imports the Claude Agent SDK (via :mod:`runtime.agent.runner`), so the server calls it lazily on the first
-invocation. Outside dependencies are created here (boto3 clients through :mod:`runtime.aws`).
+invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.prewarm`). Outside
+dependencies are created here (boto3 clients through :mod:`runtime.aws`, built on first use); what a snapshot
+restore must renew registers with :mod:`runtime.restore`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runtime import aws
+from runtime import aws, restore
 from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
@@ -130,7 +132,15 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         clock=clock,
     )
 
+    # After a snapshot restore (runtime.restore): directories the image lacks (a session storage mount is attached
+    # only then) and the store's own handles are made anew.
+    restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
+    if store is not None:
+        restore_hooks.append(restore.on_restore("session store", store.after_restore))
+
     async def aclose_dependencies() -> None:
+        for remove in restore_hooks:
+            remove()
         await accounting.drain()  # spend written in the background reaches the store before it closes
         if store is not None:
             await store.close()

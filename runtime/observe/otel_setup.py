@@ -1,4 +1,5 @@
-"""OpenTelemetry set-up in the background, after ``/ping`` answers (why: docs/architecture.md#start-up).
+"""OpenTelemetry set-up: in the background after ``/ping`` answers (platform V1), or before the server listens (V2;
+why: docs/architecture.md#start-up).
 
 The image used to start under ``opentelemetry-instrument``: its ``sitecustomize`` loads the ADOT distro, the
 configurator (tracer/logger providers, OTLP exporters) and every installed instrumentation (about 50 entry
@@ -17,6 +18,10 @@ own ``invoke_agent`` span, parented on the trace context AgentCore sends (:mod:`
 Spans started before the set-up finishes would go to the no-op provider: a turn waits for :func:`wait_ready`
 (bounded) before its first span (``Observer.spans_ready``). Under the old wrapper (a real tracer
 provider is already installed) nothing is done.
+
+On AgentCore Runtime V2 the set-up runs before the snapshot, so the providers' resource, with its
+``service.instance.id`` (a random id the SDK draws once per pid), is shared by every restored session:
+:func:`refresh_instance_resource` gives each restored process its own (:mod:`runtime.restore` runs it).
 """
 
 from __future__ import annotations
@@ -153,6 +158,36 @@ def wait_ready(timeout: float = 10.0) -> bool:
     return True if setup is None else setup.wait(timeout)
 
 
+def refresh_instance_resource(instance_id: str, providers: list[object] | None = None) -> int:
+    """Set ``service.instance.id`` of ``providers`` (default: the installed tracer and logger providers) to
+    ``instance_id``. Returns how many were updated (0 without the OpenTelemetry SDK or with no-op providers).
+
+    The SDK renews this attribute only in its at-fork handler (``TracerProvider._handle_fork``), which a snapshot
+    restore never runs; the same private ``_update_resource`` that handler uses is called here
+    (``tests/unit/test_restore.py`` fails if the SDK drops it).
+    """
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, Resource
+    except ImportError:
+        return 0
+    if providers is None:
+        providers = [trace.get_tracer_provider()]
+        try:
+            from opentelemetry import _logs
+
+            providers.append(_logs.get_logger_provider())
+        except ImportError:
+            pass
+    updated = 0
+    for provider in providers:
+        update = getattr(provider, "_update_resource", None)
+        if callable(update):
+            update(Resource({SERVICE_INSTANCE_ID: instance_id}))
+            updated += 1
+    return updated
+
+
 def is_ready() -> bool:
     setup = _current
     return setup is None or not setup.started or setup.ready
@@ -166,5 +201,6 @@ __all__ = [
     "is_ready",
     "otel_requested",
     "provider_installed",
+    "refresh_instance_resource",
     "wait_ready",
 ]

@@ -85,13 +85,25 @@ class SpoolingSessionStore:
         self._max = retry_max_s
         self._pending: deque[_Batch] = deque()
         self._file: IO[str] | None = None
-        self._path = self.spool_dir / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+        self._path = self._journal_name()
         self._task: asyncio.Task[None] | None = None
         self._delivering = False
         self._adopted = False
         self._write_behind = write_behind
 
     # ------------------------------------------------------------------ journal
+    def _journal_name(self) -> Path:
+        return self.spool_dir / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+
+    def after_restore(self) -> None:
+        """A snapshot restore (:mod:`runtime.restore`): a journal not opened yet gets a name of its own (the pid is
+        the image's, the same in every restored process), and the inner store renews what it holds."""
+        if self._file is None:
+            self._path = self._journal_name()
+        inner = getattr(self.inner, "after_restore", None)
+        if callable(inner):
+            inner()
+
     def _journal(self) -> IO[str]:
         if self._file is None:
             self.spool_dir.mkdir(parents=True, exist_ok=True)

@@ -166,6 +166,10 @@ class SqliteSessionStore:
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
+        self.after_restore()
+
+    def after_restore(self) -> None:
+        """Drop the connection so the next call opens its own (after a snapshot restore: :mod:`runtime.restore`)."""
         with self._lock:
             if self._db is not None:
                 self._guard.check()  # grows back a truncated -shm: closing touches its mapping
