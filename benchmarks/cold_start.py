@@ -1,11 +1,6 @@
-<<<<<<< HEAD
-"""Cold-path benchmark: start → ``/ping``, first turn of a new session in a fresh
-process, and memory — the bundled Claude Code CLI against the local Bedrock stand-in.
-=======
 """Cold-path benchmark on platform v1: start → ``/ping``, first turn of a new session in a fresh process, and
 memory — the bundled Claude Code CLI against the local Bedrock stand-in. ``benchmarks/platform_v2.py`` measures
 v2 (start-up before ``/ping``, first turn in a restored copy) next to v1.
->>>>>>> main
 
 In one run, interleaved (one of each per round, so machine noise hits all alike):
 

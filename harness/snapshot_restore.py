@@ -1,6 +1,6 @@
 """Simulate AgentCore Runtime V2: initialise ``python -m runtime`` once, then "restore" that image twice.
 
-``python -m tests.fakes.snapshot_restore <out.json> <port> <port> ...`` (environment: the runtime's, with
+``python -m harness.snapshot_restore <out.json> <port> <port> ...`` (environment: the runtime's, with
 ``AGENTKIT_PLATFORM_VERSION=v2``) runs what ``python -m runtime`` runs before it listens
 (:func:`runtime.__main__.prepare`), checks that the process is fully initialised and single-threaded, and then
 makes one copy of the process per port, each serving the AgentCore HTTP contract on its port, as a restored

@@ -19,12 +19,9 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
-<<<<<<< HEAD
 from agentkit.transport import validate_session_id
-=======
 from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
 from harness.stalling_http import StallingServer, Then, sse_head
->>>>>>> docs25
 from tests.client.conftest import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
