@@ -39,13 +39,19 @@ Environment variables (all optional):
 ``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
 ``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
 ``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
-``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
+``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off`` (refused
+                                on AgentCore); ``unsafe-no-isolation`` (off, on purpose: an error log and the
+                                ``SandboxUnsafe`` metric at every start)
 ``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
 ``AGENTKIT_PLATFORM_VERSION``   ``v1`` (default): ``/ping`` at once, warm-up in the background; ``v2``: warm up
                                 fully before listening (AgentCore V2 snapshots the process; docs/platform.md)
 ==============================  ==========================================================================
 
 Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
+
+On AgentCore (the stack always sets ``AGENTKIT_PLATFORM_VERSION``, so its presence is how the runtime knows it was
+deployed; :attr:`Settings.on_agentcore`) ``AGENTKIT_SANDBOX=off`` is refused: there an unsandboxed command can read
+the execution role's credentials from the metadata service.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -95,6 +101,7 @@ from runtime.env import (
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
 
@@ -199,10 +206,22 @@ class Settings(BaseModel):
             load_price_table(overrides=value)  # raises ValueError with what is wrong
         return value
 
-    sandbox: Literal["required", "off"] = "required"
+    sandbox: Literal["required", "off", "unsafe-no-isolation"] = "required"
+    #: Deployed by the stack to AgentCore (``AGENTKIT_PLATFORM_VERSION`` is set): see the module docstring.
+    on_agentcore: bool = False
     agent_profile: Literal["readonly", "developer"] | None = None
     # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
     platform_version: Literal["v1", "v2"] = "v1"
+
+    @model_validator(mode="after")
+    def _no_silent_sandbox_off_on_agentcore(self) -> Settings:
+        if self.on_agentcore and self.sandbox == "off":
+            raise ValueError(
+                f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
+                "credentials from the microVM's metadata service and reach its platform server. Keep 'required' "
+                f"(the default), or set {SANDBOX_UNSAFE!r} to accept that (docs/platform-security.md)"
+            )
+        return self
 
     @field_validator("model", "small_model")
     @classmethod
@@ -276,6 +295,7 @@ class Settings(BaseModel):
                 values[field_name] = raw
         if ENV_HOST not in env and (Path("/.dockerenv").exists() or env.get("DOCKER_CONTAINER")):
             values["host"] = "0.0.0.0"  # noqa: S104 - inside a container the runtime must listen on all interfaces
+        values["on_agentcore"] = ENV_PLATFORM_VERSION in env
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)
@@ -325,8 +345,10 @@ class Settings(BaseModel):
 def _explain(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
-        var = _ENV_FIELDS.get(field, field)
         message = str(error["msg"]).removeprefix("Value error, ")
-        parts.append(f"{var}: {message}")
+        if not error["loc"]:  # a check across fields names its variables itself
+            parts.append(message)
+            continue
+        field = str(error["loc"][0])
+        parts.append(f"{_ENV_FIELDS.get(field, field)}: {message}")
     return "invalid runtime settings: " + "; ".join(parts)

@@ -31,6 +31,7 @@ EVENT_METRICS: tuple[str, ...] = (
     "Disconnected",
     "InvocationErrors",
     "SandboxUnavailable",
+    "SandboxUnsafe",
     "SessionResumed",
     "SessionStoreErrors",
 )

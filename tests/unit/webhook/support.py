@@ -378,6 +378,7 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             "agentRuntimeArn": RUNTIME_ARN,
             "qualifier": "prod",
             "runtimeSessionId": "gh-" + hashlib.sha256(f"octo/kit#{number}".encode()).hexdigest(),
+            "runtimeUserId": "github:octo/kit",  # the task's actor, through the supported field
             "contentType": "application/json",
             "accept": "application/json",
             "payload": json.dumps(
