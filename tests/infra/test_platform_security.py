@@ -83,7 +83,9 @@ def test_the_deny_leaves_invocation_and_stop_to_the_callers_identity_policies(
     service = sar.service("bedrock-agentcore")
     assert service is not None
     every_action = [f"bedrock-agentcore:{a['name']}" for a in service["actions"].values()]
-    for policy in resources(s, "AWS::BedrockAgentCore::ResourcePolicy").values():
+    policies = resources(s, "AWS::BedrockAgentCore::ResourcePolicy")
+    assert len(policies) == 2
+    for policy in policies.values():
         for statement in policy_document(policy)["Statement"]:
             denied = {
                 a for pattern in statement["Action"] for a in every_action if fnmatch.fnmatchcase(a, pattern)
