@@ -96,6 +96,7 @@ def run_probe(
     """Run the probe in ``session_id`` and read its stream.
 
     Raises:
+        AgentkitError: the installed boto3 predates ``InvokeAgentRuntimeCommand`` (exit 2, says to upgrade).
         botocore ClientError: e.g. ``AccessDeniedException`` (not the break-glass role), ``ResourceNotFoundException``.
     """
     kwargs: dict[str, Any] = {
@@ -107,6 +108,12 @@ def run_probe(
     }
     if qualifier:
         kwargs["qualifier"] = qualifier
+    if not hasattr(client, "invoke_agent_runtime_command"):
+        # Newer than the client's boto3 floor: only this operator-only command needs it, so the floor stays.
+        raise AgentkitError(
+            "--probe-sandbox needs a boto3 that knows InvokeAgentRuntimeCommand: pip install -U boto3",
+            exit_code=ExitCode.USAGE,
+        )
     response = client.invoke_agent_runtime_command(**kwargs)
     return read_stream(response["stream"])
 

@@ -116,3 +116,16 @@ def test_any_other_principal_meets_the_resource_policys_deny(aws: pytest.MonkeyP
     assert code == 4 and out == ""
     assert "AccessDeniedException" in err and "break_glass_principal" in err
     assert [c["status"] for c in standin.calls] == [403]
+
+
+def test_a_boto3_older_than_the_command_api_gets_told_to_upgrade() -> None:
+    """The client's boto3 floor predates InvokeAgentRuntimeCommand (tests/client/test_boto3_floor.py exempts this
+    one operator-only call): a client without the operation gets a usage error that names the fix."""
+    from types import SimpleNamespace
+
+    from agentkit.errors import AgentkitError, ExitCode
+    from agentkit.sandbox_probe import run_probe
+
+    with pytest.raises(AgentkitError) as err:
+        run_probe(SimpleNamespace(), runtime_arn=RUNTIME, qualifier=None, session_id="s" * 40)
+    assert err.value.exit_code == ExitCode.USAGE and "pip install -U boto3" in str(err.value)
