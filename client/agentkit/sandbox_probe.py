@@ -151,7 +151,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session-id",
         metavar="ID",
-        help="runtime session to run in (default: a new one, which AgentCore starts)",
+        help="runtime session to run in (default: a new id; if AgentCore wants a live session, pass one that "
+        "`agentkit invoke` started)",
     )
 
 
