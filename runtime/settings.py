@@ -33,7 +33,8 @@ Environment variables (all optional):
 ``AGENTKIT_RECALL_NAMESPACES``  comma-separated namespaces, may use ``{actorId}`` / ``{sessionId}``
 ``AGENTKIT_RECALL_TIMEOUT_MS``  time budget of recall before a turn (default ``300``)
 ``AGENTKIT_GATEWAY_URL``        AgentCore Gateway MCP endpoint whose tools the agent gets (optional)
-``AGENTKIT_ACTOR_HEADER``       trusted ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header naming the actor
+``AGENTKIT_ACTOR_HEADER``       ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header naming the actor, trusted only
+                                with a workload access token (the caller named a runtime user id: runtime.identity)
 ``AGENTKIT_WORKSPACE``          the agent's working directory (default ``<state dir>/workspace``)
 ``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
 ``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
