@@ -9,7 +9,7 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
     [tool:<name> <json-object>]   call a tool, e.g. [tool:mcp__billing__invoice {"id": 7}]; args optional ({})
     [bash:<command>]              call the built-in Bash tool with {"command": <command>}
     [read:<path>]                 call the built-in Read tool with {"file_path": <path>}
-    [slow:<ms>]                   sleep <ms> (interruptible) before going on
+    [slow:<ms>]                   sleep <ms> (interruptible) before going on; logs a ``slow`` event first
     [big:<n>]                     make the final reply exactly <n> characters (reply padded with "." or cut)
     [crash]                       emit one assistant text, then exit(1) mid-turn without a result
     [hang]                        emit one assistant text, then wait until stdin EOF / interrupt / SIGTERM
@@ -902,6 +902,7 @@ class FakeClaude:
         big = None
         for kind, arg in directives:
             if kind == "slow":
+                self.log("slow", ms=int(arg), prompt=prompt)  # tests wait for this, not for time to pass
                 self.wait(int(arg) / 1000)
             elif kind in ("crash", "hang"):
                 self.model_call([{"type": "text", "text": f"about to {kind} (pid={self.pid})"}], "end_turn")

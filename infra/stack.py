@@ -1,6 +1,6 @@
 """The one stack: composes image, memory, runtime, gateway, observability (+ optional webhook / CI access).
 
-Runtime container environment (names from :mod:`runtime.env`; meanings in docs/configuration.md): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
+Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSION_STORE=agentcore://<memory id>``,
 ``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with

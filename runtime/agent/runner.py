@@ -237,6 +237,7 @@ class AgentTurnRunner:
             observer=self.deps.observer,
             prices=self.deps.prices,
             clock=self.clock,
+            store=self.deps.session_store,
         )
         return await turn.run()
 

@@ -1,5 +1,4 @@
-"""OpenTelemetry set-up: in the background after ``/ping`` answers (platform V1), or before the server listens (V2;
-why: docs/architecture.md#start-up).
+"""OpenTelemetry set-up: in the background after ``/ping`` answers (platform V1), or before the server listens (V2).
 
 The image used to start under ``opentelemetry-instrument``: its ``sitecustomize`` loads the ADOT distro, the
 configurator (tracer/logger providers, OTLP exporters) and every installed instrumentation (about 50 entry

@@ -1,4 +1,4 @@
-"""Faults, one test each, over real HTTP with real ``python -m runtime`` processes and the fake CLI (issue 10).
+"""Faults, one test each, over real HTTP with real ``python -m runtime`` processes and the fake CLI.
 
 Each test shows that nothing is lost: every turn that completed before, during or after the fault is still in
 the session's history afterwards (the fake CLI reports ``history=<n>``: the user prompts it was resumed with).
@@ -10,10 +10,11 @@ a caller leaving mid-turn (``test_disconnect.py``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,14 @@ import pytest
 
 from harness.faults import alive, history, kill9_loop, stored_prompts, wait_for
 from harness.flaky_proxy import FlakyProxy
-from harness.runtime_server import fake_cli_server, free_port, read_log, session_id
+from harness.runtime_server import (
+    SESSION_HEADER,
+    RuntimeServer,
+    fake_cli_server,
+    free_port,
+    read_log,
+    session_id,
+)
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(180)
@@ -29,6 +37,37 @@ pytestmark = pytest.mark.timeout(180)
 
 def started(tmp: Path, prompt: str) -> list[dict[str, Any]]:
     return [e for e in read_log(tmp / "fake.log") if e["event"] == "turn" and e["prompt"].startswith(prompt)]
+
+
+def sleeping(tmp: Path, prompt: str) -> bool:
+    """The turn of ``prompt`` is inside its ``[slow]`` directive (the fake CLI logs that as it starts waiting)."""
+    return any(e["event"] == "slow" and e["prompt"] == prompt for e in read_log(tmp / "fake.log"))
+
+
+def queued_sse(srv: RuntimeServer, sid: str, prompt: str) -> socket.socket:
+    """Send a streaming invocation and return once its status line arrived: it is queued on its session."""
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+    body = json.dumps({"prompt": prompt, "stream": True}).encode()
+    sock.sendall(
+        b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"{SESSION_HEADER}: {sid}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return sock
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    data = b""
+    with sock:
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
 
 
 def in_background(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -68,7 +107,11 @@ def test_runtime_sigkilled_mid_turn_leaves_no_cli_running(tmp_path: Path) -> Non
     is gone, and it never got to log an exit of its own."""
     srv = fake_cli_server(tmp_path, "claude").start()
     in_background(srv.invoke, "[slow:30000] busy", session=session_id("orphan"), stream=False)
-    wait_for(lambda: started(tmp_path, "[slow:30000] busy"))
+    # Kill only once the CLI is inside its 30 s wait, where it neither reads stdin nor writes stdout. Killed
+    # earlier (the turn's hooks, its first messages), the CLI may write to the dead runtime's pipe and exit on
+    # the broken pipe before the kernel delivers the parent-death signal: the pipes close before that signal
+    # is sent, so that exit is a race, not a failure of the signal.
+    wait_for(lambda: sleeping(tmp_path, "[slow:30000] busy"))
     pid = started(tmp_path, "[slow:30000] busy")[0]["pid"]
     srv.kill()
     wait_for(lambda: not alive(pid), timeout=10)
@@ -205,17 +248,22 @@ def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
     sid = session_id("sigterm")
     assert srv.invoke("done before", session=sid, stream=False).status == 200
     running = in_background(srv.invoke, "[slow:8000] running", session=sid, stream=False)
-    wait_for(lambda: started(tmp_path, "[slow:8000] running"))
-    queued = [in_background(srv.invoke, f"queued {n}", session=sid, stream=False) for n in range(2)]
-    time.sleep(0.5)  # both are queued behind the running turn
+    wait_for(lambda: sleeping(tmp_path, "[slow:8000] running"))
+    # Streaming callers: a reply's status line is sent once its invocation is on the session's queue.
+    queued = [queued_sse(srv, sid, f"queued {n}") for n in range(2)]
     assert srv.proc is not None
     srv.proc.send_signal(signal.SIGTERM)
     srv.proc.wait(30)  # raises if the process does not exit by itself
-    for box in (running, *queued):
-        box["thread"].join(10)
-        reply = box.get("reply")
-        if reply is not None:  # a reply that made it out before the socket closed
-            assert reply.status == 503 and reply.body["code"] == "shutting_down", reply.body
+    running["thread"].join(10)
+    reply = running.get("reply")
+    if reply is not None:  # a reply that made it out before the socket closed
+        assert reply.status == 503 and reply.body["code"] == "shutting_down", reply.body
+    for sock in queued:
+        events = [
+            json.loads(line[6:]) for line in read_to_end(sock).splitlines() if line.startswith(b"data: ")
+        ]
+        # what made it out before the socket closed: only the retryable error, never a result
+        assert all(e["type"] == "error" and e["code"] == "shutting_down" for e in events), events
     assert started(tmp_path, "queued") == []  # no queued paid turn ran after SIGTERM
     fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:

@@ -14,7 +14,7 @@ import pytest
 from harness.runtime_server import ROOT, fake_cli_server, session_id
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
-from runtime.settings import Settings
+from runtime.settings import Settings, on_agentcore
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -26,7 +26,7 @@ def test_settings_refuse_off_on_agentcore_only() -> None:
     assert SANDBOX_UNSAFE in err.value.message and "metadata service" in err.value.message
     assert Settings.from_env({"AGENTKIT_SANDBOX": "off"}).sandbox == "off"  # a laptop: allowed, warned
     unsafe = Settings.from_env({"AGENTKIT_PLATFORM_VERSION": "v1", "AGENTKIT_SANDBOX": SANDBOX_UNSAFE})
-    assert unsafe.on_agentcore and unsafe.sandbox == SANDBOX_UNSAFE
+    assert on_agentcore({"AGENTKIT_PLATFORM_VERSION": "v1"}) and unsafe.sandbox == SANDBOX_UNSAFE
 
 
 def test_the_runtime_process_refuses_to_start_with_sandbox_off_on_agentcore(tmp_path: Path) -> None:

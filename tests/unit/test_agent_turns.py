@@ -301,7 +301,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Pat
     task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
     while not clients:
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the runner is awaiting the client's connect() now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

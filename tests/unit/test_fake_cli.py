@@ -444,7 +444,8 @@ def test_interrupt_ends_turn_like_the_real_cli(env: dict[str, Any]) -> None:
     async def go() -> tuple[list[Any], list[Any]]:
         async with ClaudeSDKClient(options(env)) as c:
             await c.query(stream("[slow:10000] never"))
-            await asyncio.sleep(0.1)
+            while not log_events(env, "slow"):  # the turn is inside its wait
+                await asyncio.sleep(0.01)
             await c.interrupt()
             interrupted = [m async for m in c.receive_response()]
             result = interrupted, await turn(c, "after")

@@ -49,3 +49,12 @@ def test_the_harness_does_not_import_the_test_suite() -> None:
     harness = sorted((ROOT / "harness").glob("*.py"))
     assert len(harness) > 10
     assert not [hit for p in harness for hit in _imports_of_tests(p)]
+
+
+def test_the_readme_fits_on_a_screen_and_keeps_the_two_commands() -> None:
+    """Reference material lives in docs/; the README's quick start stays ``make demo`` and ``make test``."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 12 * 1024, (
+        f"README.md is {len(readme.encode())} bytes; move detail to docs/"
+    )
+    assert "make demo" in readme and "make test" in readme

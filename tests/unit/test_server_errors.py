@@ -110,13 +110,6 @@ def test_non_streaming_error_keeps_the_status_of_its_event(tmp_path: Path) -> No
     }
 
 
-def test_an_error_event_without_a_status_falls_back_to_its_code(tmp_path: Path) -> None:
-    events: list[TurnItem] = [{"type": "error", "code": "max_turns_exceeded", "message": "raise max_turns"}]
-    with _client(tmp_path, ScriptedRunner(events)) as client:
-        reply = _post(client, {"prompt": "hi", "stream": False})
-    assert reply.status_code == 422 and reply.json()["code"] == "max_turns_exceeded"
-
-
 def test_streamed_events_never_carry_the_internal_status(tmp_path: Path) -> None:
     with _client(tmp_path, ScriptedRunner(THROTTLED)) as client:
         reply = _post(client, {"prompt": "hi", "stream": True})

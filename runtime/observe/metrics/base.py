@@ -28,7 +28,9 @@ EVENTS = frozenset(
         "SandboxUnavailable",
         "SandboxUnsafe",
         "SessionResumed",
+        "SessionStoreDeadLetters",
         "SessionStoreErrors",
+        "SessionStoreLateWrites",
     }
 )
 

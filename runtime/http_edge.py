@@ -1,19 +1,25 @@
-"""The HTTP edge: body limits, the error contract for what the HTTP layer would answer itself, and disconnects.
+"""The HTTP edge of the runtime: body limits, the error contract for what the HTTP layer would answer itself,
+and disconnects.
 
 :class:`HttpGuard` is the outermost ASGI layer of the runtime app:
 
 - ``POST /invocations`` bodies are read as a stream against a byte limit: a ``Content-Length`` over the limit
   is refused before a byte of the body is read, a chunked body as soon as it passes the limit (``413
-  prompt_too_large``), so a 50 MB body never sits in memory.
+  prompt_too_large``), so a 50 MB body never sits in memory. The body read here is the one the invocation
+  handler parses (it is handed on, not read again).
 - A wrong method (``405 method_not_allowed``), an unknown path (``404 not_found``), any other plain-text
   reply of the framework and an unhandled exception (``500 internal_error``) become
-  ``{"type": "error", "code", "message"}`` (the contract in docs/http-api.md#errors).
+  ``{"type": "error", "code", "message"}``, the one error format of every reply (:mod:`runtime.protocol`;
+  the contract in docs/http-api.md#errors).
 - Once the body is read, the guard alone listens for the client going away. When it does before the reply
-  is complete, the request's :class:`DisconnectSignal` fires; the invocation handler (on the SDK worker
-  loop) registers a callback with :func:`on_disconnect` to interrupt the turn.
+  is complete, the request's :class:`DisconnectSignal` (``scope["agentkit.disconnect"]``, see
+  :func:`disconnect_signal`) fires; the invocation handler registers there what interrupts the turn.
 
 :class:`ContractH11Protocol` is uvicorn's h11 protocol whose "Invalid HTTP request" reply (bad chunking, a
 malformed request line or header) follows the same contract; pass it as ``http=`` to ``uvicorn.run``.
+
+Small writes are not held back: asyncio sets ``TCP_NODELAY`` on every TCP transport it creates (CPython's
+``selector_events._SelectorSocketTransport``), so each SSE event leaves as soon as it is written.
 
 Environment: none (the limit is passed in by :mod:`runtime.server`).
 """
@@ -22,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import threading
@@ -87,30 +92,27 @@ def _call(callback: Callable[[], None]) -> None:
         logger.exception("disconnect callback failed")
 
 
-_CURRENT: contextvars.ContextVar[DisconnectSignal | None] = contextvars.ContextVar(
-    "agentkit_disconnect", default=None
-)
+#: Where :class:`HttpGuard` puts an invocation's :class:`DisconnectSignal` in the ASGI scope.
+DISCONNECT_SCOPE_KEY = "agentkit.disconnect"
 
 
-def on_disconnect(callback: Callable[[], None]) -> bool:
-    """Register ``callback`` for the current request's disconnect. Works from the handler's worker loop
-    (the framework copies the request's context there). Returns False outside a guarded request."""
-    signal = _CURRENT.get()
-    if signal is None:
-        return False
-    signal.add(callback)
-    return True
+def disconnect_signal(scope: Scope) -> DisconnectSignal:
+    """The request's disconnect signal (a fresh one that never fires outside a guarded invocation)."""
+    signal = scope.get(DISCONNECT_SCOPE_KEY)
+    if not isinstance(signal, DisconnectSignal):
+        signal = scope[DISCONNECT_SCOPE_KEY] = DisconnectSignal()
+    return signal
 
 
-def abandon_on_disconnect(event: asyncio.Event) -> bool:
-    """Set ``event`` (on the running loop, thread-safely) when the current request's client disconnects."""
-    loop = asyncio.get_running_loop()
+def set_on_loop(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> Callable[[], None]:
+    """A callback that sets ``event`` on ``loop`` from any thread (a disconnect fires on the server's loop,
+    the turn waits on the worker loop)."""
 
     def _set() -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to interrupt
             loop.call_soon_threadsafe(event.set)
 
-    return on_disconnect(_set)
+    return _set
 
 
 class HttpGuard:
@@ -208,11 +210,10 @@ class HttpGuard:
             return {"type": "http.disconnect"}
 
         watcher = asyncio.create_task(watch(), name="agentkit-disconnect-watch")
-        token = _CURRENT.set(signal)
+        scope[DISCONNECT_SCOPE_KEY] = signal
         try:
             await self._run(scope, replay, reply)
         finally:
-            _CURRENT.reset(token)
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
