@@ -166,3 +166,28 @@ def test_sandbox_off_is_refused_for_a_deployed_stack_and_the_unsafe_value_is_exp
         load_config({**config, "sandbox": "unsafe-no-isolation"}, stage="dev").sandbox
         == "unsafe-no-isolation"
     )
+
+
+def test_the_oracle_reads_resource_policies_written_as_joined_strings() -> None:
+    """A resource policy's JSON usually embeds its own ARN as a token (``Fn::Join``): the SAR oracle must parse it,
+    or a misspelled action in it would go unchecked."""
+    policy = {
+        "Fn::Join": [
+            "",
+            [
+                '{"Statement":[{"Effect":"Deny","Principal":{"AWS":"*"},'
+                '"Action":"bedrock-agentcore:InvokeAgentRuntimeComand","Resource":"',
+                {"Fn::GetAtt": ["Runtime", "AgentRuntimeArn"]},
+                '"}],"Version":"2012-10-17"}',
+            ],
+        ]
+    }
+    template = {
+        "Resources": {
+            "Lock": {
+                "Type": "AWS::BedrockAgentCore::ResourcePolicy",
+                "Properties": {"ResourceArn": "x", "Policy": policy},
+            }
+        }
+    }
+    assert [p.message.split(" in ")[0] for p in sar.template_problems(template)] == ["no such action"]
