@@ -53,7 +53,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,6 +72,7 @@ from runtime.store.agentcore_ids import (
     session_id_for,
     wrap_client_error,
 )
+from runtime.store.agentcore_plan import BatchPlan, KeyCache
 from runtime.store.agentcore_state import MemoryStateMixin
 from runtime.store.codec import dumps_entry, split_by_wire_bytes, wire_bytes
 
@@ -95,26 +95,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _KeyCache:
-    """What this process knows about one transcript key after reading or writing it."""
-
-    uuids: set[str] = field(default_factory=set)
-    last_seq: int = 0
-    epoch: int = 1  # this writer's epoch for the key: one more than the highest it read
-    summary: SessionSummaryEntry | None = None
-    indexed: bool = False
-
-
-@dataclass
-class _Plan:
-    """A batch's events as planned on its first try, resent unchanged on a retry (same seqs, same tokens)."""
-
-    events: list[tuple[list[dict[str, Any]], list[SessionStoreEntry]]]
-    sent: int = 0  # events acknowledged so far
-    summaries: dict[int, SessionSummaryEntry] = field(default_factory=dict)  # folded per event, once
 
 
 class AgentCoreMemorySessionStore(MemoryStateMixin):
@@ -167,8 +147,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         self._page_size = page_size
         self._clock = clock
         self._on_event = on_event
-        self._keys: dict[tuple[str, str, str | None], _KeyCache] = {}
-        self._plans: dict[str, _Plan] = {}
+        self._keys: dict[tuple[str, str, str | None], KeyCache] = {}
+        self._plans: dict[str, BatchPlan] = {}
         #: Ids of batches delivered lately: a retry that overlapped a call still running in its thread
         #: (the spool's bound cannot stop a thread) finds its batch done and sends nothing.
         self._done: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -242,13 +222,13 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                     items.append(blob)
         return items
 
-    def _read_key(self, key: SessionKey) -> tuple[list[SessionStoreEntry] | None, _KeyCache]:
+    def _read_key(self, key: SessionKey) -> tuple[list[SessionStoreEntry] | None, KeyCache]:
         """Blocking: read a transcript and reassemble it; returns (entries, cache). One bad group is skipped,
         never fails the load (:mod:`runtime.store.agentcore_groups`)."""
         subpath = key.get("subpath")
         events = self._list_all(actor_id_for(key["project_key"]), session_id_for(key["session_id"], subpath))
         got = assemble(self._items(events), where=f"{key['session_id']}/{subpath or ''}")
-        cache = _KeyCache(uuids=got.uuids, last_seq=got.last_seq, epoch=got.max_epoch + 1)
+        cache = KeyCache(uuids=got.uuids, last_seq=got.last_seq, epoch=got.max_epoch + 1)
         if got.summary is not None and subpath is None:
             try:
                 cache.summary = cast(
@@ -305,7 +285,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         with self._lock(ck):
             self._append_locked(key, entries, batch_id, fence)
 
-    def _fence(self, key: SessionKey, cache: _KeyCache) -> None:
+    def _fence(self, key: SessionKey, cache: KeyCache) -> None:
         """Before a late delivery: read the key again, learn what other writers stored, report a late write."""
         _, fresh = self._read_key(key)
         cache.uuids |= fresh.uuids
@@ -324,7 +304,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                 except Exception:  # a metrics failure must not fail the write
                     log.exception("on_event callback raised")
 
-    def _claim_epoch(self, key: SessionKey, cache: _KeyCache) -> None:
+    def _claim_epoch(self, key: SessionKey, cache: KeyCache) -> None:
         """A resume: store this writer's epoch, so a writer resuming after it sorts after it even before this
         one writes (one small ``CreateEvent``). A failed claim only weakens that ordering: logged, not raised."""
         cache.last_seq = max(cache.last_seq + 1, int(self._clock() * 1e9))
@@ -340,8 +320,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
             log.warning("could not store the epoch claim of session %s: %s", key["session_id"], exc)
 
     def _plan(
-        self, key: SessionKey, cache: _KeyCache, entries: list[SessionStoreEntry], batch_id: str
-    ) -> _Plan:
+        self, key: SessionKey, cache: KeyCache, entries: list[SessionStoreEntry], batch_id: str
+    ) -> BatchPlan:
         """Cut the batch's new entries into events of ≤ 100 items (one slot kept for the summary) and
         ≤ ``max_event_bytes`` of chunk data; ``seq`` from the clock, never below what this writer has read."""
         fresh: list[SessionStoreEntry] = []
@@ -381,7 +361,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                 )
                 size += chunk_bytes
             events[-1][1].append(entry)  # an entry counts as written once its last chunk's event lands
-        return _Plan([e for e in events if e[0]])
+        return BatchPlan([e for e in events if e[0]])
 
     def _append_locked(
         self, key: SessionKey, entries: list[SessionStoreEntry], batch_id: str, fence: bool
