@@ -33,7 +33,9 @@ EVENT_METRICS: tuple[str, ...] = (
     "SandboxUnavailable",
     "SandboxUnsafe",
     "SessionResumed",
+    "SessionStoreDeadLetters",
     "SessionStoreErrors",
+    "SessionStoreLateWrites",
 )
 
 # EMF properties of a turn's main document (never dimensions)
