@@ -18,7 +18,7 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -56,7 +56,6 @@ def start_runtime(p: Platform, *, profile: str, sandbox: str, **definition: Any)
     ws = p.root / f"ws-{profile}-{sandbox}"
     ws.mkdir()
     (ws / "README.md").write_text("a repository\n")
-    venv = os.path.realpath(sys.prefix)
     agent_file = p.root / f"agent-{profile}-{sandbox}.json"
     agent_file.write_text(
         json.dumps(
@@ -64,14 +63,6 @@ def start_runtime(p: Platform, *, profile: str, sandbox: str, **definition: Any)
                 "profile": profile,
                 "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
                 **definition,
-                "sandbox_read_paths": sorted(
-                    {venv, os.path.realpath(sys.base_prefix)}
-                    | {
-                        os.path.realpath(x)
-                        for x in sys.path
-                        if x.endswith("site-packages") and os.path.isdir(x)
-                    }
-                ),
             }
         )
     )
@@ -84,7 +75,9 @@ def start_runtime(p: Platform, *, profile: str, sandbox: str, **definition: Any)
         "AGENTKIT_TURN_TIMEOUT": "200",
         "AGENTKIT_SANDBOX": sandbox,
         "HOME": str(p.root / "home"),
-        "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
+        # The system interpreter: a root runtime runs its CLI (and so every command) as an unprivileged user, who
+        # may not be able to execute this venv's (e.g. pyenv under /root). The attacks need only the stdlib.
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
         # Where the SDKs look for the metadata service (botocore's IMDS endpoint variable), as a process on the
         # microVM would find the real one: here the loopback stand-in.
         "AWS_EC2_METADATA_SERVICE_ENDPOINT": p.metadata.url,
@@ -154,12 +147,16 @@ def attacks(p: Platform) -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    root = tmp_path_factory.mktemp("platform")
+def platform() -> Iterator[Platform]:
+    # Under /tmp and traversable: a root runtime runs its CLI as an unprivileged user that must reach the workspace.
+    root = Path(tempfile.mkdtemp(prefix="ak-platform-", dir="/tmp"))
     os.chmod(root, 0o755)
     (root / "home").mkdir()
-    with BedrockStandIn() as bedrock, MetadataService() as metadata, PlatformServer() as platform_server:
-        yield Platform(root, bedrock, metadata, platform_server)
+    try:
+        with BedrockStandIn() as bedrock, MetadataService() as metadata, PlatformServer() as platform_server:
+            yield Platform(root, bedrock, metadata, platform_server)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_the_stand_ins_answer_on_this_host(platform: Platform) -> None:
