@@ -48,6 +48,11 @@ ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
 #: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
 ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
 
+#: The one ``AGENTKIT_SANDBOX`` value that runs the agent's commands without OS isolation where the runtime is on
+#: AgentCore (``off`` is refused there): any such command can read the execution role's credentials from the
+#: microVM's metadata service and reach its platform server (docs/platform-security.md).
+SANDBOX_UNSAFE = "unsafe-no-isolation"
+
 #: The CloudWatch namespace of the agent's metrics unless configured (runtime, stack config, webhook, IAM).
 DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
 

@@ -62,6 +62,7 @@ from runtime.env import (
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
 
@@ -74,6 +75,12 @@ _ARN_RE = re.compile(
     r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
 )
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+
+
+def on_agentcore(env: Mapping[str, str]) -> bool:
+    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
+    (``infra/stack.py``), a local run need not."""
+    return ENV_PLATFORM_VERSION in env
 
 
 def is_inference_profile(model: str) -> bool:
@@ -253,7 +260,10 @@ class Settings(BaseModel):
         ENV_GATEWAY_URL, None, "AgentCore Gateway MCP endpoint; its tools appear as `mcp__gateway__*`"
     )
     actor_header: str | None = setting(
-        ENV_ACTOR_HEADER, None, "trusted `X-Amzn-Bedrock-AgentCore-Runtime-Custom-*` header naming the caller"
+        ENV_ACTOR_HEADER,
+        None,
+        "`X-Amzn-Bedrock-AgentCore-Runtime-Custom-*` header naming the caller, trusted only with AgentCore's "
+        "workload access token, i.e. when the caller named a runtime user id (`runtime/identity.py`)",
     )
     aws_region: str = setting(ENV_AWS_REGION, "us-east-1", "region for Bedrock and AgentCore")
     claude_config_dir: Path | None = setting(
@@ -265,11 +275,13 @@ class Settings(BaseModel):
         "JSON agent definition replacing the built-in one",
         shown="the built-in definition",
     )
-    sandbox: Literal["required", "off"] = setting(
+    sandbox: Literal["required", "off", "unsafe-no-isolation"] = setting(
         ENV_SANDBOX,
         "required",
         "`required`: the agent's commands run in the OS sandbox or not at all; `off`: without it (logged as a "
-        "warning)",
+        "warning; refused on AgentCore, i.e. when `AGENTKIT_PLATFORM_VERSION` is set); `unsafe-no-isolation`: "
+        "without it on purpose (an error log line and the `SandboxUnsafe` metric at every start; "
+        "`docs/platform-security.md`)",
     )
     agent_profile: Literal["readonly", "developer"] | None = setting(
         ENV_AGENT_PROFILE,
@@ -385,9 +397,16 @@ class Settings(BaseModel):
                 values[field_name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
-            return cls(**values)
+            settings = cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(_explain(exc)) from None
+        if settings.sandbox == "off" and on_agentcore(env):
+            raise ConfigurationError(
+                f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
+                "credentials from the microVM's metadata service and reach its platform server. Keep 'required' "
+                f"(the default), or set {SANDBOX_UNSAFE!r} to accept that (docs/platform-security.md)"
+            )
+        return settings
 
     def exposure_warning(self) -> str | None:
         """The warning to log at start when :attr:`host` is not a loopback address (None when it is).

@@ -20,6 +20,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy
@@ -61,6 +62,15 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     if definition is None:
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
+    unsafe = settings.sandbox == SANDBOX_UNSAFE
+    if unsafe:
+        # Chosen on purpose (Settings refuses plain "off" on AgentCore); from here on it means "off".
+        logger.error(
+            "sandbox: OFF on purpose (AGENTKIT_SANDBOX=%s): the agent's commands run without OS isolation and can "
+            "read the execution role's credentials from the metadata service and reach the platform server",
+            SANDBOX_UNSAFE,
+        )
+        settings = settings.model_copy(update={"sandbox": "off"})
     definition, sandbox = _sandboxed_definition(settings, definition)
     if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
@@ -81,6 +91,8 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     if not sandbox.commands_enabled:
         metrics.record_event("SandboxUnavailable")
+    if unsafe:
+        metrics.record_event("SandboxUnsafe")
     store = build_store(
         settings,
         on_error=lambda exc: metrics.record_event("SessionStoreErrors"),

@@ -242,9 +242,9 @@ def test_jira_with_a_site_is_accepted_when_enabled() -> None:
 def test_agent_profile_and_sandbox_keys() -> None:
     data = raw()
     assert load_config(data, stage="dev").agent_profile == "readonly"
-    data["agent_profile"], data["sandbox"] = "developer", "off"
+    data["agent_profile"], data["sandbox"] = "developer", "unsafe-no-isolation"
     cfg = load_config(data, stage="dev")
-    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "off")
+    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "unsafe-no-isolation")
     data["agent_profile"] = "root"
     with pytest.raises(ConfigError) as err:
         load_config(data, stage="dev")

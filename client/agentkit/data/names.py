@@ -32,6 +32,7 @@ EVENT_METRICS: tuple[str, ...] = (
     "Disconnected",
     INVOCATION_ERRORS,
     "SandboxUnavailable",
+    "SandboxUnsafe",
     "SessionResumed",
     "SessionStoreDeadLetters",
     "SessionStoreErrors",
