@@ -59,6 +59,7 @@ class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
 
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    max_workspace_bytes: int = 0
     _guard: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -67,8 +68,13 @@ class AgentKitApp(AgentCoreAdapter):
         if self._guard is None:
             self._guard = HttpGuard(
                 super().__call__,
-                max_body_bytes=max_body_bytes(self.max_prompt_chars),
-                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+                max_body_bytes=max_body_bytes(self.max_prompt_chars, self.max_workspace_bytes),
+                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters"
+                + (
+                    f", workspace archives to {self.max_workspace_bytes} bytes"
+                    if self.max_workspace_bytes
+                    else ""
+                ),
                 routes=self.http_routes(),
             )
         await self._guard(scope, receive, send)
@@ -84,7 +90,11 @@ class AgentKitApp(AgentCoreAdapter):
 
     async def before_invocation(self, request: Request) -> Response | None:
         try:
-            parse_body(await request.body(), max_prompt_chars=self.max_prompt_chars)
+            parse_body(
+                await request.body(),
+                max_prompt_chars=self.max_prompt_chars,
+                max_workspace_bytes=self.max_workspace_bytes,
+            )
             resolve_session_id(request.headers.get(SESSION_HEADER))
         except AgentKitError as exc:
             return error_response(exc)
@@ -132,6 +142,7 @@ def build_app(
     """The runtime's ASGI app. ``services_factory`` lets tests inject their own wiring."""
     app = AgentKitApp()
     app.max_prompt_chars = settings.max_prompt_chars
+    app.max_workspace_bytes = settings.workspace_max_bytes
     runtime = Runtime(settings, services_factory)
     app.state.runtime = runtime
 
@@ -158,8 +169,14 @@ def build_app(
                 ) from exc
             from runtime.sessions import TurnRequest
 
+            archive = (
+                request.workspace.archive(settings.workspace_max_bytes)
+                if request.workspace is not None
+                else None
+            )
             turn = TurnRequest(
                 prompt=request.prompt,
+                workspace_archive=archive,
                 max_turns=request.max_turns,
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,

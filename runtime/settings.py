@@ -35,6 +35,11 @@ Environment variables (all optional):
 ``AGENTKIT_GATEWAY_URL``        AgentCore Gateway MCP endpoint whose tools the agent gets (optional)
 ``AGENTKIT_ACTOR_HEADER``       trusted ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header naming the actor
 ``AGENTKIT_WORKSPACE``          the agent's working directory (default ``<state dir>/workspace``)
+``AGENTKIT_WORKSPACE_MAX_BYTES``  largest inline workspace snapshot, compressed (default 20 MiB; docs/repository-work.md)
+``AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES``  what a snapshot may unpack to (default 200 MiB)
+``AGENTKIT_WORKSPACE_MAX_FILES``  entries a snapshot may hold (default ``50000``)
+``AGENTKIT_WORKSPACE_MAX_FILE_BYTES``  largest single file in a snapshot (default 25 MiB)
+``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``  largest patch returned (default 20 MiB)
 ``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
 ``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
 ``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
@@ -61,6 +66,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+    DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+    DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
@@ -95,6 +105,11 @@ from runtime.env import (
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_MAX_BYTES,
+    ENV_WORKSPACE_MAX_FILE_BYTES,
+    ENV_WORKSPACE_MAX_FILES,
+    ENV_WORKSPACE_MAX_PATCH_BYTES,
+    ENV_WORKSPACE_MAX_UNPACKED_BYTES,
 )
 from runtime.errors import ConfigurationError
 
@@ -136,6 +151,11 @@ _ENV_FIELDS: dict[str, str] = {
     "gateway_url": ENV_GATEWAY_URL,
     "actor_header": ENV_ACTOR_HEADER,
     "workspace": ENV_WORKSPACE,
+    "workspace_max_bytes": ENV_WORKSPACE_MAX_BYTES,
+    "workspace_max_unpacked_bytes": ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    "workspace_max_files": ENV_WORKSPACE_MAX_FILES,
+    "workspace_max_file_bytes": ENV_WORKSPACE_MAX_FILE_BYTES,
+    "workspace_max_patch_bytes": ENV_WORKSPACE_MAX_PATCH_BYTES,
     "aws_region": ENV_AWS_REGION,
     "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
     "agent_file": ENV_AGENT_FILE,
@@ -185,6 +205,11 @@ class Settings(BaseModel):
     gateway_url: str | None = None
     actor_header: str | None = None
     workspace: Path | None = None
+    workspace_max_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_BYTES, ge=0)  # 0: no snapshots accepted
+    workspace_max_unpacked_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES, gt=0)
+    workspace_max_files: int = Field(default=DEFAULT_WORKSPACE_MAX_FILES, gt=0)
+    workspace_max_file_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_FILE_BYTES, gt=0)
+    workspace_max_patch_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_PATCH_BYTES, gt=0)
     aws_region: str = "us-east-1"
     claude_config_dir: Path | None = None
     agent_file: Path | None = None

@@ -21,7 +21,7 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
-from runtime.guard.policy import PermissionPolicy
+from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
 from runtime.observe.costs import load_price_table
@@ -30,6 +30,7 @@ from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
+from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
@@ -120,6 +121,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         memory=memory,
         extra_mcp_servers=extra_servers,
+        workspaces=_workspaces(settings),
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -186,4 +188,24 @@ def build_store(
         spool_dir=settings.resolved_state_dir / "spool",
         on_error=on_error,
         write_behind=settings.store_write_behind,
+    )
+
+
+def _workspaces(settings: Settings) -> Workspaces | None:
+    """Repository work (docs/repository-work.md): each session sent a snapshot works in its own directory under
+    ``<state>/workspaces``; the snapshot's history stays under ``<state>/snapshots``, out of the agent's reach."""
+    if settings.workspace_max_bytes <= 0:
+        return None
+    state = settings.resolved_state_dir
+    return Workspaces(
+        trusted_root=state / "snapshots",
+        tree_for=default_tree_for(state),
+        limits=SnapshotLimits(
+            max_archive_bytes=settings.workspace_max_bytes,
+            max_unpacked_bytes=settings.workspace_max_unpacked_bytes,
+            max_files=settings.workspace_max_files,
+            max_file_bytes=settings.workspace_max_file_bytes,
+        ),
+        max_patch_bytes=settings.workspace_max_patch_bytes,
+        withhold=is_sensitive_name,
     )

@@ -160,6 +160,15 @@ class PermissionPolicy:
         """Programs allowed with any options (interpreters, build tools): only ever set when commands run in the
         OS sandbox (``developer`` profile). Their path-like arguments are still checked."""
 
+    def for_workspace(self, workspace: Path) -> PermissionPolicy:
+        """The same rules, confined to another workspace (a session's own, made from a snapshot)."""
+        return PermissionPolicy(
+            allowed_tools=self.allowed_tools,
+            workspace=workspace,
+            bash_allowlist=self.bash_allowlist,
+            opaque_programs=self.opaque_programs,
+        )
+
     # -- entry point --------------------------------------------------------------------------------------------
 
     def decide(self, tool_name: str, tool_input: Mapping[str, Any]) -> Decision:
@@ -329,6 +338,12 @@ class PermissionPolicy:
             if path != self.workspace and self.workspace not in path.parents:
                 return f"'{raw}' is outside the workspace {self.workspace}; use paths inside it"
         return None
+
+
+def is_sensitive_name(path: str) -> bool:
+    """Whether a relative POSIX path names a secret-bearing file: the same rules as the file tools' (the file's
+    name against :data:`SENSITIVE_PATTERNS`, the path against :data:`SENSITIVE_SUFFIXES`, case-insensitively)."""
+    return _is_sensitive(Path(path))
 
 
 def _is_sensitive(path: Path) -> bool:
