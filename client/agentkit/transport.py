@@ -17,6 +17,7 @@ not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -88,12 +89,16 @@ class InvocationRequest:
     session_id: str
     stream: bool = True
     max_budget_usd: float | None = None
+    #: A workspace snapshot (tar.gz bytes, ``agentkit.workspace.snapshot``); the result then carries its patch.
+    workspace: bytes | None = None
 
     def body(self) -> dict[str, Any]:
         """The invocation body (DESIGN §4). Optional fields are sent only when set."""
         body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd
+        if self.workspace is not None:
+            body["workspace"] = {"tar_gz_b64": base64.b64encode(self.workspace).decode("ascii")}
         return body
 
 
