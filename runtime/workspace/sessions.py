@@ -41,6 +41,8 @@ class Workspaces:
         limits: what a snapshot may be.
         max_patch_bytes: the largest patch returned.
         withhold: whether a changed path must stay out of the patch (the secret-name rules).
+        on_installed: called with the workspace directory after a snapshot was unpacked into it, e.g. to hand
+            it to the user the CLI runs as when that is not the runtime's own user.
     """
 
     def __init__(
@@ -51,7 +53,9 @@ class Workspaces:
         limits: SnapshotLimits,
         max_patch_bytes: int,
         withhold: Callable[[str], bool],
+        on_installed: Callable[[Path], None] = lambda tree: None,
     ) -> None:
+        self.on_installed = on_installed
         self.trusted_root = trusted_root
         self.tree_for = tree_for
         self.limits = limits
@@ -100,6 +104,7 @@ class Workspaces:
             os.rename(child, tree / child.name)
         _remove(staging)
         self.baseline(claude_session_id).record()
+        self.on_installed(tree)
         return unpacked
 
     def changes(self, claude_session_id: str) -> Changes:

@@ -46,6 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         AGENTKIT_AGENT_FILE=str(tmp / "agent.json"),
         AGENTKIT_SANDBOX="off",
         AGENTKIT_WORKSPACE_MAX_BYTES="200000",
+        AGENTKIT_WORKSPACE_MAX_PATCH_BYTES="5000",
     ).start()
     srv.tmp = tmp  # type: ignore[attr-defined]
     yield srv
@@ -223,3 +224,22 @@ def test_agent_configuration_in_the_snapshot_does_not_widen_permissions(server: 
     assert "curl" in results[0]["summary"] and "outside the workspace" in results[1]["summary"]
     assert not outside.exists()
     assert reply.body["patch"] == ""  # nothing changed, and the configuration files are the snapshot's own
+
+
+def test_a_patch_over_its_limit_is_an_error_that_still_counts_the_turn(server: RuntimeServer) -> None:
+    sid = session_id("ws-bigpatch")
+    big = "x" * 6000
+    prompt = f'[tool:Write {{"file_path": "big.txt", "content": "{big}"}}]'
+    reply = server.invoke(prompt, session=sid, stream=False, extra=snapshot(ORIGINAL))
+    assert reply.status == 422, reply.body
+    assert (
+        reply.body["code"] == "patch_too_large"
+        and "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES" in reply.body["message"]
+    )
+    assert reply.body["partial"]["cost_usd"] > 0  # the turn ran and its cost is reported
+    # The workspace is kept: the next turn narrows the change and gets its patch.
+    smaller = server.invoke(
+        '[tool:Write {"file_path": "big.txt", "content": "small\\n"}]', session=sid, stream=False
+    )
+    assert smaller.status == 200, smaller.body
+    assert smaller.body["changed_files"] == ["big.txt"] and "+small" in smaller.body["patch"]
