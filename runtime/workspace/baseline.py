@@ -12,8 +12,9 @@ The workspace is the agent's, so git is run as if the tree were hostile:
   fsmonitor, no global excludes; the git directory holds no template;
 - in-tree ``.gitattributes`` are overridden by ``info/attributes`` (git's highest precedence): no filters,
   no end-of-line conversion, no diff drivers or textconv, so the patch is the bytes;
-- ``.gitignore`` files of the tree are honoured for *new* files only (files of the snapshot stay tracked), so
-  caches the agent's test runs leave behind (``__pycache__`` …) stay out of the patch.
+- ``.gitignore`` files of the tree are honoured for *new* files only (files of the snapshot stay tracked), and so
+  are :data:`CACHE_PATTERNS` (``info/exclude``): caches the agent's test runs leave behind (``__pycache__``,
+  ``.pytest_cache`` …) stay out of the patch even in a repository that does not ignore them.
 
 Withheld from the patch (their paths are reported, their content never): anything under a ``.git``
 directory or a nested repository (gitlinks), files whose names match the secret-name rules
@@ -39,6 +40,24 @@ from runtime.workspace.archive import inside
 
 #: Overrides every in-tree ``.gitattributes`` (``info/attributes`` has the highest precedence in git).
 NEUTRAL_ATTRIBUTES = "* !text !eol !filter !diff !merge !ident !working-tree-encoding !export-subst\n"
+#: New files never proposed: what test runs and builds leave behind (a snapshot's own files of these names stay
+#: tracked). A repository's ``.gitignore`` adds its own.
+CACHE_PATTERNS = (
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".tox/",
+    ".nox/",
+    ".coverage",
+    ".coverage.*",
+    "*.egg-info/",
+    "node_modules/",
+    ".npm/",
+    ".cache/",
+)
 _CONFIG = (
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
@@ -109,6 +128,7 @@ class Baseline:
         self._git("init", "--quiet", f"--template={template}", "--bare", str(self.git_dir), bare=True)
         (self.git_dir / "info").mkdir(exist_ok=True)
         (self.git_dir / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
+        (self.git_dir / "info" / "exclude").write_text("".join(f"{p}\n" for p in CACHE_PATTERNS))
         self._git("add", "--all", "--force", "--", ".")
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")

@@ -193,3 +193,16 @@ def test_inner_links_of_the_snapshot_survive_unchanged(tmp_path: Path) -> None:
     assert changes.patch == "" and changes.withheld_files == [
         "l (symbolic link pointing outside the workspace)"
     ]
+
+
+def test_caches_of_test_runs_stay_out_even_when_not_ignored(tmp_path: Path) -> None:
+    ws = make(tmp_path, [("app.py", b"x = 1\n"), ("node_modules/kept.js", b"tracked\n")])
+    tree = ws.tree_for("s")
+    (tree / "__pycache__").mkdir()
+    (tree / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0")
+    (tree / ".pytest_cache").mkdir()
+    (tree / ".pytest_cache" / "README.md").write_text("cache\n")
+    (tree / "node_modules" / "new.js").write_text("installed\n")
+    (tree / "node_modules" / "kept.js").write_text("changed\n")  # a tracked file's change is still proposed
+    (tree / "app.py").write_text("x = 2\n")
+    assert ws.changes("s").changed_files == ["app.py", "node_modules/kept.js"]
