@@ -44,6 +44,10 @@ ENV_WORKSPACE_MAX_UNPACKED_BYTES = "AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES"
 ENV_WORKSPACE_MAX_FILES = "AGENTKIT_WORKSPACE_MAX_FILES"
 ENV_WORKSPACE_MAX_FILE_BYTES = "AGENTKIT_WORKSPACE_MAX_FILE_BYTES"
 ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
+#: ``s3://<bucket>/<prefix>``: the only place snapshots too large to send inline may be read from (the stack's
+#: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
+ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"
+ENV_WORKSPACE_MAX_S3_BYTES = "AGENTKIT_WORKSPACE_MAX_S3_BYTES"
 ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_SANDBOX = "AGENTKIT_SANDBOX"
@@ -69,3 +73,6 @@ DEFAULT_WORKSPACE_MAX_FILES = 50_000
 DEFAULT_WORKSPACE_MAX_FILE_BYTES = 25 * 1024 * 1024
 #: The patch goes back in the reply; a rewrite bigger than this is more than a reviewer can read.
 DEFAULT_WORKSPACE_MAX_PATCH_BYTES = 20 * 1024 * 1024
+#: An archive read from S3 does not travel in the body: it may be larger than the inline cap (the unpacked-bytes
+#: limit still applies to what it holds).
+DEFAULT_WORKSPACE_MAX_S3_BYTES = 100 * 1024 * 1024

@@ -3,10 +3,11 @@
 Request body (``POST /invocations``)::
 
     {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
-     "workspace": {"tar_gz_b64": str}?}
+     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?}
 
 Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
-at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding): the session then works on it (:mod:`runtime.workspace`),
+at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
+session then works on it (:mod:`runtime.workspace`),
 and every ``result`` of the session carries ``patch`` (a git-format diff against the latest snapshot, ``""`` when
 nothing changed), ``changed_files`` and ``withheld_files`` (changed paths kept out of the patch, with why). Streaming replies are ``data: <event>`` lines; the last event is ``result`` or ``error``:
 
@@ -37,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime import json_guard
 from runtime.errors import (
@@ -173,11 +174,19 @@ Emit = Callable[[TurnItem], Awaitable[None]]
 
 
 class WorkspaceSnapshot(BaseModel):
-    """A repository's working tree: a tar.gz archive, base64-encoded (docs/repository-work.md)."""
+    """A repository's working tree: a tar.gz archive, base64-encoded inline or uploaded to S3
+    (docs/repository-work.md). Exactly one of the two."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    tar_gz_b64: str = Field(min_length=1)
+    tar_gz_b64: str | None = Field(default=None, min_length=1)
+    s3_uri: str | None = Field(default=None, min_length=1, max_length=2048)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkspaceSnapshot:
+        if (self.tar_gz_b64 is None) == (self.s3_uri is None):
+            raise ValueError("give exactly one of tar_gz_b64 and s3_uri")
+        return self
 
     def archive(self, max_bytes: int) -> bytes:
         """The archive's bytes.
@@ -186,6 +195,8 @@ class WorkspaceSnapshot(BaseModel):
             WorkspaceTooLarge: over ``max_bytes`` (checked before decoding).
             InvalidWorkspace: not base64.
         """
+        if self.tar_gz_b64 is None:
+            raise InvalidWorkspace("workspace has no inline archive")
         if max_bytes <= 0:
             raise InvalidWorkspace(
                 "this runtime does not accept workspace snapshots (AGENTKIT_WORKSPACE_MAX_BYTES is 0)"
@@ -277,7 +288,7 @@ def _explain(exc: ValidationError) -> str:
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"]) or "body"
         if error["type"] == "extra_forbidden" and loc.startswith("workspace."):
-            problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64)")
+            problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
         elif error["type"] == "extra_forbidden":
             problems.append(
                 f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace)"

@@ -169,14 +169,16 @@ def build_app(
                 ) from exc
             from runtime.sessions import TurnRequest
 
+            snapshot = request.workspace
             archive = (
-                request.workspace.archive(settings.workspace_max_bytes)
-                if request.workspace is not None
+                snapshot.archive(settings.workspace_max_bytes)
+                if snapshot is not None and snapshot.tar_gz_b64 is not None
                 else None
             )
             turn = TurnRequest(
                 prompt=request.prompt,
                 workspace_archive=archive,
+                workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
                 max_turns=request.max_turns,
                 max_budget_usd=request.max_budget_usd,
                 metadata=request.metadata,

@@ -61,6 +61,8 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     #: A workspace snapshot (tar.gz bytes) the session works on from this turn on (:mod:`runtime.workspace`).
     workspace_archive: bytes | None = None
+    #: ... or the S3 URI of one, read when the turn starts (:mod:`runtime.workspace.s3`).
+    workspace_s3_uri: str | None = None
     events: asyncio.Queue[TurnItem | _End] = field(default_factory=asyncio.Queue)
     #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
     #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.

@@ -40,6 +40,8 @@ Environment variables (all optional):
 ``AGENTKIT_WORKSPACE_MAX_FILES``  entries a snapshot may hold (default ``50000``)
 ``AGENTKIT_WORKSPACE_MAX_FILE_BYTES``  largest single file in a snapshot (default 25 MiB)
 ``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``  largest patch returned (default 20 MiB)
+``AGENTKIT_WORKSPACE_S3_URI``   ``s3://bucket/prefix``: where snapshots may be read from (unset: inline only)
+``AGENTKIT_WORKSPACE_MAX_S3_BYTES``  largest snapshot read from S3 (default 100 MiB)
 ``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
 ``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
 ``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
@@ -70,6 +72,7 @@ from runtime.env import (
     DEFAULT_WORKSPACE_MAX_FILE_BYTES,
     DEFAULT_WORKSPACE_MAX_FILES,
     DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+    DEFAULT_WORKSPACE_MAX_S3_BYTES,
     DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
@@ -109,7 +112,9 @@ from runtime.env import (
     ENV_WORKSPACE_MAX_FILE_BYTES,
     ENV_WORKSPACE_MAX_FILES,
     ENV_WORKSPACE_MAX_PATCH_BYTES,
+    ENV_WORKSPACE_MAX_S3_BYTES,
     ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    ENV_WORKSPACE_S3_URI,
 )
 from runtime.errors import ConfigurationError
 
@@ -156,6 +161,8 @@ _ENV_FIELDS: dict[str, str] = {
     "workspace_max_files": ENV_WORKSPACE_MAX_FILES,
     "workspace_max_file_bytes": ENV_WORKSPACE_MAX_FILE_BYTES,
     "workspace_max_patch_bytes": ENV_WORKSPACE_MAX_PATCH_BYTES,
+    "workspace_s3_uri": ENV_WORKSPACE_S3_URI,
+    "workspace_max_s3_bytes": ENV_WORKSPACE_MAX_S3_BYTES,
     "aws_region": ENV_AWS_REGION,
     "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
     "agent_file": ENV_AGENT_FILE,
@@ -210,6 +217,18 @@ class Settings(BaseModel):
     workspace_max_files: int = Field(default=DEFAULT_WORKSPACE_MAX_FILES, gt=0)
     workspace_max_file_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_FILE_BYTES, gt=0)
     workspace_max_patch_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_PATCH_BYTES, gt=0)
+    workspace_s3_uri: str | None = None
+    workspace_max_s3_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_S3_BYTES, gt=0)
+
+    @field_validator("workspace_s3_uri")
+    @classmethod
+    def _s3_location(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.workspace.s3 import S3Location
+
+            S3Location.parse(value)  # raises ValueError with what is wrong
+        return value
+
     aws_region: str = "us-east-1"
     claude_config_dir: Path | None = None
     agent_file: Path | None = None

@@ -31,6 +31,7 @@ from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
+from runtime.workspace.s3 import S3Location, S3Snapshots
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
@@ -208,4 +209,11 @@ def _workspaces(settings: Settings) -> Workspaces | None:
         ),
         max_patch_bytes=settings.workspace_max_patch_bytes,
         withhold=is_sensitive_name,
+        s3=S3Snapshots(
+            client=aws.s3_client(settings.aws_region),
+            allowed=S3Location.parse(settings.workspace_s3_uri),
+            max_bytes=settings.workspace_max_s3_bytes,
+        )
+        if settings.workspace_s3_uri
+        else None,
     )

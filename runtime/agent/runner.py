@@ -120,8 +120,11 @@ class AgentTurnRunner:
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
         self.max_turns_for(request)
-        if request.workspace_archive is not None and self.deps.workspaces is None:
+        snapshot = request.workspace_archive is not None or request.workspace_s3_uri is not None
+        if snapshot and self.deps.workspaces is None:
             raise InvalidWorkspace("this runtime does not accept workspace snapshots")
+        if request.workspace_s3_uri is not None and self.deps.workspaces is not None:
+            self.deps.workspaces.check_s3_uri(request.workspace_s3_uri)
 
     # -- the session's workspace ------------------------------------------------------------------------------
 
@@ -133,18 +136,24 @@ class AgentTurnRunner:
         return self.cwd
 
     async def prepare(self, session: WarmSession[CliProcess], request: TurnRequest) -> None:
-        """Unpack the request's workspace snapshot (replacing the session's workspace) before the turn.
+        """Unpack the request's workspace snapshot (inline, or read from S3) as the session's workspace before the
+        turn.
 
         Raises:
-            InvalidWorkspace / WorkspaceTooLarge: the archive is unsafe or too large (the workspace is unchanged).
-            WorkspaceError: the snapshot could not be recorded.
+            InvalidWorkspace / WorkspaceTooLarge: the archive is missing, unsafe or too large (the workspace is
+                unchanged).
+            WorkspaceError: the snapshot could not be read or recorded.
         """
         workspaces = self.deps.workspaces
-        if request.workspace_archive is None or workspaces is None:
+        if workspaces is None:
             return
-        unpacked = await asyncio.to_thread(
-            workspaces.install, session.claude_session_id, request.workspace_archive
-        )
+        sid = session.claude_session_id
+        if request.workspace_archive is not None:
+            unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
+        elif request.workspace_s3_uri is not None:
+            unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
+        else:
+            return
         logger.info(
             "session %s: workspace snapshot unpacked (%d entries, %d bytes)",
             session.runtime_session_id,

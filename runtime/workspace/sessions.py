@@ -24,6 +24,7 @@ from pathlib import Path
 from runtime.errors import InvalidWorkspace
 from runtime.workspace.archive import SnapshotLimits, Unpacked, unpack
 from runtime.workspace.baseline import Baseline, Changes
+from runtime.workspace.s3 import S3Snapshots
 
 
 def default_tree_for(state_dir: Path) -> Callable[[str], Path]:
@@ -43,6 +44,7 @@ class Workspaces:
         withhold: whether a changed path must stay out of the patch (the secret-name rules).
         on_installed: called with the workspace directory after a snapshot was unpacked into it, e.g. to hand
             it to the user the CLI runs as when that is not the runtime's own user.
+        s3: where snapshots too large to send inline are read from; None: inline snapshots only.
     """
 
     def __init__(
@@ -54,7 +56,9 @@ class Workspaces:
         max_patch_bytes: int,
         withhold: Callable[[str], bool],
         on_installed: Callable[[Path], None] = lambda tree: None,
+        s3: S3Snapshots | None = None,
     ) -> None:
+        self.s3 = s3
         self.on_installed = on_installed
         self.trusted_root = trusted_root
         self.tree_for = tree_for
@@ -106,6 +110,24 @@ class Workspaces:
         self.baseline(claude_session_id).record()
         self.on_installed(tree)
         return unpacked
+
+    def check_s3_uri(self, uri: str) -> None:
+        """Raises :class:`InvalidWorkspace` unless ``uri`` may be read (S3 configured, under its location)."""
+        if self.s3 is None:
+            raise InvalidWorkspace(
+                "this runtime reads no snapshots from S3 (AGENTKIT_WORKSPACE_S3_URI is not set); send the archive "
+                "inline as workspace.tar_gz_b64"
+            )
+        self.s3.check(uri)
+
+    def install_from_s3(self, claude_session_id: str, uri: str) -> Unpacked:
+        """Read the archive at ``uri`` and :meth:`install` it. Blocking: run it in a thread.
+
+        Raises: as :meth:`check_s3_uri`, :meth:`runtime.workspace.s3.S3Snapshots.fetch` and :meth:`install`.
+        """
+        self.check_s3_uri(uri)
+        assert self.s3 is not None
+        return self.install(claude_session_id, self.s3.fetch(uri))
 
     def changes(self, claude_session_id: str) -> Changes:
         """The session's workspace against its snapshot. Blocking: run it in a thread.
