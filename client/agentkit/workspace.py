@@ -19,8 +19,10 @@ import posixpath
 import stat
 import subprocess
 import tarfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentkit.errors import AgentkitError, ExitCode, usage_error
 
@@ -101,6 +103,26 @@ def snapshot(tree: WorkTree, *, max_bytes: int = MAX_SNAPSHOT_BYTES) -> tuple[by
             "Add build output and large data to .gitignore, or point --workspace at a subdirectory"
         )
     return archive, count
+
+
+# -- snapshots too large to send inline ---------------------------------------------------------------------------
+
+
+def upload(s3: Any, location: str, session_id: str, archive: bytes) -> str:
+    """Upload the archive under ``location`` (``s3://bucket/prefix/``, the runtime's AGENTKIT_WORKSPACE_S3_URI) and
+    return the object's URI. IAM: ``s3:PutObject`` on ``arn:aws:s3:::bucket/prefix*``.
+
+    Raises:
+        AgentkitError: ``location`` is not an ``s3://bucket/prefix`` URI (exit 2).
+    """
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    if not location.startswith("s3://") or not bucket:
+        raise usage_error(f"--workspace-s3 needs an s3://bucket/prefix/ URI, got {location!r}")
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"  # the object lies under the prefix as under a directory, as the runtime checks it
+    key = f"{prefix}{session_id}/{uuid.uuid4().hex}.tar.gz"
+    s3.put_object(Bucket=bucket, Key=key, Body=archive, ContentType="application/gzip")
+    return f"s3://{bucket}/{key}"
 
 
 # -- the returned patch -------------------------------------------------------------------------------------------

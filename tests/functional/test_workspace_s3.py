@@ -120,3 +120,40 @@ def test_without_a_configured_location_s3_snapshots_are_refused(tmp_path: Any) -
         )
     assert reply.status == 400 and reply.body["code"] == "invalid_workspace"
     assert "AGENTKIT_WORKSPACE_S3_URI is not set" in reply.body["message"]
+
+
+def test_agentkit_uploads_a_snapshot_and_applies_the_patch(
+    server: RuntimeServer, s3: Any, moto_server: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from agentkit.cli import main
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "calc.py").write_bytes(FILES["src/calc.py"])
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    for name, value in {
+        "AWS_ENDPOINT_URL_S3": moto_server,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    code = main(
+        [
+            "invoke",
+            "--local",
+            f"http://127.0.0.1:{server.port}",
+            "--workspace",
+            str(repo),
+            "--workspace-s3",
+            f"s3://{BUCKET}/dev",
+            "--apply",
+            FIX,
+        ]
+    )
+    assert code == 0
+    assert (repo / "src" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="dev/")["Contents"]]
+    assert any(k.startswith("dev/agentkit-") and k.endswith(".tar.gz") for k in keys), keys

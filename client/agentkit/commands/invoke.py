@@ -10,9 +10,11 @@ Repository work (docs/repository-work.md): ``--workspace DIR`` sends DIR's worki
 files ``git ls-files -co --exclude-standard`` lists) and the result then carries the agent's change as a patch;
 ``--patch-file F`` writes it to F (also when it is empty), ``--apply`` applies it to DIR after checking that it
 stays inside DIR and applies cleanly. A refused patch is kept: in F, or in a temporary file the error names.
+``--workspace-s3 s3://bucket/prefix/`` uploads the snapshot there (the runtime's ``AGENTKIT_WORKSPACE_S3_URI``)
+instead of sending it inline, for working trees over the runtime's inline cap.
 
 IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (AWS target), ``cloudformation:DescribeStacks``
-(``--stack``).
+(``--stack``), ``s3:PutObject`` (``--workspace-s3``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "--apply", action="store_true", help="apply the returned patch to DIR (needs --workspace)"
     )
     repo.add_argument("--patch-file", metavar="F", help="write the returned patch to F (needs --workspace)")
+    repo.add_argument(
+        "--workspace-s3",
+        metavar="URI",
+        help="upload the snapshot under s3://bucket/prefix/ (the runtime's AGENTKIT_WORKSPACE_S3_URI) instead of "
+        "sending it inline",
+    )
     parser.add_argument("--max-budget-usd", type=positive_float, metavar="X", help="cost cap for this turn")
     parser.add_argument("--timeout", type=positive_float, default=900.0, help="read timeout, seconds (900)")
     parser.add_argument(
@@ -112,9 +120,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise usage_error("--wait-notice must be >= 0")
     if args.final and (ctx.json or args.json):
         raise usage_error("--final prints the answer as text; it cannot be combined with JSON output")
-    if (args.apply or args.patch_file) and not args.workspace:
+    if (args.apply or args.patch_file or args.workspace_s3) and not args.workspace:
         raise usage_error(
-            "--apply and --patch-file need --workspace DIR (the tree the patch is made against)"
+            "--apply, --patch-file and --workspace-s3 need --workspace DIR (the tree the patch is made against)"
         )
     if args.session_key is not None:
         session_id = derive_session_id(args.session_key)
@@ -125,12 +133,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         tree = workspace.work_tree(args.workspace)
         archive, files = workspace.snapshot(tree)
         ctx.progress(f"workspace: {files} files, {len(archive)} bytes compressed")
+    uploaded = None
+    if archive is not None and args.workspace_s3:
+        uploaded = workspace.upload(ctx.aws.client("s3"), args.workspace_s3, session_id, archive)
+        ctx.progress(f"workspace: uploaded to {uploaded}")
     request = InvocationRequest(
         prompt=prompt,
         session_id=session_id,
         stream=not args.no_stream,
         max_budget_usd=args.max_budget_usd,
         workspace=archive,
+        workspace_s3_uri=uploaded,
     )
     events: Iterator[dict[str, Any]]
     if args.local:
