@@ -275,6 +275,9 @@ class AppConfig(_Model):
     observability: ObservabilityConfig = ObservabilityConfig()
     webhook: WebhookConfig = WebhookConfig()
     github_oidc: GithubOidcConfig = GithubOidcConfig()
+    # A bucket for workspace snapshots too large to send inline (infra.workspaces.WorkspaceBucket; the runtime gets
+    # AGENTKIT_WORKSPACE_S3_URI, the GitHub OIDC role may upload). Off: inline snapshots only.
+    workspace_bucket: bool = False
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
 

@@ -84,7 +84,7 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """dev with the optional front doors on: GitHub issue webhook and GitHub OIDC invoker role."""
+    """dev with the optional front doors on: GitHub issue webhook, GitHub OIDC invoker role, workspace bucket."""
     overrides = {
         "webhook": {
             "enabled": True,
@@ -93,6 +93,7 @@ def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "jira": {"site_url": "https://acme.atlassian.net"},
         },
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
+        "workspace_bucket": True,
     }
     return synth(
         tmp_path_factory.mktemp("optional"), stage="dev", overrides=overrides, account="123456789012"
