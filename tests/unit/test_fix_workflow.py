@@ -115,14 +115,17 @@ def run_invoke_step(tmp_path: Path, **inputs: str) -> list[str]:
 
 
 def test_action_passes_workspace_apply_and_patch_file(tmp_path: Path) -> None:
-    argv = run_invoke_step(tmp_path, workspace="/w s", apply="true", patch_file="/tmp/a.patch")
+    argv = run_invoke_step(
+        tmp_path, workspace="/w s", apply="true", patch_file="/tmp/a.patch", workspace_s3="s3://b/dev/"
+    )
     joined = shlex.join(argv)
     assert "--workspace '/w s'" in joined and "--apply" in argv and "--patch-file /tmp/a.patch" in joined
+    assert "--workspace-s3 s3://b/dev/" in joined
 
 
 def test_action_sends_no_snapshot_unless_asked(tmp_path: Path) -> None:
-    argv = run_invoke_step(tmp_path, workspace="", apply="false", patch_file="")
-    assert not {"--workspace", "--apply", "--patch-file"} & set(argv)
+    argv = run_invoke_step(tmp_path, workspace="", apply="false", patch_file="", workspace_s3="")
+    assert not {"--workspace", "--apply", "--patch-file", "--workspace-s3"} & set(argv)
 
 
 # -- the workflow's last step: commit, push, draft pull request -----------------------------------------------------
