@@ -99,6 +99,7 @@ bench: setup
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/resume.py
 	$(BIN)/python benchmarks/real_cli.py
+	$(BIN)/python benchmarks/http_edge.py
 	$(BIN)/python benchmarks/cold_start.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/faults.py

@@ -4,7 +4,7 @@ Not a benchmark itself. Every figure a script prints is measured in that run; no
 
 Two CLI set-ups (``--cli``):
 
-- ``fake``: ``tests/fakes/fake_claude.py`` behind a ``#!{sys.executable} -S`` wrapper (no model, no network);
+- ``fake``: ``harness/fake_claude.py`` behind a ``#!{sys.executable} -S`` wrapper (no model, no network);
 - ``real``: the Claude Code CLI bundled in claude-agent-sdk, pointed at the local Bedrock Runtime stand-in
   (:mod:`standins`), so only the model is scripted.
 """
@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.cli import write_fake_cli  # noqa: E402
+from harness.runtime_server import RuntimeServer, free_port  # noqa: E402
 from standins import BedrockStandIn, Reply  # noqa: E402
-from tests.fakes.cli import write_fake_cli  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer, free_port  # noqa: E402
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SAMPLE_TOOL = "mcp__kit__list_overdue_invoices"

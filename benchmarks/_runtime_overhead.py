@@ -28,7 +28,7 @@ from _harness import (
     warm_turn,
 )
 
-from tests.fakes.runtime_server import session_id
+from harness.runtime_server import session_id
 
 # Installed into the "on" server through PYTHONPATH: the OpenTelemetry SDK tracer provider with a batch
 # processor (as ADOT uses) and an in-memory exporter; at exit it writes the span names it collected. uvicorn

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "client"))  # the slim client, also when it is not pip-installed
 
 from agentkit.cli import main  # noqa: E402
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse  # noqa: E402
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse  # noqa: E402
 
 EVENTS = [{"type": "text", "text": f"word{i} "} for i in range(200)] + [
     {"type": "result", "subtype": "success", "num_turns": 1, "cost_usd": 0.001}

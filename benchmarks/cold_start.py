@@ -47,11 +47,11 @@ from _harness import (
     write_hello_app,
 )
 
-from tests.fakes.otlp_collector import OtlpCollector
-from tests.fakes.procmem import tree_rss
-from tests.fakes.runtime_server import RuntimeServer, session_id
-from tests.infra.test_dockerfile import cmd as dockerfile_cmd
-from tests.infra.test_dockerfile import dockerfile_env
+from harness.dockerfile import cmd as dockerfile_cmd
+from harness.dockerfile import dockerfile_env
+from harness.otlp_collector import OtlpCollector
+from harness.procmem import tree_rss
+from harness.runtime_server import RuntimeServer, session_id
 
 # A fresh process: import the SDK, then time one per-call query() (what the runtime's first turn is compared to).
 BARE_QUERY = """\

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from _harness import banner  # puts the repository root on sys.path for the import below
 
-from tests.functional.test_faults import history, kill9_loop, stored_prompts
+from harness.faults import history, kill9_loop, stored_prompts
 
 
 def main(argv: list[str] | None = None) -> int:

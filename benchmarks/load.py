@@ -2,7 +2,7 @@
 
 Prints turns lost / duplicated / interleaved (targets 0), latency p50 and p99, CLI processes spawned (target N)
 and the runtime's RSS before, at the peak of, and after idle eviction (target: back within 10 %). Every figure
-is measured in this run (:mod:`tests.fakes.load`).
+is measured in this run (:mod:`harness.load`).
 
     .venv/bin/python benchmarks/load.py [--sessions 20] [--turns 10] [--idle 3]
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from _harness import banner  # puts the repository root on sys.path for the import below
 
-from tests.fakes.load import run_load
+from harness.load import run_load
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Telemetry overhead benchmark (issue 4): metrics + spans + cost on a warm turn, as a ratio against both off.
+"""Telemetry overhead benchmark: metrics + spans + cost on a warm turn, as a ratio against both off.
 
 Part 1 (here): the telemetry facade around a simulated warm turn. Each turn opens the invocation and turn
 spans, runs ``--tools`` tool calls through the real ``ToolTelemetry`` hook callbacks, waits ``--turn-ms``

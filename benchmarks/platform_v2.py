@@ -3,7 +3,7 @@ Bedrock stand-in, every figure from one interleaved run (one sample of each kind
 
 1. **V2, first turn of a new session in a restored runtime** <= 1.2 x a per-call ``query()`` in an interpreter
    that has already imported the SDK. The restored runtime: one ``python -m runtime`` start-up in ``v2`` mode,
-   copied once per round as a snapshot restore copies it (:mod:`tests.fakes.snapshot_restore`: libc fork, no
+   copied once per round as a snapshot restore copies it (:mod:`harness.snapshot_restore`: libc fork, no
    at-fork handlers, the image's pid); each copy serves one new session's first invocation over HTTP, which
    includes the restore renewals (:mod:`runtime.restore`) and the CLI spawn. The baseline runs here, in this
    process (the SDK imported long before), a fresh CLI per call.
@@ -52,9 +52,9 @@ from _harness import (
 )
 from cold_start import first_turn_bare, image_argv, image_env
 
-from tests.fakes.otlp_collector import OtlpCollector
-from tests.fakes.runtime_server import RuntimeServer, session_id
-from tests.infra.test_dockerfile import cmd as dockerfile_cmd
+from harness.dockerfile import cmd as dockerfile_cmd
+from harness.otlp_collector import OtlpCollector
+from harness.runtime_server import RuntimeServer, session_id
 
 #: AgentCore's limit from start to a healthy /ping (developer guide, runtime-v2-optimize).
 START_LIMIT_S = 120.0
@@ -85,7 +85,7 @@ class RestoredCopies:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.snapshot_restore", str(self.out), *map(str, self.ports)],
+            [sys.executable, "-m", "harness.snapshot_restore", str(self.out), *map(str, self.ports)],
             cwd=ROOT,
             env=env,
             stdout=self._log,

@@ -1,4 +1,4 @@
-"""Real-CLI benchmark (issue 5, item 5): the bundled Claude Code CLI against the local Bedrock stand-in.
+"""Real-CLI benchmark: the bundled Claude Code CLI against the local Bedrock stand-in.
 
 Only the model is scripted (it answers at once), so the figures are the cost of everything around it.
 In one run:
@@ -51,7 +51,7 @@ from _harness import (
     write_hello_app,
 )
 
-from tests.fakes.runtime_server import session_id
+from harness.runtime_server import session_id
 
 
 def raw_client_options(setup: CliSetup, workspace: Path) -> Any:

@@ -1,4 +1,4 @@
-"""Resume benchmark (issue 7): how long a brand-new process takes to load a 500-entry transcript.
+"""Resume benchmark: how long a brand-new process takes to load a 500-entry transcript.
 
 Part 1 (here): ``load()`` of a 500-entry transcript from each store, measured in a fresh store object (no
 cache, as after a microVM is replaced). SQLite on local disk; AgentCore Memory through moto's server on

@@ -1,4 +1,4 @@
-"""Sandbox benchmark (issue 11, item 7): what the OS sandbox costs per Bash call and per warm tool turn.
+"""Sandbox benchmark: what the OS sandbox costs per Bash call and per warm tool turn.
 
 In one run, with the real bundled CLI against the local Bedrock stand-in, three runtime servers
 (``python -m runtime``):
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from _harness import banner, cli_setup, describe, median, ms, start_server, verdict, warm_turn
 
+from harness.runtime_server import session_id
+from harness.sandbox_tools import path_without_sandbox_tools
 from standins import Reply
 from standins.replies import ToolUse
-from tests.e2e.test_sandbox_startup import path_without_sandbox_tools
-from tests.fakes.runtime_server import session_id
 
 TARGET_RATIO = 1.15
 

@@ -1,4 +1,4 @@
-"""Warm-turn benchmark (issue 2, item 13): a warm turn through our runtime vs a per-call ``query()``.
+"""Warm-turn benchmark: a warm turn through our runtime vs a per-call ``query()``.
 
 In one run, with the same CLI for both:
 
@@ -31,7 +31,7 @@ from _harness import (
     warm_turn,
 )
 
-from tests.fakes.runtime_server import session_id
+from harness.runtime_server import session_id
 
 TARGET_RATIO = 3.0
 

@@ -1,7 +1,9 @@
 """``python -m runtime``: serve the AgentCore HTTP contract (``POST /invocations``, ``GET /ping``).
 
 Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container) and ``--port`` >
-``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits.
+``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits;
+``--print-config-table`` prints the settings table of ``docs/configuration.md`` (both generated from
+:class:`runtime.settings.Settings`). Bad settings exit with code 2 and a message naming the variable.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
 
 Start-up order follows ``AGENTKIT_PLATFORM_VERSION`` (:mod:`runtime.prewarm`, ``docs/platform.md``): ``v1``
@@ -18,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,16 +32,14 @@ SHUTDOWN_TIMEOUT_S = 25.0
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    """Options of ``python -m runtime``; the epilog lists the environment variables (``runtime.settings``)."""
-    from runtime import settings
-    from runtime.env import ENV_SPANS_FILE
+    """Options of ``python -m runtime``; the epilog lists every setting's variable, generated from the settings
+    model (:mod:`runtime.config_reference`)."""
+    from runtime.config_reference import help_table
 
-    env_table = (settings.__doc__ or "").split("Environment variables (all optional):", 1)[-1]
-    rows = env_table.split("Raises", 1)[0].replace("``", "").rstrip().splitlines()
-    env_table = "\n".join(line for line in rows if line.strip(" =")).rstrip()
     epilog = (
-        "environment variables (all optional; an option wins over its variable):"
-        f"\n{env_table}\n{ENV_SPANS_FILE:<27} write finished spans as JSON lines to this file (local runs)\n\n"
+        "environment variables (all optional; an option wins over its variable, a variable over the\n"
+        "default; docs/configuration.md has the same table):\n"
+        f"{help_table()}\n\n"
         "Serves POST /invocations and GET /ping (the AgentCore contract); locally also POST /stopruntimesession."
     )
     parser = argparse.ArgumentParser(
@@ -53,11 +52,22 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, 0.0.0.0 in a container)"
     )
     parser.add_argument("--port", type=int, help="port (AGENTKIT_PORT; default 8080)")
+    parser.add_argument(
+        "--print-config-table",
+        action="store_true",
+        help="print the settings table of docs/configuration.md (Markdown, generated from the settings model) "
+        "and exit",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
+    if args.print_config_table:
+        from runtime.config_reference import markdown_table
+
+        sys.stdout.write(markdown_table())
+        return 0
 
     from runtime.errors import ConfigurationError
 
@@ -74,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.model,
         settings.platform_version,
     )
-    from runtime.http_limits import ContractH11Protocol
+    from runtime.http_edge import ContractH11Protocol
 
     app.run(port=settings.port, host=settings.host, http=ContractH11Protocol)
     return 0
@@ -89,7 +99,6 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
         ConfigurationError: invalid settings, or (``v2``) a required start-up step failed.
     """
     from runtime import restore
-    from runtime.env import ENV_SPANS_FILE
     from runtime.local_stop import add_stop_route
     from runtime.observe import otel_setup
     from runtime.observe.span_file import install_span_file
@@ -98,8 +107,8 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     from runtime.shutdown import EarlyClose
 
     settings = Settings.from_env(host=host, port=port)
-    if os.environ.get(ENV_SPANS_FILE):
-        install_span_file(os.environ[ENV_SPANS_FILE])
+    if settings.spans_file is not None:
+        install_span_file(str(settings.spans_file))
     app = build_app(settings)
     add_stop_route(app, actor_header=settings.actor_header)
     runtime = app.state.runtime

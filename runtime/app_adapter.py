@@ -1,14 +1,20 @@
 """The one place that relies on ``BedrockAgentCoreApp``'s private methods (bedrock-agentcore has no public seam).
 
-- ``_handle_invocation(request)`` is the ``POST /invocations`` route: :class:`AgentCoreAdapter` runs
-  :meth:`~AgentCoreAdapter.before_invocation` first, so a request can be refused in our error format before the
-  base app parses it (its own errors are ``{"error": ...}``, outside our contract).
+- ``_handle_invocation(request)`` is the ``POST /invocations`` route: :class:`AgentCoreAdapter` sends it to
+  :meth:`~AgentCoreAdapter.handle_invocation`, which a subclass overrides to answer the whole invocation itself
+  (the base app decodes the body again, runs a sync-generator bridge through the thread pool for every streamed
+  event, and answers its own errors as ``{"error": ...}``, outside our contract). Not overridden, the base app's
+  own handling runs.
+- ``_build_request_context(request)`` is what the base app does first for every invocation: it sets
+  bedrock-agentcore's context variables (request id, workload access token, forwarded headers, config bundle)
+  that its identity helpers read, and returns the ``RequestContext`` an entrypoint gets;
+  :meth:`~AgentCoreAdapter.request_context` exposes it.
 - ``_ensure_worker_loop()`` is the event loop async entrypoints run on; :meth:`~AgentCoreAdapter.worker_loop`
-  exposes it (shutdown must close the warm clients on the loop that owns them).
+  exposes it (the warm clients live there, and shutdown must close them on the loop that owns them).
 - ``_last_status_update_time`` is the ``time_of_last_update`` ``/ping`` reports, set when the app is built;
   :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.restore`).
 
-``tests/unit/test_app_adapter.py`` fails when bedrock-agentcore changes either method's signature or behaviour.
+``tests/unit/test_app_adapter.py`` fails when bedrock-agentcore changes these methods' signatures or behaviour.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -24,9 +30,13 @@ from starlette.responses import Response
 class AgentCoreAdapter(BedrockAgentCoreApp):
     """``BedrockAgentCoreApp`` with public seams over the private methods this runtime needs."""
 
-    async def before_invocation(self, request: Request) -> Response | None:
-        """Return a response to answer the invocation without running the entrypoint, or None to go on."""
-        return None
+    async def handle_invocation(self, request: Request) -> Response:
+        """Answer ``POST /invocations``. This default is the base app's own handling (body → entrypoint)."""
+        return await super()._handle_invocation(request)
+
+    def request_context(self, request: Request) -> RequestContext:
+        """bedrock-agentcore's context of ``request`` (session id, forwarded headers), its context variables set."""
+        return self._build_request_context(request)
 
     def reset_ping_clock(self) -> None:
         """Make ``/ping``'s ``time_of_last_update`` now (a restored process would report the image's time)."""
@@ -37,7 +47,4 @@ class AgentCoreAdapter(BedrockAgentCoreApp):
         return self._ensure_worker_loop()
 
     async def _handle_invocation(self, request: Request) -> Response:
-        early = await self.before_invocation(request)
-        if early is not None:
-            return early
-        return await super()._handle_invocation(request)
+        return await self.handle_invocation(request)

@@ -1,7 +1,9 @@
 """The environment contract of the runtime container: every ``AGENTKIT_*`` name, as a constant, in one place.
 
-Read only by :meth:`runtime.settings.Settings.from_env` (the boundary); the CDK stack (``infra/stack.py``) imports
-the names from here to set them, and ``tests/infra`` checks that what it sets parses through ``Settings``.
+Read only by :meth:`runtime.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
+setting with its default and meaning (``tests/unit/test_config_reference.py`` checks it); the CDK stack
+(``infra/stack.py``) imports the names from here to set them, and ``tests/infra`` checks that what it sets parses
+through ``Settings``.
 This module imports nothing, so the stack can import it without the runtime's dependencies.
 """
 
@@ -13,6 +15,8 @@ ENV_CLI_PATH = "AGENTKIT_CLI_PATH"
 ENV_SESSION_STORE = "AGENTKIT_SESSION_STORE"
 ENV_STATE_DIR = "AGENTKIT_STATE_DIR"
 ENV_STORE_WRITE_BEHIND = "AGENTKIT_STORE_WRITE_BEHIND"
+ENV_STORE_STRICT = "AGENTKIT_STORE_STRICT"
+ENV_STORE_CALL_TIMEOUT = "AGENTKIT_STORE_CALL_TIMEOUT"
 ENV_METRICS = "AGENTKIT_METRICS"
 ENV_METRICS_NAMESPACE = "AGENTKIT_METRICS_NAMESPACE"
 ENV_EMF_FILE = "AGENTKIT_EMF_FILE"

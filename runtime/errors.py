@@ -11,7 +11,10 @@ from typing import ClassVar
 
 
 class AgentKitError(Exception):
-    """Base class. Subclasses set ``code`` and ``http_status``; instances may override both."""
+    """An unexpected failure; the details are in the runtime log, never in the reply.
+
+    The base class of every runtime error: subclasses set ``code`` and ``http_status``; instances may override both.
+    """
 
     code: ClassVar[str] = "internal_error"
     http_status: ClassVar[int] = 500
@@ -61,7 +64,7 @@ class WorkspaceTooLarge(InvalidWorkspace):
 
 
 class WorkspaceError(AgentKitError):
-    """The runtime could not set up a workspace or compute its patch (HTTP 500; details in the logs)."""
+    """The runtime could not set up a workspace or compute its patch; the details are in the runtime log (HTTP 500)."""
 
     code = "workspace_error"
     http_status = 500

@@ -1,4 +1,4 @@
-"""How many warm sessions fit in the container: ``AGENTKIT_MAX_SESSIONS``'s default (issue 15, target 4).
+"""How many warm sessions fit in the container: ``AGENTKIT_MAX_SESSIONS``'s default.
 
 Each warm session holds one Claude Code CLI process; measured on this machine with the bundled CLI, a warm CLI
 has 210-245 MB resident (``benchmarks/cold_start.py`` prints the figure of the run) and the runtime server about

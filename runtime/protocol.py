@@ -167,8 +167,9 @@ def error_event(exc: AgentKitError) -> ErrorEvent:
     return {"type": "error", "code": exc.code, "message": exc.message}
 
 
-#: What a turn emits: events, and a :class:`Failure` last when it fails.
-TurnItem = Event | Failure
+#: What a turn emits: progress and result events, and a :class:`Failure` last when it fails. An error event
+#: travels only inside a Failure, which carries its HTTP status, so a bare one is not a turn item.
+TurnItem = TextEvent | ToolUseEvent | ToolResultEvent | ResultEvent | Failure
 #: How a turn runner hands each item to its caller.
 Emit = Callable[[TurnItem], Awaitable[None]]
 

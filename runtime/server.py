@@ -1,38 +1,46 @@
-"""The AgentCore HTTP contract: ``POST /invocations`` and ``GET /ping`` (wiring only).
+"""The AgentCore HTTP contract: ``POST /invocations`` and ``GET /ping``.
 
-``build_app(settings)`` returns a ``BedrockAgentCoreApp`` whose invocation handler validates the request,
-resolves the session and actor, and hands the turn to the session registry. The Claude Agent SDK is
-imported lazily on the first invocation (and warmed in the background after start-up), so ``/ping``
-answers in well under a second.
+``build_app(settings)`` returns a ``BedrockAgentCoreApp`` whose invocation route is answered here, once per
+request: the body (already read under a size limit by :mod:`runtime.http_edge`) is decoded and validated once,
+the session id checked once and the actor resolved; then the turn is handed to the session registry on the
+app's worker loop (where the warm clients live) and its events come back to the server's loop one hop each
+(:mod:`runtime.loop_bridge`). The Claude Agent SDK is imported lazily on the first invocation (and warmed in the
+background after start-up), so ``/ping`` answers in well under a second.
 
 Reply formats are described in :mod:`runtime.protocol`. Every error is
 ``{"type": "error", "code": ..., "message": ...}`` with a fitting HTTP status: a failed turn ends with a
 :class:`~runtime.protocol.Failure` that carries the status next to the error event; the server sends the event
 and uses the status for non-streaming replies.
+
+Environment: none read here (:class:`runtime.settings.Settings` is passed in).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bedrock_agentcore.runtime.models import PingStatus
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
-from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, status_for_code
-from runtime.http_limits import HttpGuard, abandon_on_disconnect
+from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
+from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
+from runtime.loop_bridge import LoopStream, start_on
 from runtime.protocol import (
     SESSION_HEADER,
     Event,
     Failure,
+    InvocationRequest,
     JsonReply,
     ResultEvent,
     ToolEvent,
@@ -40,7 +48,6 @@ from runtime.protocol import (
     error_event,
     max_body_bytes,
     parse_body,
-    parse_payload,
     resolve_session_id,
 )
 from runtime.settings import Settings
@@ -55,8 +62,19 @@ def error_response(exc: AgentKitError) -> JSONResponse:
     return JSONResponse(error_event(exc), status_code=exc.http_status)
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """One validated invocation, as the worker loop gets it."""
+
+    request: InvocationRequest
+    session_id: str
+    actor: str | None
+    trace_headers: dict[str, str]
+    disconnect: DisconnectSignal
+
+
 class AgentKitApp(AgentCoreAdapter):
-    """``BedrockAgentCoreApp`` whose malformed-body errors follow our error contract."""
+    """``BedrockAgentCoreApp`` behind the HTTP edge, answering ``POST /invocations`` itself."""
 
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     max_workspace_bytes: int = 0
@@ -88,17 +106,33 @@ class AgentKitApp(AgentCoreAdapter):
             if isinstance(route, Route) and route.methods
         }
 
-    async def before_invocation(self, request: Request) -> Response | None:
+    async def handle_invocation(self, request: Request) -> Response:
+        """``POST /invocations``: validate once, run the turn on the worker loop, reply as JSON or SSE."""
+        runtime: Runtime = self.state.runtime
         try:
-            parse_body(
+            body = parse_body(
                 await request.body(),
                 max_prompt_chars=self.max_prompt_chars,
                 max_workspace_bytes=self.max_workspace_bytes,
             )
-            resolve_session_id(request.headers.get(SESSION_HEADER))
+            session_id = resolve_session_id(request.headers.get(SESSION_HEADER))
+            context = self.request_context(request)
+            actor = resolve_actor(context.request_headers, actor_header=runtime.settings.actor_header)
         except AgentKitError as exc:
             return error_response(exc)
-        return None
+        call = Invocation(
+            request=body,
+            session_id=session_id,
+            actor=actor,
+            trace_headers=_trace_headers(request),
+            disconnect=disconnect_signal(request.scope),
+        )
+        reply: Response | LoopStream[TurnItem] = await start_on(
+            self.worker_loop(), lambda: runtime.answer(call)
+        )
+        if isinstance(reply, LoopStream):
+            return StreamingResponse(_sse(reply, call.disconnect), media_type="text/event-stream")
+        return reply
 
 
 class Runtime:
@@ -126,6 +160,57 @@ class Runtime:
                     self.services = await asyncio.to_thread(factory, self.settings)
         return self.services
 
+    async def answer(self, call: Invocation) -> Response | AsyncIterator[TurnItem]:
+        """On the worker loop: queue the turn on its session. Returns the error reply of a turn that cannot
+        start, the JSON reply of a non-streaming turn, or the events of a streaming one."""
+        restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
+        try:
+            services = await self._services()
+            from runtime.sessions import TurnRequest
+
+            snapshot = call.request.workspace
+            archive = (
+                snapshot.archive(self.settings.workspace_max_bytes)
+                if snapshot is not None and snapshot.tar_gz_b64 is not None
+                else None
+            )
+            turn = TurnRequest(
+                prompt=call.request.prompt,
+                workspace_archive=archive,
+                workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
+                max_turns=call.request.max_turns,
+                max_budget_usd=call.request.max_budget_usd,
+                metadata=call.request.metadata,
+                trace_headers=call.trace_headers,
+            )
+            call.disconnect.add(set_on_loop(asyncio.get_running_loop(), turn.abandoned))
+            services.runner.check_request(turn)
+            key = claude_session_id(call.session_id, call.actor)
+            events = await services.registry.invoke(
+                key=key,
+                runtime_session_id=call.session_id,
+                claude_session_id=key,
+                actor_id=call.actor,
+                request=turn,
+            )
+        except AgentKitError as exc:
+            return error_response(exc)
+        if call.request.stream:
+            return events
+        return await _collect(events)
+
+    async def _services(self) -> Services:
+        try:
+            return await self.get_services()
+        except AgentKitError:
+            raise
+        except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
+            logger.exception("could not build the runtime")
+            raise ConfigurationError(
+                f"the runtime could not start its dependencies ({type(exc).__name__}). "
+                "The details are in the runtime logs; check its AGENTKIT_* settings."
+            ) from exc
+
     async def close(self) -> None:
         if self.services is not None:
             await self.services.registry.close_all()
@@ -133,7 +218,9 @@ class Runtime:
 
     @property
     def busy(self) -> bool:
-        return self.services is not None and self.services.registry.active_turns > 0
+        """A turn is running, or store writes are still only on this microVM's disk."""
+        services = self.services
+        return services is not None and (services.registry.active_turns > 0 or services.pending_writes() > 0)
 
 
 def build_app(
@@ -150,65 +237,15 @@ def build_app(
     def ping() -> PingStatus:
         return PingStatus.HEALTHY_BUSY if runtime.busy else PingStatus.HEALTHY
 
-    @app.entrypoint
-    async def invoke(payload: Any, context: Any) -> Any:
-        restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
-        try:
-            request = parse_payload(payload, max_prompt_chars=settings.max_prompt_chars)
-            session_id = resolve_session_id(context.session_id)
-            actor = resolve_actor(context.request_headers, actor_header=settings.actor_header)
-            try:
-                services = await runtime.get_services()
-            except AgentKitError:
-                raise
-            except Exception as exc:  # wiring failed (bad store URL, AWS client set-up): say so in our format
-                logger.exception("could not build the runtime")
-                raise ConfigurationError(
-                    f"the runtime could not start its dependencies ({type(exc).__name__}). "
-                    "The details are in the runtime logs; check its AGENTKIT_* settings."
-                ) from exc
-            from runtime.sessions import TurnRequest
-
-            snapshot = request.workspace
-            archive = (
-                snapshot.archive(settings.workspace_max_bytes)
-                if snapshot is not None and snapshot.tar_gz_b64 is not None
-                else None
-            )
-            turn = TurnRequest(
-                prompt=request.prompt,
-                workspace_archive=archive,
-                workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
-                max_turns=request.max_turns,
-                max_budget_usd=request.max_budget_usd,
-                metadata=request.metadata,
-                trace_headers=_trace_headers(context),
-            )
-            abandon_on_disconnect(turn.abandoned)
-            services.runner.check_request(turn)
-            events = await services.registry.invoke(
-                key=claude_session_id(session_id, actor),
-                runtime_session_id=session_id,
-                claude_session_id=claude_session_id(session_id, actor),
-                actor_id=actor,
-                request=turn,
-            )
-        except AgentKitError as exc:
-            return error_response(exc)
-        if request.stream:
-            return _stream(events, turn.abandoned)
-        return await _collect(events)
-
     return app
 
 
-def _trace_headers(context: Any) -> dict[str, str]:
-    """The raw request's trace headers (bedrock-agentcore keeps them out of ``context.request_headers``);
-    extracted with the configured propagators when the turn's spans start (:mod:`runtime.observe.baggage`)."""
+def _trace_headers(request: Request) -> dict[str, str]:
+    """The request's trace headers (bedrock-agentcore keeps them out of its forwarded headers); extracted with
+    the configured propagators when the turn's spans start (:mod:`runtime.observe.baggage`)."""
     from runtime.observe.baggage import trace_headers
 
-    raw = getattr(context, "request", None)
-    return trace_headers(raw.headers) if raw is not None else {}
+    return trace_headers(request.headers)
 
 
 def _unwrap(item: TurnItem) -> Event:
@@ -216,15 +253,31 @@ def _unwrap(item: TurnItem) -> Event:
     return item.event if isinstance(item, Failure) else item
 
 
-async def _stream(events: AsyncIterator[TurnItem], abandoned: asyncio.Event) -> AsyncIterator[Event]:
+def _frame(event: Event) -> bytes:
+    """One SSE frame (what bedrock-agentcore writes for a streamed entrypoint: UTF-8 JSON, not ASCII-escaped)."""
+    return b"data: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
+
+
+async def _sse(events: LoopStream[TurnItem], disconnect: DisconnectSignal) -> AsyncIterator[bytes]:
     finished = False
     try:
-        async for item in events:
-            yield _unwrap(item)
+        try:
+            async for item in events:
+                yield _frame(_unwrap(item))
+        except Exception as exc:  # the reply has started: end it with an error event in our format
+            logger.error("a turn's event stream failed", exc_info=exc)
+            yield _frame(
+                error_event(
+                    AgentKitError(
+                        "internal error; the details are in the runtime logs. Retry the invocation."
+                    )
+                )
+            )
         finished = True
     finally:
         if not finished:  # the reply stream was closed early: the caller is gone
-            abandoned.set()
+            disconnect.fire()
+            events.cancel()
 
 
 async def _collect(events: AsyncIterator[TurnItem]) -> Response:
@@ -238,8 +291,6 @@ async def _collect(events: AsyncIterator[TurnItem]) -> Response:
             tools.append(item)
         elif item["type"] == "result":
             final = item
-        elif item["type"] == "error":  # an error event without a Failure around it: the status of its code
-            final = Failure(item, status_for_code(item["code"]))
     if final is None:
         return error_response(AgentKitError("the turn ended without a result; retry the invocation"))
     if isinstance(final, Failure):

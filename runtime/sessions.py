@@ -425,7 +425,7 @@ def _shutting_down() -> Failure:
 
 async def _drain(queue: asyncio.Queue[TurnItem | _End]) -> AsyncIterator[TurnItem]:
     """Yield a turn's events. Text deltas that are already waiting are merged into one event: each event
-    costs an SSE frame and several thread hops in the server, so a fast stream is sent in fewer, larger
+    costs an SSE frame and a hop between the server's loops, so a fast stream is sent in fewer, larger
     pieces while a slow one still goes out delta by delta."""
     pending: TurnItem | _End | None = None
     while True:

@@ -1,58 +1,13 @@
-"""Runtime settings: every knob in one typed, validated object.
+"""Runtime settings: one typed, validated model that is the only source of every setting's environment variable,
+default, meaning and validation.
 
-Precedence is explicit argument > environment variable > default (:meth:`Settings.from_env`).
-The environment variable names below are the contract with the CDK stack, the Dockerfile and the README; the
-constants live in :mod:`runtime.env`.
+Each field of :class:`Settings` is declared with :func:`setting`: the variable it is read from (a constant of
+:mod:`runtime.env`, the names the CDK stack and the Dockerfile set), its default, what it means, and its
+constraints. ``python -m runtime --help`` and the table in ``docs/configuration.md`` are generated from these
+declarations (:mod:`runtime.config_reference`), and a test fails when the page and the model differ.
 
-Environment variables (all optional):
-
-==============================  ==========================================================================
-``AGENTKIT_HOST``               bind address (default ``127.0.0.1``; ``0.0.0.0`` inside a container)
-``AGENTKIT_PORT``               port (default ``8080``)
-``AGENTKIT_CLI_PATH``           Claude Code CLI to spawn (default: the SDK's bundled CLI)
-``AGENTKIT_SESSION_STORE``      ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | ``off``
-``AGENTKIT_STATE_DIR``          local state (SQLite store, spool, CLI config) (default ``./.agentkit``)
-``AGENTKIT_STORE_WRITE_BEHIND`` ``1``: journal store writes locally, deliver in the background (default ``0``)
-``AGENTKIT_METRICS``            ``emf`` | ``cloudwatch`` | ``off`` (default ``emf``)
-``AGENTKIT_METRICS_NAMESPACE``  CloudWatch namespace (default ``AgentCoreClaudeKit``)
-``AGENTKIT_EMF_FILE``           write EMF lines to this file instead of stdout (the demo uses it)
-``AGENTKIT_AGENT_NAME``         the ``Agent`` metric dimension (default ``agentkit``)
-``AGENTKIT_MODEL``              Bedrock inference profile id or ARN (main model)
-``AGENTKIT_SMALL_MODEL``        inference profile for the CLI's fast/small slot (haiku)
-``AGENTKIT_BEDROCK_ENDPOINT``   local Bedrock Runtime stand-in URL; never set in deployed stacks
-``AGENTKIT_MAX_PROMPT_CHARS``   largest accepted prompt (default ``200000``: a 190 kB review diff fits)
-``AGENTKIT_TURN_TIMEOUT``       seconds one turn may take (default ``600``)
-``AGENTKIT_IDLE_TIMEOUT``       seconds before an idle warm session is closed (default ``900``)
-``AGENTKIT_MAX_QUEUED``         invocations that may wait on one session (default ``8``)
-``AGENTKIT_MAX_SESSIONS``       warm sessions (CLI processes) kept at once; idle ones are evicted first (default:
-                                what the container's cgroup memory limit fits, at most 32; see runtime.limits)
-``AGENTKIT_MAX_TURNS``          model round-trips per invocation, upper bound (default ``25``)
-``AGENTKIT_MAX_BUDGET_USD``     spend per invocation, upper bound (default ``1.0``)
-``AGENTKIT_SESSION_BUDGET_USD`` cumulative spend per session (default ``10.0``; ``0`` disables)
-``AGENTKIT_MEMORY_ID``          AgentCore Memory id for long-term recall (optional)
-``AGENTKIT_RECALL_NAMESPACES``  comma-separated namespaces, may use ``{actorId}`` / ``{sessionId}``
-``AGENTKIT_RECALL_TIMEOUT_MS``  time budget of recall before a turn (default ``300``)
-``AGENTKIT_GATEWAY_URL``        AgentCore Gateway MCP endpoint whose tools the agent gets (optional)
-``AGENTKIT_ACTOR_HEADER``       trusted ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header naming the actor
-``AGENTKIT_WORKSPACE``          the agent's working directory (default ``<state dir>/workspace``)
-``AGENTKIT_WORKSPACE_MAX_BYTES``  largest inline workspace snapshot, compressed (default 20 MiB; docs/repository-work.md)
-``AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES``  what a snapshot may unpack to (default 200 MiB)
-``AGENTKIT_WORKSPACE_MAX_FILES``  entries a snapshot may hold (default ``50000``)
-``AGENTKIT_WORKSPACE_MAX_FILE_BYTES``  largest single file in a snapshot (default 25 MiB)
-``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``  largest patch returned (default 20 MiB)
-``AGENTKIT_WORKSPACE_S3_URI``   ``s3://bucket/prefix``: where snapshots may be read from (unset: inline only)
-``AGENTKIT_WORKSPACE_MAX_S3_BYTES``  largest snapshot read from S3 (default 100 MiB)
-``AWS_REGION``                  region for Bedrock and AgentCore (default ``us-east-1``)
-``AGENTKIT_AGENT_FILE``         JSON agent definition replacing the built-in one (optional)
-``AGENTKIT_PRICES``             JSON object of price-table overrides (see :func:`runtime.observe.costs.load_price_table`)
-``CLAUDE_CONFIG_DIR``           the CLI's local transcript dir (default ``<state dir>/claude``)
-``AGENTKIT_SANDBOX``            ``required`` (default): tools run in the OS sandbox or not at all; ``off``
-``AGENTKIT_AGENT_PROFILE``      ``readonly`` | ``developer``: overrides the agent definition's ``profile``
-``AGENTKIT_PLATFORM_VERSION``   ``v1`` (default): ``/ping`` at once, warm-up in the background; ``v2``: warm up
-                                fully before listening (AgentCore V2 snapshots the process; docs/platform.md)
-==============================  ==========================================================================
-
-Raises :class:`runtime.errors.ConfigurationError` with the variable name and a fix on bad values.
+Precedence is explicit argument > environment variable > default (:meth:`Settings.from_env`); an empty variable
+counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the variable, with a fix, on bad values.
 """
 
 from __future__ import annotations
@@ -60,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,7 +60,10 @@ from runtime.env import (
     ENV_SESSION_BUDGET_USD,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
+    ENV_SPANS_FILE,
     ENV_STATE_DIR,
+    ENV_STORE_CALL_TIMEOUT,
+    ENV_STORE_STRICT,
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
@@ -128,54 +87,29 @@ _ARN_RE = re.compile(
 )
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 
-_ENV_FIELDS: dict[str, str] = {
-    "host": ENV_HOST,
-    "port": ENV_PORT,
-    "cli_path": ENV_CLI_PATH,
-    "session_store": ENV_SESSION_STORE,
-    "state_dir": ENV_STATE_DIR,
-    "store_write_behind": ENV_STORE_WRITE_BEHIND,
-    "metrics": ENV_METRICS,
-    "metrics_namespace": ENV_METRICS_NAMESPACE,
-    "emf_file": ENV_EMF_FILE,
-    "agent_name": ENV_AGENT_NAME,
-    "model": ENV_MODEL,
-    "small_model": ENV_SMALL_MODEL,
-    "bedrock_endpoint": ENV_BEDROCK_ENDPOINT,
-    "max_prompt_chars": ENV_MAX_PROMPT_CHARS,
-    "turn_timeout_s": ENV_TURN_TIMEOUT,
-    "idle_timeout_s": ENV_IDLE_TIMEOUT,
-    "max_queued": ENV_MAX_QUEUED,
-    "max_sessions": ENV_MAX_SESSIONS,
-    "max_turns": ENV_MAX_TURNS,
-    "max_budget_usd": ENV_MAX_BUDGET_USD,
-    "session_budget_usd": ENV_SESSION_BUDGET_USD,
-    "memory_id": ENV_MEMORY_ID,
-    "recall_namespaces": ENV_RECALL_NAMESPACES,
-    "recall_timeout_ms": ENV_RECALL_TIMEOUT_MS,
-    "gateway_url": ENV_GATEWAY_URL,
-    "actor_header": ENV_ACTOR_HEADER,
-    "workspace": ENV_WORKSPACE,
-    "workspace_max_bytes": ENV_WORKSPACE_MAX_BYTES,
-    "workspace_max_unpacked_bytes": ENV_WORKSPACE_MAX_UNPACKED_BYTES,
-    "workspace_max_files": ENV_WORKSPACE_MAX_FILES,
-    "workspace_max_file_bytes": ENV_WORKSPACE_MAX_FILE_BYTES,
-    "workspace_max_patch_bytes": ENV_WORKSPACE_MAX_PATCH_BYTES,
-    "workspace_s3_uri": ENV_WORKSPACE_S3_URI,
-    "workspace_max_s3_bytes": ENV_WORKSPACE_MAX_S3_BYTES,
-    "aws_region": ENV_AWS_REGION,
-    "claude_config_dir": ENV_CLAUDE_CONFIG_DIR,
-    "agent_file": ENV_AGENT_FILE,
-    "prices": ENV_PRICES,
-    "sandbox": ENV_SANDBOX,
-    "agent_profile": ENV_AGENT_PROFILE,
-    "platform_version": ENV_PLATFORM_VERSION,
-}
-
 
 def is_inference_profile(model: str) -> bool:
     """True for an inference profile id (``us.``/``eu.``/``apac.``/``global.`` …) or a Bedrock profile ARN."""
     return bool(_PROFILE_RE.match(model) or _ARN_RE.match(model))
+
+
+def setting(env: str, default: Any, meaning: str, *, shown: str | None = None, **constraints: Any) -> Any:
+    """Declare a field of :class:`Settings`: read from the variable ``env``, ``default`` when unset.
+
+    ``meaning`` (Markdown) says what it does; ``shown`` is how the reference states the default when the value
+    alone does not say it (a default computed at run time). ``constraints`` are pydantic's (``gt``, ``le``, …).
+    """
+    return Field(default, description=meaning, json_schema_extra={"env": env, "shown": shown}, **constraints)
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One row of the settings reference: field, variable, the default as the docs state it, meaning."""
+
+    field: str
+    env: str
+    default: str
+    meaning: str
 
 
 class Settings(BaseModel):
@@ -183,56 +117,215 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8080, ge=0, le=65535)
-    cli_path: str | None = None
-    session_store: str | None = None
-    state_dir: Path = Path(".agentkit")
-    store_write_behind: bool = False
-    metrics: Literal["emf", "cloudwatch", "off"] = "emf"
-    metrics_namespace: str = Field(default=DEFAULT_METRICS_NAMESPACE, min_length=1, max_length=255)
-    emf_file: Path | None = None
-    agent_name: str = Field(default="agentkit", min_length=1, max_length=64)
-    model: str = DEFAULT_MODEL
-    small_model: str = DEFAULT_SMALL_MODEL
-    bedrock_endpoint: str | None = None
-    max_prompt_chars: int = Field(default=DEFAULT_MAX_PROMPT_CHARS, gt=0)
-    turn_timeout_s: float = Field(default=600.0, gt=0)
-    idle_timeout_s: float = Field(default=900.0, gt=0)
-    max_queued: int = Field(default=8, gt=0)
-    max_sessions: int | None = Field(
-        default=None, gt=0
-    )  # None: from the cgroup memory limit (runtime.limits)
-    max_turns: int = Field(default=25, gt=0)
-    max_budget_usd: float = Field(default=1.0, gt=0)
-    session_budget_usd: float = Field(default=10.0, ge=0)
-    memory_id: str | None = None
-    recall_namespaces: tuple[str, ...] = ()
-    recall_timeout_ms: int = Field(default=300, gt=0)
-    gateway_url: str | None = None
-    actor_header: str | None = None
-    workspace: Path | None = None
-    workspace_max_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_BYTES, ge=0)  # 0: no snapshots accepted
-    workspace_max_unpacked_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES, gt=0)
-    workspace_max_files: int = Field(default=DEFAULT_WORKSPACE_MAX_FILES, gt=0)
-    workspace_max_file_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_FILE_BYTES, gt=0)
-    workspace_max_patch_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_PATCH_BYTES, gt=0)
-    workspace_s3_uri: str | None = None
-    workspace_max_s3_bytes: int = Field(default=DEFAULT_WORKSPACE_MAX_S3_BYTES, gt=0)
-
-    @field_validator("workspace_s3_uri")
-    @classmethod
-    def _s3_location(cls, value: str | None) -> str | None:
-        if value:
-            from runtime.workspace.s3 import S3Location
-
-            S3Location.parse(value)  # raises ValueError with what is wrong
-        return value
-
-    aws_region: str = "us-east-1"
-    claude_config_dir: Path | None = None
-    agent_file: Path | None = None
-    prices: str | None = None  # JSON price-table overrides, checked here and applied by the wiring
+    host: str = setting(ENV_HOST, "127.0.0.1", "bind address", shown="`127.0.0.1` (`0.0.0.0` in a container)")
+    port: int = setting(ENV_PORT, 8080, "port", ge=0, le=65535)
+    cli_path: str | None = setting(
+        ENV_CLI_PATH, None, "Claude Code CLI to spawn", shown="the SDK's bundled CLI"
+    )
+    session_store: str | None = setting(
+        ENV_SESSION_STORE,
+        None,
+        "where transcripts are kept: `sqlite:///abs/path.db`, `agentcore://<memory-id>` or `off`",
+        shown="`sqlite:///<state dir>/sessions.db`",
+    )
+    state_dir: Path = setting(
+        ENV_STATE_DIR, Path(".agentkit"), "local state: SQLite store, spool, CLI config/cache/tmp, workspace"
+    )
+    store_write_behind: bool = setting(
+        ENV_STORE_WRITE_BEHIND,
+        False,
+        "`1`: journal session-store writes on local disk and deliver them in the background (the turn does not "
+        "wait for the store); `0`: write through",
+    )
+    store_strict: bool = setting(
+        ENV_STORE_STRICT,
+        False,
+        "`1`: acknowledge a turn only once its transcript is in the session store (retried first; else the "
+        "invocation fails with `503 session_store_unavailable`); excludes write-behind. See docs/reliability.md",
+    )
+    store_call_timeout_s: float = setting(
+        ENV_STORE_CALL_TIMEOUT,
+        20.0,
+        "seconds one session-store write may take before it is left to the background retry (inside the SDK's "
+        "60 s per transcript batch)",
+        gt=0,
+        le=50,
+    )
+    workspace: Path | None = setting(
+        ENV_WORKSPACE,
+        None,
+        "the agent's working directory (file tools are confined to it)",
+        shown="`<state dir>/workspace`",
+    )
+    workspace_max_bytes: int = setting(
+        ENV_WORKSPACE_MAX_BYTES,
+        DEFAULT_WORKSPACE_MAX_BYTES,
+        "largest workspace snapshot sent inline, compressed (`0`: no snapshots); raises the body limit by its base64 "
+        "size (docs/repository-work.md)",
+        ge=0,
+        shown="20 MiB",
+    )
+    workspace_max_unpacked_bytes: int = setting(
+        ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+        DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
+        "what one snapshot may unpack to (checked on the decompressed stream: archive bombs stop here)",
+        gt=0,
+        shown="200 MiB",
+    )
+    workspace_max_files: int = setting(
+        ENV_WORKSPACE_MAX_FILES, DEFAULT_WORKSPACE_MAX_FILES, "entries one snapshot may hold", gt=0
+    )
+    workspace_max_file_bytes: int = setting(
+        ENV_WORKSPACE_MAX_FILE_BYTES,
+        DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+        "largest single file in a snapshot",
+        gt=0,
+        shown="25 MiB",
+    )
+    workspace_max_patch_bytes: int = setting(
+        ENV_WORKSPACE_MAX_PATCH_BYTES,
+        DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+        "largest patch a result carries (`422 patch_too_large` above; the workspace is kept)",
+        gt=0,
+        shown="20 MiB",
+    )
+    workspace_s3_uri: str | None = setting(
+        ENV_WORKSPACE_S3_URI,
+        None,
+        "`s3://<bucket>/<prefix>`: the only place snapshots may be read from (`s3:GetObject` there)",
+        shown="unset: inline snapshots only",
+    )
+    workspace_max_s3_bytes: int = setting(
+        ENV_WORKSPACE_MAX_S3_BYTES,
+        DEFAULT_WORKSPACE_MAX_S3_BYTES,
+        "largest snapshot archive read from S3",
+        gt=0,
+        shown="100 MiB",
+    )
+    metrics: Literal["emf", "cloudwatch", "off"] = setting(
+        ENV_METRICS,
+        "emf",
+        "`emf` (Powertools EMF on stdout), `cloudwatch` (batched `PutMetricData`) or `off`",
+    )
+    metrics_namespace: str = setting(
+        ENV_METRICS_NAMESPACE, DEFAULT_METRICS_NAMESPACE, "CloudWatch namespace", min_length=1, max_length=255
+    )
+    emf_file: Path | None = setting(
+        ENV_EMF_FILE,
+        None,
+        "write EMF lines to this file instead of stdout (the demo uses it)",
+        shown="stdout",
+    )
+    spans_file: Path | None = setting(
+        ENV_SPANS_FILE,
+        None,
+        "also write finished spans as JSON lines to this file (local runs; `agentkit report` reads it)",
+    )
+    agent_name: str = setting(
+        ENV_AGENT_NAME, "agentkit", "the `Agent` metric dimension", min_length=1, max_length=64
+    )
+    model: str = setting(
+        ENV_MODEL,
+        DEFAULT_MODEL,
+        "Bedrock **inference profile** id or ARN of the main model (a bare model id is refused)",
+    )
+    small_model: str = setting(
+        ENV_SMALL_MODEL, DEFAULT_SMALL_MODEL, "inference profile for the CLI's small/fast model slot (haiku)"
+    )
+    prices: str | None = setting(
+        ENV_PRICES,
+        None,
+        'JSON overrides of the price table, e.g. `{"claude-sonnet-4-5": {"input": 3, "output": 15}}`',
+        shown="the built-in table (`runtime/observe/costs.py`)",
+    )
+    bedrock_endpoint: str | None = setting(
+        ENV_BEDROCK_ENDPOINT,
+        None,
+        "local Bedrock Runtime stand-in URL (sets `ANTHROPIC_BEDROCK_BASE_URL` and skips auth); never set in a "
+        "deployed stack",
+    )
+    max_prompt_chars: int = setting(
+        ENV_MAX_PROMPT_CHARS,
+        DEFAULT_MAX_PROMPT_CHARS,
+        "largest prompt accepted (HTTP 413 above); the default fits a pull-request review of a 190 kB diff",
+        gt=0,
+    )
+    turn_timeout_s: float = setting(
+        ENV_TURN_TIMEOUT,
+        600.0,
+        "seconds one turn may take; then `turn_timeout` and the CLI is restarted",
+        gt=0,
+    )
+    idle_timeout_s: float = setting(
+        ENV_IDLE_TIMEOUT, 900.0, "seconds before an idle warm session closes its CLI process", gt=0
+    )
+    max_queued: int = setting(
+        ENV_MAX_QUEUED, 8, "invocations that may wait on one session (HTTP 429 above)", gt=0
+    )
+    max_sessions: int | None = setting(
+        ENV_MAX_SESSIONS,
+        None,
+        "warm sessions (CLI processes) kept at once; the least recently used idle one is closed first",
+        shown="what the container's cgroup memory limit fits, at most `32` (`runtime/limits.py`)",
+        gt=0,
+    )
+    max_turns: int = setting(
+        ENV_MAX_TURNS, 25, "ceiling for `max_turns` (model round-trips) per invocation", gt=0
+    )
+    max_budget_usd: float = setting(
+        ENV_MAX_BUDGET_USD, 1.0, "ceiling for `max_budget_usd` per invocation", gt=0
+    )
+    session_budget_usd: float = setting(
+        ENV_SESSION_BUDGET_USD,
+        10.0,
+        "cumulative spend per session, persisted with the session (`0`: no limit)",
+        ge=0,
+    )
+    memory_id: str | None = setting(ENV_MEMORY_ID, None, "AgentCore Memory id for long-term recall")
+    recall_namespaces: tuple[str, ...] = setting(
+        ENV_RECALL_NAMESPACES, (), "comma-separated recall namespaces; may use `{actorId}` / `{sessionId}`"
+    )
+    recall_timeout_ms: int = setting(
+        ENV_RECALL_TIMEOUT_MS,
+        300,
+        "time budget of recall before a turn; the turn goes on without recall when it runs out",
+        gt=0,
+    )
+    gateway_url: str | None = setting(
+        ENV_GATEWAY_URL, None, "AgentCore Gateway MCP endpoint; its tools appear as `mcp__gateway__*`"
+    )
+    actor_header: str | None = setting(
+        ENV_ACTOR_HEADER, None, "trusted `X-Amzn-Bedrock-AgentCore-Runtime-Custom-*` header naming the caller"
+    )
+    aws_region: str = setting(ENV_AWS_REGION, "us-east-1", "region for Bedrock and AgentCore")
+    claude_config_dir: Path | None = setting(
+        ENV_CLAUDE_CONFIG_DIR, None, "the CLI's local transcript dir", shown="`<state dir>/claude`"
+    )
+    agent_file: Path | None = setting(
+        ENV_AGENT_FILE,
+        None,
+        "JSON agent definition replacing the built-in one",
+        shown="the built-in definition",
+    )
+    sandbox: Literal["required", "off"] = setting(
+        ENV_SANDBOX,
+        "required",
+        "`required`: the agent's commands run in the OS sandbox or not at all; `off`: without it (logged as a "
+        "warning)",
+    )
+    agent_profile: Literal["readonly", "developer"] | None = setting(
+        ENV_AGENT_PROFILE,
+        None,
+        "`readonly` or `developer`: overrides the agent definition's `profile`",
+        shown="the definition's `profile`",
+    )
+    # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
+    platform_version: Literal["v1", "v2"] = setting(
+        ENV_PLATFORM_VERSION,
+        "v1",
+        "`v1`: answer `/ping` at once and warm up in the background; `v2`: warm up fully before listening "
+        "(AgentCore V2 snapshots the process; `docs/platform.md`)",
+    )
 
     @field_validator("prices")
     @classmethod
@@ -243,10 +336,14 @@ class Settings(BaseModel):
             load_price_table(overrides=value)  # raises ValueError with what is wrong
         return value
 
-    sandbox: Literal["required", "off"] = "required"
-    agent_profile: Literal["readonly", "developer"] | None = None
-    # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
-    platform_version: Literal["v1", "v2"] = "v1"
+    @field_validator("workspace_s3_uri")
+    @classmethod
+    def _s3_location(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.workspace.s3 import S3Location
+
+            S3Location.parse(value)  # raises ValueError with what is wrong
+        return value
 
     @field_validator("model", "small_model")
     @classmethod
@@ -307,6 +404,25 @@ class Settings(BaseModel):
             return self.session_store
         return f"sqlite:///{self.resolved_state_dir / 'sessions.db'}"
 
+    # -- the declarations ----------------------------------------------------------------------------------
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Field name → the environment variable it is read from, in declaration order."""
+        return {name: _extra(info)["env"] for name, info in cls.model_fields.items()}
+
+    @classmethod
+    def reference(cls) -> list[SettingInfo]:
+        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
+        rows = []
+        for name, info in cls.model_fields.items():
+            extra = _extra(info)
+            shown = extra.get("shown") or _shown(info.default)
+            rows.append(
+                SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
+            )
+        return rows
+
     # -- construction --------------------------------------------------------------------------------------
 
     @classmethod
@@ -314,7 +430,7 @@ class Settings(BaseModel):
         """Build settings from ``overrides`` > ``env`` (default ``os.environ``) > defaults."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
-        for field_name, var in _ENV_FIELDS.items():
+        for field_name, var in cls.env_names().items():
             raw = env.get(var)
             if raw not in (None, ""):
                 values[field_name] = raw
@@ -366,11 +482,32 @@ class Settings(BaseModel):
             path.mkdir(parents=True, exist_ok=True)
 
 
+def _extra(info: Any) -> dict[str, Any]:
+    extra = info.json_schema_extra
+    if not isinstance(extra, dict) or "env" not in extra:
+        raise TypeError("every Settings field is declared with setting(env, default, meaning)")
+    return extra
+
+
+def _shown(default: Any) -> str:
+    """A default value as the reference shows it ("none" when there is none)."""
+    if default is None or default == ():
+        return "none"
+    if isinstance(default, bool):
+        return f"`{int(default)}`"
+    if isinstance(default, float):
+        return f"`{default:g}`"
+    if isinstance(default, Path):
+        return f"`./{default}`" if not default.is_absolute() else f"`{default}`"
+    return f"`{default}`"
+
+
 def _explain(exc: ValidationError) -> str:
+    env_names = Settings.env_names()
     parts = []
     for error in exc.errors():
         field = str(error["loc"][0]) if error["loc"] else "?"
-        var = _ENV_FIELDS.get(field, field)
+        var = env_names.get(field, field)
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{var}: {message}")
     return "invalid runtime settings: " + "; ".join(parts)

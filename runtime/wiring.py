@@ -50,6 +50,9 @@ class Services:
     runner: TurnRunner[CliProcess]
     #: Closes the dependencies (store, metrics, tracing) once the registry's sessions are closed.
     aclose: Callable[[], Awaitable[None]]
+    #: Store writes accepted and not yet delivered: ``/ping`` stays busy while this is above 0, so AgentCore
+    #: does not reap the microVM whose disk holds the only copy (docs/reliability.md).
+    pending_writes: Callable[[], int] = lambda: 0
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -79,7 +82,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     if not sandbox.commands_enabled:
         metrics.record_event("SandboxUnavailable")
-    store = build_store(settings, on_error=lambda exc: metrics.record_event("SessionStoreErrors"))
+    store = build_store(
+        settings,
+        on_error=lambda exc: metrics.record_event("SessionStoreErrors"),
+        on_event=lambda name: metrics.record_event(name),
+    )
     memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
         from runtime.store.recall import MemoryRecall
@@ -149,7 +156,12 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             await store.close()
         await observer.aclose()
 
-    return Services(registry=registry, runner=runner, aclose=aclose_dependencies)
+    return Services(
+        registry=registry,
+        runner=runner,
+        aclose=aclose_dependencies,
+        pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
+    )
 
 
 def _sandboxed_definition(
@@ -170,25 +182,40 @@ def _sandboxed_definition(
 
 
 def build_store(
-    settings: Settings, *, on_error: Callable[[BaseException], None] | None = None
+    settings: Settings,
+    *,
+    on_error: Callable[[BaseException], None] | None = None,
+    on_event: Callable[[str], None] | None = None,
 ) -> SpoolingSessionStore | None:
-    """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so failed writes are spooled, not lost."""
+    """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so accepted writes are journaled first and
+    delivered (``AGENTKIT_STORE_WRITE_BEHIND``, ``AGENTKIT_STORE_STRICT``, ``AGENTKIT_STORE_CALL_TIMEOUT``)."""
     url = settings.resolved_session_store
     if url is None:
         return None
     from runtime.store.factory import store_from_url
     from runtime.store.spool import SpoolingSessionStore
 
+    if settings.store_strict and settings.store_write_behind:
+        raise ConfigurationError(
+            "AGENTKIT_STORE_STRICT and AGENTKIT_STORE_WRITE_BEHIND exclude each other: strict acknowledges a turn "
+            "only once it is stored, write-behind before; set one of them"
+        )
     client = aws.agentcore_client(settings.aws_region) if url.startswith("agentcore://") else None
     try:
-        inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client)
+        inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client, on_event=on_event)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     return SpoolingSessionStore(
         inner,
         spool_dir=settings.resolved_state_dir / "spool",
         on_error=on_error,
+        on_event=on_event,
+        call_timeout_s=settings.store_call_timeout_s,
         write_behind=settings.store_write_behind,
+        strict=settings.store_strict,
+        # A strict write's last try starts before this deadline and ends within the call timeout: inside the
+        # SDK's 60 s per mirror append (SEND_TIMEOUT_SECONDS in claude_agent_sdk's transcript_mirror_batcher).
+        strict_deadline_s=55.0 - settings.store_call_timeout_s,
     )
 
 

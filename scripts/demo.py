@@ -35,8 +35,8 @@ REPORT = ROOT / ".agentkit" / "demo-report.html"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "client"))  # the slim agentkit client, also when it is not pip-installed
 
+from harness.runtime_server import RuntimeServer  # noqa: E402
 from standins import BedrockStandIn, Reply, Usage  # noqa: E402
-from tests.fakes.runtime_server import RuntimeServer  # noqa: E402
 
 BOLD, DIM, CYAN, YELLOW, GREEN, RESET = (
     ("\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[32m", "\033[0m")
@@ -166,7 +166,7 @@ def main() -> int:
             "CLAUDE_CONFIG_DIR": str(state / "claude-a"),
         }
         if args.fake_cli:
-            from tests.fakes.cli import write_fake_cli
+            from harness.cli import write_fake_cli
 
             env["AGENTKIT_CLI_PATH"] = str(write_fake_cli(state))
         print(f"Bedrock stand-in: {bedrock.url}   session store: {store}   metrics: {emf_file}")

@@ -263,6 +263,10 @@ def _parse_path(path: str) -> tuple[str, str | None]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 60
+    # TCP_NODELAY: a streamed reply is one small write per event-stream frame. With Nagle's algorithm on, a
+    # frame waits for the ACK of the one before, which the CLI may delay by up to 40 ms (delayed ACK): turns
+    # measured against the stand-in then took 30-60 ms longer at random (benchmarks/http_edge.py --nagle).
+    disable_nagle_algorithm = True
     server_version = "BedrockStandIn/1.0"
 
     @property

@@ -14,7 +14,7 @@ IAM actions: none.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from agentkit.env import ENV_DEFAULT_REGION, ENV_REGION
@@ -50,21 +50,6 @@ def make_session(*, region: str | None, profile: str | None) -> Any:
 def boto3_client_factory(service: str, *, region: str | None, profile: str | None, config: Any = None) -> Any:
     """Default :class:`ClientFactory`: a client from :func:`make_session`."""
     return make_session(region=region, profile=profile).client(service, config=config)
-
-
-def pages(call: Callable[..., Any], kwargs: Mapping[str, Any], *, key: str = "NextToken") -> Iterator[Any]:
-    """The pages of a paged AWS call: ``call(**kwargs)``, then again with ``key`` (the service's next-page
-    parameter, ``NextToken`` or ``nextToken``) set from the previous page until a page has none. Lazy: the
-    next call is made only when the next page is asked for.
-    """
-    request = dict(kwargs)
-    while True:
-        page = call(**request)
-        yield page
-        following = page.get(key)
-        if not following:
-            return
-        request[key] = following
 
 
 class Aws:

@@ -11,6 +11,7 @@ Synopsis::
     agentkit logs    [--runtime-arn ARN | --stack NAME] [--since 1h] [--session ID] [--level error]
     agentkit cost    [--days N] [--hourly] [--by model|session|actor] [--budget USD] [--local FILE]
     agentkit report  [--emf FILE --spans FILE | --stack NAME ...] [--out report.html]
+    agentkit doctor  [--stage dev] [--cdk-json cdk.json] [--ignore CHECK]
 
 ``--region``, ``--profile`` and ``--output`` go before or after the command, as with the AWS CLI.
 
@@ -20,9 +21,8 @@ arguments, empty prompt, request rejected as invalid) · 3 budget exceeded · 4 
 connection lost after the request was sent) · 130 interrupted. No traceback reaches the user
 (``AGENTKIT_DEBUG=1`` prints one for an unexpected error).
 
-Extensions: a module named in :data:`EXTENSIONS` that is installed exposes ``register(subparsers)``; it
-adds its sub-parser and sets ``handler`` (``handler(args, ctx) -> int`` or ``handler(args) -> int``). The
-global options are added to its parser when it lacks them.
+Commands: each module of :data:`COMMANDS` has ``register(subparsers, common)``, which adds its sub-parser with
+the global options as a parent and sets ``handler(args, ctx) -> int`` and ``usage_parser``.
 
 Env vars: see :mod:`agentkit.env`. IAM actions: see each command's module.
 """
@@ -32,26 +32,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import importlib
-import inspect
 import os
 import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from agentkit import __version__
 from agentkit.aws import Aws, ClientFactory, boto3_client_factory
-from agentkit.commands import cost, invoke, logs, report, sessions, status
+from agentkit.commands import cost, doctor, invoke, logs, report, sessions, status
 from agentkit.context import OUTPUT_FORMATS, Context
 from agentkit.env import ENV_DEBUG
 from agentkit.errors import AgentkitError, ExitCode, aws_error
 
-#: Built-in commands, in help order.
-COMMANDS = (invoke, sessions, status, logs, cost, report)
-#: Optional command modules, registered when installed (``agentkit doctor`` ships separately).
-EXTENSIONS: tuple[str, ...] = ("agentkit.doctor",)
+#: The commands, in help order.
+COMMANDS = (invoke, sessions, status, logs, cost, report, doctor)
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -83,27 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(subparsers, common)
-    for name in EXTENSIONS:
-        _register_extension(name, subparsers, common)
     return parser
-
-
-def _register_extension(name: str, subparsers: Any, common: argparse.ArgumentParser) -> None:
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return  # not installed
-        raise
-    before = set(subparsers.choices)
-    module.register(subparsers)
-    for added in set(subparsers.choices) - before:
-        sub = subparsers.choices[added]
-        for action in common._actions:
-            if not any(opt in sub._option_string_actions for opt in action.option_strings):
-                sub._add_action(action)
-        if sub.get_default("usage_parser") is None:
-            sub.set_defaults(usage_parser=sub)
 
 
 def main(
@@ -159,7 +135,7 @@ def main(
     )
     usage_parser: argparse.ArgumentParser = getattr(args, "usage_parser", None) or parser
     try:
-        return _call(args.handler, args, ctx)
+        return int(args.handler(args, ctx))
     except AgentkitError as exc:
         if exc.exit_code == ExitCode.USAGE and exc.code == "":
             usage_parser.print_usage(err)
@@ -188,15 +164,6 @@ def main(
             file=err,
         )
         return int(ExitCode.AGENT_ERROR)
-
-
-def _call(handler: Callable[..., int], args: argparse.Namespace, ctx: Context) -> int:
-    positional = [
-        p
-        for p in inspect.signature(handler).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    return int(handler(args, ctx) if len(positional) >= 2 else handler(args))
 
 
 def _silence_stdout() -> None:

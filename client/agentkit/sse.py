@@ -1,4 +1,4 @@
-"""Server-sent events: parse a runtime's reply stream into event dicts (the contract in DESIGN §4).
+"""Server-sent events: parse a runtime's reply stream into event dicts (the contract in docs/http-api.md#replies).
 
 Events: ``text``, ``tool_use``, ``tool_result``, ``result``, ``error`` (see ``runtime/protocol.py``). Any
 other reply value is mapped onto that contract by :func:`normalize_event`.

@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.errors import AgentkitError, ExitCode, aws_error, usage_error
 
 RUNTIME_ARN_RE = re.compile(
@@ -171,7 +170,7 @@ def stack_resources(cloudformation: Any, *, stack_name: str, resource_type: str)
     ids: list[str] = []
     kwargs: dict[str, Any] = {"StackName": stack_name}
     try:
-        for page in pages(cloudformation.list_stack_resources, kwargs):
+        for page in cloudformation.get_paginator("list_stack_resources").paginate(**kwargs):
             ids += [
                 str(r["PhysicalResourceId"])
                 for r in page.get("StackResourceSummaries", [])

@@ -95,7 +95,7 @@ class InvocationRequest:
     workspace_s3_uri: str | None = None
 
     def body(self) -> dict[str, Any]:
-        """The invocation body (DESIGN §4). Optional fields are sent only when set."""
+        """The invocation body (docs/http-api.md#request). Optional fields are sent only when set."""
         body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd

@@ -17,6 +17,7 @@ from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfi
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import parent_death_wrapper
+from runtime.agent.request_metadata import custom_headers_env
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -39,13 +40,15 @@ def build_options(
     resume: bool,
     store: SessionStore | None,
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
+    request_metadata: Mapping[str, str] | None = None,
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
     ``hooks`` are the telemetry hooks (event name → matchers); ``pre_tool_gate`` is inserted first among the
     ``PreToolUse`` hooks. ``max_turns`` / ``max_budget_usd`` are the ``--max-turns`` / ``--max-budget-usd``
     flags (the runner explains why the budget is per process). ``resume`` picks
-    ``resume=<id>`` over ``session_id=<id>``.
+    ``resume=<id>`` over ``session_id=<id>``. ``request_metadata`` goes with every model call as
+    ``X-Amzn-Bedrock-Request-Metadata`` (:mod:`runtime.agent.request_metadata`).
     """
     d = definition
     mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -57,6 +60,8 @@ def build_options(
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
     cli_env = settings.cli_env()
+    if request_metadata:
+        cli_env.update(custom_headers_env(request_metadata))
     isolation = session_isolation(
         state_dir=settings.resolved_state_dir,
         workspace=Path(cwd).resolve(),

@@ -40,6 +40,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.options import build_options
 from runtime.agent.process import CliProcess
+from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
 from runtime.errors import AgentProcessError, InvalidWorkspace, SessionStoreError, TurnTimeout
 from runtime.guard.gate import PermissionGate
@@ -239,6 +240,9 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
+            request_metadata=request_metadata(
+                session_id=session.runtime_session_id, actor=session.actor_id, agent=self.settings.agent_name
+            ),
         )
         client = self.deps.client_factory(options)
         try:
@@ -313,6 +317,7 @@ class AgentTurnRunner:
             observer=self.deps.observer,
             prices=self.deps.prices,
             clock=self.clock,
+            store=self.deps.session_store,
         )
         return await turn.run()
 

@@ -50,7 +50,14 @@ from opentelemetry.trace import Span
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
-from runtime.errors import AgentKitError, AgentProcessError, BudgetExceeded, ClientDisconnected, TurnTimeout
+from runtime.errors import (
+    AgentKitError,
+    AgentProcessError,
+    BudgetExceeded,
+    ClientDisconnected,
+    SessionStoreError,
+    TurnTimeout,
+)
 from runtime.observe.costs import PriceTable, compute_turn_cost
 from runtime.observe.observer import Observer
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
@@ -83,9 +90,11 @@ class Turn:
         prices: PriceTable,
         clock: Callable[[], float],
         workspace_changes: WorkspaceChanges | None = None,
+        store: Any = None,
     ) -> None:
         self.session, self.process, self.request, self.emit = session, process, request, emit
         self.workspace_changes = workspace_changes
+        self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
         self.prices, self.clock = prices, clock
         self.started = 0.0
@@ -99,6 +108,7 @@ class Turn:
         self.usages: list[dict[str, Any]] = []  # usage of each finished model call
         self.running_cost = 0.0  # priced per model call from the streamed usage
         self.budget_hit = False
+        self.mirror_failed = False  # the SDK reported a transcript batch it could not store
         self.abandoned = False  # the caller left while the turn ran
         self.interrupt_task: asyncio.Task[None] | None = None
         # settle
@@ -226,7 +236,11 @@ class Turn:
                         }
                     )
         elif isinstance(message, SystemMessage) and message.subtype == "mirror_error":
+            self.mirror_failed = True
             self.observer.store_error("append", RuntimeError(str(message.data)))
+            recover = getattr(self.store, "recover_from_transcript", None)
+            if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
+                recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")
 
     def _count_call(self, event: dict[str, Any]) -> None:
         """Price each model call as it completes; interrupt the turn once it is over its budget."""
@@ -396,12 +410,18 @@ class Turn:
                 f"the invocation reached its max_budget_usd of ${self.budget:.4f} (spent ${self.running_cost:.4f})"
                 " and was stopped; raise max_budget_usd (up to AGENTKIT_MAX_BUDGET_USD) or narrow the task"
             )
-        return error_for_result(
+        error = error_for_result(
             result.subtype,
             is_error=result.is_error,
             errors=result.errors,
             api_error_status=result.api_error_status,
         )
+        if error is None and self.mirror_failed and self.settings.store_strict:
+            return SessionStoreError(
+                "the answer could not be saved to the session store in time (AGENTKIT_STORE_STRICT), so it is not "
+                "acknowledged; it is kept on this microVM and may still reach the session. Retry the invocation"
+            )
+        return error
 
     # -- 4. persist ---------------------------------------------------------------------------------------------
 

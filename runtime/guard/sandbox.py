@@ -10,9 +10,9 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
   the workspace are not there at all ("No such file or directory"). ``/etc`` is re-opened one entry at a time
   (``/etc/shadow`` stays hidden).
 - **Writes**: only the workspace and the tool temp dir reach the host. A hidden directory is an empty ``tmpfs``:
-  a command may create files in it, they vanish with the command and never reach the host (this is the
-  "deny rules made a sibling writable" observation in DESIGN §5 — the write went to the tmpfs). The attack
-  suite checks the host, not exit codes.
+  a command may create files in it, they vanish with the command and never reach the host. So a write that
+  "succeeds" beside the workspace is not an escape: it went to the tmpfs. The attack suite
+  (``tests/e2e/test_sandbox_attacks.py``) therefore checks the host, not exit codes.
 - **Network**: the sandbox has its own network namespace; egress only through the CLI's proxy, which with
   ``strictAllowlist`` and an empty ``allowedDomains`` refuses every host.
 - ``allowUnsandboxedCommands: false`` (``dangerouslyDisableSandbox`` is ignored) and ``failIfUnavailable: true``

@@ -1,4 +1,4 @@
-"""Trace context and session baggage for one invocation (issue 16, item 10).
+"""Trace context and session baggage for one invocation.
 
 CloudWatch's generative AI observability groups an agent's spans by session and joins them with the
 platform's own spans when the agent (a) continues the trace AgentCore started and (b) carries the session id

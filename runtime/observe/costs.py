@@ -410,7 +410,7 @@ def compute_turn_cost(
 
 # --- Cumulative model_usage on a warm client -------------------------------------------------------
 # The CLI reports ``usage`` for the turn but ``modelUsage`` / ``total_cost_usd`` accumulated over the CLI
-# process (the fake CLI in tests/fakes mirrors this). On a warm ClaudeSDKClient, turn N's model_usage
+# process (the fake CLI in harness/ mirrors this). On a warm ClaudeSDKClient, turn N's model_usage
 # includes turns 1..N-1, so pricing it directly overcounts. TurnCostTracker prices the difference.
 _COUNTERS = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "costUSD")
 

@@ -1,12 +1,7 @@
 """Claude Agent SDK ``SessionStore`` on the AgentCore Memory data plane (short-term memory events).
 
-Import it from :mod:`runtime.store.sqlite`; this module holds the implementation.
-
-Mapping of the SDK key to Memory ids
-------------------------------------
-Memory ids must match ``[a-zA-Z0-9][a-zA-Z0-9-_]*`` (sessionId, ≤ 100 chars) and the same with ``/`` and
-``:`` allowed (actorId, ≤ 255 chars). Every string is *escaped*: ``[A-Za-z0-9-]`` stays, every other UTF-8
-byte becomes ``_hh`` (lowercase hex), so escaping is injective and the result fits both patterns.
+Import it from :mod:`runtime.store.sqlite`; this module holds the class, :mod:`runtime.store.agentcore_ids`
+the id mapping and limits, :mod:`runtime.store.agentcore_groups` how a load reassembles entries.
 
 ==================================  ========================================================================
 SDK / store concept                 Memory ids
@@ -22,19 +17,20 @@ per-session state (``put_state``)   actorId ``agentkit-state``, sessionId ``t-<e
 ==================================  ========================================================================
 
 Transcript events carry only ``blob`` payload items (never extracted to long-term memory; ``extractionMode``
-is also ``SKIP``). Each entry is serialized to JSON and cut into chunks of at most 100,000 characters; an item
-is ``{"k": "e", "s": seq, "u": uuid, "i": part, "n": parts, "d": chunk}``. An event holds at most 100 items
-and ``max_event_chars`` characters, so a large entry may span events. ``seq`` (a zero-padded decimal string,
-JSON-number safe) is ``max(last seq + 1, now in ns)``: the load order is by ``seq`` then ``part``, never by
-service order or event timestamp, so equal timestamps and paging cannot reorder entries. Chunk groups that
-are incomplete (a half-written entry whose retry got a new ``seq``) are skipped on load. The SDK's session
-summary rides along as an item ``{"k": "sum", "s": seq, "t": mtime_ms, "d": data}`` in the last event of
-each main-transcript batch, so appends cost one ``CreateEvent`` per ≤ 100 items.
+is also ``SKIP``). Each entry is serialized to JSON (:func:`runtime.store.codec.dumps_entry`) and cut into
+chunks of at most 100 KB *as botocore sends them*; an event holds at most 100 items and 1 MB of chunks, so
+a large entry may span events. Every item names its writer (a random id per store instance), the writer's
+epoch, its batch and its index in the batch; the rules that make a load correct with several writers, skewed
+clocks and retried batches are in :mod:`runtime.store.agentcore_groups`. The SDK's session summary rides
+along as an item ``{"k": "sum", ...}`` in the last event of each main-transcript batch, so appends cost one
+``CreateEvent`` per ≤ 100 items.
 
 Idempotency: an entry whose ``uuid`` was already stored under the key is skipped (the store reads the
-transcript once per key and process to learn them); ``load`` also drops later duplicates of a ``uuid``.
-Entries without ``uuid`` are appended as they come. One writer per session at a time is assumed (the
-runtime's session affinity); ``list_sessions`` ``mtime`` is the first append of the latest writing process.
+transcript once per key and process to learn them). A batch keeps its identity across retries: the events
+planned on its first try (their ``seq`` values and contents) are sent again unchanged, and each event's
+``clientToken`` is a hash of its content, so a ``CreateEvent`` that landed but was not acknowledged is not
+stored twice; a copy stored by another process (a spool adopted after a crash) is dropped on load by its
+batch id and index. ``list_sessions`` ``mtime`` is the first append of the latest writing process.
 
 IAM actions the runtime role needs on the memory ARN
 (``arn:aws:bedrock-agentcore:<region>:<account>:memory/<memory-id>``):
@@ -49,20 +45,36 @@ Environment: none read here. Without an injected ``client`` the store builds one
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import json
 import logging
-import re
+import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from runtime.errors import SessionStoreError
+from runtime.store.agentcore_groups import assemble
+from runtime.store.agentcore_ids import (
+    INDEX_SESSION_ID,
+    MAX_EVENT_BYTES,
+    MAX_ITEM_BYTES,
+    MAX_PAGE_SIZE,
+    MAX_PAYLOAD_ITEMS,
+    MEMORY_ID_RE,
+    actor_id_for,
+    escape_id,
+    session_id_for,
+    wrap_client_error,
+)
+from runtime.store.agentcore_plan import BatchPlan, KeyCache
+from runtime.store.agentcore_state import MemoryStateMixin
+from runtime.store.codec import dumps_entry, split_by_wire_bytes, wire_bytes
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -73,94 +85,36 @@ if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checki
         SessionSummaryEntry,
     )
 
+__all__ = [
+    "MEMORY_ID_RE",
+    "AgentCoreMemorySessionStore",
+    "actor_id_for",
+    "escape_id",
+    "session_id_for",
+    "wrap_client_error",
+]
+
 log = logging.getLogger(__name__)
 
-MAX_PAYLOAD_ITEMS = 100
-MAX_TEXT_CHARS = 100_000
-MAX_SESSION_ID_CHARS = 100
-MAX_ACTOR_ID_CHARS = 255
-STATE_ACTOR_ID = "agentkit-state"
-INDEX_SESSION_ID = "index"
-RETRYABLE_CODES = frozenset(
-    {"ThrottledException", "ThrottlingException", "ServiceException", "RetryableConflictException"}
-)
-MEMORY_ID_RE = re.compile(
-    r"^(arn:(aws|aws-cn|aws-us-gov):bedrock-agentcore:[a-z0-9-]+:[0-9]{12}:memory/)?"
-    r"[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}$"
-)
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 
-
-def escape_id(value: str) -> str:
-    """Injective escape of any string into ``[A-Za-z0-9_-]*``: unsafe UTF-8 bytes become ``_hh``."""
-    out: list[str] = []
-    for ch in value:
-        if ch in _SAFE:
-            out.append(ch)
-        else:
-            out.extend(f"_{b:02x}" for b in ch.encode())
-    return "".join(out)
-
-
-def actor_id_for(project_key: str) -> str:
-    """Memory actorId of a project key (see the module docstring)."""
-    readable = "p-" + escape_id(project_key)
-    if len(readable) <= MAX_ACTOR_ID_CHARS:
-        return readable
-    return "h-" + hashlib.sha256(project_key.encode()).hexdigest()
-
-
-def session_id_for(session_id: str, subpath: str | None = None) -> str:
-    """Memory sessionId of a transcript key (see the module docstring)."""
-    if subpath == "":
-        raise ValueError("subpath must be omitted for the main transcript, not empty")
-    readable = "t-" + escape_id(session_id) + ("" if subpath is None else "_x" + escape_id(subpath))
-    if len(readable) <= MAX_SESSION_ID_CHARS:
-        return readable
-    digest = hashlib.sha256(json.dumps([session_id, subpath]).encode()).hexdigest()
-    return "h-" + digest[:64]
-
-
-def wrap_client_error(exc: BaseException, action: str) -> SessionStoreError:
-    """Turn a botocore failure into a :class:`SessionStoreError` naming the action and AWS code."""
-    if isinstance(exc, ClientError):
-        code = str(exc.response.get("Error", {}).get("Code", "Unknown"))
-        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        retryable = code in RETRYABLE_CODES or status in (429, 500, 502, 503, 504)
-        return SessionStoreError(
-            f"AgentCore Memory {action} failed: {code}: {exc}", aws_code=code, retryable=retryable
-        )
-    return SessionStoreError(
-        f"AgentCore Memory {action} failed: {exc}", aws_code=type(exc).__name__, retryable=True
-    )
-
-
-@dataclass
-class _KeyCache:
-    """What this process knows about one transcript key after reading or writing it."""
-
-    uuids: set[str] = field(default_factory=set)
-    last_seq: int = 0
-    summary: SessionSummaryEntry | None = None
-    indexed: bool = False
-
-
-class AgentCoreMemorySessionStore:
+class AgentCoreMemorySessionStore(MemoryStateMixin):
     """``SessionStore`` backed by AgentCore Memory events; also keeps per-session state (``get/put_state``).
 
     Args:
         memory_id: the Memory id or ARN (``AGENTKIT_SESSION_STORE=agentcore://<memory-id>``).
         client: a boto3 ``bedrock-agentcore`` client; built lazily when omitted.
-        max_chunk_chars: chunk size of a serialized entry (≤ 100,000, the service's text limit).
-        max_event_chars: characters of entry data per event (bounds request size).
-        page_size: ``maxResults`` for ``ListEvents``; ``None`` uses the service default. Leave it ``None``
-            against moto, which truncates to ``maxResults`` without returning a ``nextToken``.
+        max_chunk_bytes: bytes of one chunk item as sent (≤ 100 KB, see :mod:`runtime.store.agentcore_ids`).
+        max_event_bytes: bytes of chunk data per ``CreateEvent`` (bounds request size).
+        page_size: ``maxResults`` for ``ListEvents`` (1..100); ``None`` uses the service default of 20. moto
+            truncates to ``maxResults`` without returning a ``nextToken``: test paging with a stand-in.
         clock: seconds since the epoch (injectable for tests).
+        on_event: called with a metric name when something is worth counting (``SessionStoreLateWrites``);
+            must not raise.
 
     Raises:
         ValueError: a malformed memory id or size parameter.
-        SessionStoreError: any Memory call failed (``retryable`` set for throttling); caches stay consistent,
-            so retrying the same batch neither loses nor duplicates entries that carry a ``uuid``.
+        SessionStoreError: any Memory call failed (``retryable`` false for errors a retry cannot cure);
+            retrying the same batch (:meth:`append_batch` with its id) neither loses nor duplicates entries.
     """
 
     def __init__(
@@ -168,32 +122,47 @@ class AgentCoreMemorySessionStore:
         memory_id: str,
         *,
         client: Any = None,
-        max_chunk_chars: int = MAX_TEXT_CHARS,
-        max_event_chars: int = 1_000_000,
+        max_chunk_bytes: int = MAX_ITEM_BYTES,
+        max_event_bytes: int = MAX_EVENT_BYTES,
         page_size: int | None = None,
         clock: Callable[[], float] = time.time,
+        on_event: Callable[[str], None] | None = None,
     ) -> None:
         if not MEMORY_ID_RE.match(memory_id):
             raise ValueError(
                 f"invalid AgentCore Memory id {memory_id!r}: "
                 "expected '<name>-<10 alphanumerics>' or a memory ARN"
             )
-        if not 1 <= max_chunk_chars <= MAX_TEXT_CHARS:
-            raise ValueError(f"max_chunk_chars must be within 1..{MAX_TEXT_CHARS}, got {max_chunk_chars}")
-        if max_event_chars < max_chunk_chars:
-            raise ValueError("max_event_chars must be at least max_chunk_chars")
-        if page_size is not None and not 1 <= page_size <= 100:
-            raise ValueError(f"page_size must be within 1..100, got {page_size}")
+        if not 14 <= max_chunk_bytes <= MAX_ITEM_BYTES:
+            raise ValueError(f"max_chunk_bytes must be within 14..{MAX_ITEM_BYTES}, got {max_chunk_bytes}")
+        if max_event_bytes < max_chunk_bytes:
+            raise ValueError("max_event_bytes must be at least max_chunk_bytes")
+        if page_size is not None and not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ValueError(f"page_size must be within 1..{MAX_PAGE_SIZE}, got {page_size}")
         self.memory_id = memory_id
+        self.writer_id = secrets.token_hex(6)
         self._client = client
-        self._chunk = max_chunk_chars
-        self._event_chars = max_event_chars
+        self._chunk = max_chunk_bytes
+        self._event_bytes = max_event_bytes
         self._page_size = page_size
         self._clock = clock
-        self._keys: dict[tuple[str, str, str | None], _KeyCache] = {}
+        self._on_event = on_event
+        self._keys: dict[tuple[str, str, str | None], KeyCache] = {}
+        self._plans: dict[str, BatchPlan] = {}
+        #: Ids of batches delivered lately: a retry that overlapped a call still running in its thread
+        #: (the spool's bound cannot stop a thread) finds its batch done and sends nothing.
+        self._done: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._state_events: dict[str, list[str]] = {}
         self._locks: dict[tuple[str, str, str | None], threading.Lock] = {}
         self._locks_guard = threading.Lock()
+
+    def after_restore(self) -> None:
+        """A snapshot restore (:mod:`runtime.restore`): every restored process shares the image's memory, so the
+        writer id (which keeps writers' entries apart) is drawn again and what the image knew is dropped."""
+        self.writer_id = secrets.token_hex(6)
+        self._keys.clear()
+        self._plans.clear()
+        self._done.clear()
 
     # ------------------------------------------------------------------ boto3 plumbing
     @property
@@ -237,10 +206,6 @@ class AgentCoreMemorySessionStore:
             clientToken=token,
         )
 
-    def _next_seq(self, cache: _KeyCache) -> int:
-        cache.last_seq = max(cache.last_seq + 1, int(self._clock() * 1e9))
-        return cache.last_seq
-
     def _lock(self, ck: tuple[str, str, str | None]) -> threading.Lock:
         """Per-key lock, taken in the worker thread (works whichever event loop calls the store)."""
         with self._locks_guard:
@@ -252,54 +217,33 @@ class AgentCoreMemorySessionStore:
         items: list[dict[str, Any]] = []
         for event in events:
             for payload in event.get("payload") or []:
-                blob = payload.get("blob")
-                if isinstance(blob, dict) and blob.get("k") in ("e", "sum"):
+                blob = payload.get("blob") if isinstance(payload, dict) else None
+                if isinstance(blob, dict) and blob.get("k") in ("e", "sum", "ep"):
                     items.append(blob)
         return items
 
-    def _read_key(self, key: SessionKey) -> tuple[list[SessionStoreEntry] | None, _KeyCache]:
-        """Blocking: read a transcript, reassemble entries in ``seq`` order; returns (entries, cache)."""
+    def _read_key(self, key: SessionKey) -> tuple[list[SessionStoreEntry] | None, KeyCache]:
+        """Blocking: read a transcript and reassemble it; returns (entries, cache). One bad group is skipped,
+        never fails the load (:mod:`runtime.store.agentcore_groups`)."""
         subpath = key.get("subpath")
         events = self._list_all(actor_id_for(key["project_key"]), session_id_for(key["session_id"], subpath))
-        cache = _KeyCache()
-        groups: dict[int, dict[str, Any]] = {}
-        best_summary: tuple[int, dict[str, Any]] | None = None
-        for item in self._items(events):
-            seq = int(item["s"])
-            cache.last_seq = max(cache.last_seq, seq)
-            if item["k"] == "sum":
-                if best_summary is None or seq >= best_summary[0]:
-                    best_summary = (seq, item)
-                continue
-            group = groups.setdefault(seq, {"u": item.get("u"), "n": int(item["n"]), "parts": {}})
-            group["parts"][int(item["i"])] = item["d"]
-        entries: list[SessionStoreEntry] = []
-        for seq in sorted(groups):
-            group = groups[seq]
-            if len(group["parts"]) != group["n"]:
-                log.warning(
-                    "skipping incomplete entry seq=%s in %s (%d/%d parts)",
-                    seq,
-                    key,
-                    len(group["parts"]),
-                    group["n"],
+        got = assemble(self._items(events), where=f"{key['session_id']}/{subpath or ''}")
+        cache = KeyCache(uuids=got.uuids, last_seq=got.last_seq, epoch=got.max_epoch + 1)
+        if got.summary is not None and subpath is None:
+            try:
+                cache.summary = cast(
+                    "SessionSummaryEntry",
+                    {
+                        "session_id": key["session_id"],
+                        "mtime": int(got.summary["t"]),
+                        "data": got.summary["d"],
+                    },
                 )
-                continue
-            uuid = group["u"]
-            if uuid is not None:
-                if uuid in cache.uuids:
-                    continue
-                cache.uuids.add(uuid)
-            entries.append(json.loads("".join(group["parts"][i] for i in range(group["n"]))))
-        if best_summary is not None and subpath is None:
-            item = best_summary[1]
-            cache.summary = cast(
-                "SessionSummaryEntry",
-                {"session_id": key["session_id"], "mtime": int(item["t"]), "data": item["d"]},
-            )
+            except (KeyError, TypeError, ValueError):
+                log.warning("ignoring a malformed summary item of %s", key["session_id"])
         if not events:
             return None, cache
-        return entries, cache
+        return cast("list[SessionStoreEntry]", got.entries), cache
 
     def _read_index(self, project_key: str) -> dict[str, dict[str, Any]]:
         """Fold the project's index into {session_id: {"mtime": ms, "subs": set of subpaths}}."""
@@ -334,20 +278,52 @@ class AgentCoreMemorySessionStore:
         self._create(actor_id_for(project_key), INDEX_SESSION_ID, [item], token)
 
     # ------------------------------------------------------------------ writing
-    def _append_sync(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+    def _append_sync(
+        self, key: SessionKey, entries: list[SessionStoreEntry], batch_id: str, fence: bool
+    ) -> None:
         ck = (key["project_key"], key["session_id"], key.get("subpath"))
         with self._lock(ck):
-            self._append_locked(key, entries)
+            self._append_locked(key, entries, batch_id, fence)
 
-    def _append_locked(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
-        from claude_agent_sdk import fold_session_summary
+    def _fence(self, key: SessionKey, cache: KeyCache) -> None:
+        """Before a late delivery: read the key again, learn what other writers stored, report a late write."""
+        _, fresh = self._read_key(key)
+        cache.uuids |= fresh.uuids
+        cache.last_seq = max(cache.last_seq, fresh.last_seq)
+        if fresh.epoch - 1 > cache.epoch:
+            log.warning(
+                "late write to session %s: a newer writer (epoch %d) resumed it after this one (epoch %d); the "
+                "batch is stored, ordered before the newer writer's entries and linked into the conversation",
+                key["session_id"],
+                fresh.epoch - 1,
+                cache.epoch,
+            )
+            if self._on_event is not None:
+                try:
+                    self._on_event("SessionStoreLateWrites")
+                except Exception:  # a metrics failure must not fail the write
+                    log.exception("on_event callback raised")
 
-        subpath = key.get("subpath")
-        ck = (key["project_key"], key["session_id"], subpath)
-        cache = self._keys.get(ck)
-        if cache is None:
-            _, cache = self._read_key(key)
-            self._keys[ck] = cache
+    def _claim_epoch(self, key: SessionKey, cache: KeyCache) -> None:
+        """A resume: store this writer's epoch, so a writer resuming after it sorts after it even before this
+        one writes (one small ``CreateEvent``). A failed claim only weakens that ordering: logged, not raised."""
+        cache.last_seq = max(cache.last_seq + 1, int(self._clock() * 1e9))
+        item = {"k": "ep", "s": f"{cache.last_seq:020d}", "ep": cache.epoch, "w": self.writer_id}
+        actor, session = (
+            actor_id_for(key["project_key"]),
+            session_id_for(key["session_id"], key.get("subpath")),
+        )
+        token = hashlib.sha256(f"{actor}|{session}|".encode() + dumps_entry(item).encode()).hexdigest()
+        try:
+            self._create(actor, session, [item], token)
+        except SessionStoreError as exc:
+            log.warning("could not store the epoch claim of session %s: %s", key["session_id"], exc)
+
+    def _plan(
+        self, key: SessionKey, cache: KeyCache, entries: list[SessionStoreEntry], batch_id: str
+    ) -> BatchPlan:
+        """Cut the batch's new entries into events of ≤ 100 items (one slot kept for the summary) and
+        ≤ ``max_event_bytes`` of chunk data; ``seq`` from the clock, never below what this writer has read."""
         fresh: list[SessionStoreEntry] = []
         batch_uuids: set[str] = set()
         for entry in entries:
@@ -357,49 +333,96 @@ class AgentCoreMemorySessionStore:
             if uuid is not None:
                 batch_uuids.add(uuid)
             fresh.append(entry)
-        if not fresh:
+        events: list[tuple[list[dict[str, Any]], list[SessionStoreEntry]]] = [([], [])]
+        size = 0
+        for index, entry in enumerate(fresh):
+            cache.last_seq = max(cache.last_seq + 1, int(self._clock() * 1e9))
+            seq = f"{cache.last_seq:020d}"
+            chunks = split_by_wire_bytes(dumps_entry(entry), self._chunk)
+            for i, chunk in enumerate(chunks):
+                items, _ = events[-1]
+                chunk_bytes = wire_bytes(chunk)
+                if len(items) >= MAX_PAYLOAD_ITEMS - 1 or (items and size + chunk_bytes > self._event_bytes):
+                    events.append(([], []))
+                    size = 0
+                events[-1][0].append(
+                    {
+                        "k": "e",
+                        "s": seq,
+                        "w": self.writer_id,
+                        "ep": cache.epoch,
+                        "b": batch_id,
+                        "x": index,
+                        "u": entry.get("uuid"),
+                        "i": i,
+                        "n": len(chunks),
+                        "d": chunk,
+                    }
+                )
+                size += chunk_bytes
+            events[-1][1].append(entry)  # an entry counts as written once its last chunk's event lands
+        return BatchPlan([e for e in events if e[0]])
+
+    def _append_locked(
+        self, key: SessionKey, entries: list[SessionStoreEntry], batch_id: str, fence: bool
+    ) -> None:
+        from claude_agent_sdk import fold_session_summary
+
+        subpath = key.get("subpath")
+        ck = (key["project_key"], key["session_id"], subpath)
+        if batch_id in self._done:
             return
-        if not cache.indexed:
+        cache = self._keys.get(ck)
+        if cache is None:
+            _, cache = self._read_key(key)
+            self._keys[ck] = cache
+        elif fence:
+            self._fence(key, cache)
+        plan = self._plans.get(batch_id)
+        if plan is None:
+            plan = self._plan(key, cache, entries, batch_id)
+            self._plans[batch_id] = plan
+            while len(self._plans) > 1024:  # plans of batches never retried (dead-lettered, deleted)
+                del self._plans[next(iter(self._plans))]
+        if plan.events and not cache.indexed:
             self._index_op(key["project_key"], {"k": "put", "sid": key["session_id"], "sub": subpath})
             cache.indexed = True
         actor, session = actor_id_for(key["project_key"]), session_id_for(key["session_id"], subpath)
-        # Pack (entry, its items) into events of ≤ 100 items (one slot kept for the summary) and ≤ max chars.
-        events: list[tuple[list[dict[str, Any]], list[SessionStoreEntry]]] = [([], [])]
-        chars = 0
-        for entry in fresh:
-            seq = f"{self._next_seq(cache):020d}"
-            text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-            chunks = [text[i : i + self._chunk] for i in range(0, len(text), self._chunk)] or [""]
-            for i, chunk in enumerate(chunks):
-                items, _ = events[-1]
-                if len(items) >= MAX_PAYLOAD_ITEMS - 1 or (items and chars + len(chunk) > self._event_chars):
-                    events.append(([], []))
-                    chars = 0
-                events[-1][0].append(
-                    {"k": "e", "s": seq, "u": entry.get("uuid"), "i": i, "n": len(chunks), "d": chunk}
-                )
-                chars += len(chunk)
-            events[-1][1].append(entry)  # an entry counts as written once its last chunk's event lands
-        for items, done in events:
-            summary = cache.summary
-            if subpath is None and done:
-                summary = fold_session_summary(cache.summary, key, done)
+        while plan.sent < len(plan.events):
+            index = plan.sent
+            items, done = plan.events[index]
+            if subpath is None and done and index not in plan.summaries:
+                folded = fold_session_summary(cache.summary, key, done)
                 now_ms = int(self._clock() * 1000)
-                summary = cast("SessionSummaryEntry", {**summary, "mtime": now_ms})
-                items = [*items, {"k": "sum", "s": items[-1]["s"], "t": now_ms, "d": summary["data"]}]
-            token = hashlib.sha256(
-                f"{actor}|{session}|{items[0]['s']}|{items[0]['i']}|{len(items)}".encode()
-            ).hexdigest()
+                plan.summaries[index] = cast("SessionSummaryEntry", {**folded, "mtime": now_ms})
+                items.append(
+                    {"k": "sum", "s": items[-1]["s"], "ep": cache.epoch, "t": now_ms, "d": folded["data"]}
+                )
+            token = hashlib.sha256(f"{actor}|{session}|".encode() + dumps_entry(items).encode()).hexdigest()
             self._create(actor, session, items, token)
-            cache.summary = summary
+            plan.sent += 1
+            cache.summary = plan.summaries.get(index, cache.summary)
             cache.uuids.update(e["uuid"] for e in done if e.get("uuid") is not None)
+        del self._plans[batch_id]
+        self._done[batch_id] = None
+        while len(self._done) > 4096:
+            self._done.popitem(last=False)
 
     # ------------------------------------------------------------------ SessionStore protocol
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Mirror a batch; skips entries whose ``uuid`` is already stored. Raises SessionStoreError."""
+        await self.append_batch(key, entries, batch_id=secrets.token_hex(8))
+
+    async def append_batch(
+        self, key: SessionKey, entries: list[SessionStoreEntry], *, batch_id: str, fence: bool = False
+    ) -> None:
+        """Mirror a batch under a stable id: a retry with the same id resends the events of the first try
+        (same ``seq`` values and ``clientToken`` s), so nothing is stored twice. ``fence``: the batch is late
+        (redelivered from the spool): read the key first, and report it when a newer writer has resumed the
+        session meanwhile. Raises SessionStoreError."""
         if not entries:
             return
-        await asyncio.to_thread(self._append_sync, key, entries)
+        await asyncio.to_thread(self._append_sync, key, entries, batch_id, fence)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Entries in append order, ``None`` for a key never written or deleted. Raises SessionStoreError."""
@@ -411,6 +434,8 @@ class AgentCoreMemorySessionStore:
                 known = self._keys.get(ck)
                 cache.indexed = known.indexed if known is not None else False
                 self._keys[ck] = cache
+                if entries:
+                    self._claim_epoch(key, cache)
                 return entries
 
         return await asyncio.to_thread(work)
@@ -455,50 +480,3 @@ class AgentCoreMemorySessionStore:
     async def delete(self, key: SessionKey) -> None:
         """Delete a transcript; a main key cascades to its subagent transcripts. Raises SessionStoreError."""
         await asyncio.to_thread(self._delete_sync, key)
-
-    # ------------------------------------------------------------------ per-session state
-    def _get_state_sync(self, session_id: str) -> dict[str, Any] | None:
-        events = self._list_all(STATE_ACTOR_ID, session_id_for(session_id))
-        best: tuple[int, dict[str, Any]] | None = None
-        ids: list[str] = []
-        for event in events:
-            ids.append(event["eventId"])
-            for payload in event.get("payload") or []:
-                blob = payload.get("blob")
-                if isinstance(blob, dict) and blob.get("k") == "state":
-                    seq = int(blob["s"])
-                    if best is None or seq >= best[0]:
-                        best = (seq, blob["d"])
-        self._state_events[session_id] = ids
-        return dict(best[1]) if best else None
-
-    def _put_state_sync(self, session_id: str, state: dict[str, Any]) -> None:
-        seq = int(self._clock() * 1e9)
-        item = {"k": "state", "s": f"{seq:020d}", "d": state}
-        session = session_id_for(session_id)
-        token = hashlib.sha256(f"{session}|{seq}".encode()).hexdigest()
-        previous = self._state_events.get(session_id, [])
-        response = self._call(
-            "create_event",
-            actorId=STATE_ACTOR_ID,
-            sessionId=session,
-            eventTimestamp=datetime.fromtimestamp(self._clock(), tz=UTC),
-            payload=[{"blob": item}],
-            extractionMode="SKIP",
-            clientToken=token,
-        )
-        self._state_events[session_id] = [response["event"]["eventId"]]
-        for event_id in previous:  # keep the state session short; a leftover only costs one more item to read
-            try:
-                self._call("delete_event", actorId=STATE_ACTOR_ID, sessionId=session, eventId=event_id)
-            except SessionStoreError as exc:
-                log.info("could not prune old state event %s: %s", event_id, exc)
-
-    async def get_state(self, session_id: str) -> dict[str, Any] | None:
-        """Latest state written with :meth:`put_state`, or ``None``. Raises SessionStoreError."""
-        return await asyncio.to_thread(self._get_state_sync, session_id)
-
-    async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
-        """Store a JSON-serializable dict for the session (last write wins). Raises SessionStoreError."""
-        json.dumps(state)  # fail fast on non-JSON state
-        await asyncio.to_thread(self._put_state_sync, session_id, state)

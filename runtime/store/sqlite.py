@@ -9,7 +9,7 @@ state that must outlive a microVM (``get_state`` / ``put_state``, e.g. the sessi
 - :class:`AgentCoreMemorySessionStore` — AgentCore Memory events (implementation, id mapping and the IAM
   actions it needs: :mod:`runtime.store.agentcore`).
 
-:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (the lead's settings read the variable):
+:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (read by :mod:`runtime.settings`):
 ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
 Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -30,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from runtime.errors import SessionStoreError
-from runtime.store.file_guard import Fault, FileGuard, dump_rows, restore_rows
+from runtime.store.codec import dumps_entry
+from runtime.store.file_guard import Fault, FileGuard, Rows, dump_rows, restore_rows
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -97,6 +99,7 @@ class SqliteSessionStore:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._guard = FileGuard(self.path)
+        self._rescued: Rows | None = None  # rows of a moved database not yet written back
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
@@ -116,6 +119,8 @@ class SqliteSessionStore:
                 fault = self._guard.check() if self._db is not None else None
                 if fault is not None:
                     self._on_fault(fault, write=write)
+                elif self._rescued is not None:
+                    self._restore_rescued()
                 if self._db is None:
                     self._db = self._open()
                 yield self._db
@@ -133,25 +138,13 @@ class SqliteSessionStore:
         log.error("SQLite session store: %s", fault.detail)
         old = self._db
         if fault.database_moved and old is not None:
-            # Read what the old file holds, close it and remove the -wal/-shm it leaves at the path, then write it
-            # all into the file now at the path (a new one if it was deleted).
-            rows = dump_rows(old)
+            # Read what the old file holds and close it (removing the -wal/-shm it leaves at the path); the rows
+            # stay in memory until they are written into the file now at the path (a new one if it was deleted).
+            self._rescued = dump_rows(old)
             self._db = None
             old.close()
             self._guard.remove_stale_sidecars()
-            new = self._open()
-            try:
-                new.execute("PRAGMA journal_mode=WAL")
-                new.executescript(_SCHEMA)
-                copied = restore_rows(new, rows)
-            except BaseException:
-                new.close()
-                raise
-            self._db = new
-            self._guard.opened()
-            log.error(
-                "SQLite session store: rewrote the %d entries the old file held into %s", copied, self.path
-            )
+            self._restore_rescued()
         elif not fault.repaired and old is not None:
             self._db = (
                 None  # the mapping is intact (only truncation breaks it): close, reopen on the next call
@@ -163,6 +156,51 @@ class SqliteSessionStore:
                 aws_code=f"File{fault.kind.title().replace('_', '')}",
                 retryable=True,
             )
+
+    def _restore_rescued(self) -> None:
+        """Write the rows rescued from a moved database into the file at the path. A file there that is not a
+        SQLite database is moved aside (``<name>.not-a-database-<time>``, never deleted) and a new database
+        takes its place. Until a restore succeeds the rows stay in memory and every call retries it first.
+        Raises SessionStoreError (through ``_connect``) while the restore keeps failing."""
+        rows = self._rescued
+        if rows is None:
+            return
+        for attempt in range(2):
+            new = None
+            try:
+                new = self._open()
+                new.execute("PRAGMA journal_mode=WAL")
+                new.executescript(_SCHEMA)
+                copied = restore_rows(new, rows)
+            except sqlite3.DatabaseError as exc:
+                if new is not None:
+                    new.close()
+                if attempt or not self.path.exists():
+                    log.error(
+                        "SQLite session store: %d rescued entries kept in memory: %s", len(rows.entries), exc
+                    )
+                    raise
+                aside = self.path.with_name(f"{self.path.name}.not-a-database-{int(self._clock())}")
+                log.error(
+                    "SQLite session store: %s is not a usable database (%s); moved it to %s",
+                    self.path,
+                    exc,
+                    aside,
+                )
+                try:
+                    os.replace(self.path, aside)
+                except OSError as move_error:
+                    log.error("SQLite session store: could not move %s aside: %s", self.path, move_error)
+                    raise exc from None
+                self._guard.remove_stale_sidecars()
+                continue
+            self._db = new
+            self._rescued = None
+            self._guard.opened()
+            log.error(
+                "SQLite session store: rewrote the %d entries the old file held into %s", copied, self.path
+            )
+            return
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
@@ -187,7 +225,7 @@ class SqliteSessionStore:
         if not entries:
             return
         pk, sid, sub = key["project_key"], key["session_id"], _subpath(key)
-        rows = [(pk, sid, sub, e.get("uuid"), json.dumps(e, ensure_ascii=False)) for e in entries]
+        rows = [(pk, sid, sub, e.get("uuid"), dumps_entry(e)) for e in entries]
 
         from claude_agent_sdk import fold_session_summary
 
@@ -307,7 +345,7 @@ class SqliteSessionStore:
 
     async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
         """Store a JSON-serializable dict for the session (last write wins)."""
-        data, now = json.dumps(state), int(self._clock() * 1000)
+        data, now = dumps_entry(state), int(self._clock() * 1000)
 
         def work(db: sqlite3.Connection) -> None:
             db.execute(

@@ -20,9 +20,9 @@ import pytest
 
 from agentkit.cli import main
 from agentkit.transport import validate_session_id
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
+from harness.stalling_http import StallingServer, Then, sse_head
 from tests.client.conftest import subprocess_env
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
-from tests.fakes.stalling_http import StallingServer, Then, sse_head
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = {
@@ -320,8 +320,8 @@ def test_silent_stalled_or_dropped_reply_is_sent_once_and_exits_4(
 # ------------------------------------------- the real runtime (python -m runtime, real SDK, fake Claude CLI)
 @pytest.fixture(scope="module")
 def real_runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.fakes.cli import write_fake_cli
-    from tests.fakes.runtime_server import RuntimeServer
+    from harness.cli import write_fake_cli
+    from harness.runtime_server import RuntimeServer
 
     tmp = tmp_path_factory.mktemp("cli-runtime")
     env = {

@@ -19,9 +19,9 @@ from moto import mock_aws
 from agentkit import __version__
 from agentkit.aws import boto3_client_factory
 from agentkit.cli import main
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
 from tests.client.conftest import subprocess_env
 from tests.client.test_cli_aws import ARN, SESSION, Factory, _agentcore, _invoke_params, _sse_response
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_AWS_ENV = {  # a machine with no AWS configuration at all
@@ -326,51 +326,8 @@ def test_stack_from_the_environment_and_qualifier_override(monkeypatch: pytest.M
     }
 
 
-# ------------------------------------------------------------------------------------- extension commands
-def test_an_installed_extension_module_adds_its_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``agentkit.doctor`` (shipped separately) registers itself through ``register(subparsers)``."""
-    import types
-
-    calls: list[Any] = []
-    doctor = types.ModuleType("agentkit.doctor")
-
-    def register(subparsers: Any) -> None:
-        parser = subparsers.add_parser("doctor", help="check an account before cdk deploy")
-        parser.add_argument("--strict", action="store_true")
-
-        def handler(args: Any) -> int:
-            calls.append(args)
-            return 0
-
-        parser.set_defaults(handler=handler)
-
-    doctor.register = register  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agentkit.doctor", doctor)
-    code, out, _ = run([])
-    assert code == 0 and "    doctor " in out
-    assert run(["doctor", "--strict", "--region", "eu-north-1", "--output", "json"])[0] == 0
-    assert calls[0].strict is True and calls[0].region == "eu-north-1" and calls[0].output == "json"
-    code, _, err = run(["doctor", "--bogus"])
-    assert code == 2 and "usage: agentkit doctor" in err
-
-
-def test_an_extension_that_is_not_installed_adds_no_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentkit.cli
-
-    monkeypatch.setattr(agentkit.cli, "EXTENSIONS", ("agentkit.not_installed",))
-    code, _, err = run(["doctor"])
-    assert code == 2 and "invalid choice: 'doctor'" in err
-
-
-def test_the_shipped_doctor_registers_with_the_global_options() -> None:
-    """The real ``agentkit.doctor`` plugs into the CLI (``--help`` only: no AWS call is made)."""
-    code, out, _ = run(["doctor", "--help"])
-    assert code == 0 and "usage: agentkit doctor" in out
-    assert "--region" in out and "--profile" in out and "--output" in out
-
-
 def test_building_the_parser_leaves_boto3_unimported() -> None:
-    """Every start builds the parser, extensions included (the shipped doctor too): boto3 is imported only by a
+    """Every start builds the parser, every command included (``doctor`` too): boto3 is imported only by a
     command that makes an AWS call, so ``--version``, ``--help`` and ``invoke --local`` start without it."""
     probe = "import sys; from agentkit.cli import build_parser; build_parser(); print('boto3' in sys.modules)"
     done = subprocess.run(

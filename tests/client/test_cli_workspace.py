@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
+from harness.runtime_server import RuntimeServer, fake_cli_server
+from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
 from runtime.identity import claude_session_id
-from tests.fakes.runtime_server import RuntimeServer, fake_cli_server
-from tests.fakes.sse_runtime import Reply, SseRuntimeStandIn, sse
 
 pytestmark = pytest.mark.timeout(120)
 

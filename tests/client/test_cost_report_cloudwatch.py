@@ -23,6 +23,7 @@ from agentkit.cli import main
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, EmfMetrics, ToolRecord, TurnRecord
 from runtime.observe.span_file import span_record
+from tests.client.conftest import paginator_over
 from tests.client.test_cli_aws import Factory
 
 REGION = "us-east-1"
@@ -219,6 +220,13 @@ def _percentile_cloudwatch(moto_cloudwatch: Any, values: dict[str, float]) -> An
                 )
                 return self.stubbed.get_metric_data(**kwargs)
             return moto_cloudwatch.get_metric_data(**kwargs)
+
+        def get_paginator(self, name: str) -> Any:
+            if (
+                name == "get_metric_data"
+            ):  # pages through this object, so percentile queries reach the Stubber
+                return paginator_over(self.get_metric_data, moto_cloudwatch, "GetMetricData")
+            return moto_cloudwatch.get_paginator(name)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(moto_cloudwatch, name)

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import ROOT, RuntimeServer
+from harness.cli import write_fake_cli
+from harness.runtime_server import ROOT, RuntimeServer
 
 S1 = "agentkit-local-run-0001-aaaaaaaaaaaaaaaa"
 S2 = "agentkit-local-run-0002-bbbbbbbbbbbbbbbb"
@@ -110,6 +110,18 @@ def test_sessions_stop_local_ends_a_running_turn_and_the_session_resumes(local_r
     assert events[-1]["type"] == "result" and events[-1]["session_id"] == session
 
 
+def _invocation_spans(path: Path, session: str) -> int:
+    """How many finished ``invoke_agent`` spans of ``session`` the spans file holds."""
+    if not path.exists():
+        return 0
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sum(
+        1
+        for r in records
+        if r["name"].startswith("invoke_agent") and session in json.dumps(r.get("attributes", {}))
+    )
+
+
 @pytest.mark.timeout(120)
 def test_cost_and_report_from_the_files_of_a_real_local_run(
     local_run: dict[str, Any], tmp_path: Path
@@ -119,7 +131,11 @@ def test_cost_and_report_from_the_files_of_a_real_local_run(
         S1: [_invoke_json(url, S1, "first [read:notes.txt]")[-1], _invoke_json(url, S1, "second")[-1]],
         S2: [_invoke_json(url, S2, "third [bash:git log]")[-1]],
     }
-    time.sleep(0.3)  # spans of the last turn's tail (post-reply persistence) are written as they end
+    # Spans are written as they end, the invocation's after its post-reply work: wait for both of S1's.
+    deadline = time.monotonic() + 20
+    while _invocation_spans(local_run["spans"], S1) < 2:
+        assert time.monotonic() < deadline, "S1's invocation spans were never written"
+        time.sleep(0.05)
     expected = {s: sum(r["cost_usd"] for r in results) for s, results in replies.items()}
     assert all(v > 0 for v in expected.values())
 

@@ -1,4 +1,4 @@
-"""Paged AWS calls in the client (``agentkit.aws.pages``) through real boto3 clients and botocore's Stubber:
+"""Paged AWS calls in the client (botocore paginators) through real boto3 clients and botocore's Stubber:
 every page is read with the previous page's token, and a reader that has enough stops asking."""
 
 from __future__ import annotations
@@ -117,3 +117,69 @@ def test_log_messages_stop_asking_once_the_limit_is_reached() -> None:
         got = _messages(logs, group="g", start=start, end=end, pattern="x", limit=10)
         stub.assert_no_pending_responses()
     assert got == ["one", "two", "three"]
+
+
+def test_metric_data_results_of_every_page_are_joined() -> None:
+    """A query's data points split over pages (CloudWatch pages by data points) come back as one series."""
+    from agentkit.data.cloudwatch import Query, get_metric_data
+
+    client = boto3.client("cloudwatch", region_name=REGION)
+    query = Query(metric=names.COST, dimensions=(), stat="Sum", period=3600)
+    t1, t2 = NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1)
+    first = {"MetricDataResults": [{"Id": "q0", "Timestamps": [t2], "Values": [2.0]}], "NextToken": "d2"}
+    second = {"MetricDataResults": [{"Id": "q0", "Timestamps": [t1], "Values": [1.0]}]}
+    with Stubber(client) as stub:
+        stub.add_response("get_metric_data", first)
+        stub.add_response("get_metric_data", second)
+        series = get_metric_data(client, [query], namespace="AgentKit", agent="a", start=t1, end=NOW)
+        stub.assert_no_pending_responses()
+    assert series == {query: [(t1, 1.0), (t2, 2.0)]}
+
+
+def test_runtime_logs_read_the_following_page_with_its_token() -> None:
+    from agentkit.data.logs import filter_events
+
+    logs = boto3.client("logs", region_name=REGION)
+    start = NOW - dt.timedelta(hours=1)
+    expected = {"logGroupName": "g", "startTime": int(start.timestamp() * 1000)}
+
+    def event(ms: int, message: str) -> dict[str, Any]:
+        return {"timestamp": ms, "logStreamName": "s", "message": message}
+
+    base = int(start.timestamp() * 1000)
+    with Stubber(logs) as stub:
+        stub.add_response("filter_log_events", {"events": [event(base, "one")], "nextToken": "p2"}, expected)
+        stub.add_response(
+            "filter_log_events", {"events": [event(base + 1, "two")]}, {**expected, "nextToken": "p2"}
+        )
+        events, more = filter_events(logs, log_group="g", start=start)
+        stub.assert_no_pending_responses()
+    assert [e.message for e in events] == ["one", "two"] and more is False
+
+
+def test_every_paged_call_of_the_client_has_a_botocore_paginator() -> None:
+    """The client pages through botocore's paginators; each one it names exists in botocore's paginators-1.json
+    for its service (a name that does not would raise OperationNotPageableError only when the command runs)."""
+    import re
+    from pathlib import Path
+
+    import botocore.session
+
+    source = Path(__file__).resolve().parents[2] / "client" / "agentkit"
+    used = {
+        m.group(1)
+        for path in source.rglob("*.py")
+        for m in re.finditer(r'get_paginator\("(\w+)"\)', path.read_text(encoding="utf-8"))
+    }
+    services = {
+        "filter_log_events": "logs",
+        "list_metrics": "cloudwatch",
+        "get_metric_data": "cloudwatch",
+        "describe_alarms": "cloudwatch",
+        "list_stack_resources": "cloudformation",
+        "list_service_quotas": "service-quotas",
+    }
+    assert used == set(services), used
+    session = botocore.session.get_session()
+    for name, service in services.items():
+        assert session.create_client(service, region_name=REGION).can_paginate(name), (service, name)

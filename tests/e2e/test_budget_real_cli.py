@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply, Usage
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 TOOL = "mcp__kit__list_overdue_invoices"
 

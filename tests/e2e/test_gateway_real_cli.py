@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.gateway_standin import ACCESS_KEY, REGION, SECRET_KEY, serve_gateway
+from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
-from tests.fakes.gateway_standin import ACCESS_KEY, REGION, SECRET_KEY, serve_gateway
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 TOOL = "mcp__gateway__invoices___get_invoice"
 

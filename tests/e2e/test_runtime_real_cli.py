@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from harness.runtime_server import RuntimeServer, session_id
 from runtime.agent.tools import load_sample_invoices, overdue_invoices
 from standins import BedrockStandIn, RecordedRequest, Reply, Usage
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TOOL = "mcp__kit__list_overdue_invoices"
@@ -307,3 +307,14 @@ def test_resume_in_a_fresh_process_from_the_sqlite_store(bedrock, tmp_path):
     for earlier in ("Remember the code word PELICAN", "Noted: the code word is PELICAN.", "second question"):
         assert earlier in history, earlier
     assert "Second answer." in history
+
+
+def test_every_model_call_carries_the_sessions_request_metadata(server, bedrock):
+    """The CLI sends ``X-Amzn-Bedrock-Request-Metadata`` (from ``ANTHROPIC_CUSTOM_HEADERS``) with each model
+    call: Bedrock's invocation logs can then be joined to the runtime session and the agent."""
+    bedrock.enqueue(Reply.text("Noted."))
+    sid = session_id("rt-metadata")
+    assert_ok(server.invoke("Say noted", session=sid))
+    (call,) = bedrock.model_requests
+    metadata = json.loads(call.headers["x-amzn-bedrock-request-metadata"])
+    assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid}

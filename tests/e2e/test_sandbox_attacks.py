@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
+from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
 from standins.replies import ToolUse
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 MARK = "PWNED" + secrets.token_hex(4)

@@ -12,22 +12,11 @@ import os
 import shutil
 from pathlib import Path
 
+from harness.runtime_server import RuntimeServer, session_id
+from harness.sandbox_tools import path_without_sandbox_tools
 from standins import BedrockStandIn, Reply
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-
-
-def path_without_sandbox_tools(tmp: Path) -> str:
-    """A PATH with every program of the usual dirs except bwrap and socat."""
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir()
-    for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
-        for entry in Path(directory).iterdir() if Path(directory).is_dir() else ():
-            target = bin_dir / entry.name
-            if entry.name not in ("bwrap", "socat") and not target.exists():
-                target.symlink_to(entry)
-    return str(bin_dir)
 
 
 def start(tmp: Path, bedrock: BedrockStandIn, **env: str) -> RuntimeServer:

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from harness.archives import b64, tar_gz
+from harness.runtime_server import RuntimeServer, session_id
 from runtime.identity import claude_session_id
 from standins import BedrockStandIn, Reply, ToolUse
-from tests.fakes.archives import b64, tar_gz
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

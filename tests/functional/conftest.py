@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests.fakes.runtime_server import free_port
+from harness.runtime_server import free_port
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
-"""A caller that disconnects mid-turn (issue 10, defect 3), over real HTTP with the fake CLI.
+"""A caller that disconnects mid-turn, over real HTTP with the fake CLI.
 
 The turn is interrupted (the CLI never reaches its next tool call), a ``Disconnected`` metric is counted, and
 the same warm CLI process serves the session's next turn, which sees the interrupted one in its history.
+Ordering is decided by events (the fake CLI's log, the reply's status line), never by sleeping.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import time
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import SESSION_HEADER, RuntimeServer, read_log, session_id
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -79,6 +80,24 @@ def turns_started(server: RuntimeServer, prompt: str) -> int:
     return sum(1 for e in log if e["event"] == "turn" and e["prompt"].startswith(prompt))
 
 
+def sleeping(server: RuntimeServer, prompt: str) -> bool:
+    """The turn of ``prompt`` has run its first tool and is inside its 30 s ``[slow]`` directive."""
+    log = read_log(server.tmp / "fake.log")  # type: ignore[attr-defined]
+    return any(e["event"] == "slow" and e["prompt"] == prompt for e in log)
+
+
+def post(server: RuntimeServer, sid: str, prompt: str, *, stream: bool) -> socket.socket:
+    """Send an invocation on a raw socket (so the test decides when the caller leaves)."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=20)
+    body = json.dumps({"prompt": prompt, "stream": stream}).encode()
+    sock.sendall(
+        b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"{SESSION_HEADER}: {sid}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    return sock
+
+
 def check_interrupted_and_usable(server: RuntimeServer, sid: str, tag: str, metrics_before: int) -> None:
     wait_for(lambda: disconnected_metrics(server) > metrics_before)
     follow = server.invoke(f"after {tag}", session=sid, stream=False, timeout=20)
@@ -124,15 +143,8 @@ def test_json_caller_leaving_mid_turn_interrupts_it_and_keeps_the_session(server
     sid = session_id("json-leave")
     before = disconnected_metrics(server)
     prompt = f"json {SLOW_TURN}"
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=20)
-    body = json.dumps({"prompt": prompt, "stream": False}).encode()
-    sock.sendall(
-        b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        + f"{SESSION_HEADER}: {sid}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
-    wait_for(lambda: turns_started(server, prompt) == 1)
-    time.sleep(0.5)  # inside the 30 s sleep by now
+    sock = post(server, sid, prompt, stream=False)
+    wait_for(lambda: sleeping(server, prompt))
     sock.close()
     check_interrupted_and_usable(server, sid, "json", before)
 
@@ -140,19 +152,12 @@ def test_json_caller_leaving_mid_turn_interrupts_it_and_keeps_the_session(server
 def test_a_queued_turn_whose_caller_left_never_runs(server: RuntimeServer) -> None:
     sid = session_id("queued-leave")
     first = f"first {SLOW_TURN}"
-    sockets = []
-    for prompt in (first, "queued and abandoned"):
-        sock = socket.create_connection(("127.0.0.1", server.port), timeout=20)
-        body = json.dumps({"prompt": prompt, "stream": False}).encode()
-        sock.sendall(
-            b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + f"{SESSION_HEADER}: {sid}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        sockets.append(sock)
-        if prompt == first:
-            wait_for(lambda: turns_started(server, first) == 1)
-    time.sleep(0.3)
+    running = post(server, sid, first, stream=False)
+    wait_for(lambda: sleeping(server, first))
+    # A streaming reply's status line is sent once the invocation is on the session's queue: it is queued now.
+    queued = post(server, sid, "queued and abandoned", stream=True)
+    assert queued.recv(64).startswith(b"HTTP/1.1 200")
+    sockets = [running, queued]
     before = disconnected_metrics(server)
     for sock in reversed(sockets):  # the queued caller leaves first, then the running one
         sock.close()

@@ -1,4 +1,4 @@
-"""Faults, one test each, over real HTTP with real ``python -m runtime`` processes and the fake CLI (issue 10).
+"""Faults, one test each, over real HTTP with real ``python -m runtime`` processes and the fake CLI.
 
 Each test shows that nothing is lost: every turn that completed before, during or after the fault is still in
 the session's history afterwards (the fake CLI reports ``history=<n>``: the user prompts it was resumed with).
@@ -10,45 +10,64 @@ a caller leaving mid-turn (``test_disconnect.py``).
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import random
-import re
 import signal
-import sqlite3
+import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.runtime_server import Reply, RuntimeServer, fake_cli_server, free_port, read_log, session_id
+from harness.faults import alive, history, kill9_loop, stored_prompts, wait_for
+from harness.flaky_proxy import FlakyProxy
+from harness.runtime_server import (
+    SESSION_HEADER,
+    RuntimeServer,
+    fake_cli_server,
+    free_port,
+    read_log,
+    session_id,
+)
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(180)
 
 
-def history(reply: Reply) -> int:
-    text = reply.body["text"] if reply.body else reply.text
-    match = re.search(r"history=(\d+)", text)
-    assert match, reply.body or reply.events
-    return int(match.group(1))
-
-
-def wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached")
-
-
 def started(tmp: Path, prompt: str) -> list[dict[str, Any]]:
     return [e for e in read_log(tmp / "fake.log") if e["event"] == "turn" and e["prompt"].startswith(prompt)]
+
+
+def sleeping(tmp: Path, prompt: str) -> bool:
+    """The turn of ``prompt`` is inside its ``[slow]`` directive (the fake CLI logs that as it starts waiting)."""
+    return any(e["event"] == "slow" and e["prompt"] == prompt for e in read_log(tmp / "fake.log"))
+
+
+def queued_sse(srv: RuntimeServer, sid: str, prompt: str) -> socket.socket:
+    """Send a streaming invocation and return once its status line arrived: it is queued on its session."""
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+    body = json.dumps({"prompt": prompt, "stream": True}).encode()
+    sock.sendall(
+        b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"{SESSION_HEADER}: {sid}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return sock
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    data = b""
+    with sock:
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
 
 
 def in_background(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -88,10 +107,14 @@ def test_runtime_sigkilled_mid_turn_leaves_no_cli_running(tmp_path: Path) -> Non
     is gone, and it never got to log an exit of its own."""
     srv = fake_cli_server(tmp_path, "claude").start()
     in_background(srv.invoke, "[slow:30000] busy", session=session_id("orphan"), stream=False)
-    wait_for(lambda: started(tmp_path, "[slow:30000] busy"))
+    # Kill only once the CLI is inside its 30 s wait, where it neither reads stdin nor writes stdout. Killed
+    # earlier (the turn's hooks, its first messages), the CLI may write to the dead runtime's pipe and exit on
+    # the broken pipe before the kernel delivers the parent-death signal: the pipes close before that signal
+    # is sent, so that exit is a race, not a failure of the signal.
+    wait_for(lambda: sleeping(tmp_path, "[slow:30000] busy"))
     pid = started(tmp_path, "[slow:30000] busy")[0]["pid"]
     srv.kill()
-    wait_for(lambda: not _alive(pid), timeout=10)
+    wait_for(lambda: not alive(pid), timeout=10)
     exits = [e for e in read_log(tmp_path / "fake.log") if e["event"] == "exit" and e["pid"] == pid]
     assert exits == [], exits  # killed by the kernel, not an exit it chose (e.g. "stdout closed" on a write)
 
@@ -192,7 +215,7 @@ def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
     finally:
         srv.stop()
     cli_pids = {e["pid"] for e in read_log(tmp_path / "fake.log") if e["event"] == "start"}
-    wait_for(lambda: not any(_alive(pid) for pid in cli_pids), timeout=15)  # no orphaned CLI
+    wait_for(lambda: not any(alive(pid) for pid in cli_pids), timeout=15)  # no orphaned CLI
     fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:
         after = fresh.invoke("turn 4", session=sid, stream=False)
@@ -225,17 +248,22 @@ def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
     sid = session_id("sigterm")
     assert srv.invoke("done before", session=sid, stream=False).status == 200
     running = in_background(srv.invoke, "[slow:8000] running", session=sid, stream=False)
-    wait_for(lambda: started(tmp_path, "[slow:8000] running"))
-    queued = [in_background(srv.invoke, f"queued {n}", session=sid, stream=False) for n in range(2)]
-    time.sleep(0.5)  # both are queued behind the running turn
+    wait_for(lambda: sleeping(tmp_path, "[slow:8000] running"))
+    # Streaming callers: a reply's status line is sent once its invocation is on the session's queue.
+    queued = [queued_sse(srv, sid, f"queued {n}") for n in range(2)]
     assert srv.proc is not None
     srv.proc.send_signal(signal.SIGTERM)
     srv.proc.wait(30)  # raises if the process does not exit by itself
-    for box in (running, *queued):
-        box["thread"].join(10)
-        reply = box.get("reply")
-        if reply is not None:  # a reply that made it out before the socket closed
-            assert reply.status == 503 and reply.body["code"] == "shutting_down", reply.body
+    running["thread"].join(10)
+    reply = running.get("reply")
+    if reply is not None:  # a reply that made it out before the socket closed
+        assert reply.status == 503 and reply.body["code"] == "shutting_down", reply.body
+    for sock in queued:
+        events = [
+            json.loads(line[6:]) for line in read_to_end(sock).splitlines() if line.startswith(b"data: ")
+        ]
+        # what made it out before the socket closed: only the retryable error, never a result
+        assert all(e["type"] == "error" and e["code"] == "shutting_down" for e in events), events
     assert started(tmp_path, "queued") == []  # no queued paid turn ran after SIGTERM
     fresh = fake_cli_server(tmp_path, "vm-2").start()
     try:
@@ -248,56 +276,6 @@ def test_sigterm_mid_turn_with_turns_queued(tmp_path: Path) -> None:
 KILL9_ROUNDS = int(os.environ.get("AGENTKIT_KILL9_ROUNDS", "3"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"  # a zombie has exited (its parent, the test, has not reaped it yet)
-
-
-def kill9_loop(tmp: Path, rounds: int, *, seed: int = 10) -> tuple[list[str], Reply]:
-    """``rounds`` runtimes of one session, each SIGKILLed at a random point while a client drives turns.
-    Returns the prompts that got a result and the reply of one more turn in a fresh runtime."""
-    rng = random.Random(seed)
-    sid = session_id("kill9")
-    completed: list[str] = []
-    for round_ in range(rounds):
-        srv = fake_cli_server(tmp, f"vm-{round_}").start()
-        warm = srv.invoke(f"r{round_} warm", session=sid, stream=False, timeout=60)  # resume + start-up
-        if warm.status == 200:
-            completed.append(f"r{round_} warm")
-        stop = threading.Event()
-
-        def drive(srv: RuntimeServer = srv, round_: int = round_, stop: threading.Event = stop) -> None:
-            n = 0
-            while not stop.is_set():
-                prompt = f"r{round_} t{n} [slow:{rng.randrange(0, 40)}]"
-                try:
-                    reply = srv.invoke(prompt, session=sid, stream=False, timeout=10)
-                except (OSError, http.client.HTTPException):  # the process was killed under the request
-                    return
-                if reply.status == 200:
-                    completed.append(prompt)
-                n += 1
-
-        driver = threading.Thread(target=drive, daemon=True)
-        driver.start()
-        time.sleep(rng.uniform(0.0, 0.8))  # mid-turn, between turns, while persisting
-        srv.kill()
-        stop.set()
-        driver.join(15)
-        # No CLI outlives its runtime: it sees stdin close and exits (no orphan keeps running and billing).
-        pids = {e["pid"] for e in read_log(tmp / "fake.log") if e["event"] == "start"}
-        wait_for(lambda pids=pids: not any(_alive(pid) for pid in pids), timeout=15)
-    final = fake_cli_server(tmp, "vm-final").start()
-    try:
-        after = final.invoke("final", session=sid, stream=False, timeout=60)
-    finally:
-        final.stop()
-    return completed, after
-
-
 def test_kill_9_loop_every_completed_turn_is_resumable(tmp_path: Path) -> None:
     """SIGKILLs at random points; afterwards every turn that got a result is in the session's history."""
     completed, after = kill9_loop(tmp_path, KILL9_ROUNDS)
@@ -308,22 +286,3 @@ def test_kill_9_loop_every_completed_turn_is_resumable(tmp_path: Path) -> None:
     assert turn["resumed"] is True
     missing = set(completed) - stored_prompts(tmp_path / "state" / "sessions.db")
     assert not missing, f"completed turns missing from the store: {sorted(missing)}"
-
-
-def stored_prompts(db_path: Path) -> set[str]:
-    """The user prompts in the SQLite store's transcripts."""
-    db = sqlite3.connect(db_path)
-    try:
-        rows = [json.loads(r[0]) for r in db.execute("SELECT data FROM entries")]
-    finally:
-        db.close()
-    prompts = set()
-    for entry in rows:
-        content = entry.get("message", {}).get("content") if entry.get("type") == "user" else None
-        if isinstance(content, str):
-            prompts.add(content)
-        elif isinstance(content, list):
-            prompts.update(
-                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-            )
-    return prompts

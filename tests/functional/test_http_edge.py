@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from harness.cli import write_fake_cli
+from harness.runtime_server import RuntimeServer, session_id
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer, session_id
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.procmem import tree_rss
-from tests.fakes.runtime_server import RuntimeServer, session_id
+from harness.cli import write_fake_cli
+from harness.procmem import tree_rss
+from harness.runtime_server import RuntimeServer, session_id
 
 
 def test_idle_eviction_returns_the_cli_memory(tmp_path: Path) -> None:

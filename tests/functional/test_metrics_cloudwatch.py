@@ -13,10 +13,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.fake_claude import CALL_CACHE_READ_TOKENS, CALL_INPUT_TOKENS, CALL_OUTPUT_TOKENS
-from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.runtime_server import RuntimeServer, session_id
+from harness.cli import write_fake_cli
+from harness.fake_claude import CALL_CACHE_READ_TOKENS, CALL_INPUT_TOKENS, CALL_OUTPUT_TOKENS
+from harness.flaky_proxy import FlakyProxy
+from harness.runtime_server import RuntimeServer, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
+from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -129,20 +129,28 @@ def test_concurrent_invocations_on_one_session_are_serialized_in_arrival_order(s
     assert [t["history"] for t in turns] == list(range(5))
 
 
+def until_healthy(server: RuntimeServer) -> None:
+    """Wait until ``/ping`` says Healthy: a turn's post-reply work (persisting its spend) runs after its reply
+    and counts as busy, so right after a reply the status may still be HealthyBusy."""
+    deadline = time.monotonic() + 10
+    while (status := server.ping()["status"]) != "Healthy":
+        assert status == "HealthyBusy" and time.monotonic() < deadline, status
+        time.sleep(0.01)
+
+
 def test_ping_reports_healthy_busy_while_a_turn_runs(server: RuntimeServer) -> None:
-    assert server.ping()["status"] == "Healthy"
+    until_healthy(server)  # the previous tests' turns are done
     t = threading.Thread(
         target=server.invoke, args=("[slow:1200] busy",), kwargs={"session": session_id("busy")}
     )
     t.start()
-    seen = set()
-    deadline = time.monotonic() + 5
-    while t.is_alive() and time.monotonic() < deadline:
-        seen.add(server.ping()["status"])
-        time.sleep(0.05)
+    deadline = time.monotonic() + 20
+    while not any(e["event"] == "slow" and e["prompt"] == "[slow:1200] busy" for e in fake_log(server)):
+        assert time.monotonic() < deadline, "the turn never started its [slow] wait"
+        time.sleep(0.01)
+    assert server.ping()["status"] == "HealthyBusy"  # the turn is inside its 1.2 s wait
     t.join()
-    assert "HealthyBusy" in seen
-    assert server.ping()["status"] == "Healthy"
+    until_healthy(server)
 
 
 def test_tool_use_through_sdk_mcp_server_streams_progress_events(server: RuntimeServer) -> None:

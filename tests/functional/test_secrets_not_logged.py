@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import RuntimeServer, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import RuntimeServer, session_id
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,7 +1,7 @@
 """AgentCore Runtime V2: two restores of one initialised runtime make their own ids, names and credentials.
 
 One ``python -m runtime`` start-up in ``v2`` mode, copied twice as a memory-image restore would copy it
-(:mod:`tests.fakes.snapshot_restore` explains how the copy stays faithful). Each copy serves real HTTP with the
+(:mod:`harness.snapshot_restore` explains how the copy stays faithful). Each copy serves real HTTP with the
 fake Claude CLI driving the real SDK; its session lives in AgentCore Memory (moto server), so its first turn
 resumes the stored transcript through the SDK (a temporary directory) and its writes are journaled by the
 spool; AWS credentials come from a container-credentials endpoint on loopback that counts its callers.
@@ -25,8 +25,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.fakes.cli import write_fake_cli
-from tests.fakes.runtime_server import ROOT, RuntimeServer, free_port, session_id
+from harness.cli import write_fake_cli
+from harness.runtime_server import ROOT, RuntimeServer, free_port, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
@@ -141,7 +141,7 @@ def test_two_restores_of_one_initialised_runtime_share_no_per_session_value(
     out = tmp_path / "snapshot.json"
     log = open(tmp_path / "runtime.log", "wb")  # noqa: SIM115 - closed below
     image = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.snapshot_restore", str(out), *map(str, ports)],
+        [sys.executable, "-m", "harness.snapshot_restore", str(out), *map(str, ports)],
         cwd=ROOT,
         env=env,
         stdout=log,

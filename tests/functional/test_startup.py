@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.fakes.runtime_server import RuntimeServer, free_port, session_id
+from harness.runtime_server import RuntimeServer, free_port, session_id
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_ping_is_served_without_importing_the_sdk(tmp_path: Path) -> None:
 
 
 def _v2_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    from tests.fakes.cli import write_fake_cli
+    from harness.cli import write_fake_cli
 
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     return {

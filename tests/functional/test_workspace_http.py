@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from harness.archives import Entry, b64, tar_gz
+from harness.runtime_server import RuntimeServer, fake_cli_server, read_log, session_id
 from runtime.identity import claude_session_id
-from tests.fakes.archives import Entry, b64, tar_gz
-from tests.fakes.runtime_server import RuntimeServer, fake_cli_server, read_log, session_id
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.fakes.archives import tar_gz
-from tests.fakes.runtime_server import RuntimeServer, fake_cli_server, session_id
+from harness.archives import tar_gz
+from harness.runtime_server import RuntimeServer, fake_cli_server, session_id
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,28 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.dockerfile import DOCKERFILE, cmd, dockerfile_env, instructions
 from tests.infra.conftest import ROOT
 
-DOCKERFILE = ROOT / "Dockerfile"
 BIN = Path(sys.executable).parent
-
-
-def instructions() -> list[tuple[str, str]]:
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            keyword, _, rest = line.partition(" ")
-            out.append((keyword.upper(), rest.strip()))
-    return out
-
-
-def cmd() -> list[str]:
-    (value,) = [rest for keyword, rest in instructions() if keyword == "CMD"]
-    parsed = json.loads(value)
-    assert isinstance(parsed, list) and all(isinstance(p, str) for p in parsed), "CMD must be a JSON array"
-    return parsed
 
 
 def test_hadolint_clean() -> None:
@@ -91,17 +73,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def dockerfile_env() -> dict[str, str]:
-    """The ``ENV`` the image sets (``K=V`` pairs)."""
-    env: dict[str, str] = {}
-    for keyword, rest in instructions():
-        if keyword == "ENV":
-            for pair in rest.split():
-                key, _, value = pair.partition("=")
-                env[key] = value
-    return env
 
 
 def resolved_cmd() -> list[str]:
@@ -181,9 +152,9 @@ def test_cmd_as_written_exports_invocation_turn_and_tool_spans_over_otlp(tmp_pat
     """Under the image's CMD and OTEL_* settings, with the exporter variables AgentCore presets pointed at a
     local OTLP/HTTP collector, the invocation, turn and tool spans of a tool turn arrive there, in one trace
     that continues the caller's ``traceparent`` and carries ``session.id``."""
-    from tests.fakes.cli import write_fake_cli
-    from tests.fakes.otlp_collector import OtlpCollector
-    from tests.fakes.runtime_server import SESSION_HEADER
+    from harness.cli import write_fake_cli
+    from harness.otlp_collector import OtlpCollector
+    from harness.runtime_server import SESSION_HEADER
 
     cli = write_fake_cli(tmp_path)
     session = "otlp-session-".ljust(40, "0")

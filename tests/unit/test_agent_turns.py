@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness import fake_claude as fc
 from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
@@ -37,7 +38,6 @@ from runtime.protocol import Failure, TurnItem
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.store.sqlite import SqliteSessionStore
-from tests.fakes import fake_claude as fc
 
 pytestmark = pytest.mark.anyio
 
@@ -301,7 +301,7 @@ async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Pat
     task = asyncio.create_task(s.runner.connect(s.session, TurnRequest(prompt="p")))
     while not clients:
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the runner is awaiting the client's connect() now
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

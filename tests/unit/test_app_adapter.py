@@ -1,5 +1,6 @@
 """The adapter over ``BedrockAgentCoreApp``'s private methods: fails when bedrock-agentcore changes what it
-relies on (the invocation route's handler, and the worker loop async entrypoints run on).
+relies on (the invocation route's handler, the request context it builds, and the worker loop async entrypoints
+run on).
 
 Runs the real base app through Starlette's test client; nothing is replaced.
 """
@@ -10,7 +11,7 @@ import asyncio
 import inspect
 from typing import Any
 
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from bedrock_agentcore.runtime import BedrockAgentCoreApp, BedrockAgentCoreContext, RequestContext
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.testclient import TestClient
@@ -25,19 +26,31 @@ def test_the_private_methods_keep_their_signatures() -> None:
     ensure = BedrockAgentCoreApp._ensure_worker_loop
     assert not inspect.iscoroutinefunction(ensure)
     assert list(inspect.signature(ensure).parameters) == ["self"]
+    build = BedrockAgentCoreApp._build_request_context
+    assert not inspect.iscoroutinefunction(build)
+    assert list(inspect.signature(build).parameters) == ["self", "request"]
 
 
-class Refusing(AgentCoreAdapter):
-    async def before_invocation(self, request: Request) -> Response | None:
+class Answering(AgentCoreAdapter):
+    """Answers a ``{"refuse": ...}`` body itself; anything else goes to the base app's own handling."""
+
+    contexts: list[RequestContext]
+
+    async def handle_invocation(self, request: Request) -> Response:
         if (await request.body()).startswith(b'{"refuse"'):
+            self.contexts.append(self.request_context(request))
             return JSONResponse(
                 {"type": "error", "code": "invalid_request", "message": "no"}, status_code=400
             )
-        return None
+        return await super().handle_invocation(request)
 
 
-def test_before_invocation_answers_first_and_otherwise_the_entrypoint_runs_on_the_worker_loop() -> None:
-    app = Refusing()
+SESSION = "adapter-test-session-0123456789abcdef0123"
+
+
+def test_handle_invocation_answers_the_route_and_the_default_is_the_base_apps_handling() -> None:
+    app = Answering()
+    app.contexts = []
     loops: list[asyncio.AbstractEventLoop] = []
 
     @app.entrypoint
@@ -45,10 +58,23 @@ def test_before_invocation_answers_first_and_otherwise_the_entrypoint_runs_on_th
         loops.append(asyncio.get_running_loop())
         return {"echo": payload}
 
+    headers = {
+        "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION,
+        "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor": "alice",
+        "X-Amzn-Trace-Id": "Root=1-5759e988-bd862e3fe1be46a994272793",  # reserved: not forwarded
+    }
     with TestClient(app) as client:
-        refused = client.post("/invocations", json={"refuse": True})
-        # Our answer, given before the base app parses the body.
+        refused = client.post("/invocations", json={"refuse": True}, headers=headers)
+        # Our answer: the base app never parsed the body nor ran the entrypoint.
         assert refused.status_code == 400 and refused.json()["code"] == "invalid_request"
+        assert loops == []
+        # The request context the base app would hand an entrypoint: its session id and forwarded headers.
+        (context,) = app.contexts
+        assert context.session_id == SESSION
+        forwarded = {k.lower(): v for k, v in (context.request_headers or {}).items()}
+        assert forwarded["x-amzn-bedrock-agentcore-runtime-custom-actor"] == "alice"
+        assert "x-amzn-trace-id" not in forwarded
+        assert BedrockAgentCoreContext.get_session_id() is None  # set in the request's context, not here
         served = client.post("/invocations", json={"prompt": "hi"})
         assert served.status_code == 200 and served.json() == {"echo": {"prompt": "hi"}}
         assert loops == [app.worker_loop()]  # async entrypoints run on the loop worker_loop() returns

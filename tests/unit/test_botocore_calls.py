@@ -51,17 +51,24 @@ def _parsed(files: list[Path]) -> Iterator[tuple[Path, ast.AST]]:
             yield path, node
 
 
+def _callee(node: ast.Call) -> str:
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return node.func.id if isinstance(node.func, ast.Name) else ""
+
+
 def services_of(files: list[Path]) -> set[str]:
-    """Service names passed as a literal to ``<x>.client(...)`` or ``<x>.resource(...)``."""
+    """Service names passed as a literal to a client factory: ``<x>.client(...)``, ``<x>.resource(...)`` or a
+    helper named like one (``_client("cloudwatch", ...)``), when the literal is a botocore service name."""
+    known = set(botocore.session.get_session().get_available_services())
     return {
-        node.args[0].value
+        str(node.args[0].value)
         for _, node in _parsed(files)
         if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("client", "resource")
+        and (_callee(node).endswith("client") or _callee(node) == "resource")
         and node.args
         and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
+        and node.args[0].value in known
     }
 
 

@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from harness import fake_claude
 from runtime.observe.costs import (
     DEFAULT_PRICES,
     TurnCostTracker,
@@ -15,7 +16,6 @@ from runtime.observe.costs import (
     parse_model,
     usage_delta,
 )
-from tests.fakes import fake_claude
 
 SONNET_US = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SONNET_GLOBAL = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -1,4 +1,4 @@
-"""The fake Claude Code CLI (tests/fakes/fake_claude.py) driven by the real claude-agent-sdk.
+"""The fake Claude Code CLI (harness/fake_claude.py) driven by the real claude-agent-sdk.
 
 Every test spawns the fake through ``ClaudeSDKClient(cli_path=...)`` with prompts streamed as async
 iterables, so these tests also pin the SDK wire protocol the runtime relies on.
@@ -40,8 +40,8 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import HookJSONOutput, SessionKey
 
-from tests.fakes import fake_claude as fc
-from tests.fakes.cli import write_fake_cli
+from harness import fake_claude as fc
+from harness.cli import write_fake_cli
 
 REPLY_RE = re.compile(
     r"^echo: (?P<prompt>.*?) \| pid=(?P<pid>\d+) \| turn=(?P<turn>\d+) \| history=(?P<history>\d+)"
@@ -444,7 +444,8 @@ def test_interrupt_ends_turn_like_the_real_cli(env: dict[str, Any]) -> None:
     async def go() -> tuple[list[Any], list[Any]]:
         async with ClaudeSDKClient(options(env)) as c:
             await c.query(stream("[slow:10000] never"))
-            await asyncio.sleep(0.1)
+            while not log_events(env, "slow"):  # the turn is inside its wait
+                await asyncio.sleep(0.01)
             await c.interrupt()
             interrupted = [m async for m in c.receive_response()]
             result = interrupted, await turn(c, "after")

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from harness.gateway_standin import REGION, TOOLS, FakeSession, GatewayControl, serve_gateway
+from harness.stalling_http import StallingServer
 from runtime.agent.gateway_tools import GatewayClient, GatewayError, build_gateway_mcp_server
-from tests.fakes.gateway_standin import REGION, TOOLS, FakeSession, GatewayControl, serve_gateway
-from tests.fakes.stalling_http import StallingServer
 
 
 @pytest.fixture

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.server import build_app
 from runtime.settings import Settings
 from runtime.wiring import Services
-from tests.fakes.runtime_server import SESSION_HEADER, session_id
 
 WEBHOOK_DIR = Path(__file__).resolve().parents[2] / "infra" / "functions" / "webhook"
 sys.path.insert(0, str(WEBHOOK_DIR))
@@ -92,7 +92,12 @@ def report(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def assert_contract(response: Any) -> dict[str, Any]:
+    """The reply's JSON body, or the last event of an accepted streaming invocation; errors are contract JSON."""
     assert response.status_code < 500, (response.status_code, response.text[:300])
+    if response.status_code < 400 and response.headers["content-type"].startswith("text/event-stream"):
+        events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+        assert events, response.text[:300]  # a valid body without "stream": false is answered as SSE
+        return events[-1]  # type: ignore[no-any-return]
     assert response.headers["content-type"].startswith("application/json"), response.text[:300]
     body = response.json()
     if response.status_code >= 400:

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.protocol import Emit, Failure, ResultEvent, TurnItem
 from runtime.server import build_app
 from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.wiring import Services
-from tests.fakes.runtime_server import SESSION_HEADER, session_id
 
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 
@@ -111,13 +111,6 @@ def test_non_streaming_error_keeps_the_status_of_its_event(tmp_path: Path) -> No
         "code": "model_error",
         "message": "the model call failed (HTTP 429)",
     }
-
-
-def test_an_error_event_without_a_status_falls_back_to_its_code(tmp_path: Path) -> None:
-    events: list[TurnItem] = [{"type": "error", "code": "max_turns_exceeded", "message": "raise max_turns"}]
-    with _client(tmp_path, ScriptedRunner(events)) as client:
-        reply = _post(client, {"prompt": "hi", "stream": False})
-    assert reply.status_code == 422 and reply.json()["code"] == "max_turns_exceeded"
 
 
 def test_streamed_events_never_carry_the_internal_status(tmp_path: Path) -> None:

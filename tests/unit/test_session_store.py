@@ -160,8 +160,9 @@ def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
     run(store.append(KEY, [entries(1)[0], big, *entries(1, start=1)]))
     items = [p["blob"] for call in spy.create_calls for p in call["payload"]]
     chunks = [i for i in items if i.get("u") == "big"]
-    assert len(chunks) == 3
-    assert all(len(i["d"]) <= 100_000 for i in items if i["k"] == "e")
+    # "é" travels as a 6-byte \u escape: 1.5 MB on the wire, so 16 chunks of at most 100,000 bytes.
+    assert len(chunks) == 16
+    assert all(len(json.dumps(i["d"])) <= 100_000 for i in items if i["k"] == "e")
     assert all(list(p) == ["blob"] for call in spy.create_calls for p in call["payload"])
     assert all(call["extractionMode"] == "SKIP" for call in spy.create_calls)
     assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == [
@@ -174,7 +175,7 @@ def test_large_entry_is_chunked_and_reassembled(moto_client: Any) -> None:
 def test_many_entries_split_into_events_of_at_most_100_items(moto_client: Any) -> None:
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
-    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10_000)
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_bytes=20, max_event_bytes=10_000)
     batch: list[Any] = [
         {"type": "user", "uuid": f"u{i}", "text": "x" * 25} for i in range(120)
     ]  # ≥ 4 chunks each
@@ -223,7 +224,7 @@ def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> Non
         store = make()
         run(store.append(KEY, entries(3)))
         run(store.append(KEY, entries(4)))  # u0..u2 again plus u3
-        run(make().append(KEY, entries(2, start=2)))  # another process re-sends u2 and u3
+        run(make().append(KEY, entries(2, start=1)))  # another process re-sends u1 and u2
         no_uuid: Any = {"type": "title", "text": "t"}
         run(store.append(KEY, [no_uuid]))
         run(store.append(KEY, [no_uuid]))
@@ -233,7 +234,7 @@ def test_reappend_is_idempotent_on_uuid(moto_client: Any, tmp_path: Path) -> Non
 def test_throttling_surfaces_and_retry_loses_nothing(moto_client: Any) -> None:
     spy = PagingClient(moto_client, page=100, reverse=False)
     mid = memory_id()
-    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_chars=10, max_event_chars=10)
+    store = AgentCoreMemorySessionStore(mid, client=spy, max_chunk_bytes=20, max_event_bytes=20)
     run(store.append(KEY, entries(1)))
     # Next batch needs several events; the 2nd of them is throttled after the 1st landed.
     spy.fail_creates = [len(spy.create_calls) + 2]
@@ -356,3 +357,167 @@ def test_store_from_url(tmp_path: Path, moto_client: Any) -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             store_from_url(bad, state_dir=tmp_path)
+
+
+# ---------------------------------------------------------------------------- several writers, retries
+class TokenHonouring(PagingClient):
+    """Like the service: a CreateEvent whose clientToken was seen before returns the first event, stores
+    nothing; ``land_then_fail`` call numbers store the event and then raise (an acknowledgement lost)."""
+
+    def __init__(self, inner: Any, **kw: Any) -> None:
+        super().__init__(inner, **kw)
+        self.tokens: dict[str, Any] = {}
+        self.land_then_fail: list[int] = []
+
+    def create_event(self, **kw: Any) -> dict[str, Any]:
+        token = str(kw.get("clientToken"))
+        if token in self.tokens:
+            self.create_calls.append(kw)
+            return dict(self.tokens[token])
+        response = super().create_event(**kw)
+        self.tokens[token] = response
+        if len(self.create_calls) in self.land_then_fail:
+            raise ClientError(
+                {
+                    "Error": {"Code": "ServiceException", "Message": "timeout"},
+                    "ResponseMetadata": {"HTTPStatusCode": 500},
+                },
+                "CreateEvent",
+            )
+        return response
+
+
+def chain(entries_: list[Any]) -> list[str]:
+    """What Claude Code resumes: the parentUuid chain ending at the last entry, root first."""
+    by_uuid = {e["uuid"]: e for e in entries_ if e.get("uuid")}
+    out: list[str] = []
+    node = entries_[-1] if entries_ else None
+    while node is not None:
+        out.append(node["uuid"])
+        node = by_uuid.get(node.get("parentUuid"))
+    return out[::-1]
+
+
+def turn(prefix: str, parent: str | None, size: int = 0) -> list[Any]:
+    """A prompt and its answer, chained like the CLI chains them."""
+    q = {"type": "user", "uuid": f"{prefix}q", "parentUuid": parent, "text": "q" + "x" * size}
+    a = {"type": "assistant", "uuid": f"{prefix}a", "parentUuid": f"{prefix}q", "text": "a" + "y" * size}
+    return [q, a]
+
+
+def test_skewed_writers_with_equal_seqs_neither_merge_nor_break_the_load(moto_client: Any) -> None:
+    """Two microVMs pick the same seq (one clock ran ahead): each keeps its entries, every later load works."""
+    client = TokenHonouring(moto_client, page=3)
+    mid = memory_id()
+    skewed = lambda: 1_800_000_030.0  # noqa: E731 - both clocks read the same instant
+    a = AgentCoreMemorySessionStore(mid, client=client, clock=skewed)
+    b = AgentCoreMemorySessionStore(mid, client=client, clock=skewed)
+    run(a.load(KEY))
+    run(b.load(KEY))
+    one, two = turn("a1", None, size=150_000), turn("b1", None, size=350_000)  # 2 and 4 chunks per entry
+    run(a.append(KEY, one))
+    run(b.append(KEY, two))
+    loaded = run(AgentCoreMemorySessionStore(mid, client=client).load(KEY))
+
+    def body(e: Any) -> Any:
+        return {k: v for k, v in e.items() if k != "parentUuid"}
+
+    # Every entry whole (none merged with the other writer's chunks), and all in the resumed chain.
+    assert sorted(map(json.dumps, map(body, loaded))) == sorted(map(json.dumps, map(body, [*one, *two])))
+    assert sorted(chain(loaded)) == sorted(e["uuid"] for e in [*one, *two])
+
+
+def test_one_unreadable_group_does_not_fail_the_load(moto_client: Any) -> None:
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=moto_client)
+    run(store.append(KEY, entries(2)))
+    bad = {
+        "k": "e",
+        "s": f"{2 * 10**18:020d}",
+        "w": "x",
+        "b": "y",
+        "x": 0,
+        "u": "bad",
+        "i": 0,
+        "n": 1,
+        "d": "{no",
+    }
+    moto_client.create_event(
+        memoryId=mid,
+        actorId=actor_id_for("proj"),
+        sessionId=session_id_for(KEY["session_id"]),
+        eventTimestamp=1_800_000_000,
+        payload=[{"blob": bad}, {"blob": {"k": "e", "s": "oops"}}],
+    )
+    run(store.append(KEY, entries(1, start=2)))
+    assert run(AgentCoreMemorySessionStore(mid, client=moto_client).load(KEY)) == entries(3)
+
+
+def test_a_retried_batch_is_stored_once_even_without_uuids(moto_client: Any) -> None:
+    client = TokenHonouring(moto_client, page=100, reverse=False)
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=client)
+    run(store.append(KEY, entries(1)))
+    titles: list[Any] = [{"type": "custom-title", "title": "t1"}, {"type": "tag", "tag": "x"}]
+    client.land_then_fail = [len(client.create_calls) + 1]  # stored, but the answer is lost
+    with pytest.raises(SessionStoreError):
+        run(store.append_batch(KEY, titles, batch_id="batch-1"))
+    run(store.append_batch(KEY, titles, batch_id="batch-1"))  # the spool's retry: same batch id
+    # A spool adopted by another process sends the batch again under its id: dropped on load.
+    run(AgentCoreMemorySessionStore(mid, client=client).append_batch(KEY, titles, batch_id="batch-1"))
+    assert run(AgentCoreMemorySessionStore(mid, client=client).load(KEY)) == [*entries(1), *titles]
+
+
+def test_a_late_batch_from_an_older_writer_stays_in_the_resumed_conversation(moto_client: Any) -> None:
+    """microVM A answers turn 2 but its write fails; B resumes from turn 1 and answers turn 3; then A's spool
+    delivers turn 2. The resumed chain holds all three turns in the order they were answered, and the late
+    write is reported."""
+    client = PagingClient(moto_client, page=2)
+    mid = memory_id()
+    late: list[str] = []
+    ticks = iter(range(1_800_000_000, 1_800_001_000))
+    a = AgentCoreMemorySessionStore(
+        mid, client=client, clock=lambda: float(next(ticks)), on_event=late.append
+    )
+    b = AgentCoreMemorySessionStore(mid, client=client, clock=lambda: float(next(ticks)))
+    t1, t2, t3 = turn("t1", None), turn("t2", "t1a"), turn("t3", "t1a")
+    run(a.append(KEY, t1))
+    client.fail_creates = [len(client.create_calls) + 1]
+    with pytest.raises(SessionStoreError):
+        run(a.append_batch(KEY, t2, batch_id="a-2"))  # answered, but the write fails: the spool keeps it
+    assert run(b.load(KEY)) == t1  # B resumes without turn 2
+    run(b.append(KEY, t3))
+    run(a.append_batch(KEY, t2, batch_id="a-2", fence=True))  # the spool's late redelivery
+    assert late == ["SessionStoreLateWrites"]
+    resumed = run(AgentCoreMemorySessionStore(mid, client=client).load(KEY))
+    assert chain(resumed) == ["t1q", "t1a", "t2q", "t2a", "t3q", "t3a"]
+    assert [e["uuid"] for e in resumed] == chain(resumed)
+
+
+def test_requests_are_sized_by_the_bytes_sent(moto_client: Any) -> None:
+    spy = PagingClient(moto_client, page=100, reverse=False)
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=spy)
+    emoji: Any = {"type": "user", "uuid": "e", "text": "😀" * 200_000}  # 2.4 MB once botocore escapes it
+    run(store.append(KEY, [emoji]))
+    for call in spy.create_calls:
+        assert len(json.dumps(call["payload"])) <= 1_000_000 + 100 * 200  # chunk data plus item fields
+        assert all(len(json.dumps(p["blob"].get("d", ""))) <= 100_000 for p in call["payload"])
+    assert run(AgentCoreMemorySessionStore(mid, client=spy).load(KEY)) == [emoji]
+
+
+def test_the_factory_reads_a_long_session_in_few_calls(moto_client: Any, tmp_path: Path) -> None:
+    class ServicePaging(PagingClient):  # pages like the service: 20 by default, up to maxResults
+        def list_events(self, **kw: Any) -> dict[str, Any]:
+            self.page = kw.get("maxResults") or 20
+            return super().list_events(**kw)
+
+    client = ServicePaging(moto_client, reverse=False)
+    mid = memory_id()
+    writer = AgentCoreMemorySessionStore(mid, client=client)
+    for i in range(300):
+        run(writer.append(KEY, entries(1, start=i)))
+    client.list_calls.clear()
+    store = store_from_url(f"agentcore://{mid}", state_dir=tmp_path, client=client)
+    assert run(store.load(KEY)) == entries(300)
+    assert len(client.list_calls) == 3  # 300 events at 100 per call (the service default of 20: 15 calls)

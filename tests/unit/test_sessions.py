@@ -18,6 +18,13 @@ from runtime.sessions import SessionRegistry, TurnRequest
 pytestmark = pytest.mark.anyio
 
 
+async def until(predicate: Any, timeout: float = 5.0) -> None:
+    """Wait, yielding to the loop, until ``predicate()`` holds; fail after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+
 class RecordingRunner:
     def __init__(self) -> None:
         self.connects: list[str] = []
@@ -47,7 +54,8 @@ class RecordingRunner:
         self.log.append(("start", session.key, request.prompt))
         if request.prompt == "fail":
             raise AgentProcessError("CLI died")
-        await asyncio.sleep(0.02)
+        for _ in range(5):  # give the loop to anything else that is ready (another turn must not start here)
+            await asyncio.sleep(0)
         self.log.append(("end", session.key, request.prompt))
         await emit({"type": "result", "text": request.prompt})
 
@@ -83,13 +91,30 @@ async def test_turns_on_one_session_run_in_arrival_order_without_interleaving() 
     assert runner.disconnects == ["s1"]
 
 
+class RendezvousRunner(RecordingRunner):
+    """Each turn ends only once ``expected`` turns have started: turns run one after another deadlock here."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.all_started = asyncio.Event()
+
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        self.log.append(("start", session.key, request.prompt))
+        if sum(1 for entry in self.log if entry[0] == "start") == self.expected:
+            self.all_started.set()
+        await self.all_started.wait()
+        self.log.append(("end", session.key, request.prompt))
+        await emit({"type": "result", "text": request.prompt})
+
+
 async def test_sessions_run_concurrently_and_separately() -> None:
-    runner = RecordingRunner()
+    runner = RendezvousRunner(expected=2)
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
-    await asyncio.gather(_collect(registry, "a", "x"), _collect(registry, "b", "y"))
+    async with asyncio.timeout(5):  # a registry that ran sessions one at a time never gets both started
+        await asyncio.gather(_collect(registry, "a", "x"), _collect(registry, "b", "y"))
     assert sorted(runner.connects) == ["a", "b"]
-    starts = [i for i, entry in enumerate(runner.log) if entry[0] == "start"]
-    assert starts == [0, 1]  # both started before either ended
+    assert [entry[0] for entry in runner.log] == ["start", "start", "end", "end"]
     await registry.close_all()
 
 
@@ -109,8 +134,7 @@ async def test_idle_session_is_evicted_and_recreated() -> None:
     runner = RecordingRunner()
     registry = SessionRegistry(runner=runner, idle_timeout_s=0.05, max_queued=10)
     await _collect(registry, "s", "one")
-    await asyncio.sleep(0.2)
-    assert len(registry) == 0 and runner.disconnects == ["s"]
+    await until(lambda: len(registry) == 0 and runner.disconnects == ["s"])
     await _collect(registry, "s", "two")
     assert runner.connects == ["s", "s"]
     await registry.close_all()
@@ -131,18 +155,24 @@ async def test_too_many_waiting_turns_are_refused() -> None:
 
 
 class ChattyRunner(RecordingRunner):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emitted = asyncio.Event()
+
     async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
         for word in ("a", "b", "c"):
             await emit({"type": "text", "text": word})
         await emit({"type": "tool_use", "id": "t1", "name": "x", "input_summary": "{}"})
         await emit({"type": "text", "text": "d"})
         await emit({"type": "result", "text": "abcd"})
+        self.emitted.set()
 
 
 async def test_waiting_text_deltas_are_merged_and_order_is_kept() -> None:
-    registry = SessionRegistry(runner=ChattyRunner(), idle_timeout_s=5, max_queued=10)
+    runner = ChattyRunner()
+    registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
     events = await _invoke(registry, "s", "p")
-    await asyncio.sleep(0.05)  # everything is queued before the consumer reads
+    await asyncio.wait_for(runner.emitted.wait(), 5)  # everything is queued before the consumer reads
     received: list[Any] = [e async for e in events]
     assert [e["type"] for e in received] == ["text", "tool_use", "text", "result"]
     assert [e["text"] for e in received if e["type"] == "text"] == ["abc", "d"]
@@ -195,10 +225,7 @@ async def test_session_cap_closes_the_least_recently_used_idle_session() -> None
     await _collect(registry, "a", "z")  # b is now the least recently used
     await _collect(registry, "c", "w")
     assert registry.get("b") is None and registry.get("a") is not None and registry.get("c") is not None
-    for _ in range(100):  # the evicted client closes in the background
-        if runner.disconnects:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: runner.disconnects)  # the evicted client closes in the background
     assert runner.disconnects == ["b"] and len(registry) == 2
     await registry.close_all()
 
@@ -225,12 +252,15 @@ class PersistingRunner(RecordingRunner):
     def __init__(self) -> None:
         super().__init__()
         self.persisted: list[str] = []
+        self.persisting = asyncio.Event()  # the post-reply work has started
+        self.release = asyncio.Event()  # lets it finish
 
     async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> Any:
         await emit({"type": "result", "text": request.prompt})
 
         async def persist() -> None:
-            await asyncio.sleep(0.3)
+            self.persisting.set()
+            await self.release.wait()
             self.persisted.append(request.prompt)
 
         return persist()
@@ -240,8 +270,14 @@ async def test_shutdown_lets_a_running_persistence_finish() -> None:
     runner = PersistingRunner()
     registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10)
     events = await _collect(registry, "s", "last turn")
-    assert events[-1]["type"] == "result" and runner.persisted == []  # the reply is out, persistence runs
-    await asyncio.wait_for(registry.close_all(), timeout=5)
+    assert events[-1]["type"] == "result" and runner.persisted == []  # the reply is out before persistence
+    await asyncio.wait_for(runner.persisting.wait(), 5)
+    closing = asyncio.ensure_future(registry.close_all())
+    for _ in range(20):  # close_all runs as far as it can: it must be waiting for the persistence
+        await asyncio.sleep(0)
+    assert not closing.done() and runner.disconnects == []
+    runner.release.set()
+    await asyncio.wait_for(closing, timeout=5)
     assert runner.persisted == ["last turn"]
     assert runner.disconnects == ["s"] and registry.active_turns == 0
 
@@ -266,19 +302,33 @@ async def test_close_is_bounded_and_queued_turns_are_not_run_with_a_long_idle_ti
     assert len(registry) == 0
 
 
+class HeldRunner(RecordingRunner):
+    """Each turn runs until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def run_turn(self, session: Any, client: Any, request: TurnRequest, emit: Any) -> None:
+        self.log.append(("start", session.key, request.prompt))
+        await self.release.wait()
+        await emit({"type": "result", "text": request.prompt})
+
+
 async def test_a_new_session_is_never_evicted_before_its_first_turn_starts() -> None:
     # Regression: a new session looked idle between taking its request off the queue and starting it, so a
     # concurrent new session at the cap evicted it and its caller got a false ``shutting_down`` (503); seen as 2
     # of 48 callers with AGENTKIT_MAX_SESSIONS=4 and 8 concurrent new sessions. The second session arrives after
     # every number of loop iterations that covers the window: it is refused (429), the first turn runs.
     for yields in range(10):
-        runner = RecordingRunner()
+        runner = HeldRunner()
         registry = SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=10, max_sessions=1)
         first = await _invoke(registry, "a", "x")
         for _ in range(yields):
             await asyncio.sleep(0)
         with pytest.raises(SessionBusy, match="too many active sessions"):
             await _invoke(registry, "b", "y")
+        runner.release.set()
         assert [e async for e in first] == [{"type": "result", "text": "x"}], f"after {yields} yields"
         await registry.close_all()
 

@@ -187,3 +187,193 @@ def test_write_behind_returns_before_the_remote_write_and_loses_nothing(tmp_path
         await store.close()
 
     asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------------------- the SDK's mirror path
+def mirror(store: Any, projects: Path, send_timeout: float) -> Any:
+    """The SDK's own batcher (what the CLI's transcript frames go through), with a shorter timeout."""
+    from claude_agent_sdk._internal.transcript_mirror_batcher import TranscriptMirrorBatcher
+
+    errors: list[str] = []
+
+    async def on_error(key: Any, message: str) -> None:
+        errors.append(message)
+
+    batcher = TranscriptMirrorBatcher(
+        store=store, projects_dir=str(projects), on_error=on_error, send_timeout=send_timeout
+    )
+    batcher.errors = errors  # type: ignore[attr-defined]
+    return batcher
+
+
+class SlowThenFailing(SqliteSessionStore):
+    """The first append runs longer than the SDK allows (in a worker thread, as boto3 calls do) and then
+    fails, like four throttled attempts with backoff; later appends work."""
+
+    def __init__(self, path: Path, slow_s: float) -> None:
+        super().__init__(path)
+        self.slow_s = slow_s
+        self.calls = 0
+
+    async def append(self, key: Any, entries: list[Any]) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            await asyncio.to_thread(__import__("time").sleep, self.slow_s)
+            raise SessionStoreError("throttled", aws_code="ThrottledException", retryable=True)
+        await super().append(key, entries)
+
+
+@pytest.mark.parametrize("call_timeout_s", [0.2, None], ids=["bounded-call", "sdk-cancels-first"])
+def test_a_store_call_slower_than_the_sdk_timeout_loses_nothing(
+    tmp_path: Path, call_timeout_s: float
+) -> None:
+    """The SDK cancels an append after its timeout: the batch was journaled first, so it is delivered later."""
+    inner = SlowThenFailing(tmp_path / "s.db", slow_s=1.0)
+    projects = tmp_path / "projects"
+
+    async def scenario() -> list[Any] | None:
+        bound: dict[str, Any] = (
+            {} if call_timeout_s is None else {"call_timeout_s": call_timeout_s}
+        )  # default 20 s
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", retry_initial_s=0.05, **bound)
+        batcher = mirror(store, projects, send_timeout=0.5)
+        answered = [*batch(0), *batch(2)]
+        batcher.enqueue(str(projects / "proj" / "sess.jsonl"), answered[:2])
+        await batcher.flush()  # the turn's result is yielded after this
+        batcher.enqueue(str(projects / "proj" / "sess.jsonl"), answered[2:])
+        await batcher.flush()
+        for _ in range(200):
+            if store.pending_count == 0:
+                break
+            await asyncio.sleep(0.02)
+        await store.close()
+        return await SqliteSessionStore(tmp_path / "s.db").load(KEY)  # the next microVM's resume
+
+    assert asyncio.run(scenario()) == [*batch(0), *batch(2)]
+
+
+class Rejecting(SqliteSessionStore):
+    """Rejects for good any batch holding a ``poison`` entry (a validation error), takes the others."""
+
+    async def append(self, key: Any, entries: list[Any]) -> None:
+        if any(e.get("poison") for e in entries):
+            raise SessionStoreError(
+                "ValidationException: too big", aws_code="ValidationException", retryable=False
+            )
+        await super().append(key, entries)
+
+
+def test_a_batch_rejected_for_good_is_dead_lettered_and_later_turns_are_kept(tmp_path: Path) -> None:
+    events: list[str] = []
+    poison: Any = {"type": "user", "uuid": "bad", "poison": True}
+
+    async def scenario() -> list[Any] | None:
+        inner = Rejecting(tmp_path / "s.db")
+        store = SpoolingSessionStore(
+            inner,
+            spool_dir=tmp_path / "spool",
+            on_event=events.append,
+            retry_initial_s=0.01,
+            retry_max_s=0.02,
+        )
+        await store.append(KEY, batch(0))
+        await store.append(KEY, [poison])
+        for turn in range(1, 6):  # turns 2-6 of the report: answered, and must survive the microVM
+            await store.append(KEY, batch(2 * turn))
+        await asyncio.sleep(0.2)
+        await store.close()
+        return await SqliteSessionStore(tmp_path / "s.db").load(KEY)
+
+    assert asyncio.run(scenario()) == batch(0, 12)
+    assert events == ["SessionStoreDeadLetters"]
+    dead = [json.loads(line) for line in (tmp_path / "spool" / "dead-letter.jsonl").read_text().splitlines()]
+    assert [d["entries"] for d in dead] == [[poison]] and "ValidationException" in dead[0]["error"]
+
+
+def test_strict_mode_returns_only_once_the_batch_is_stored(tmp_path: Path) -> None:
+    inner = FlakyStore(tmp_path / "s.db", failures=3)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", strict=True, retry_initial_s=0.01)
+        await store.append(KEY, batch(0))  # three throttled tries, then stored, before append returns
+        assert await SqliteSessionStore(tmp_path / "s.db").load(KEY) == batch(0)
+        assert store.pending_count == 0
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_strict_mode_raises_after_its_deadline_and_still_keeps_the_batch(tmp_path: Path) -> None:
+    inner = FlakyStore(tmp_path / "s.db", failures=10_000)
+    projects = tmp_path / "projects"
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner, spool_dir=tmp_path / "spool", strict=True, strict_deadline_s=0.3, retry_initial_s=0.02
+        )
+        batcher = mirror(store, projects, send_timeout=5)
+        batcher.enqueue(str(projects / "proj" / "sess.jsonl"), batch(0))
+        await batcher.flush()
+        assert batcher.errors and "kept on this microVM" in batcher.errors[0]  # → mirror_error, no ack
+        assert store.pending_count == 1  # the SDK's three attempts did not queue three copies
+        inner.failures = 0
+        assert await store.flush()
+        assert await SqliteSessionStore(tmp_path / "s.db").load(KEY) == batch(0)
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_lone_surrogate_neither_fails_the_turn_nor_poisons_the_store(tmp_path: Path) -> None:
+    odd: Any = {"type": "user", "uuid": "odd", "text": "ls: bad\udcffname"}
+
+    async def scenario() -> None:
+        inner = FlakyStore(tmp_path / "s.db", failures=1)  # the first write goes through the journal
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", retry_initial_s=0.01)
+        await store.append(KEY, [odd])
+        await store.append(KEY, batch(0))
+        assert await store.flush()
+        await store.close()
+
+    asyncio.run(scenario())
+    assert asyncio.run(SqliteSessionStore(tmp_path / "s.db").load(KEY)) == [odd, *batch(0)]
+
+
+def test_a_mirror_error_is_recovered_from_the_cli_transcript(tmp_path: Path) -> None:
+    """The SDK gave a batch up (mirror_error): what the CLI's local transcript holds and the store lacks is
+    appended, once, whatever was stored already."""
+    projects = tmp_path / "projects"
+    title: Any = {"type": "custom-title", "title": "t"}  # no uuid: matched on the whole entry
+    local = [*batch(0, 3), title, *batch(3)]
+    path = projects / "proj" / "sess.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in local) + '{"torn": ')
+
+    async def scenario() -> list[Any] | None:
+        store = SpoolingSessionStore(SqliteSessionStore(tmp_path / "s.db"), spool_dir=tmp_path / "spool")
+        await store.append(KEY, [*batch(0), title])  # what reached the store before the failure
+        store.recover_from_transcript(KEY, projects)
+        store.recover_from_transcript(None, projects)  # a mirror_error without a key: nothing to do
+        await asyncio.gather(*store._recoveries)
+        await store.close()
+        return await SqliteSessionStore(tmp_path / "s.db").load(KEY)
+
+    assert asyncio.run(scenario()) == [*batch(0), title, *batch(2, 3)]
+
+
+def test_strict_and_write_behind_together_are_refused(tmp_path: Path) -> None:
+    from runtime.errors import ConfigurationError
+    from runtime.settings import Settings
+    from runtime.wiring import build_store
+
+    settings = Settings.from_env(
+        {
+            "AGENTKIT_STATE_DIR": str(tmp_path),
+            "AGENTKIT_STORE_STRICT": "1",
+            "AGENTKIT_STORE_WRITE_BEHIND": "1",
+        }
+    )
+    with pytest.raises(ConfigurationError, match="exclude each other"):
+        build_store(settings)
+    with pytest.raises(ValueError, match="exclude each other"):
+        SpoolingSessionStore(object(), spool_dir=tmp_path, strict=True, write_behind=True)

@@ -18,9 +18,9 @@ from typing import Any, cast
 
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
+from harness.runtime_server import ROOT
 from runtime.session_store import SqliteSessionStore
 from runtime.store.spool import SpoolingSessionStore
-from tests.fakes.runtime_server import ROOT
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 OTHER: SessionKey = {"project_key": "proj", "session_id": "other"}
@@ -217,3 +217,52 @@ def test_a_full_disk_for_the_spool_while_the_store_fails_loses_nothing(tmp_path:
     assert asyncio.run(reopened(tmp_path / "sessions.db").load(KEY)) == [
         {"type": "user", "uuid": u, "n": n} for n, u in enumerate(["a", "b1", "b2", "b3"])
     ]
+
+
+def test_a_database_replaced_by_a_non_database_file_keeps_every_row(tmp_path: Path) -> None:
+    """The file at the path is not SQLite (a stray copy, a truncated download): the rows the old file held and
+    everything written after survive; the foreign file is moved aside, not deleted."""
+
+    def replace_with_junk(path: Path) -> None:
+        junk = path.with_name("junk")
+        junk.write_bytes(b"this is not a database\n" * 100)
+        os.replace(junk, path)
+
+    errors, _ = run_with_fault(tmp_path, replace_with_junk)
+    after = reopened(tmp_path / "sessions.db")
+    assert asyncio.run(after.load(KEY)) == batch(0, 6)  # the old code: every earlier row lost
+    assert asyncio.run(after.get_state("sess")) == {"spent_usd": 2.0}
+    assert errors and "replaced" in str(errors[0])
+    aside = list(tmp_path.glob("sessions.db.not-a-database-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not a database")
+
+
+def test_rescued_rows_stay_in_memory_until_a_restore_succeeds(tmp_path: Path) -> None:
+    """When even moving the foreign file aside fails, the rows wait in memory and a later call restores them."""
+    path = tmp_path / "sessions.db"
+    blocker = tmp_path / "sessions.db.not-a-database-0"  # where the store moves the file (its clock says 0)
+
+    async def scenario() -> list[Any] | None:
+        inner = SqliteSessionStore(path, clock=lambda: 0.0)
+        await inner.append(KEY, batch(0))
+        junk = tmp_path / "junk"
+        junk.write_bytes(b"not sqlite" * 100)
+        os.replace(junk, path)
+        blocker.mkdir()
+        (blocker / "keep").write_text("x")  # a non-empty directory: the move aside fails
+        for _ in range(2):
+            try:
+                await inner.append(KEY, batch(2))
+            except Exception as exc:  # the write fails (the spool would keep it); the rows wait in memory
+                assert "SQLite session store" in str(exc)
+            else:
+                raise AssertionError("a write landed while the file at the path is not a database")
+        (blocker / "keep").unlink()
+        blocker.rmdir()
+        await inner.append(KEY, batch(2))  # the move works now: rows restored, the write lands
+        loaded = await inner.load(KEY)
+        await inner.close()
+        return loaded
+
+    assert asyncio.run(scenario()) == batch(0, 4)
+    assert asyncio.run(reopened(path).load(KEY)) == batch(0, 4)

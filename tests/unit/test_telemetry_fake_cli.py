@@ -19,12 +19,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness import fake_claude as fc
+from harness.cli import write_fake_cli
 from runtime.observe.costs import TurnCostTracker
 from runtime.observe.metrics import EmfMetrics, TurnRecord
 from runtime.observe.tool_hooks import ToolTelemetry
 from runtime.observe.tracing import Tracing, record_turn_result
-from tests.fakes import fake_claude as fc
-from tests.fakes.cli import write_fake_cli
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 CALL_USD_REGIONAL = fc.CALL_COST_USD * 1.1  # 0.007245 at global Sonnet 4.5 list price, +10 % for us.

@@ -107,12 +107,13 @@ def test_hooks_running_in_a_foreign_context_still_nest_under_the_bound_turn(setu
         async def reader() -> None:  # created before the turn span exists, like the SDK's read task
             while (item := await inbox.get()) is not None:
                 await item
+                inbox.task_done()
 
         task = asyncio.create_task(reader())
         with tracing.turn(model="m") as span, telemetry.bind(span, claude_session_id=CLAUDE_SESSION):
             await inbox.put(telemetry.pre_tool_use(_base("PreToolUse", "Grep", "t9"), "t9", None))
             await inbox.put(telemetry.post_tool_use(_base("PostToolUse", "Grep", "t9"), "t9", None))
-            await asyncio.sleep(0.01)
+            await inbox.join()  # both hooks ran inside the turn span
         await inbox.put(None)
         await task
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.archives import Entry, tar_gz
 from runtime.errors import InvalidWorkspace, WorkspaceTooLarge
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace import SnapshotLimits, Workspaces, unpack
-from tests.fakes.archives import Entry, tar_gz
 
 LIMITS = SnapshotLimits(
     max_archive_bytes=1_000_000, max_unpacked_bytes=2_000_000, max_files=50, max_file_bytes=500_000

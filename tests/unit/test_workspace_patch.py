@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.archives import Entry, tar_gz
 from runtime.errors import PatchTooLarge
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace import SnapshotLimits, Workspaces
-from tests.fakes.archives import Entry, tar_gz
 
 LIMITS = SnapshotLimits(1_000_000, 5_000_000, 100, 1_000_000)
 ORIGINAL = [

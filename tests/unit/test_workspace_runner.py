@@ -16,6 +16,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, PermissionResultDeny
 from claude_agent_sdk.types import ToolPermissionContext
 
+from harness.archives import tar_gz
 from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
@@ -27,7 +28,6 @@ from runtime.observe.observer import Observer
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
-from tests.fakes.archives import tar_gz
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.context import Context, table
 from agentkit.data import cloudwatch as cw
 from agentkit.data.emf import read_emf_file
@@ -191,7 +190,7 @@ def describe_alarms(cloudwatch: Any, alarm_names: list[str]) -> list[dict[str, A
             "AlarmNames": alarm_names[offset : offset + 100],
             "AlarmTypes": ["MetricAlarm"],
         }
-        for page in pages(cloudwatch.describe_alarms, kwargs):
+        for page in cloudwatch.get_paginator("describe_alarms").paginate(**kwargs):
             found += page.get("MetricAlarms", [])
     return found
 

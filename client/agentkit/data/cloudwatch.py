@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.data import names
 from agentkit.data.usage import CostRow, Period, align, empty_tokens, utc
 
@@ -50,7 +49,7 @@ def list_dimension_values(
         "MetricName": metric,
         "Dimensions": [{"Name": names.AGENT, "Value": agent}],
     }
-    for page in pages(cloudwatch.list_metrics, kwargs):
+    for page in cloudwatch.get_paginator("list_metrics").paginate(**kwargs):
         for item in page.get("Metrics", []):
             dims = {d["Name"]: d["Value"] for d in item.get("Dimensions", [])}
             if set(dims) == {names.AGENT, dimension} and dims[names.AGENT] == agent:
@@ -95,7 +94,7 @@ def get_metric_data(
             "StartTime": start,
             "EndTime": end,
         }
-        for page in pages(cloudwatch.get_metric_data, kwargs):
+        for page in cloudwatch.get_paginator("get_metric_data").paginate(**kwargs):
             for result in page.get("MetricDataResults", []):
                 query = chunk[int(result["Id"][1:])]
                 points = zip(result.get("Timestamps", []), result.get("Values", []), strict=False)

@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.errors import usage_error
 
 LEVELS: dict[str, int] = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -106,7 +105,7 @@ def filter_events(
         kwargs["filterPattern"] = json.dumps(session)  # a quoted term matches the id anywhere in the line
     floor = LEVELS[level] if level else None
     events: list[LogEvent] = []
-    for page in pages(logs.filter_log_events, kwargs, key="nextToken"):
+    for page in logs.get_paginator("filter_log_events").paginate(**kwargs):
         for raw in page.get("events", []):
             message = str(raw.get("message", "")).rstrip("\n")
             found = level_of(message)

@@ -15,7 +15,6 @@ import datetime as dt
 import json
 from typing import Any
 
-from agentkit.aws import pages
 from agentkit.data import cloudwatch as cw
 from agentkit.data import names
 from agentkit.data.emf import parse_emf_lines
@@ -41,7 +40,7 @@ def _messages(
     }
     out: list[str] = []
     try:
-        for page in pages(logs.filter_log_events, kwargs, key="nextToken"):
+        for page in logs.get_paginator("filter_log_events").paginate(**kwargs):
             out += [str(e.get("message", "")) for e in page.get("events", [])]
             if len(out) >= limit:
                 break

@@ -10,7 +10,8 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
 * per tool call, dimensions ``[Agent, Tool]`` and ``[Agent]``: ToolCalls, ToolErrors (0 or 1), ToolLatencyMs;
   ToolDenied for a call the permission policy refused (it is not counted in ToolCalls).
 * events via :meth:`BaseMetrics.record_event`, dimensions ``[Agent, <given>]`` and ``[Agent]``:
-  BudgetExceeded, Disconnected, InvocationErrors (``ErrorCode``), SessionResumed, SessionStoreErrors.
+  BudgetExceeded, Disconnected, InvocationErrors (``ErrorCode``), SessionResumed, SessionStoreErrors,
+  SessionStoreDeadLetters, SessionStoreLateWrites.
 
 Dimensions are restricted to the low-cardinality names in :data:`DIMENSIONS`; session id, caller, Claude
 session id and the SDK's own cost go in as EMF properties (``emf``) or log fields (``cloudwatch``), never

@@ -27,7 +27,9 @@ EVENTS = frozenset(
         "InvocationErrors",
         "SandboxUnavailable",
         "SessionResumed",
+        "SessionStoreDeadLetters",
         "SessionStoreErrors",
+        "SessionStoreLateWrites",
     }
 )
 

@@ -1,5 +1,5 @@
 """Markdown → Atlassian Document Format: the structures agents write, each checked against the ADF rules
-(:func:`tests.fakes.adf_check.adf_errors`, written from Atlassian's docs independently of the converter)."""
+(:func:`harness.adf_check.adf_errors`, written from Atlassian's docs independently of the converter)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from trackers.adf import inline, markdown_to_adf
 
-from tests.fakes.adf_check import adf_errors
+from harness.adf_check import adf_errors
 
 
 def text(node: dict[str, Any]) -> str:

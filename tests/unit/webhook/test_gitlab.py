@@ -2,7 +2,7 @@
 
 Payloads: ``tests/fixtures/webhook/gitlab`` (shapes of the *Comment on an issue* and *Issue events*
 examples in GitLab's webhook events docs). The members API is a loopback stand-in
-(:class:`tests.fakes.tracker_apis.GitLabApi`) holding project 5's members.
+(:class:`harness.tracker_apis.GitLabApi`) holding project 5's members.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trackers
 
-from tests.fakes.tracker_apis import GitLabApi
+from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
     GITLAB_SECRET,
     GITLAB_TOKEN,
@@ -59,7 +59,7 @@ def test_member_note_is_queued_with_the_gitlab_task(aws: SimpleNamespace, gitlab
     assert task["body"] == "The arm64 image fails at `pip install`."
     assert task["html_url"] == "http://example.com/gitlab-org/gitlab-test/issues/17"
     assert task["delivery_id"] == "idem-1" and task["idempotency_key"] == hashlib.sha256(body).hexdigest()
-    assert doc["session_id"] == "gitlab-" + hashlib.sha256(b"gitlab-org/gitlab-test#17").hexdigest()
+    assert doc["session_id"] == "gitlab-" + hashlib.sha256(b"5#17").hexdigest()  # project.id, iid
     # One members API call with the project access token.
     [ask] = gitlab_api.requests
     assert ask["method"] == "GET" and ask["path"] == "/api/v4/projects/5/members/all/1"

@@ -2,7 +2,7 @@
 
 AgentCore does not relay the container's error body: boto3 raises ``RuntimeClientError`` with
 ``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``
-(DESIGN.md §5). The status alone must name the error and decide retry vs. final.
+(AgentCore's documented error for a container error status). The status alone must name the error and decide retry vs. final.
 """
 
 from __future__ import annotations

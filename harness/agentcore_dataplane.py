@@ -1,0 +1,131 @@
+"""A loopback stand-in for the AgentCore data plane in front of the real runtime (``python -m runtime``).
+
+``POST /runtimes/{arn}/invocations[?qualifier=…]`` (boto3 ``InvokeAgentRuntime``) is checked for a valid
+SigV4 signature (service ``bedrock-agentcore``, the given keys), then forwarded to the runtime's
+``POST /invocations`` with ``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id`` and every
+``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header, as AgentCore does. A container error status is
+*not* relayed as a body: like AgentCore, the stand-in answers HTTP 424 ``RuntimeClientError`` with only
+``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``.
+Every call is recorded in ``calls`` (path, session id, actor, runtime status).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import uuid
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from harness.loopback import LoopbackServer
+
+SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+CUSTOM_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+ERROR_MESSAGE = (
+    "Received error ({status}) from runtime. Please check your CloudWatch logs for more information"
+)
+
+
+def sigv4_ok(
+    handler: BaseHTTPRequestHandler, body: bytes, *, access_key: str, secret_key: str, region: str
+) -> bool:
+    """Recompute the request's SigV4 signature with the known keys and compare."""
+    auth = handler.headers.get("Authorization", "")
+    if not auth.startswith("AWS4-HMAC-SHA256 "):
+        return False
+    parts = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 ") :].split(","))
+    scope = parts["Credential"].split("/")
+    if scope[0] != access_key or scope[2:] != [region, "bedrock-agentcore", "aws4_request"]:
+        return False
+    signed = parts["SignedHeaders"].split(";")
+    headers = {name: handler.headers[name] for name in signed if name != "host"}
+    request = AWSRequest(
+        method="POST", url=f"http://{handler.headers['Host']}{handler.path}", data=body, headers=headers
+    )
+    request.context["timestamp"] = handler.headers["X-Amz-Date"]
+    signer = SigV4Auth(Credentials(access_key, secret_key), "bedrock-agentcore", region)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    return bool(expected == parts["Signature"])
+
+
+class AgentCoreDataPlane(LoopbackServer):
+    def __init__(
+        self,
+        *,
+        runtime_port: int,
+        access_key: str = "testing",
+        secret_key: str = "testing",
+        region: str = "us-east-1",
+    ) -> None:
+        self.calls: list[dict[str, Any]] = []
+        plane = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+                request_id = str(uuid.uuid4())
+                if not self.path.startswith("/runtimes/") or "/invocations" not in self.path:
+                    self._send(
+                        404, b'{"message": "not found"}', {"x-amzn-errortype": "ResourceNotFoundException"}
+                    )
+                    return
+                if not sigv4_ok(self, body, access_key=access_key, secret_key=secret_key, region=region):
+                    self._send(
+                        403,
+                        b'{"message": "signature mismatch"}',
+                        {"x-amzn-errortype": "AccessDeniedException"},
+                    )
+                    return
+                forward = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+                forward[SESSION] = self.headers.get(SESSION, "")
+                for name, value in self.headers.items():
+                    if name.lower().startswith(CUSTOM_PREFIX):
+                        forward[name] = value
+                conn = http.client.HTTPConnection("127.0.0.1", runtime_port, timeout=120)
+                try:
+                    conn.request("POST", "/invocations", body=body, headers=forward)
+                    resp = conn.getresponse()
+                    answer, status = resp.read(), resp.status
+                    content_type = resp.getheader("content-type", "application/json")
+                finally:
+                    conn.close()
+                plane.calls.append(
+                    {
+                        "path": self.path,
+                        "session": forward[SESSION],
+                        "actor": next(
+                            (v for k, v in forward.items() if k.lower().endswith("custom-actor")), None
+                        ),
+                        "status": status,
+                        "prompt": json.loads(body).get("prompt", ""),
+                    }
+                )
+                if status >= 400:  # AgentCore relays only the status, not the container's body
+                    message = json.dumps({"message": ERROR_MESSAGE.format(status=status)}).encode()
+                    self._send(
+                        424,
+                        message,
+                        {
+                            "Content-Type": "application/json",
+                            "x-amzn-errortype": "RuntimeClientError",
+                            "x-amzn-RequestId": request_id,
+                        },
+                    )
+                    return
+                self._send(200, answer, {"Content-Type": content_type, "x-amzn-RequestId": request_id})
+
+        super().__init__(Handler, poll_interval=0.05, daemon_threads=True)

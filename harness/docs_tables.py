@@ -1,0 +1,197 @@
+"""Reference tables of the docs, generated from the code they describe.
+
+Each table sits in a docs page between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``;
+``tests/unit/test_docs_tables.py`` fails when a page and the code differ. After changing the code::
+
+    .venv/bin/python -m harness.docs_tables          # rewrite the tables in docs/
+    .venv/bin/python -m harness.docs_tables --check  # exit 1 when a page is out of date
+
+Tables: ``request`` (the invocation body, :class:`runtime.protocol.InvocationRequest`), ``events`` (the SSE
+events, the TypedDicts of :mod:`runtime.protocol`), ``errors`` (every error code,
+:data:`runtime.errors.ERRORS_BY_CODE`), ``metrics`` (what :class:`runtime.observe.metrics.base.BaseMetrics` emits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = "<!-- generated: {name} -->"
+END = "<!-- end generated -->"
+NONE = "\N{EN DASH}"  # an empty table cell
+
+
+def _type_name(hint: Any) -> str:
+    """A short, reader-facing spelling of a type hint (``str``, ``float | null``, ``{str: str}``)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.NotRequired:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return " | ".join(f'"{a}"' for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join("null" if a is type(None) else _type_name(a) for a in args)
+    if origin is dict:
+        return "{" + f"{_type_name(args[0])}: {_type_name(args[1])}" + "}"
+    if origin is list:
+        return f"[{_type_name(args[0])}]"
+    if typing.is_typeddict(hint):
+        return "{" + ", ".join(typing.get_type_hints(hint)) + "}"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _first_sentence(doc: str | None) -> str:
+    """The docstring's first sentence in Markdown, without the HTTP status the table shows beside it."""
+    text = " ".join((doc or "").split()).replace("``", "`")
+    match = re.match(r"(.+?\.)(\s+[A-Z`]|$)", text)
+    sentence = match.group(1) if match else text
+    return re.sub(r"\s*\(HTTP \d{3}\)|;\s*HTTP \d{3}", "", sentence)
+
+
+def request_table() -> str:
+    """The fields of the invocation body, from :class:`runtime.protocol.InvocationRequest`."""
+    from pydantic_core import PydanticUndefined
+
+    from runtime.protocol import InvocationRequest
+
+    rows = []
+    for name, field in InvocationRequest.model_fields.items():
+        if field.is_required():
+            default = "required"
+        elif field.default_factory is not None:
+            default = f"`{field.default_factory()!r}`"  # type: ignore[call-arg]
+        elif field.default is PydanticUndefined or field.default is None:
+            default = NONE
+        else:
+            default = f"`{field.default!r}`".replace("True", "true")
+        rules = []
+        for meta in field.metadata:
+            for attr, word in (("min_length", "length ≥ {}"), ("gt", "> {}")):
+                if getattr(meta, attr, None) is not None:
+                    rules.append(word.format(getattr(meta, attr)))
+        rows.append((f"`{name}`", f"`{_type_name(field.annotation)}`", default, ", ".join(rules) or NONE))
+    return _table(("field", "type", "default", "constraint"), rows)
+
+
+def events_table() -> str:
+    """The reply events, from the event TypedDicts of :mod:`runtime.protocol` (``?``: may be absent)."""
+    from runtime import protocol
+
+    rows = []
+    for event in typing.get_args(protocol.Event):
+        hints = typing.get_type_hints(event, include_extras=True)
+        kind = typing.get_args(hints["type"])[0]
+        fields = []
+        for key, hint in hints.items():
+            if key == "type":
+                continue
+            optional = typing.get_origin(hint) is typing.NotRequired
+            fields.append(f"`{key}{'?' if optional else ''}`: {_type_name(hint)}")
+        rows.append((f"`{kind}`", ", ".join(fields)))
+    return _table(("`type`", "fields"), rows)
+
+
+def errors_table() -> str:
+    """Every error code with its HTTP status and meaning, from :data:`runtime.errors.ERRORS_BY_CODE`."""
+    from runtime.errors import ERRORS_BY_CODE
+
+    rows = [
+        (f"`{code}`", str(cls.http_status), f"`{cls.__name__}`", _first_sentence(cls.__doc__))
+        for code, cls in sorted(ERRORS_BY_CODE.items(), key=lambda item: (item[1].http_status, item[0]))
+    ]
+    return _table(("code", "HTTP", "class", "when"), rows)
+
+
+def metrics_table() -> str:
+    """What the runtime's metrics code emits: metric, unit, dimension set, by record kind."""
+    from runtime.observe.costs import ModelCost, TurnCost
+    from runtime.observe.metrics.base import EVENTS, BaseMetrics, ToolRecord, TurnRecord
+
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    sink = BaseMetrics(namespace="N", agent="agent", now=lambda: 0.0)
+    usage = ModelCost(model, "claude-sonnet-4-5", "regional", 1, 1, 1, 1, 0, 0.01, None)
+    turn = TurnRecord(
+        model=model,
+        cost=TurnCost(per_model={model: usage}, total_cost_usd=0.01),
+        invocation_latency_ms=1.0,
+        time_to_first_token_ms=1.0,
+    )
+    docs = [("turn", doc) for doc in sink.turn_docs(turn)]
+    docs += [
+        ("tool call", sink.tool_doc(ToolRecord(tool="Read", outcome=o, latency_ms=1.0)))
+        for o in ("ok", "denied")
+    ]
+    docs += [("event", sink.event_doc(name)) for name in sorted(EVENTS)]
+    rows: dict[str, tuple[str, ...]] = {}
+    for kind, doc in docs:
+        dims = ", ".join(f"`{d}`" for d in doc.dimensions)
+        for name, unit, _ in doc.metrics:
+            rows.setdefault(name, (f"`{name}`", unit, dims, kind))
+    return _table(("metric", "unit", "dimensions", "per"), list(rows.values()))
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "request": request_table,
+    "events": events_table,
+    "errors": errors_table,
+    "metrics": metrics_table,
+}
+
+
+def blocks(text: str) -> dict[str, str]:
+    """The generated blocks of a page: name → the text between its markers (without them)."""
+    pattern = re.compile(r"<!-- generated: (\w+) -->\n(.*?)\n" + re.escape(END), re.S)
+    return {m.group(1): m.group(2) for m in pattern.finditer(text)}
+
+
+def render(text: str) -> str:
+    """``text`` with every generated block replaced by the table the code gives now.
+
+    Raises:
+        KeyError: a block names a table this module does not know.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return f"{BEGIN.format(name=name)}\n{TABLES[name]()}\n{END}"
+
+    return re.sub(r"<!-- generated: (\w+) -->\n.*?\n" + re.escape(END), fill, text, flags=re.S)
+
+
+def pages() -> list[Path]:
+    """The docs pages that hold at least one generated block."""
+    return [p for p in sorted((ROOT / "docs").glob("*.md")) if blocks(p.read_text(encoding="utf-8"))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page differs from the code")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        new = render(text)
+        if new != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(new, encoding="utf-8")
+    for page in stale:
+        print(f"{'out of date' if args.check else 'rewrote'}: {page}")
+    return 1 if stale and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
