@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime import aws, restore
@@ -21,6 +22,7 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
+from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
@@ -63,7 +65,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
     definition, sandbox = _sandboxed_definition(settings, definition)
-    if not sandbox.sandboxed and settings.sandbox == "required":
+    if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
         settings = settings.model_copy(update={"sandbox": "off"})
     emf_stream = None
@@ -139,6 +141,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
         accounting=accounting,
+        on_client_dropped=lambda session: release_session_dirs(session.claude_session_id),
         clock=clock,
     )
 
@@ -168,10 +171,35 @@ def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
 ) -> tuple[AgentDefinitionSpec, SandboxStatus]:
     """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
+    from dataclasses import replace
+
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement, sweep_stale_temp_roots
     from runtime.guard.profiles import probe_sandbox
+
+    sweep_stale_temp_roots()  # left by a runtime that was killed before it could close its sessions
 
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
+    confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if confined.problem and settings.sandbox == "off":
+        # Explicitly unsandboxed: commands already run on the host without isolation; the drop was best effort.
+        logger.warning("commands run as root without OS isolation: %s", confined.problem)
+    elif confined.problem:
+        logger.error("command tools switched off: %s", confined.problem)
+        status = replace(status, blocked=confined.problem)
+    elif confined.confinement.drops:
+        logger.info(
+            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces, one workspace and at most "
+            "%d processes per session",
+            confined.confinement.run_as,
+            PROCESS_LIMIT,
+        )
+    elif confined.confinement.own_namespaces:
+        logger.info(
+            "the CLI runs in its own user, IPC and UTS namespaces, one workspace and at most %d processes per session",
+            PROCESS_LIMIT,
+        )
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
     elif status.available:
@@ -236,6 +264,7 @@ def _workspaces(settings: Settings) -> Workspaces | None:
         ),
         max_patch_bytes=settings.workspace_max_patch_bytes,
         withhold=is_sensitive_name,
+        on_installed=lambda tree: _hand_over(tree, settings),
         s3=S3Snapshots(
             client=aws.s3_client(settings.aws_region),
             allowed=S3Location.parse(settings.workspace_s3_uri),
@@ -244,3 +273,18 @@ def _workspaces(settings: Settings) -> Workspaces | None:
         if settings.workspace_s3_uri
         else None,
     )
+
+
+def _hand_over(tree: Path, settings: Settings) -> None:
+    """A snapshot unpacked by the runtime becomes the confined CLI's user's, like the rest of the session's
+    workspace (:func:`runtime.guard.confine.session_workspace`). Each entry is handed over: the directory itself
+    may already be that user's, which makes ``give_to`` skip its walk."""
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import decided_confinement, give_to
+
+    confinement = decided_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if not confinement.drops:
+        return
+    give_to(tree, confinement)
+    for child in tree.iterdir():
+        give_to(child, confinement, recursive=True)

@@ -16,8 +16,16 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfig, SessionStore
 
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.orphan_guard import parent_death_wrapper
+from runtime.agent.orphan_guard import bundled_cli, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
+from runtime.guard.confine import (
+    ENV_SESSION_WORKSPACE,
+    cli_wrapper,
+    decided_confinement,
+    give_to,
+    session_temp_root,
+    session_workspace,
+)
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -62,15 +70,32 @@ def build_options(
     cli_env = settings.cli_env()
     if request_metadata:
         cli_env.update(custom_headers_env(request_metadata))
+    workspace = Path(cwd).resolve()
+    cli = settings.cli_path or bundled_cli()
+    # A root runtime starts the CLI as an unprivileged user (decided at start-up, runtime.guard.confine); the
+    # CLI's own directories become that user's.
+    confinement = decided_confinement(workspace, cli)
     isolation = session_isolation(
         state_dir=settings.resolved_state_dir,
-        workspace=Path(cwd).resolve(),
+        workspace=workspace,
         claude_session_id=claude_session_id,
+        temp_root=session_temp_root(claude_session_id, confinement),
         cli_env=cli_env,
         sandboxed=settings.sandbox == "required",
         allowed_domains=d.network_allowed_domains,
         extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
     )
+    cli_path: str | None
+    env = {**cli_env, **isolation.env}
+    if confinement.wraps and cli is not None:
+        for path in (isolation.env["HOME"], cli_env["CLAUDE_CONFIG_DIR"], cli_env["XDG_CACHE_HOME"]):
+            give_to(Path(path), confinement, recursive=True)
+        state = settings.resolved_state_dir
+        own = session_workspace(state, workspace, claude_session_id, confinement)
+        env[ENV_SESSION_WORKSPACE] = str(own)
+        cli_path = cli_wrapper(cli, state / "bin", confinement, workspace)
+    else:
+        cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")
     return ClaudeAgentOptions(
         system_prompt=d.system_prompt,
         tools=list(d.builtin_tools),
@@ -84,8 +109,8 @@ def build_options(
         max_budget_usd=max_budget_usd,
         model=settings.model,
         cwd=str(cwd),
-        cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
-        env={**cli_env, **isolation.env},
+        cli_path=cli_path,
+        env=env,
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),
         setting_sources=[],

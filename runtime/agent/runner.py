@@ -39,10 +39,12 @@ from claude_agent_sdk.types import (
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.options import build_options
+from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
 from runtime.errors import AgentProcessError, InvalidWorkspace, SessionStoreError, TurnTimeout
+from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
@@ -130,11 +132,22 @@ class AgentTurnRunner:
     # -- the session's workspace ------------------------------------------------------------------------------
 
     def cwd_for(self, session: WarmSession[CliProcess]) -> Path:
-        """The session's working directory: its own workspace once it was sent a snapshot, else the shared one."""
+        """The session's working directory as its CLI sees it.
+
+        A session sent a snapshot works in its own directory (``Workspaces.tree_for``). Where the CLI is confined
+        (:mod:`runtime.guard.confine`), that directory is the session's workspace the wrapper binds over the
+        configured path inside the CLI's mount namespace, so the CLI keeps the configured path as its cwd (and
+        the confinement decided for it); elsewhere the CLI is started in the directory itself."""
         workspaces = self.deps.workspaces
-        if workspaces is not None and workspaces.has_snapshot(session.claude_session_id):
-            return workspaces.tree_for(session.claude_session_id)
-        return self.cwd
+        if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
+            return self.cwd
+        if self.binds_session_workspace():
+            return self.cwd
+        return workspaces.tree_for(session.claude_session_id)
+
+    def binds_session_workspace(self) -> bool:
+        """Whether the CLI runs confined, with the session's own workspace bound over the configured path."""
+        return decided_confinement(self.cwd, self.settings.cli_path or bundled_cli()).wraps
 
     async def prepare(self, session: WarmSession[CliProcess], request: TurnRequest) -> None:
         """Unpack the request's workspace snapshot (inline, or read from S3) as the session's workspace before the

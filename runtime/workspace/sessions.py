@@ -28,7 +28,9 @@ from runtime.workspace.s3 import S3Snapshots
 
 
 def default_tree_for(state_dir: Path) -> Callable[[str], Path]:
-    """The default place of a session's workspace: ``<state dir>/workspaces/<claude session id>``."""
+    """The default place of a session's workspace: ``<state dir>/workspaces/<claude session id>``, the directory
+    :func:`runtime.guard.confine.session_workspace` binds over the configured workspace for a confined CLI, so a
+    snapshot unpacked here is what that session's CLI sees."""
     return lambda claude_session_id: state_dir / "workspaces" / claude_session_id
 
 

@@ -15,7 +15,9 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,9 +34,11 @@ MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("ws-real")
-    os.chmod(root, 0o755)
+def scene() -> Iterator[dict[str, Any]]:
+    # Under /tmp and traversable (pytest's tmp dirs are private to their user): a root runtime runs its CLI as an
+    # unprivileged user in its own mount namespace, with the session's workspace bound over the configured one.
+    root = Path(tempfile.mkdtemp(prefix="ak-ws-real-", dir="/tmp"))
+    root.chmod(0o755)
     venv = Path(os.path.realpath(sys.prefix))
     agent = root / "agent.json"
     agent.write_text(
@@ -71,6 +75,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             yield {"root": root, "bedrock": bedrock, "server": server}
         finally:
             server.stop()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def bash(command: str, tool_id: str) -> ToolUse:
@@ -85,9 +90,10 @@ def test_real_cli_fixes_a_snapshot_and_ignores_its_agent_configuration(scene: di
     canary = f"cnryclaudemd{secrets.token_hex(6)}"
     files = {
         "src/calc.py": b"def add(a, b):\n    return a - b\n",
+        "tests/__init__.py": b"",
         "tests/test_calc.py": (
-            b"import sys\nsys.path.insert(0, 'src')\nfrom calc import add\n\n\ndef test_add():\n"
-            b"    assert add(2, 3) == 5\n"
+            b"import sys\nimport unittest\n\nsys.path.insert(0, 'src')\nfrom calc import add\n\n\n"
+            b"class AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
         ),
         ".claude/settings.json": json.dumps(
             {
@@ -117,8 +123,13 @@ def test_real_cli_fixes_a_snapshot_and_ignores_its_agent_configuration(scene: di
     bedrock.enqueue(
         Reply.message(
             bash("python3 -c " + shlex.quote(fix), "toolu_ws_1"),
-            bash("python -m pytest -q -p no:cacheprovider tests", "toolu_ws_2"),
+            # The system interpreter: a root runtime runs the CLI as an unprivileged user, who may not reach a
+            # virtualenv under /root.
+            bash("python3 -m unittest discover -s tests -t .", "toolu_ws_2"),
             bash(f"ls -a {history} ; cat {history}/agentkit-base-tree", "toolu_ws_3"),
+            bash(
+                "python3 -c " + shlex.quote("import os; print(os.getcwd()); print(os.getuid())"), "toolu_ws_4"
+            ),
         ),
         Reply.text("Fixed add() and the test passes."),
     )
@@ -137,12 +148,20 @@ def test_real_cli_fixes_a_snapshot_and_ignores_its_agent_configuration(scene: di
         if isinstance(b, dict) and b.get("type") == "tool_result"
     }
     text = {k: json.dumps(v.get("content")) for k, v in results.items()}
-    assert "1 passed" in text["toolu_ws_2"], text
+    assert "Ran 1 test" in text["toolu_ws_2"] and "OK" in text["toolu_ws_2"], text
     assert (
         "agentkit-base-tree" not in text["toolu_ws_3"]
         and len((history / "agentkit-base-tree").read_text().strip()) == 40
     )
     assert result["changed_files"] == ["src/calc.py"], result
+    # Confined like any session (this test runs as root): the CLI is an unprivileged user whose cwd is the
+    # configured workspace, with this session's own workspace bound over it; the host's configured one is untouched.
+    if os.geteuid() == 0:
+        pwd, uid = json.loads(text["toolu_ws_4"]).split("\n")[:2]
+        assert pwd == str(root / "state" / "workspace") and uid == "10001", text["toolu_ws_4"]
+        assert not (root / "state" / "workspace" / "src").exists()
+        tree = root / "state" / "workspaces" / claude_session_id(sid, None)
+        assert (tree / "src" / "calc.py").stat().st_uid == 10001
     assert "-    return a - b\n+    return a + b\n" in result["patch"]
     assert result["withheld_files"] == []
     # Nothing of the snapshot's configuration took effect.
