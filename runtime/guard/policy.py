@@ -17,6 +17,7 @@ Every denial message tells the agent what it may do instead.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import glob
 import os
@@ -163,13 +164,11 @@ class PermissionPolicy:
         OS sandbox (``developer`` profile). Their path-like arguments are still checked."""
 
     def for_workspace(self, workspace: Path) -> PermissionPolicy:
-        """The same rules, confined to another workspace (a session's own, made from a snapshot)."""
-        return PermissionPolicy(
-            allowed_tools=self.allowed_tools,
-            workspace=workspace,
-            bash_allowlist=self.bash_allowlist,
-            opaque_programs=self.opaque_programs,
-        )
+        """The same rules (every other attribute kept), confined to another workspace (a session's own, made from a
+        snapshot)."""
+        clone = copy.copy(self)
+        clone.workspace = Path(os.path.abspath(workspace))
+        return clone
 
     # -- entry point --------------------------------------------------------------------------------------------
 
