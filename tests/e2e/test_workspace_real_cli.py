@@ -169,3 +169,35 @@ def test_real_cli_fixes_a_snapshot_and_ignores_its_agent_configuration(scene: di
     seen = json.dumps([r.body for r in bedrock.model_requests])
     assert canary not in seen, "CLAUDE.md of the snapshot reached the model"
     assert "evil" not in json.dumps([r.body.get("tools") for r in bedrock.model_requests])
+
+
+def test_a_snapshot_sent_to_a_warm_session_appears_in_its_running_cli(scene: dict[str, Any]) -> None:
+    """The session's CLI started without a snapshot (its workspace a copy of the configured one, bound over it);
+    the snapshot of the next turn replaces that directory's content in place (the bound directory stays the same),
+    so the session's CLI sees it at the configured path."""
+    bedrock: BedrockStandIn = scene["bedrock"]
+    server: RuntimeServer = scene["server"]
+    sid = session_id("ws-real-later")
+    bedrock.enqueue(Reply.text("Hello."))
+    first = server.invoke("hello", session=sid, stream=False, timeout=120)
+    assert first.status == 200 and "patch" not in first.body, first.body
+    bedrock.enqueue(
+        Reply.message(bash("cat notes.txt", "toolu_later_1")),
+        Reply.text("Read it."),
+    )
+    files = {"notes.txt": b"from the snapshot\n"}
+    second = server.invoke(
+        "read the notes",
+        session=sid,
+        stream=False,
+        timeout=120,
+        extra={"workspace": {"tar_gz_b64": b64(tar_gz(list(files.items())))}},
+    )
+    assert second.status == 200, second.body
+    assert second.body["patch"] == "" and second.body["changed_files"] == []
+    results = [
+        b
+        for b in bedrock.model_requests[-1].body["messages"][-1]["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    assert "from the snapshot" in json.dumps(results[0].get("content")), results
