@@ -28,6 +28,7 @@ import gzip
 import io
 import os
 import posixpath
+import re
 import shutil
 import stat
 import tarfile
@@ -252,7 +253,7 @@ def safe_name(raw: str) -> str:
         ) from None
     if len(encoded) > MAX_NAME_BYTES:
         raise InvalidWorkspace(f"workspace entry name {raw[:80]!r}... is longer than {MAX_NAME_BYTES} bytes")
-    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:([/\\]|$)", raw):  # POSIX root, or a Windows drive
         raise InvalidWorkspace(
             f"workspace entry {raw!r} has an absolute path; use paths relative to the root"
         )

@@ -227,3 +227,9 @@ def test_a_first_bad_snapshot_leaves_no_workspace(tmp_path: Path) -> None:
     with pytest.raises(InvalidWorkspace):
         ws.install("s", tar_gz([Entry("l", kind="symlink", target="/etc")]))
     assert not ws.has_snapshot("s")
+
+
+def test_colons_and_dots_in_ordinary_names_are_fine(dest: Path) -> None:
+    names = ["a:b.txt", "C:notes", "..hidden", "...", "x/.../y", ".github/workflows/ci.yml"]
+    unpack(tar_gz([(n, b"ok") for n in names]), dest, LIMITS)
+    assert all((dest / n).read_bytes() == b"ok" for n in names)
