@@ -16,6 +16,12 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
     [error]                       end the turn with result subtype error_during_execution (is_error true)
     [max_turns]                   end the turn with result subtype error_max_turns
     [max_budget]                  end the turn with result subtype error_max_budget_usd
+    [api_retry:<status>]          report a failed model call the CLI retries (system ``api_retry``, attempt 1
+                                  of 10, as CLI 2.1.330 sends it), then go on
+    [api_error:<status> <text>]   fail the model call as the real CLI does: a synthetic assistant message
+                                  (model "<synthetic>", error set, text "API Error: <status> <text>", no
+                                  stream events), then result subtype success with is_error true, the same
+                                  text as its result and api_error_status <status>
     [garbage]                     write one line that is not JSON to stdout, then go on
     [longline:<n>]                write one valid JSON line of about <n> bytes to stdout, then go on
 
@@ -150,7 +156,7 @@ VALUE_FLAGS = {
 }
 LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION", "DISABLE_", "ENABLE_")
 _DIRECTIVE_RE = re.compile(
-    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline)(?=[:\]])"
+    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry)(?=[:\]])"
 )
 
 
@@ -736,6 +742,24 @@ class FakeClaude:
         entry_uuid = self.record("assistant", message, requestId=f"req_fake_{self.total_calls}")
         self.send({**self._envelope("assistant", message), "uuid": entry_uuid})
 
+    def api_error(self, status: int, detail: str) -> None:
+        """A failed model call as CLI 2.1.330 reports it (seen against the Bedrock stand-in answering 400): an
+        assistant message the CLI makes up itself, then an error result carrying the same text."""
+        text = f"API Error: {status} {detail}".rstrip()
+        message = {
+            "id": f"msg_fake_{uuid.uuid4().hex[:20]}",
+            "type": "message",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        entry_uuid = self.record("assistant", message)
+        self.send({**self._envelope("assistant", message), "error": "unknown", "uuid": entry_uuid})
+        self.result("success", text, [], is_error=True, api_error_status=status)
+
     def stream_events(self, message: dict[str, Any]) -> None:
         def ev(event: dict[str, Any]) -> None:
             self.send(
@@ -791,10 +815,12 @@ class FakeClaude:
         errors: list[str] | None = None,
         *,
         aborted: bool = False,
+        is_error: bool | None = None,
+        api_error_status: int | None = None,
     ) -> None:
         calls = self.calls
         total_calls = self.total_calls if COST_IS_CUMULATIVE else calls
-        is_error = subtype != "success"
+        is_error = subtype != "success" if is_error is None else is_error
         msg: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,
@@ -840,6 +866,8 @@ class FakeClaude:
             msg["terminal_reason"] = "aborted_streaming"
         if errors:
             msg["errors"] = errors
+        if api_error_status is not None:
+            msg["api_error_status"] = api_error_status
         self.last_is_error = is_error
         self.send(msg)
 
@@ -968,6 +996,25 @@ class FakeClaude:
                     kind, "error_max_budget_usd"
                 )
                 self.result(sub, None, denials, [f"fake claude: {kind} requested by directive"])
+                return
+            elif kind == "api_retry":
+                retry_status = int(arg)
+                self.send(
+                    {
+                        "type": "system",
+                        "subtype": "api_retry",
+                        "attempt": 1,
+                        "max_retries": 10,
+                        "retry_delay_ms": 549,
+                        "error_status": retry_status,
+                        "error": "rate_limit" if retry_status == 429 else "server_error",
+                        "session_id": self.session_id,
+                        "uuid": str(uuid.uuid4()),
+                    }
+                )
+            elif kind == "api_error":
+                error_status, _, detail = str(arg).partition(" ")
+                self.api_error(int(error_status), detail)
                 return
             elif kind == "big":
                 big = int(arg)

@@ -200,8 +200,11 @@ class WebhookConfig(_Model):
                 "webhook.trackers must list each of github, gitlab, jira at most once (at least one)"
             )
         if self.enabled and "jira" in self.trackers and not self.jira.site_url:
+            others = ",".join(t for t in self.trackers if t != "jira") or "github"
             raise ValueError(
-                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in webhook.trackers"
+                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in "
+                "webhook.trackers: set it (-c webhook.jira.site_url=https://<site>.atlassian.net), or remove "
+                f"jira from webhook.trackers (-c webhook.trackers={others})"
             )
         return self
 

@@ -33,7 +33,7 @@ from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
-from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, set_on_loop
+from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.loop_bridge import LoopStream, start_on
 from runtime.protocol import (
@@ -60,6 +60,13 @@ logger = logging.getLogger(__name__)
 
 def error_response(exc: AgentKitError) -> JSONResponse:
     return JSONResponse(error_event(exc), status_code=exc.http_status)
+
+
+def refuse(exc: AgentKitError, session: str | None, *, path: str = "POST /invocations") -> JSONResponse:
+    """The error reply of a request refused before a turn ran (an invocation's bad body or session id, limits
+    above the ceilings, busy session, shutting down; a local stop of an unknown session), logged as one line."""
+    log_refusal(exc.http_status, exc.code, exc.message, session=session, path=path)
+    return error_response(exc)
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,7 @@ class AgentKitApp(AgentCoreAdapter):
             context = self.request_context(request)
             actor = resolve_actor(context.request_headers, actor_header=runtime.settings.actor_header)
         except AgentKitError as exc:
-            return error_response(exc)
+            return refuse(exc, request.headers.get(SESSION_HEADER))
         call = Invocation(
             request=body,
             session_id=session_id,
@@ -194,7 +201,7 @@ class Runtime:
                 request=turn,
             )
         except AgentKitError as exc:
-            return error_response(exc)
+            return refuse(exc, call.session_id)
         if call.request.stream:
             return events
         return await _collect(events)

@@ -32,7 +32,7 @@ from typing import Generic, Protocol, TypeGuard, TypeVar
 
 from runtime.accounting import Accounting, SessionAccount
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
-from runtime.protocol import Emit, Failure, TextEvent, TurnItem
+from runtime.protocol import Emit, Failure, TextEvent, TurnItem, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +218,23 @@ class WarmSession(Generic[C]):
             while not self._queue.empty():
                 self._refuse(self._queue.get_nowait())
 
+    def _log_failure(self, failure: Failure) -> None:
+        """One log line per failed turn: code, HTTP status, session, what the turn and the session spent so far
+        (the turn's cost when the CLI reported one; an aborted turn's spend is already in the session's)."""
+        event = failure.event
+        partial = event.get("partial")
+        turn_cost = partial.get("cost_usd") if partial is not None else None
+        session_cost = self.account.total_usd
+        logger.warning(
+            "turn failed: %d %s session=%s turn_cost=%s session_cost=%s: %s",
+            failure.http_status,
+            event["code"],
+            self.runtime_session_id,
+            f"${turn_cost:.6f}" if isinstance(turn_cost, int | float) else "-",
+            f"${session_cost:.6f}" if session_cost is not None else "unknown",
+            summarize(event["message"], 300),
+        )
+
     def _refuse(self, request: TurnRequest) -> None:
         """End a turn that will not run with a retryable ``shutting_down`` error."""
         self._unfinished -= 1
@@ -226,6 +243,8 @@ class WarmSession(Generic[C]):
 
     async def _serve(self, request: TurnRequest) -> None:
         async def emit(event: TurnItem) -> None:
+            if isinstance(event, Failure):
+                self._log_failure(event)
             request.events.put_nowait(event)
 
         self.serving = True

@@ -12,6 +12,7 @@ counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the va
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -112,12 +113,27 @@ class SettingInfo:
     meaning: str
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to anything
+
+
 class Settings(BaseModel):
     """Validated runtime settings. Build with :meth:`from_env`; instances are immutable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    host: str = setting(ENV_HOST, "127.0.0.1", "bind address", shown="`127.0.0.1` (`0.0.0.0` in a container)")
+    host: str = setting(
+        ENV_HOST,
+        "127.0.0.1",
+        "bind address; anything but loopback exposes an unauthenticated, Bedrock-spending endpoint "
+        "(the image sets `0.0.0.0`: AgentCore authenticates callers in front of it)",
+    )
     port: int = setting(ENV_PORT, 8080, "port", ge=0, le=65535)
     cli_path: str | None = setting(
         ENV_CLI_PATH, None, "Claude Code CLI to spawn", shown="the SDK's bundled CLI"
@@ -434,13 +450,26 @@ class Settings(BaseModel):
             raw = env.get(var)
             if raw not in (None, ""):
                 values[field_name] = raw
-        if ENV_HOST not in env and (Path("/.dockerenv").exists() or env.get("DOCKER_CONTAINER")):
-            values["host"] = "0.0.0.0"  # noqa: S104 - inside a container the runtime must listen on all interfaces
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(_explain(exc)) from None
+
+    def exposure_warning(self) -> str | None:
+        """The warning to log at start when :attr:`host` is not a loopback address (None when it is).
+
+        The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port
+        can run turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of
+        it (the image sets ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
+        """
+        if is_loopback(self.host):
+            return None
+        return (
+            f"listening on {self.host}, not on loopback: anyone who can reach port {self.port} can run turns "
+            "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
+            f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
+        )
 
     # -- the CLI's environment -----------------------------------------------------------------------------
 

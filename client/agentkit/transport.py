@@ -45,6 +45,13 @@ SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 
+#: How to start a local runtime. The runtime is the kit's container package, installed only in the checkout's
+#: ``.venv`` (``make setup``): a bare ``python`` (a system one, or a CI job's) does not have it and fails with a
+#: traceback.
+START_LOCAL_RUNTIME = (
+    "start one in the kit's checkout with `.venv/bin/python -m runtime` (after `make setup`)"
+)
+
 
 def new_session_id() -> str:
     """A fresh runtime session id: ``agentkit-`` + 32 hex digits (41 chars, valid for AgentCore)."""
@@ -136,7 +143,7 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
         except OSError as exc:
             raise AgentkitError(
                 f"cannot reach the runtime at {url}: {exc.strerror or exc} "
-                "(is it running? start one with `python -m runtime`)",
+                f"(is it running? {START_LOCAL_RUNTIME})",
                 exit_code=ExitCode.AGENT_ERROR,
                 code="connection_failed",
             ) from exc
@@ -403,7 +410,7 @@ def stop_local_session(url: str, *, session_id: str, timeout: float = 30.0) -> i
             body = response.read()
         except (OSError, http.client.HTTPException) as exc:
             raise AgentkitError(
-                f"cannot reach the runtime at {url}: {exc} (is it running? start one with `python -m runtime`)",
+                f"cannot reach the runtime at {url}: {exc} (is it running? {START_LOCAL_RUNTIME})",
                 exit_code=ExitCode.AGENT_ERROR,
                 code="connection_failed",
             ) from exc

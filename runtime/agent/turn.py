@@ -111,6 +111,7 @@ class Turn:
         self.mirror_failed = False  # the SDK reported a transcript batch it could not store
         self.abandoned = False  # the caller left while the turn ran
         self.interrupt_task: asyncio.Task[None] | None = None
+        self.model_error: str | None = None  # the SDK's error kind of a failed model call, once one came
         # settle
         self.answer = ""
 
@@ -206,6 +207,12 @@ class Turn:
                     self._mark_first_token()
                     await self.emit({"type": "text", "text": delta["text"]})
         elif isinstance(message, AssistantMessage):
+            if message.error is not None:
+                # A failed model call: the CLI makes up an assistant message ("API Error: …", model
+                # "<synthetic>") and then sends an error result with the same text. That text is the error's,
+                # not the answer's: it goes out in the error event (settle), never as a text event.
+                self.model_error = message.error
+                return
             for block in message.content:
                 if isinstance(block, TextBlock):
                     self.text.append(block.text)
@@ -241,6 +248,8 @@ class Turn:
             recover = getattr(self.store, "recover_from_transcript", None)
             if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
                 recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")
+        elif isinstance(message, SystemMessage) and message.subtype == "api_retry":
+            self._log_retry(message.data)
 
     def _count_call(self, event: dict[str, Any]) -> None:
         """Price each model call as it completes; interrupt the turn once it is over its budget."""
@@ -289,6 +298,20 @@ class Turn:
         messages before it are taken."""
         if self.interrupt_task is None:
             self.interrupt_task = asyncio.create_task(self.process.client.interrupt(), name="turn-interrupt")
+
+    def _log_retry(self, data: dict[str, Any]) -> None:
+        """A model call failed and the CLI retries it: say so now. With Bedrock unreachable the CLI retries for
+        minutes before its error result, and nothing else shows in the log meanwhile."""
+        delay = data.get("retry_delay_ms")
+        logger.warning(
+            "session %s: model call failed (HTTP %s %s); the CLI retries (attempt %s of %s) in %s",
+            self.session.runtime_session_id,
+            data.get("error_status") or "-",
+            data.get("error") or "error",
+            data.get("attempt", "?"),
+            data.get("max_retries", "?"),
+            f"{delay / 1000:.1f} s" if isinstance(delay, int | float) else "a moment",
+        )
 
     def _mark_first_token(self) -> None:
         if self.ttft_ms is None:
@@ -388,7 +411,7 @@ class Turn:
         if error.code == "budget_exceeded":
             self.observer.budget_exceeded(session.runtime_session_id, "invocation")
         self.observer.invocation_error(error.code)
-        detail = "" if result.subtype != "success" else f" {self.answer}"
+        detail = "" if result.subtype != "success" or not self.answer else f" {self.answer.rstrip('.')}."
         if error.code == "model_error":
             detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
         return Failure(
