@@ -299,6 +299,9 @@ class AppConfig(_Model):
     webhook: WebhookConfig = WebhookConfig()
     github_oidc: GithubOidcConfig = GithubOidcConfig()
     command_access: CommandAccessConfig = CommandAccessConfig()
+    # A bucket for workspace snapshots too large to send inline (infra.workspaces.WorkspaceBucket; the runtime gets
+    # AGENTKIT_WORKSPACE_S3_URI, the GitHub OIDC role may upload). Off: inline snapshots only.
+    workspace_bucket: bool = False
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
 

@@ -84,6 +84,7 @@ class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` behind the HTTP edge, answering ``POST /invocations`` itself."""
 
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    max_workspace_bytes: int = 0
     _guard: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -92,8 +93,13 @@ class AgentKitApp(AgentCoreAdapter):
         if self._guard is None:
             self._guard = HttpGuard(
                 super().__call__,
-                max_body_bytes=max_body_bytes(self.max_prompt_chars),
-                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+                max_body_bytes=max_body_bytes(self.max_prompt_chars, self.max_workspace_bytes),
+                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters"
+                + (
+                    f", workspace archives to {self.max_workspace_bytes} bytes"
+                    if self.max_workspace_bytes
+                    else ""
+                ),
                 routes=self.http_routes(),
             )
         await self._guard(scope, receive, send)
@@ -111,7 +117,11 @@ class AgentKitApp(AgentCoreAdapter):
         """``POST /invocations``: validate once, run the turn on the worker loop, reply as JSON or SSE."""
         runtime: Runtime = self.state.runtime
         try:
-            body = parse_body(await request.body(), max_prompt_chars=self.max_prompt_chars)
+            body = parse_body(
+                await request.body(),
+                max_prompt_chars=self.max_prompt_chars,
+                max_workspace_bytes=self.max_workspace_bytes,
+            )
             session_id = resolve_session_id(request.headers.get(SESSION_HEADER))
             context = self.request_context(request)
             actor = resolve_actor(context.request_headers, actor_header=runtime.settings.actor_header)
@@ -165,8 +175,16 @@ class Runtime:
             services = await self._services()
             from runtime.sessions import TurnRequest
 
+            snapshot = call.request.workspace
+            archive = (
+                snapshot.archive(self.settings.workspace_max_bytes)
+                if snapshot is not None and snapshot.tar_gz_b64 is not None
+                else None
+            )
             turn = TurnRequest(
                 prompt=call.request.prompt,
+                workspace_archive=archive,
+                workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
                 max_turns=call.request.max_turns,
                 max_budget_usd=call.request.max_budget_usd,
                 metadata=call.request.metadata,
@@ -218,6 +236,7 @@ def build_app(
     """The runtime's ASGI app. ``services_factory`` lets tests inject their own wiring."""
     app = AgentKitApp()
     app.max_prompt_chars = settings.max_prompt_chars
+    app.max_workspace_bytes = settings.workspace_max_bytes
     runtime = Runtime(settings, services_factory)
     app.state.runtime = runtime
 

@@ -59,6 +59,10 @@ class TurnRequest:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    #: A workspace snapshot (tar.gz bytes) the session works on from this turn on (:mod:`runtime.workspace`).
+    workspace_archive: bytes | None = None
+    #: ... or the S3 URI of one, read when the turn starts (:mod:`runtime.workspace.s3`).
+    workspace_s3_uri: str | None = None
     events: asyncio.Queue[TurnItem | _End] = field(default_factory=asyncio.Queue)
     #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
     #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.
@@ -82,6 +86,11 @@ class TurnRunner(Protocol[C]):
 
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (raises :class:`~runtime.errors.InvalidRequest`)."""
+        ...
+
+    async def prepare(self, session: WarmSession[C], request: TurnRequest) -> None:
+        """Set the session up for the request before its client is checked (e.g. unpack its workspace
+        snapshot). Raises :class:`~runtime.errors.AgentKitError`; a 4xx keeps the warm client."""
         ...
 
     async def connect(self, session: WarmSession[C], request: TurnRequest) -> C: ...
@@ -242,6 +251,7 @@ class WarmSession(Generic[C]):
         after: Awaitable[None] | None = None
         completed = False
         try:
+            await self.runner.prepare(self, request)
             if self.client is not None and self.runner.wants_reconnect(self, request):
                 await self._drop_client()
             if self.client is None:

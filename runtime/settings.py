@@ -25,6 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+    DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+    DEFAULT_WORKSPACE_MAX_S3_BYTES,
+    DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
@@ -62,6 +68,13 @@ from runtime.env import (
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_MAX_BYTES,
+    ENV_WORKSPACE_MAX_FILE_BYTES,
+    ENV_WORKSPACE_MAX_FILES,
+    ENV_WORKSPACE_MAX_PATCH_BYTES,
+    ENV_WORKSPACE_MAX_S3_BYTES,
+    ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    ENV_WORKSPACE_S3_URI,
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
@@ -166,6 +179,51 @@ class Settings(BaseModel):
         None,
         "the agent's working directory (file tools are confined to it)",
         shown="`<state dir>/workspace`",
+    )
+    workspace_max_bytes: int = setting(
+        ENV_WORKSPACE_MAX_BYTES,
+        DEFAULT_WORKSPACE_MAX_BYTES,
+        "largest workspace snapshot sent inline, compressed (`0`: no snapshots); raises the body limit by its base64 "
+        "size (docs/repository-work.md)",
+        ge=0,
+        shown="20 MiB",
+    )
+    workspace_max_unpacked_bytes: int = setting(
+        ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+        DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
+        "what one snapshot may unpack to (checked on the decompressed stream: archive bombs stop here)",
+        gt=0,
+        shown="200 MiB",
+    )
+    workspace_max_files: int = setting(
+        ENV_WORKSPACE_MAX_FILES, DEFAULT_WORKSPACE_MAX_FILES, "entries one snapshot may hold", gt=0
+    )
+    workspace_max_file_bytes: int = setting(
+        ENV_WORKSPACE_MAX_FILE_BYTES,
+        DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+        "largest single file in a snapshot",
+        gt=0,
+        shown="25 MiB",
+    )
+    workspace_max_patch_bytes: int = setting(
+        ENV_WORKSPACE_MAX_PATCH_BYTES,
+        DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+        "largest patch a result carries (`422 patch_too_large` above; the workspace is kept)",
+        gt=0,
+        shown="20 MiB",
+    )
+    workspace_s3_uri: str | None = setting(
+        ENV_WORKSPACE_S3_URI,
+        None,
+        "`s3://<bucket>/<prefix>`: the only place snapshots may be read from (`s3:GetObject` there)",
+        shown="unset: inline snapshots only",
+    )
+    workspace_max_s3_bytes: int = setting(
+        ENV_WORKSPACE_MAX_S3_BYTES,
+        DEFAULT_WORKSPACE_MAX_S3_BYTES,
+        "largest snapshot archive read from S3",
+        gt=0,
+        shown="100 MiB",
     )
     metrics: Literal["emf", "cloudwatch", "off"] = setting(
         ENV_METRICS,
@@ -304,6 +362,15 @@ class Settings(BaseModel):
             from runtime.observe.costs import load_price_table
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
+
+    @field_validator("workspace_s3_uri")
+    @classmethod
+    def _s3_location(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.workspace.s3 import S3Location
+
+            S3Location.parse(value)  # raises ValueError with what is wrong
         return value
 
     @field_validator("model", "small_model")

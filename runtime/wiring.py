@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime import aws, restore
@@ -23,7 +24,7 @@ from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard.confine import release_session_dirs
-from runtime.guard.policy import PermissionPolicy
+from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
 from runtime.observe.costs import load_price_table
@@ -32,6 +33,8 @@ from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
+from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
+from runtime.workspace.s3 import S3Location, S3Snapshots
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
@@ -140,6 +143,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         memory=memory,
         extra_mcp_servers=extra_servers,
+        workspaces=_workspaces(settings),
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -253,3 +257,46 @@ def build_store(
         # SDK's 60 s per mirror append (SEND_TIMEOUT_SECONDS in claude_agent_sdk's transcript_mirror_batcher).
         strict_deadline_s=55.0 - settings.store_call_timeout_s,
     )
+
+
+def _workspaces(settings: Settings) -> Workspaces | None:
+    """Repository work (docs/repository-work.md): each session sent a snapshot works in its own directory under
+    ``<state>/workspaces``; the snapshot's history stays under ``<state>/snapshots``, out of the agent's reach."""
+    if settings.workspace_max_bytes <= 0:
+        return None
+    state = settings.resolved_state_dir
+    return Workspaces(
+        trusted_root=state / "snapshots",
+        tree_for=default_tree_for(state),
+        limits=SnapshotLimits(
+            max_archive_bytes=settings.workspace_max_bytes,
+            max_unpacked_bytes=settings.workspace_max_unpacked_bytes,
+            max_files=settings.workspace_max_files,
+            max_file_bytes=settings.workspace_max_file_bytes,
+        ),
+        max_patch_bytes=settings.workspace_max_patch_bytes,
+        withhold=is_sensitive_name,
+        on_installed=lambda tree: _hand_over(tree, settings),
+        s3=S3Snapshots(
+            client=aws.s3_client(settings.aws_region),
+            allowed=S3Location.parse(settings.workspace_s3_uri),
+            max_bytes=settings.workspace_max_s3_bytes,
+        )
+        if settings.workspace_s3_uri
+        else None,
+    )
+
+
+def _hand_over(tree: Path, settings: Settings) -> None:
+    """A snapshot unpacked by the runtime becomes the confined CLI's user's, like the rest of the session's
+    workspace (:func:`runtime.guard.confine.session_workspace`). Each entry is handed over: the directory itself
+    may already be that user's, which makes ``give_to`` skip its walk."""
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import decided_confinement, give_to
+
+    confinement = decided_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if not confinement.drops:
+        return
+    give_to(tree, confinement)
+    for child in tree.iterdir():
+        give_to(child, confinement, recursive=True)

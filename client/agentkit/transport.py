@@ -17,6 +17,7 @@ not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -95,12 +96,20 @@ class InvocationRequest:
     session_id: str
     stream: bool = True
     max_budget_usd: float | None = None
+    #: A workspace snapshot (tar.gz bytes, ``agentkit.workspace.snapshot``); the result then carries its patch.
+    workspace: bytes | None = None
+    #: ... or the S3 URI it was uploaded to (``agentkit.workspace.upload``).
+    workspace_s3_uri: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The invocation body (docs/http-api.md#request). Optional fields are sent only when set."""
         body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd
+        if self.workspace_s3_uri is not None:
+            body["workspace"] = {"s3_uri": self.workspace_s3_uri}
+        elif self.workspace is not None:
+            body["workspace"] = {"tar_gz_b64": base64.b64encode(self.workspace).decode("ascii")}
         return body
 
 

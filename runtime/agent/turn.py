@@ -13,8 +13,9 @@ A turn is one invocation on a warm session: a prompt in, events out. The session
    each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
    caller leaves (``request.abandoned``, set by the HTTP edge). Sending and reading both run within the turn
    timeout.
-3. **settle**: the ``ResultMessage`` becomes the ``result`` event, or an error that reports what the turn cost;
-   its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
+3. **settle**: in a session that works on a workspace snapshot, the workspace's change becomes the result's
+   ``patch`` and ``changed_files`` (:mod:`runtime.workspace`); the ``ResultMessage`` becomes the ``result`` event,
+   or an error that reports what the turn cost; its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
    shutdown) still counts what its model calls cost, priced from the streamed usage.
 4. **persist**: after the reply (the session runs it before its next turn), the session's spend goes to the
    store and the exchange to long-term memory.
@@ -62,8 +63,12 @@ from runtime.observe.observer import Observer
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
+from runtime.workspace import Changes
 
 logger = logging.getLogger(__name__)
+
+#: The session's workspace change against its snapshot, or None when it works on none (the runner's).
+WorkspaceChanges = Callable[[WarmSession[CliProcess]], Awaitable[Changes | None]]
 
 #: How long a turn that got its result waits for its interrupt to be answered before cancelling it.
 INTERRUPT_GRACE_S = 2.0
@@ -84,9 +89,11 @@ class Turn:
         observer: Observer,
         prices: PriceTable,
         clock: Callable[[], float],
+        workspace_changes: WorkspaceChanges | None = None,
         store: Any = None,
     ) -> None:
         self.session, self.process, self.request, self.emit = session, process, request, emit
+        self.workspace_changes = workspace_changes
         self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
         self.prices, self.clock = prices, clock
@@ -113,7 +120,8 @@ class Turn:
         await self.begin()
         with self.observer.turn_span(self.session, self.request) as span:
             result = await self.stream(span)
-            reply = self.settle(result, span)
+            changes = await self.changes(result)
+            reply = self.settle(result, span, changes)
         await self.emit(reply)
         return self.persist(result)
 
@@ -333,9 +341,22 @@ class Turn:
 
     # -- 3. settle ----------------------------------------------------------------------------------------------
 
-    def settle(self, result: ResultMessage, span: Span) -> TurnItem:
-        """The result event, or a :class:`Failure` that reports what the turn cost. Records the turn and adds
-        its cost to the session's spend."""
+    async def changes(self, result: ResultMessage) -> Changes | AgentKitError | None:
+        """The workspace's change for a successful turn of a session that works on a snapshot; an error (patch
+        too large, git failed) is returned, so the turn still settles its cost."""
+        if self.workspace_changes is None or self._error_for(result) is not None:
+            return None
+        try:
+            return await self.workspace_changes(self.session)
+        except AgentKitError as exc:
+            logger.warning("session %s: no patch: %s", self.session.runtime_session_id, exc.message)
+            return exc
+
+    def settle(
+        self, result: ResultMessage, span: Span, changes: Changes | AgentKitError | None = None
+    ) -> TurnItem:
+        """The result event (with the workspace's patch when there is one), or a :class:`Failure` that reports
+        what the turn cost. Records the turn and adds its cost to the session's spend."""
         session, process = self.session, self.process
         # The CLI counts usage and total_cost_usd per process: the process prices this turn's difference.
         cost = process.cost_tracker.price(result.model_usage, result.usage)
@@ -367,6 +388,8 @@ class Turn:
             },
         }
         error = self._error_for(result)
+        if error is None and isinstance(changes, AgentKitError):
+            error = changes
         if error is None:
             reply: ResultEvent = {
                 "type": "result",
@@ -379,6 +402,10 @@ class Turn:
                 "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
+            if isinstance(changes, Changes):
+                reply["patch"] = changes.patch
+                reply["changed_files"] = changes.changed_files
+                reply["withheld_files"] = changes.withheld_files
             return reply
         # The turn ended but failed: report it with what it cost. The CLI process stays usable.
         if error.code == "budget_exceeded":
@@ -391,7 +418,7 @@ class Turn:
             {
                 "type": "error",
                 "code": error.code,
-                "message": f"{error.message}.{detail}".rstrip(),
+                "message": f"{error.message.rstrip('.')}.{detail}".rstrip(),
                 "partial": {**figures, "subtype": result.subtype},
             },
             error.http_status,

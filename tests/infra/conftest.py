@@ -85,7 +85,8 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """dev with the optional front doors on: GitHub issue webhook, GitHub OIDC invoker role, a break-glass role."""
+    """dev with the optional front doors on: GitHub issue webhook, GitHub OIDC invoker role, a break-glass role,
+    workspace bucket."""
     overrides = {
         "webhook": {
             "enabled": True,
@@ -95,6 +96,7 @@ def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         },
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
         "command_access": {"break_glass_principal": BREAK_GLASS_ROLE},
+        "workspace_bucket": True,
     }
     return synth(
         tmp_path_factory.mktemp("optional"), stage="dev", overrides=overrides, account="123456789012"

@@ -39,6 +39,9 @@ class ScriptedRunner:
     async def connect(self, session: WarmSession, request: TurnRequest) -> Any:
         return object()
 
+    async def prepare(self, session: WarmSession, request: TurnRequest) -> None:
+        return None
+
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         return False
 
