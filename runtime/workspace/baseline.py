@@ -153,18 +153,7 @@ class Baseline:
             if reset:
                 self._restore(reset, env)
                 tree = self._git("write-tree", env=env).decode().strip()
-            patch_bytes = self._git(
-                "diff-tree",
-                "-p",
-                "--binary",
-                "--no-renames",
-                "--no-textconv",
-                "--no-ext-diff",
-                "--no-color",
-                "--full-index",
-                base,
-                tree,
-            )
+            patch_bytes = self._diff_tree(base, tree)
             try:
                 patch = patch_bytes.decode("utf-8")
             except UnicodeDecodeError:
@@ -246,7 +235,13 @@ class Baseline:
                 bad.append(entry)
         self._restore(bad, env)
         tree = self._git("write-tree", env=env).decode().strip()
-        patch = self._git(
+        patch = self._diff_tree(base, tree).decode("utf-8")
+        return patch, bad
+
+    def _diff_tree(self, base: str, tree: str) -> bytes:
+        """The git-format patch from ``base`` to ``tree``: binary-safe, no renames, no attribute-driven
+        text conversion or external diff (the workspace's own ``.gitattributes`` must not change it)."""
+        return self._git(
             "diff-tree",
             "-p",
             "--binary",
@@ -257,8 +252,7 @@ class Baseline:
             "--full-index",
             base,
             tree,
-        ).decode("utf-8")
-        return patch, bad
+        )
 
     def _git(
         self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, bare: bool = False
