@@ -16,7 +16,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfig, SessionStore
 
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.orphan_guard import bundled_cli, parent_death_wrapper
+from runtime.agent.orphan_guard import bundled_cli, helper_path_env, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
 from runtime.guard.confine import (
     ENV_SESSION_DISK,
@@ -71,6 +71,8 @@ def build_options(
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
     cli_env = settings.cli_env()
+    # Helpers the CLI keeps running (the sandbox's socat) die with it, as it dies with the runtime.
+    cli_env.update(helper_path_env(settings.resolved_state_dir / "bin"))
     if request_metadata:
         cli_env.update(custom_headers_env(request_metadata))
     workspace = Path(cwd).resolve()

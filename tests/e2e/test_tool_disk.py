@@ -88,6 +88,7 @@ def scene() -> Iterator[Scene]:
             "AGENTKIT_TURN_TIMEOUT": "200",
             "AGENTKIT_SANDBOX": "required",
             "AGENTKIT_TOOL_DISK_MB": str(DISK_MB),
+            "AGENTKIT_WORKSPACE_MAX_BYTES": "0",  # the tool disk needs snapshots off
             "HOME": str(home),
             "PATH": "/usr/local/bin:/usr/bin:/bin",
         }

@@ -26,6 +26,7 @@ name-collisions        AgentCore list calls, ``secretsmanager:ListSecrets``     
                                                                                            ListSecrets
 runtime-mmdsv2         ``bedrock-agentcore-control:GetAgentRuntime`` (deployed runtime)    GetAgentRuntime
 runtime-metrics        ``cloudwatch:ListMetrics`` in ``AWS/Bedrock-AgentCore``             ListMetrics
+webhook-secrets        ``secretsmanager:GetSecretValue`` on the stack's webhook secrets    GetSecretValue
 docker                 ``docker info`` / ``docker buildx inspect`` (``image_build=local``)   (none)
 =====================  ==================================================================  ============================
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,15 +84,10 @@ def check_transaction_search(xray: Any, in_stack: bool, *, owned_by_stack: bool 
     )
 
 
-def _pages(call: Callable[..., dict[str, Any]], key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Every item of a ``nextToken``-paged AgentCore list call."""
-    token = None
-    while True:
-        answer = call(**kwargs, **({"nextToken": token} if token else {}))
-        yield from answer.get(key, [])
-        token = answer.get("nextToken")
-        if not token:
-            return
+def _items(client: Any, operation: str, key: str) -> Iterator[dict[str, Any]]:
+    """Every item of a paged AgentCore list call, through botocore's paginator."""
+    for page in client.get_paginator(operation).paginate():
+        yield from page.get(key, [])
 
 
 def check_name_collisions(
@@ -110,15 +105,15 @@ def check_name_collisions(
 
     found: list[str] = []
     try:
-        for runtime in _pages(agentcore.list_agent_runtimes, "agentRuntimes"):
+        for runtime in _items(agentcore, "list_agent_runtimes", "agentRuntimes"):
             if runtime.get("agentRuntimeName") == config.runtime_name and outside(runtime["agentRuntimeId"]):
                 found.append(f"runtime {config.runtime_name} ({runtime['agentRuntimeId']})")
         # Memory ids are the memory's name, a dash and a generated suffix (ListMemories returns no name).
-        for memory in _pages(agentcore.list_memories, "memories"):
+        for memory in _items(agentcore, "list_memories", "memories"):
             if str(memory.get("id", "")).startswith(config.memory_name + "-") and outside(memory["id"]):
                 found.append(f"memory {config.memory_name} ({memory['id']})")
         if config.gateway:
-            for gateway in _pages(agentcore.list_gateways, "items"):
+            for gateway in _items(agentcore, "list_gateways", "items"):
                 if gateway.get("name") == config.gateway_name and outside(gateway["gatewayId"]):
                     found.append(f"gateway {config.gateway_name} ({gateway['gatewayId']})")
         if config.secret_names:

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agentkit.doctor import account, deployed, host, models
+from agentkit.doctor import account, deployed, host, models, secrets
 from agentkit.doctor.core import (
     FIXES,
     CheckResult,
@@ -45,6 +45,7 @@ def aws_check_names(config: DoctorConfig) -> list[str]:
         "name-collisions",
         "runtime-mmdsv2",
         "runtime-metrics",
+        "webhook-secrets",
     ]
     return names
 
@@ -142,6 +143,7 @@ def _aws_checks(aws: _Clients, config: DoctorConfig, region: str, now: dt.dateti
     results.append(deployed.check_name_collisions(agentcore, aws.client("secretsmanager"), config, stack))
     results.append(deployed.check_mmds(agentcore, stack))
     results.append(deployed.check_runtime_metrics(aws.client("cloudwatch"), config, stack))
+    results.append(secrets.check_webhook_secrets(aws.client("secretsmanager"), stack))
     return results
 
 
