@@ -198,7 +198,16 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
         if c.run_as is not None
         else ""
     )
-    body = (
+    # A resume from the session store: the SDK writes the transcript into a new root-owned 0700 temp dir
+    # (claude_agent_sdk/_internal/session_resume.py, mkdtemp "claude-resume-") and points CLAUDE_CONFIG_DIR at it;
+    # the CLI's user must be able to read it, before any untrusted code runs.
+    resume = (
+        f'case "${{CLAUDE_CONFIG_DIR:-}}" in */claude-resume-*) chown -R {uid}:{gid} -- "$CLAUDE_CONFIG_DIR" '
+        "|| exit 125;; esac; "
+        if c.run_as is not None
+        else ""
+    )
+    body = resume + (
         # The session's tool disk (AGENTKIT_TOOL_DISK_MB): one size-limited tmpfs holds the workspace, the temp root
         # and the tool HOME, so a command that writes until ENOSPC fills only that, never the volume the CLI's
         # transcripts, sessions.db and the spool are on.
