@@ -39,13 +39,15 @@ def build_options(
     resume: bool,
     store: SessionStore | None,
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
+    path: str | None = None,
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
     ``hooks`` are the telemetry hooks (event name → matchers); ``pre_tool_gate`` is inserted first among the
     ``PreToolUse`` hooks. ``max_turns`` / ``max_budget_usd`` are the ``--max-turns`` / ``--max-budget-usd``
     flags (the runner explains why the budget is per process). ``resume`` picks
-    ``resume=<id>`` over ``session_id=<id>``.
+    ``resume=<id>`` over ``session_id=<id>``. ``path``: the CLI's ``PATH`` when the runtime sets one
+    (:mod:`runtime.agent.npm_root`); None: the runtime's own.
     """
     d = definition
     mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -80,7 +82,7 @@ def build_options(
         model=settings.model,
         cwd=str(cwd),
         cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
-        env={**cli_env, **isolation.env},
+        env={**cli_env, **isolation.env, **({"PATH": path} if path else {})},
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),
         setting_sources=[],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,6 +38,7 @@ from claude_agent_sdk.types import (
 
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.npm_root import path_with_npm_root
 from runtime.agent.options import build_options
 from runtime.agent.process import CliProcess
 from runtime.agent.turn import Turn
@@ -91,6 +93,13 @@ class AgentTurnRunner:
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
         self.gate = PermissionGate(deps.policy, deps.observer)
+        # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
+        # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
+        self.cli_search_path = (
+            path_with_npm_root(self.settings.resolved_state_dir / "bin", os.environ.get("PATH"))
+            if self.settings.sandbox == "required"
+            else None
+        )
 
     # -- the CLI's flags --------------------------------------------------------------------------------------
 
@@ -143,6 +152,9 @@ class AgentTurnRunner:
             AgentProcessError: the CLI could not be started.
         """
         started = self.clock()
+        # The first turn reads the session's stored spend right after this connect: start the read now, so its
+        # store round trip overlaps the store load and the CLI's start-up instead of following them.
+        session.account.prefetch()
         store = self.deps.session_store
         sid = session.claude_session_id
         key: SessionKey = {"project_key": self.project_key, "session_id": sid}
@@ -174,6 +186,7 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
+            path=self.cli_search_path,
         )
         client = self.deps.client_factory(options)
         try:
