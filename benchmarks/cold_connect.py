@@ -9,8 +9,12 @@ runtime). Each round takes one sample of every variant, interleaved:
   store, sandbox as configured), invoke → result, as the HTTP handler drives it;
 - ``runtime opts``: a ``ClaudeSDKClient`` with exactly the options the runtime's runner built for its last
   connect (captured through ``AgentDeps.client_factory``), connect + one text turn + result;
-- ``- <part>``: the same with one part removed (sandbox, ``--settings``, the ``kit`` SDK MCP server, hooks,
-  ``can_use_tool``, the session store mirror, the parent-death wrapper, partial messages, the per-session env).
+- ``runtime opts, CLI asks npm itself (before)``: without the ``npm`` script the runtime puts first on the
+  sandboxed CLI's ``PATH`` (:mod:`runtime.agent.npm_root`); ``no npm on PATH``: npm absent, as in the image;
+- ``- <part>``: the same with one part removed (sandbox, ``--settings``, the ``kit`` SDK MCP server, hooks and
+  ``can_use_tool``, the session store mirror, the parent-death wrapper, the per-session env);
+- ``registry, store +N ms/read``: the registry on a store whose reads take N ms more (a remote store's round
+  trip), with the session's spend read beside the CLI's start-up, and as before, after it.
 
 For each it prints the median connect time (spawn + ``initialize``) and connect + first turn. Removing a part
 only shows what it costs; what the runtime may drop is decided in the code, not here.
@@ -119,8 +123,10 @@ def variants(full: Any, setup: CliSetup) -> dict[str, Callable[[], Any]]:
     r = dataclasses.replace
     cli_env_only = {k: v for k, v in full.env.items() if k not in ("HOME", "CLAUDE_CODE_TMPDIR")}
     no_npm = {**full.env, "PATH": f"{no_npm_dir(setup.tmp)}:{os.environ.get('PATH', '')}"}
+    cli_asks_npm = {k: v for k, v in full.env.items() if k != "PATH"}
     options = {
         "runtime opts": full,
+        "runtime opts, CLI asks npm itself (before)": r(full, env=cli_asks_npm),
         "runtime opts, no npm on PATH (as the image)": r(full, env=no_npm),
         "- sandbox": r(full, sandbox=None),
         "- --settings (permission deny rules)": r(full, settings=None),
@@ -133,17 +139,68 @@ def variants(full: Any, setup: CliSetup) -> dict[str, Callable[[], Any]]:
     return {name: functools.partial(client_first_turn, o, setup) for name, o in options.items()}
 
 
-async def run(rounds: int, tmp: Path) -> None:
+def _no_prefetch(account: Any) -> None:
+    """``SessionAccount.prefetch`` as if absent: the spend is read by the turn, after the connect."""
+
+
+_PREFETCH: Any = None
+
+
+class DelayedStore:
+    """The services' store with ``rtt_s`` added to each read (``load``, ``get_state``), standing for a remote
+    store's round trip (AgentCore Memory's ``ListEvents``); ``first_turn`` runs a registry first turn on it, with
+    the spend read started beside the connect (``prefetch``) or, as before, only after it."""
+
+    def __init__(self, services: Any, rtt_s: float) -> None:
+        global _PREFETCH
+        from runtime.accounting import SessionAccount
+
+        _PREFETCH = SessionAccount.prefetch
+        self.services, self.rtt_s = services, rtt_s
+        self.inner = services.runner.deps.session_store
+
+    async def load(self, key: Any) -> Any:
+        await asyncio.sleep(self.rtt_s)
+        return await self.inner.load(key)
+
+    async def get_state(self, session_id: str) -> Any:
+        await asyncio.sleep(self.rtt_s)
+        return await self.inner.get_state(session_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def first_turn(self, setup: CliSetup, *, prefetch: bool) -> tuple[float, float]:
+        from runtime.accounting import SessionAccount
+
+        runner, accounting = self.services.runner, self.services.registry.accounting
+        saved = (runner.deps.session_store, accounting.store)
+        runner.deps.session_store = accounting.store = self
+        if not prefetch:
+            setattr(SessionAccount, "prefetch", _no_prefetch)  # noqa: B010 - the old behaviour, for this sample
+        try:
+            return await registry_first_turn(self.services, setup, "slow")
+        finally:
+            runner.deps.session_store, accounting.store = saved
+            setattr(SessionAccount, "prefetch", _PREFETCH)  # noqa: B010
+
+
+async def run(rounds: int, tmp: Path, store_rtt_ms: float) -> None:
     with cli_setup("real", tmp) as setup:
         captured: list[Any] = []
         services = await asyncio.to_thread(services_for, setup, captured)
         await per_call_query(setup, setup.text_turn())  # CLI paged in
         await registry_first_turn(services, setup, "warm-up")
         full = captured[-1]
+        slow = DelayedStore(services, rtt_s=store_rtt_ms / 1000)
         cases: dict[str, Callable[[], Any]] = {
             "query() (bare, per call)": lambda: _query(setup),
             "registry (runtime, in-process)": lambda: registry_first_turn(services, setup, "r"),
             **variants(full, setup),
+            f"registry, store +{store_rtt_ms:.0f} ms/read": lambda: slow.first_turn(setup, prefetch=True),
+            f"registry, store +{store_rtt_ms:.0f} ms/read, spend read after connect (before)": lambda: (
+                slow.first_turn(setup, prefetch=False)
+            ),
         }
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         print(f"before: {load()} — shared machine, figures are noisy")
@@ -152,12 +209,12 @@ async def run(rounds: int, tmp: Path) -> None:
                 samples[name].append(await case())
         print(f"after:  {load()}")
         base = median([t for _, t in samples["query() (bare, per call)"]])
-        print(f"{'variant':<40} {'connect':>9} {'1st turn':>9} {'/query()':>9}")
+        print(f"{'variant':<62} {'connect':>9} {'1st turn':>9} {'/query()':>9}")
         for name, rows in samples.items():
             connects = [c for c, _ in rows if c == c]
             totals = [t for _, t in rows]
             c = f"{median(connects) * 1000:7.0f}ms" if connects else "       - "
-            print(f"{name:<40} {c} {median(totals) * 1000:7.0f}ms {median(totals) / base:9.2f}")
+            print(f"{name:<62} {c} {median(totals) * 1000:7.0f}ms {median(totals) / base:9.2f}")
         await services.aclose()
 
 
@@ -168,10 +225,16 @@ async def _query(setup: CliSetup) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="samples of each variant (default 5)")
+    parser.add_argument(
+        "--store-rtt-ms",
+        type=float,
+        default=50.0,
+        help="added to each store read in the store rows (default 50)",
+    )
     args = parser.parse_args()
     banner("cold connect: the runtime's CLI options, one part removed at a time (real CLI, Bedrock stand-in)")
     with tempfile.TemporaryDirectory(prefix="agentkit-cold-") as tmp:
-        asyncio.run(run(args.rounds, Path(tmp)))
+        asyncio.run(run(args.rounds, Path(tmp), args.store_rtt_ms))
     return 0
 
 
