@@ -133,3 +133,35 @@ def test_what_is_done_before_listening_follows_the_platform_version(tmp_path: Pa
         results[version] = json.loads(out.stdout.strip().splitlines()[-1])
     assert results["v1"] == {"version": "v1", "sdk_imported": False, "services_built": False, "threads": 1}
     assert results["v2"] == {"version": "v2", "sdk_imported": True, "services_built": True, "threads": 1}
+
+
+def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(tmp_path: Path) -> None:
+    """The sandboxed CLI asks npm for its global root as it starts (``runtime.agent.npm_root``): the runtime asks
+    once while it starts — v1 beside the SDK import, v2 before its snapshot — and new sessions do not ask again."""
+    from harness.runtime_server import RuntimeServer
+
+    bin_dir, log = tmp_path / "node-bin", tmp_path / "npm.log"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(f"#!/bin/sh\necho \"$*\" >> '{log}'\necho /opt/node/lib/node_modules\n")
+    (bin_dir / "npm").chmod(0o755)
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        env = _v2_env(
+            tmp_path / version,
+            AGENTKIT_PLATFORM_VERSION=version,
+            AGENTKIT_SANDBOX="required",
+            PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        )
+        server = RuntimeServer(env=env, log_path=tmp_path / f"{version}.log", port=int(env["AGENTKIT_PORT"]))
+        server.start(timeout=60)
+        try:
+            deadline = time.monotonic() + 30
+            while not (log.exists() and log.read_text().count("root -g") == (1 if version == "v1" else 2)):
+                assert time.monotonic() < deadline, (tmp_path / f"{version}.log").read_text()[-2000:]
+                time.sleep(0.05)
+            for name in ("a", "b"):
+                reply = server.invoke("hi", session=session_id(f"npm-{version}-{name}"))
+                assert reply.status == 200 and reply.last.get("type") == "result", reply.last
+        finally:
+            server.stop()
+    assert log.read_text().splitlines() == ["root -g", "root -g"]  # once per runtime
