@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,16 @@ class Reply:
 class RuntimeServer:
     """A runtime subprocess. ``env`` is added to a minimal environment; logs go to ``log_path``."""
 
-    def __init__(self, *, env: Mapping[str, str], log_path: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        log_path: Path,
+        port: int | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """``prefix``: a command the runtime is started under (e.g. ``unshare --uts --ipc`` for a private host)."""
+        self.prefix = list(prefix)
         self.port = port or free_port()
         self.log_path = log_path
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT")}
@@ -76,6 +85,9 @@ class RuntimeServer:
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AGENTKIT_METRICS": "off",
+            # A fake CLI runs no command and ignores the sandbox settings: no OS sandbox is in play, say so (a
+            # root runtime would otherwise require its CLI to be runnable by an unprivileged user).
+            **({"AGENTKIT_SANDBOX": "off"} if "AGENTKIT_CLI_PATH" in env else {}),
             **env,
         }
         self.proc: subprocess.Popen[bytes] | None = None
@@ -83,7 +95,7 @@ class RuntimeServer:
     def start(self, timeout: float = 20.0) -> RuntimeServer:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runtime"],
+            [*self.prefix, sys.executable, "-m", "runtime"],
             cwd=ROOT,
             env=self.env,
             stdout=self._log,

@@ -1,11 +1,13 @@
 """GitHub Actions → AWS through OIDC: an invoker role limited to one repository and one runtime.
 
-Creates (optionally) the account's GitHub OIDC provider (``token.actions.githubusercontent.com``,
-audience ``sts.amazonaws.com``; an account holds at most one, so set ``create_provider=False``
-when it exists) and a role that:
+Uses the account's GitHub OIDC provider (``token.actions.githubusercontent.com``, audience
+``sts.amazonaws.com``; an account holds at most one per URL, so it is created only with ``create_provider=True``;
+``agentkit doctor`` checks ``iam:ListOpenIDConnectProviders`` and says which setting the account needs) and
+creates a role that:
 
 * can be assumed only with a GitHub OIDC token whose ``aud`` is ``sts.amazonaws.com`` and whose
-  ``sub`` matches ``repo:<owner>/<repo>:*`` — or, narrower, the given branches
+  ``sub`` matches ``repo:<owner>/<repo>:*`` (or GitHub's immutable ``repo:<owner>@<id>/<repo>@<id>:*``, ids
+  pinned, for repositories that send it) — or, narrower, the given branches
   (``repo:o/r:ref:refs/heads/<b>``), environments (``repo:o/r:environment:<e>``) and, when
   ``allow_pull_requests``, ``repo:o/r:pull_request``;
 * may call ``bedrock-agentcore:InvokeAgentRuntime`` (and ``StopRuntimeSession`` unless disabled) on
@@ -27,11 +29,11 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.config import AppConfig
+from infra.config import GITHUB_REPOSITORY_PATTERN, AppConfig
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REPO = re.compile(GITHUB_REPOSITORY_PATTERN)
 _REF_PART = re.compile(r"^[A-Za-z0-9_./*-]+$")
 
 
@@ -42,9 +44,15 @@ def github_subjects(
     environments: Sequence[str] = (),
     allow_pull_requests: bool = False,
 ) -> list[str]:
-    """``sub`` patterns the trust policy accepts (StringLike). Raises ``ValueError`` on bad input."""
+    """``sub`` patterns the trust policy accepts (StringLike). Raises ``ValueError`` on bad input.
+
+    ``repository`` is ``owner/repo`` or GitHub's immutable ``owner@<owner id>/repo@<repo id>``: the ids are part
+    of the pattern as given, never wildcarded (a wildcard would let a recycled name match again).
+    """
     if not _REPO.match(repository):
-        raise ValueError(f"repository must look like 'owner/repo', got {repository!r}")
+        raise ValueError(
+            f"repository must look like 'owner/repo' or 'owner@<owner id>/repo@<repo id>', got {repository!r}"
+        )
     for value in (*branches, *environments):
         if not value or not _REF_PART.match(value):
             raise ValueError(f"invalid branch/environment filter {value!r}")
@@ -89,7 +97,7 @@ class OidcInvokerProps:
     """
 
     repository: str
-    create_provider: bool = True
+    create_provider: bool = False
     branches: Sequence[str] = ()
     environments: Sequence[str] = ()
     allow_pull_requests: bool = False

@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PositiveInt,
     PrivateAttr,
     ValidationError,
     field_validator,
@@ -34,29 +35,14 @@ from runtime.env import DEFAULT_METRICS_NAMESPACE
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
 
-# System-defined cross-region inference profiles: the geography prefix decides which Regions the profile may
-# route a request to, hence which foundation-model ARNs the runtime role must be allowed to invoke.
-PROFILE_REGIONS: dict[str, tuple[str, ...]] = {
-    "us": ("us-east-1", "us-east-2", "us-west-2"),
-    "us-gov": ("us-gov-east-1", "us-gov-west-1"),
-    "eu": ("eu-central-1", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-3"),
-    "apac": (
-        "ap-northeast-1",
-        "ap-northeast-2",
-        "ap-northeast-3",
-        "ap-south-1",
-        "ap-south-2",
-        "ap-southeast-1",
-        "ap-southeast-2",
-        "ap-southeast-4",
-    ),
-    "jp": ("ap-northeast-1", "ap-northeast-3"),
-    "au": ("ap-southeast-2", "ap-southeast-4"),
-    "global": (),  # routed to any commercial Region: see infra.runtime.model_invoke_resources
-}
+# System-defined inference profile ids start with a geography prefix (``us.``, ``eu.``, ``global.``, ...). Which
+# source Regions may call a profile, and which Regions it routes to, are AWS's to say and change: the stack does
+# not copy them (the runtime role allows the model in every Region, but only through the configured profiles:
+# ``infra.runtime.model_invoke_statements``), and ``agentkit doctor`` asks Bedrock (GetInferenceProfile).
+PROFILE_GEOGRAPHIES = ("us", "us-gov", "eu", "apac", "jp", "au", "global")
 PROFILE_ID_PATTERN = re.compile(
     r"^(?P<geo>"
-    + "|".join(sorted(PROFILE_REGIONS, key=len, reverse=True))
+    + "|".join(sorted(PROFILE_GEOGRAPHIES, key=len, reverse=True))
     + r")\.(?P<model>anthropic\.claude-[a-z0-9.-]+(?::\d+)?)$"
 )
 STAGES = ("dev", "prod")
@@ -171,6 +157,9 @@ class GitLabWebhookConfig(_Model):
     bot_username: str = ""
     # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
     min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
+    project_ids: tuple[PositiveInt, ...] = ()
+    """Numeric ids of the projects served (Settings → General); events of any other project are
+    ignored. Empty: none is served."""
 
 
 class JiraWebhookConfig(_Model):
@@ -198,6 +187,9 @@ class WebhookConfig(_Model):
     create_secrets: bool = True
     # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
     allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
+    repository_ids: tuple[PositiveInt, ...] = ()
+    """GitHub: numeric ids of the repositories served (``gh api repos/OWNER/REPO --jq .id``); events of
+    any other repository are ignored. Empty: none is served."""
     gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
     jira: JiraWebhookConfig = JiraWebhookConfig()
 
@@ -214,13 +206,22 @@ class WebhookConfig(_Model):
         return self
 
 
+GITHUB_REPOSITORY_PATTERN = (
+    r"^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+@[0-9]+/[A-Za-z0-9_.-]+@[0-9]+)$"
+)
+"""``owner/name``, or GitHub's immutable form ``owner@<owner id>/name@<repository id>`` (both ids pinned), which
+repositories created, renamed or transferred since 2026-07-15 send in their OIDC ``sub`` (GitHub docs, "OpenID
+Connect", immutable subject claims; docs/deploy.md says how to read the ids)."""
+
+
 class GithubOidcConfig(_Model):
     """Hook for ``infra.ci_access.GitHubOidcInvoker`` (built when ``enabled``)."""
 
     enabled: bool = False
-    repository: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    create_provider: bool = True
-    """An account holds one GitHub OIDC provider: set false when it already exists."""
+    repository: str | None = Field(default=None, pattern=GITHUB_REPOSITORY_PATTERN)
+    create_provider: bool = False
+    """An account holds one GitHub OIDC provider per URL and most already have it: the stack uses the existing
+    one unless this is true (``agentkit doctor`` says which setting the account needs)."""
     branches: tuple[str, ...] = ()
     environments: tuple[str, ...] = ()
     allow_pull_requests: bool = False
@@ -373,7 +374,7 @@ def _allowed_for(error: Mapping[str, Any]) -> str:
         except (KeyError, IndexError):
             return hint
     if "inference profile" in str(error.get("msg", "")):
-        return "inference profile ids starting with " + ", ".join(f"{p}." for p in PROFILE_REGIONS)
+        return "inference profile ids starting with " + ", ".join(f"{p}." for p in PROFILE_GEOGRAPHIES)
     return "see infra/config.py"
 
 
@@ -394,36 +395,6 @@ def resolve_region(region: str | None, environ: Mapping[str, str]) -> tuple[str,
     return DEFAULT_REGION, "the default"
 
 
-def check_models_serve_region(config: AppConfig) -> None:
-    """Every configured profile's geography must serve the deploy Region.
-
-    The geography → source Regions table is :data:`PROFILE_REGIONS` (from AWS's "Supported Regions and models
-    for inference profiles", https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html;
-    a profile called from a Region outside its geography is not found). ``global.`` profiles serve every
-    commercial Region. ``agentkit doctor`` asks Bedrock itself (GetInferenceProfile) in the real account.
-
-    Raises:
-        ConfigError: a profile of another geography, naming the profile, the Region and where it came from.
-    """
-    region, source = config.deploy_region, config.deploy_region_source
-    for model in config.models:
-        geo, _ = inference_profile_parts(model)
-        regions = PROFILE_REGIONS[geo]
-        if regions and region not in regions:
-            key = (
-                "agentkit.model"
-                if model == config.model
-                else f"agentkit.extra_models.{config.extra_models.index(model)}"
-            )
-            raise ConfigError(
-                key,
-                f"{model!r} is a '{geo}.' profile, not offered in region {region} (from {source}); "
-                f"'{geo}.' profiles are called from {', '.join(regions)}",
-                allowed=f"a profile of {region}'s geography, a 'global.' profile, or agentkit.region set to one "
-                f"of {', '.join(regions)}",
-            )
-
-
 def load_config(
     raw: Mapping[str, Any] | None,
     *,
@@ -436,12 +407,12 @@ def load_config(
     ``raw`` holds shared keys plus ``stages: {dev: {...}, prod: {...}}``; the chosen stage's object becomes
     ``AppConfig.settings`` and may override shared keys under ``overrides``. ``overrides`` (``-c key=value``
     from the CDK CLI, see :mod:`infra.overrides`) apply last, over the stage's values. The deploy Region is
-    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`) and every profile is checked
-    against it (:func:`check_models_serve_region`).
+    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`). Whether a profile can be called
+    from that Region is Bedrock's answer, not a table here: ``agentkit doctor`` asks it (GetInferenceProfile).
 
     Raises:
         ConfigError: unknown stage, missing stage settings, an unknown override key, or any invalid key (named
-            with its dotted path), or a profile that does not serve the deploy Region.
+            with its dotted path).
     """
     if stage not in STAGES:
         raise ConfigError("stage", f"{stage!r} is not a stage", allowed=", ".join(STAGES))
@@ -469,7 +440,6 @@ def load_config(
             message += f" (set by -c {origin})"
         raise ConfigError(key, message, allowed=_allowed_for(first)) from exc
     config._deploy_region = resolve_region(config.region, environ or {})
-    check_models_serve_region(config)
     return config
 
 

@@ -8,7 +8,8 @@ Three sources, each queried only with a metric name + dimension set its emitter 
   roll-up. Totals read the roll-up (:func:`agent_metric`); breakdowns use ``SEARCH`` on the detailed set, so
   every model and tool shows up without being listed here.
 * AgentCore's runtime metrics, namespace ``AWS/Bedrock-AgentCore`` (:func:`runtime_metric`): Invocations,
-  Throttles, SystemErrors, UserErrors, Latency, SessionCount ("AgentCore generated runtime observability
+  Throttles, SystemErrors, UserErrors, Latency, SessionCount, and the billed compute CPUUsed-vCPUHours and
+  MemoryUsed-GBHours ("AgentCore generated runtime observability
   data", https://docs.aws.amazon.com/bedrock-agentcore/latest/devguide/observability-runtime-metrics.html).
   They carry ``Operation=InvokeAgentRuntime``, ``Resource=<runtime ARN>`` and ``Name=<runtime name>::<endpoint
   name>`` (the same Operation/Resource/Name triple AgentCore documents for its gateway metrics,
@@ -37,7 +38,19 @@ from aws_cdk import aws_cloudwatch as cw
 
 AGENTCORE_NAMESPACE = "AWS/Bedrock-AgentCore"
 INVOKE_OPERATION = "InvokeAgentRuntime"
-RUNTIME_METRICS = ("Invocations", "Throttles", "SystemErrors", "UserErrors", "Latency", "SessionCount")
+RUNTIME_METRICS = (
+    "Invocations",
+    "Throttles",
+    "SystemErrors",
+    "UserErrors",
+    "Latency",
+    "SessionCount",
+    # What AgentCore bills the runtime for: active vCPU-hours and peak-memory GB-hours (AgentCore developer guide,
+    # runtime observability metrics; pricing: per second of CPU used and of peak memory, 128 MB minimum).
+    "CPUUsed-vCPUHours",
+    "MemoryUsed-GBHours",
+)
+COMPUTE_METRICS = ("CPUUsed-vCPUHours", "MemoryUsed-GBHours")
 FIVE_MINUTES = cdk.Duration.minutes(5)
 HOUR = cdk.Duration.hours(1)
 DAY = cdk.Duration.days(1)

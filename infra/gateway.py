@@ -5,7 +5,8 @@ passed explicitly: AWS IAM (SigV4) by default, or a custom JWT issuer from confi
 
 IAM: the runtime needs ``bedrock-agentcore:InvokeGateway`` on the gateway ARN
 (:meth:`AgentGateway.grant_invoke`);
-the gateway's service role gets ``lambda:InvokeFunction`` on the tool function (added by the L2 target); the
+the gateway's service role (trusted by this account's gateway only: ``aws:SourceAccount`` + ``aws:SourceArn``)
+gets ``lambda:InvokeFunction`` on the tool function (added by the L2 target); the
 function gets ``dynamodb:GetItem``/``Query`` on the table and its index.
 """
 
@@ -167,10 +168,13 @@ class AgentGateway(Construct):
             authorizer_config = agentcore.GatewayAuthorizer.using_aws_iam()
         else:
             raise ValueError(f"gateway authorizer {authorizer!r} is not one of: iam, jwt")
+        gateway_name = f"{config.project_name}-{config.stage}-tools"
+        self.role = self._service_role(gateway_name)
         self.gateway = agentcore.Gateway(
             self,
             "Gateway",
-            gateway_name=f"{config.project_name}-{config.stage}-tools",
+            gateway_name=gateway_name,
+            role=self.role,
             description="MCP tools for the Claude agent",
             authorizer_configuration=authorizer_config,
             protocol_configuration=agentcore.GatewayProtocol.mcp(
@@ -199,6 +203,31 @@ class AgentGateway(Construct):
                 lambda_function=self.invoices.function,
                 tool_schema=agentcore.ToolSchema.from_inline(INVOICE_TOOLS),
             )
+
+    def _service_role(self, gateway_name: str) -> iam.Role:
+        """The gateway's service role, trusted like the runtime's: only by this account's gateway of this name.
+
+        The L2's default role trusts the service twice, once without conditions, which makes its
+        ``aws:SourceAccount``/``aws:SourceArn`` statement moot (confused-deputy protection, IAM user guide
+        "The confused deputy problem"). Gateway ids start with the gateway's name, hence ``<name>*``.
+        """
+        stack = cdk.Stack.of(self)
+        return iam.Role(
+            self,
+            "ServiceRole",
+            description=f"AgentCore gateway {gateway_name}: invoke its tool targets",
+            assumed_by=iam.ServicePrincipal(
+                "bedrock-agentcore.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="bedrock-agentcore", resource="gateway", resource_name=f"{gateway_name}*"
+                        )
+                    },
+                },
+            ),
+        )
 
     @property
     def gateway_arn(self) -> str:

@@ -21,6 +21,13 @@ SUMMARIES_NAMESPACE = "/agentkit/summaries/{actorId}/{sessionId}"
 RECALL_NAMESPACES = (FACTS_NAMESPACE, PREFERENCES_NAMESPACE)
 """The namespaces recall searches on each prompt (summaries are per session and read with the session)."""
 
+STRATEGY_NAMESPACES = (
+    ("SemanticMemoryStrategy", FACTS_NAMESPACE),
+    ("UserPreferenceMemoryStrategy", PREFERENCES_NAMESPACE),
+    ("SummaryMemoryStrategy", SUMMARIES_NAMESPACE),
+)
+"""The strategies in the order they are passed to the L2 ``Memory`` (its ``MemoryStrategies`` list)."""
+
 RUNTIME_MEMORY_ACTIONS = (
     "bedrock-agentcore:CreateEvent",
     "bedrock-agentcore:ListEvents",
@@ -30,6 +37,19 @@ RUNTIME_MEMORY_ACTIONS = (
     "bedrock-agentcore:ListSessions",
 )
 """Data-plane actions the runtime needs: the session store (events) and recall (records)."""
+
+
+def _use_namespace_templates(memory: cdk.CfnResource, strategies: tuple[tuple[str, str], ...]) -> None:
+    """Write each strategy's namespace as ``NamespaceTemplates``, not the legacy ``Namespaces``.
+
+    botocore's ``*MemoryStrategyInput`` shapes and the CloudFormation schema of ``AWS::BedrockAgentCore::Memory``
+    (cfn-lint 1.58) carry both; the L2 only writes ``Namespaces``. The values keep their ``{actorId}`` /
+    ``{sessionId}`` placeholders, which is what makes them templates.
+    """
+    for index, (kind, namespace) in enumerate(strategies):
+        path = f"MemoryStrategies.{index}.{kind}"
+        memory.add_property_deletion_override(f"{path}.Namespaces")
+        memory.add_property_override(f"{path}.NamespaceTemplates", [namespace])
 
 
 class AgentMemory(Construct):
@@ -84,6 +104,7 @@ class AgentMemory(Construct):
                 and child.cfn_resource_type == "AWS::BedrockAgentCore::Memory"
             ):
                 child.apply_removal_policy(removal)
+                _use_namespace_templates(child, STRATEGY_NAMESPACES)
 
     @property
     def memory_id(self) -> str:

@@ -14,6 +14,9 @@ from aws_cdk import aws_bedrockagentcore as agentcore
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from infra.config import inference_profile_parts
+from infra.runtime import AgentRuntime
+
 Ack = tuple[str, str]
 
 
@@ -60,6 +63,11 @@ LIST_CALLS = (
     "bedrock:ListInferenceProfiles (the Claude Code CLI lists the system profiles at start) and "
     "logs:DescribeLogGroups are list calls with no resource types in the Service Authorization Reference: "
     "IAM matches them only on '*' (tests/infra/test_iam_sar.py)."
+)
+MODELS_THROUGH_PROFILES = (
+    "A cross-Region inference profile routes to the model in Regions AWS chooses and may change: the model's "
+    "ARN is allowed in every Region, only under bedrock:InferenceProfileArn equal to the configured profiles "
+    "(AWS's pattern for cross-Region inference; infra/runtime.py model_invoke_statements)."
 )
 WORKLOAD_IDENTITY = (
     "The runtime's workload identity is created by AgentCore as <runtime name>-<suffix>; "
@@ -132,6 +140,12 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
             [
                 iam5("*", f"{XRAY_STAR} {ECR_TOKEN_STAR} {METRICS_STAR} {MARKETPLACE_STAR} {LIST_CALLS}"),
                 iam5(runtime_logs, RUNTIME_LOGS),
+                *(
+                    iam5(f"arn:{partition}:bedrock:*::foundation-model/{model}", MODELS_THROUGH_PROFILES)
+                    for model in dict.fromkeys(
+                        inference_profile_parts(p)[1] for p in cast(AgentRuntime, agent).model_profiles
+                    )
+                ),
                 iam5(f"{runtime_logs}:log-stream:*", RUNTIME_LOGS),
                 iam5(
                     f"arn:{partition}:bedrock-agentcore:{region}:{account}:workload-identity-directory"
@@ -146,7 +160,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
         if invoices is not None:
             function_id = _logical_id(stack, invoices.node.find_child("Function"))
             acknowledge(
-                gateway.node.find_child("Gateway").node.find_child("ServiceRole"),
+                gateway.node.find_child("ServiceRole"),
                 [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
             )
             acknowledge(invoices.node.find_child("Role"), [iam5("*", XRAY_STAR)])

@@ -5,11 +5,13 @@ runtime widgets watch the **stage endpoint** (the one every caller invokes), tot
 the runtime writes with every document, breakdowns ``SEARCH`` the detailed dimension sets.
 
 Alarms (to an SNS topic, optional email subscription): runtime error rate (system errors + throttles over
-invocations) and p99 latency of the stage endpoint; daily model spend (``CostUSD`` of the ``Agent`` roll-up,
+invocations) and p99 latency of the stage endpoint, both with missing data treated as missing (an alarm whose
+metric never arrives stays INSUFFICIENT_DATA, not OK); daily model spend (``CostUSD`` of the ``Agent`` roll-up,
 every model) above the stage's budget.
 
 The dashboard opens on the last 7 days: spend today and this month against the daily budget, cost per day
-with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token),
+with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token), the runtime's billed
+compute (vCPU-hours, GB-hours per day),
 turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs Insights table of
 the sessions and callers that cost most.
 
@@ -34,6 +36,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.dashboard import (
+    COMPUTE_METRICS,
     DAY,
     FIVE_MINUTES,
     HOUR,
@@ -99,7 +102,10 @@ class AgentObservability(Construct):
             evaluation_periods=3,
             datapoints_to_alarm=2,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            # Not NOT_BREACHING: AWS does not document the runtime metrics' dimensions, so a wrong dimension set
+            # would leave the alarm silently OK. MISSING keeps it in INSUFFICIENT_DATA instead, which
+            # `agentkit status` / `agentkit doctor` explain (they list the runtime's real metrics).
+            treat_missing_data=cw.TreatMissingData.MISSING,
         )
         self.latency_alarm = cw.Alarm(
             self,
@@ -110,7 +116,7 @@ class AgentObservability(Construct):
             evaluation_periods=3,
             datapoints_to_alarm=2,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=cw.TreatMissingData.MISSING,  # as the error-rate alarm's
         )
         self.daily_cost = agent_metric(
             self.namespace, self.agent, "CostUSD", statistic="Sum", period=DAY, label="all"
@@ -277,6 +283,27 @@ class AgentObservability(Construct):
                 right=[self.runtime_metric("SessionCount", "Sum", label="Sessions")],
                 width=12,
             ),
+        )
+        # The runtime's own bill beside the model's: CostUSD counts tokens only.
+        compute = [
+            runtime_metric(
+                name,
+                runtime_name=self._runtime_name,
+                runtime_arn=self._runtime_arn,
+                endpoint=self.endpoint_name,
+                statistic="Sum",
+                period=DAY,
+                label=name,
+            )
+            for name in COMPUTE_METRICS
+        ]
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title=f"Runtime compute per day, as billed: vCPU-hours and GB-hours (endpoint {self.endpoint_name})",
+                left=[compute[0]],
+                right=[compute[1]],
+                width=24,
+            )
         )
 
     def _agent_rows(self, trackers: Sequence[str]) -> None:

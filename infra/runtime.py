@@ -6,8 +6,8 @@ The L2 ``Runtime`` always adds broad default statements (logs on every runtime's
 runtime.
 
 IAM actions granted to the execution role (resource in brackets):
-    bedrock:InvokeModel, bedrock:InvokeModelWithResponseStream  [configured inference profiles + the
-        foundation models behind them in the profile's Regions]
+    bedrock:InvokeModel, bedrock:InvokeModelWithResponseStream  [configured inference profiles; the foundation
+        models behind them in any Region, only under bedrock:InferenceProfileArn = those profiles]
     bedrock:GetInferenceProfile [configured profiles]; bedrock:ListInferenceProfiles [* — no resource types]
     aws-marketplace:Subscribe [* with condition aws-marketplace:ProductId in the configured models' products]
     aws-marketplace:ViewSubscriptions [* only]  (first use of a Claude model: see infra/model_access.py)
@@ -34,35 +34,44 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import lifecycle
-from infra.config import PROFILE_REGIONS, AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
+from infra.config import AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
 from infra.image_build import ImageSource
 from infra.model_access import model_access_statements
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 
 
-def model_invoke_resources(profile_ids: Sequence[str], *, stack: cdk.Stack) -> list[str]:
-    """ARNs the runtime may invoke: each inference profile and the foundation models it routes to.
+def model_invoke_statements(profile_ids: Sequence[str], *, stack: cdk.Stack) -> list[iam.PolicyStatement]:
+    """Invoke the configured inference profiles, and their foundation models only through those profiles.
 
-    A ``us.`` profile routes to us-east-1, us-east-2 and us-west-2, so the model ARN is listed in each of
-    those Regions. A ``global.`` profile may route anywhere; AWS documents the Region-less
-    foundation-model ARN
-    (``arn:aws:bedrock:::foundation-model/<id>``) for it, plus the source Region's.
+    AWS's pattern for cross-Region inference ("Securing Amazon Bedrock cross-Region inference: Geographic and
+    global", AWS Machine Learning blog; the ``bedrock:InferenceProfileArn`` condition key is listed for
+    ``InvokeModel`` in the Service Authorization Reference): one statement on the profile ARNs, one on the
+    foundation model's ARN in every Region (``bedrock:*::foundation-model/<id>``, plus the Region-less ARN a
+    ``global.`` profile routes to) that holds only when the request came through one of those profiles. Which
+    Regions a profile routes to is AWS's to change; no copy of it is kept here (``agentkit doctor`` compares
+    GetInferenceProfile's answer with these ARNs).
     """
-    resources: list[str] = []
+    profiles: list[str] = []
+    models: list[str] = []
     for profile_id in profile_ids:
         geo, model_id = inference_profile_parts(profile_id)
-        resources.append(
+        profiles.append(
             f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{profile_id}"
         )
-        regions = PROFILE_REGIONS[geo]
+        models.append(f"arn:{stack.partition}:bedrock:*::foundation-model/{model_id}")
         if geo == "global":
-            resources.append(f"arn:{stack.partition}:bedrock:::foundation-model/{model_id}")
-            regions = (stack.region,)
-        resources.extend(
-            f"arn:{stack.partition}:bedrock:{region}::foundation-model/{model_id}" for region in regions
-        )
-    return list(dict.fromkeys(resources))
+            models.append(f"arn:{stack.partition}:bedrock:::foundation-model/{model_id}")
+    profiles = list(dict.fromkeys(profiles))
+    return [
+        iam.PolicyStatement(sid="InvokeConfiguredProfiles", actions=list(MODEL_ACTIONS), resources=profiles),
+        iam.PolicyStatement(
+            sid="InvokeModelsThroughConfiguredProfiles",
+            actions=list(MODEL_ACTIONS),
+            resources=list(dict.fromkeys(models)),
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profiles}},
+        ),
+    ]
 
 
 class AgentRuntime(Construct):
@@ -101,6 +110,7 @@ class AgentRuntime(Construct):
             raise ValueError("AGENTKIT_BEDROCK_ENDPOINT is a local test stand-in and must not be deployed")
         stack = cdk.Stack.of(self)
         runtime_name, settings = config.runtime_name, config.settings
+        self.model_profiles = config.models
         self.role = iam.Role(
             self,
             "ExecutionRole",
@@ -229,11 +239,7 @@ class AgentRuntime(Construct):
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
         )
         statements = [
-            iam.PolicyStatement(
-                sid="InvokeConfiguredModels",
-                actions=list(MODEL_ACTIONS),
-                resources=model_invoke_resources(model_profiles, stack=stack),
-            ),
+            *model_invoke_statements(model_profiles, stack=stack),
             iam.PolicyStatement(
                 sid="RuntimeLogGroup",
                 actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],

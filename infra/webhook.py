@@ -106,6 +106,7 @@ class IssueWebhook(Construct):
         super().__init__(scope, construct_id)
         props = props or WebhookProps()
         checked = check(props)
+        self._warn_unpinned(props, checked.trackers)
         secret_refs = self._secrets(props, checked.trackers)
         self._queue(props, checked.worker_timeout)
         base = self._lambda_base(props)
@@ -119,6 +120,30 @@ class IssueWebhook(Construct):
             read_timeout=checked.read_timeout,
         )
         self._outputs(secret_refs)
+
+    def _warn_unpinned(self, props: WebhookProps, trackers: Sequence[str]) -> None:
+        """The receiver answers only pinned repositories and projects (an event of any other is ignored before it
+        costs anything), so a tracker without ids answers nothing: say so at synth, not by silence."""
+        unpinned = {
+            "github": (
+                "webhook.repository_ids",
+                props.github.repository_ids,
+                "gh api repos/OWNER/REPO --jq .id",
+            ),
+            "gitlab": (
+                "webhook.gitlab.project_ids",
+                props.gitlab.project_ids,
+                "the project's Settings > General",
+            ),
+        }
+        for tracker in trackers:
+            key, ids, where = unpinned.get(tracker, ("", (1,), ""))
+            if not ids:
+                cdk.Annotations.of(self).add_warning_v2(
+                    f"agentkit:webhook-unpinned-{tracker}",
+                    f"{key} is empty, so the {tracker} webhook answers no event: list the numeric ids to serve "
+                    f"({where}).",
+                )
 
     # ------------------------------------------------------------------ secrets
     def _secrets(self, props: WebhookProps, trackers: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -92,6 +92,7 @@ class WebhookProps:
                 trigger_mention=hook.trigger_mention,
                 bot_login=hook.bot_login,
                 allowed_author_associations=hook.allowed_author_associations,
+                repository_ids=hook.repository_ids,
             ),
             gitlab=GitLabSettings(**hook.gitlab.model_dump()),
             jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})

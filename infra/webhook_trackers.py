@@ -68,6 +68,8 @@ class GitHubSettings:
     trigger_mention: str = "/agent"
     bot_login: str = ""
     allowed_author_associations: Sequence[str] = ("OWNER", "MEMBER", "COLLABORATOR")
+    #: Immutable ``repository.id`` values served; events of other repositories are ignored (empty: none).
+    repository_ids: Sequence[int] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class GitLabSettings:
     trigger_mention: str = "/agent"
     bot_username: str = ""
     min_access_level: int = 30
+    #: Immutable ``project.id`` values served; events of other projects are ignored (empty: none).
+    project_ids: Sequence[int] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,15 @@ def associations(values: Sequence[str]) -> str:
     return ",".join(names)
 
 
+def id_list(values: Sequence[int], setting: str) -> str:
+    """Validate an allowlist of numeric ids; returns the comma-separated Lambda variable value."""
+    if isinstance(values, str) or any(
+        isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in values
+    ):
+        raise ValueError(f"{setting} must be a list of positive numeric ids, e.g. [123456]")
+    return ",".join(str(v) for v in sorted(set(values)))
+
+
 def github_env(s: GitHubSettings, *, receiver: bool) -> dict[str, str]:
     if not s.trigger_label and not s.trigger_mention:
         raise ValueError("the GitHub adapter needs trigger_label and/or trigger_mention")
@@ -131,6 +144,7 @@ def github_env(s: GitHubSettings, *, receiver: bool) -> dict[str, str]:
             "TRIGGER_MENTION": s.trigger_mention,
             "BOT_LOGIN": s.bot_login,
             "ALLOWED_ASSOCIATIONS": associations(s.allowed_author_associations),
+            "GITHUB_REPOSITORY_IDS": id_list(s.repository_ids, "repository_ids"),
         }
     return env
 
@@ -149,6 +163,7 @@ def gitlab_env(s: GitLabSettings, *, receiver: bool) -> dict[str, str]:
             "GITLAB_TRIGGER_MENTION": s.trigger_mention,
             "GITLAB_BOT_USERNAME": s.bot_username,
             "GITLAB_MIN_ACCESS_LEVEL": str(s.min_access_level),
+            "GITLAB_PROJECT_IDS": id_list(s.project_ids, "gitlab project_ids"),
         }
     return env
 

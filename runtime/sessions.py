@@ -114,6 +114,7 @@ class WarmSession(Generic[C]):
         idle_timeout_s: float,
         max_queued: int,
         on_closed: Callable[[WarmSession[C]], None] = lambda session: None,
+        on_client_dropped: Callable[[WarmSession[C]], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
@@ -124,6 +125,8 @@ class WarmSession(Generic[C]):
         self.idle_timeout_s = idle_timeout_s
         self.max_queued = max_queued
         self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
+        #: Called after the client (its CLI process) is closed: the process's private directories go with it.
+        self._on_client_dropped = on_client_dropped
         self._clock = clock
         #: The session's spend (read, added, persisted) and long-term memory write; survives reconnects.
         self.account = account
@@ -266,15 +269,19 @@ class WarmSession(Generic[C]):
 
     async def _drop_client(self) -> None:
         client, self.client = self.client, None
-        if client is None:
-            return
         try:
-            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
-                await client.disconnect()
+            if client is not None:  # also after a failed connect: the cleanup below still runs
+                async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                    await client.disconnect()
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             logger.debug("ignored error while closing a client: %r", exc)
+        finally:
+            try:
+                self._on_client_dropped(self)
+            except Exception:
+                logger.exception("cleaning up after the client of session %s failed", self.runtime_session_id)
 
 
 class SessionRegistry(Generic[C]):
@@ -286,6 +293,7 @@ class SessionRegistry(Generic[C]):
         idle_timeout_s: a session idle this long closes its client.
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
+        on_client_dropped: called with the session after its client (CLI process) was closed.
         clock: monotonic seconds, for "least recently used".
     """
 
@@ -297,6 +305,7 @@ class SessionRegistry(Generic[C]):
         max_queued: int,
         max_sessions: int = 32,
         accounting: Accounting | None = None,
+        on_client_dropped: Callable[[WarmSession[C]], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
@@ -307,6 +316,7 @@ class SessionRegistry(Generic[C]):
         self.max_queued = max_queued
         self.max_sessions = max_sessions
         self._clock = clock
+        self._on_client_dropped = on_client_dropped
         self._sessions: dict[str, WarmSession[C]] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -352,6 +362,7 @@ class SessionRegistry(Generic[C]):
                 idle_timeout_s=self.idle_timeout_s,
                 max_queued=self.max_queued,
                 on_closed=self._forget,
+                on_client_dropped=self._on_client_dropped,
                 clock=self._clock,
             )
             self._sessions[key] = session

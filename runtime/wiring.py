@@ -21,6 +21,7 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.errors import ConfigurationError
+from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
@@ -61,7 +62,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
     definition, sandbox = _sandboxed_definition(settings, definition)
-    if not sandbox.sandboxed and settings.sandbox == "required":
+    if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
         settings = settings.model_copy(update={"sandbox": "off"})
     emf_stream = None
@@ -136,6 +137,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
         accounting=accounting,
+        on_client_dropped=lambda session: release_session_dirs(session.claude_session_id),
         clock=clock,
     )
 
@@ -165,10 +167,35 @@ def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
 ) -> tuple[AgentDefinitionSpec, SandboxStatus]:
     """Probe the OS sandbox once and adapt the toolset to it (one log line says which mode the runtime got)."""
+    from dataclasses import replace
+
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement, sweep_stale_temp_roots
     from runtime.guard.profiles import probe_sandbox
+
+    sweep_stale_temp_roots()  # left by a runtime that was killed before it could close its sessions
 
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
+    confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if confined.problem and settings.sandbox == "off":
+        # Explicitly unsandboxed: commands already run on the host without isolation; the drop was best effort.
+        logger.warning("commands run as root without OS isolation: %s", confined.problem)
+    elif confined.problem:
+        logger.error("command tools switched off: %s", confined.problem)
+        status = replace(status, blocked=confined.problem)
+    elif confined.confinement.drops:
+        logger.info(
+            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces, one workspace and at most "
+            "%d processes per session",
+            confined.confinement.run_as,
+            PROCESS_LIMIT,
+        )
+    elif confined.confinement.own_namespaces:
+        logger.info(
+            "the CLI runs in its own user, IPC and UTS namespaces, one workspace and at most %d processes per session",
+            PROCESS_LIMIT,
+        )
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
     elif status.available:

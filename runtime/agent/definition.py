@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import DEFAULT_BASH_ALLOWLIST
-from runtime.guard.profiles import COMMAND_TOOLS, DEVELOPER_PROGRAMS, SandboxStatus
+from runtime.guard.profiles import COMMAND_TOOLS, DEVELOPER_PROGRAMS, HOST_FILE_TOOLS, SandboxStatus
 
 BUILTIN_TOOLS = frozenset(
     {
@@ -123,14 +123,19 @@ class AgentDefinitionSpec(BaseModel):
     def for_sandbox(self, status: SandboxStatus) -> AgentDefinitionSpec:
         """The definition the agent runs with, given the sandbox the start-up probe found
         (:func:`runtime.guard.profiles.probe_sandbox`): the ``developer`` programs added only inside a working
-        sandbox, command tools off when the sandbox is required and unavailable."""
+        sandbox (without the CLI's host-side file tools there), command tools off when the sandbox is required and
+        unavailable or a root runtime cannot drop root."""
         allowlist = set(self.bash_allowlist)
-        if self.profile == "developer" and status.sandboxed:
-            allowlist |= DEVELOPER_PROGRAMS
-        update: dict[str, object] = {"bash_allowlist": tuple(sorted(allowlist))}
+        off: set[str] = set()
         if not status.commands_enabled:
-            update["builtin_tools"] = tuple(t for t in self.builtin_tools if t not in COMMAND_TOOLS)
-            update["allowed_tools"] = tuple(t for t in self.allowed_tools if t not in COMMAND_TOOLS)
+            off |= COMMAND_TOOLS
+        elif self.profile == "developer" and status.sandboxed:
+            allowlist |= DEVELOPER_PROGRAMS
+            off |= HOST_FILE_TOOLS  # commands can write the workspace: no check-then-open in another process
+        update: dict[str, object] = {"bash_allowlist": tuple(sorted(allowlist))}
+        if off:
+            update["builtin_tools"] = tuple(t for t in self.builtin_tools if t not in off)
+            update["allowed_tools"] = tuple(t for t in self.allowed_tools if t not in off)
         return self.model_copy(update=update)
 
     @classmethod

@@ -26,6 +26,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -35,10 +36,19 @@ SHIM_DIR_NAME = "npm-root-cache"
 NPM_TIMEOUT_S = 10.0
 
 
-@functools.lru_cache(maxsize=8)
+_asking = threading.Lock()
+
+
 def npm_global_root(path: str) -> tuple[str, str] | None:
-    """``(npm, its answer to "root -g")`` for npm as found on ``path``, asked once per process; None when npm is
-    not there or did not answer."""
+    """``(npm, its answer to "root -g")`` for npm as found on ``path``, asked once per process (the v1 read-ahead
+    thread and the services' build may ask at the same time: the second waits for the first's answer); None when
+    npm is not there or did not answer."""
+    with _asking:
+        return _ask_npm(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _ask_npm(path: str) -> tuple[str, str] | None:
     npm = shutil.which("npm", path=path)
     if npm is None:
         return None
@@ -64,6 +74,8 @@ def npm_global_root(path: str) -> tuple[str, str] | None:
 def npm_root_shim(directory: Path, path: str) -> Path | None:
     """A directory holding the ``npm`` script for ``path`` (the ``PATH`` the CLI will run with), written under
     ``directory``; None when npm is not on ``path`` or did not answer (then nothing changes)."""
+    if not path:
+        return None
     found = npm_global_root(path)
     if found is None:
         return None

@@ -8,6 +8,7 @@ and whether the session is resumed or started under its deterministic id.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -16,7 +17,16 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfig, SessionStore
 
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.orphan_guard import parent_death_wrapper
+from runtime.agent.orphan_guard import bundled_cli, helper_path_env, parent_death_wrapper
+from runtime.agent.request_metadata import custom_headers_env
+from runtime.guard.confine import (
+    ENV_SESSION_WORKSPACE,
+    cli_wrapper,
+    decided_confinement,
+    give_to,
+    session_temp_root,
+    session_workspace,
+)
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -39,15 +49,17 @@ def build_options(
     resume: bool,
     store: SessionStore | None,
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
-    path: str | None = None,
+    request_metadata: Mapping[str, str] | None = None,
+    npm_root_dir: Path | None = None,
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
     ``hooks`` are the telemetry hooks (event name → matchers); ``pre_tool_gate`` is inserted first among the
     ``PreToolUse`` hooks. ``max_turns`` / ``max_budget_usd`` are the ``--max-turns`` / ``--max-budget-usd``
     flags (the runner explains why the budget is per process). ``resume`` picks
-    ``resume=<id>`` over ``session_id=<id>``. ``path``: the CLI's ``PATH`` when the runtime sets one
-    (:mod:`runtime.agent.npm_root`); None: the runtime's own.
+    ``resume=<id>`` over ``session_id=<id>``. ``request_metadata`` goes with every model call as
+    ``X-Amzn-Bedrock-Request-Metadata`` (:mod:`runtime.agent.request_metadata`). ``npm_root_dir`` goes first on
+    the CLI's ``PATH``: its ``npm`` answers the sandboxed CLI's ``npm root -g`` (:mod:`runtime.agent.npm_root`).
     """
     d = definition
     mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -59,15 +71,40 @@ def build_options(
     all_hooks: dict[str, list[Any]] = {event: list(matchers) for event, matchers in hooks.items()}
     all_hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_gate]))
     cli_env = settings.cli_env()
+    # Helpers the CLI keeps running (the sandbox's socat) die with it, as it dies with the runtime.
+    cli_env.update(helper_path_env(settings.resolved_state_dir / "bin"))
+    if npm_root_dir is not None:
+        cli_env["PATH"] = os.pathsep.join(
+            (str(npm_root_dir), cli_env.get("PATH") or os.environ.get("PATH", ""))
+        )
+    if request_metadata:
+        cli_env.update(custom_headers_env(request_metadata))
+    workspace = Path(cwd).resolve()
+    cli = settings.cli_path or bundled_cli()
+    # A root runtime starts the CLI as an unprivileged user (decided at start-up, runtime.guard.confine); the
+    # CLI's own directories become that user's.
+    confinement = decided_confinement(workspace, cli)
     isolation = session_isolation(
         state_dir=settings.resolved_state_dir,
-        workspace=Path(cwd).resolve(),
+        workspace=workspace,
         claude_session_id=claude_session_id,
+        temp_root=session_temp_root(claude_session_id, confinement),
         cli_env=cli_env,
         sandboxed=settings.sandbox == "required",
         allowed_domains=d.network_allowed_domains,
         extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
     )
+    cli_path: str | None
+    env = {**cli_env, **isolation.env}
+    if confinement.wraps and cli is not None:
+        for path in (isolation.env["HOME"], cli_env["CLAUDE_CONFIG_DIR"], cli_env["XDG_CACHE_HOME"]):
+            give_to(Path(path), confinement, recursive=True)
+        state = settings.resolved_state_dir
+        own = session_workspace(state, workspace, claude_session_id, confinement)
+        env[ENV_SESSION_WORKSPACE] = str(own)
+        cli_path = cli_wrapper(cli, state / "bin", confinement, workspace)
+    else:
+        cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")
     return ClaudeAgentOptions(
         system_prompt=d.system_prompt,
         tools=list(d.builtin_tools),
@@ -81,8 +118,8 @@ def build_options(
         max_budget_usd=max_budget_usd,
         model=settings.model,
         cwd=str(cwd),
-        cli_path=parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin"),
-        env={**cli_env, **isolation.env, **({"PATH": path} if path else {})},
+        cli_path=cli_path,
+        env=env,
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),
         setting_sources=[],

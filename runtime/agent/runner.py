@@ -38,9 +38,10 @@ from claude_agent_sdk.types import (
 
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
-from runtime.agent.npm_root import path_with_npm_root
+from runtime.agent.npm_root import npm_root_shim
 from runtime.agent.options import build_options
 from runtime.agent.process import CliProcess
+from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
 from runtime.errors import AgentProcessError, SessionStoreError, TurnTimeout
 from runtime.guard.gate import PermissionGate
@@ -95,8 +96,8 @@ class AgentTurnRunner:
         self.gate = PermissionGate(deps.policy, deps.observer)
         # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
         # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
-        self.cli_search_path = (
-            path_with_npm_root(self.settings.resolved_state_dir / "bin", os.environ.get("PATH"))
+        self.npm_root_dir = (
+            npm_root_shim(self.settings.resolved_state_dir / "bin", os.environ.get("PATH", ""))
             if self.settings.sandbox == "required"
             else None
         )
@@ -186,7 +187,10 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
-            path=self.cli_search_path,
+            request_metadata=request_metadata(
+                session_id=session.runtime_session_id, actor=session.actor_id, agent=self.settings.agent_name
+            ),
+            npm_root_dir=self.npm_root_dir,
         )
         client = self.deps.client_factory(options)
         try:

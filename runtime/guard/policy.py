@@ -9,7 +9,8 @@ Rules:
 - ``Bash`` runs only allowlisted programs. The command is parsed (:mod:`runtime.guard.shell`): every simple command
   in pipelines, lists, subshells and substitutions must pass; output redirection is refused (except to
   ``/dev/null``); risky flags of allowed programs (``find -exec``, ``sed -i``, ``git push`` …) are refused.
-- File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files.
+- File tools and path-like Bash arguments must stay inside the workspace and may not name sensitive files; file
+  tools read only regular files and directories (a FIFO would block ``Read`` until the turn times out).
 
 Every denial message tells the agent what it may do instead.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -169,12 +171,18 @@ class PermissionPolicy:
                 f"The tool '{tool_name}' is not enabled for this agent. Tools you may use: {listed}."
             )
         if tool_name == "Bash":
+            if tool_input.get("run_in_background"):
+                # A background command outlives its tool call and the turn; the CLI is started without
+                # background tasks too (runtime.guard.tool_env), this refuses a call that asks anyway.
+                return Decision.deny(
+                    "Bash refused: commands may not run in the background; run it in the foreground."
+                )
             return self._decide_bash(str(tool_input.get("command", "")))
         if tool_name in FILE_TOOLS:
             for key in FILE_TOOLS[tool_name]:
                 value = tool_input.get(key)
                 if value:
-                    problem = self.path_problem(str(value))
+                    problem = self.path_problem(str(value)) or self.special_file_problem(str(value))
                     if problem:
                         return Decision.deny(f"{tool_name} refused: {problem}")
             for key in _PATTERN_KEYS.get(tool_name, ()):
@@ -329,6 +337,18 @@ class PermissionPolicy:
             if path != self.workspace and self.workspace not in path.parents:
                 return f"'{raw}' is outside the workspace {self.workspace}; use paths inside it"
         return None
+
+    def special_file_problem(self, raw: str) -> str | None:
+        """Why ``raw`` is not a file a tool can read: a FIFO (which would block the tool until the turn times
+        out), a socket or a device. Only called once :meth:`path_problem` accepted ``raw``."""
+        expanded = os.path.expanduser(raw)
+        try:
+            mode = os.stat(expanded if os.path.isabs(expanded) else self.workspace / expanded).st_mode
+        except (OSError, ValueError):
+            return None  # missing: the tool says so itself
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return None
+        return f"'{raw}' is not a regular file or directory (a FIFO, socket or device); tools read only files"
 
 
 def _is_sensitive(path: Path) -> bool:

@@ -3,12 +3,13 @@
 - ``readonly`` (default): the reviewer toolset: Read, Glob, Grep and read-only shell programs.
 - ``developer``: also runs the repository's own tests and builds (:data:`DEVELOPER_PROGRAMS`): interpreters and
   build tools take any arguments, so they are allowed **only inside the OS sandbox** (network off, writes only
-  in the workspace). Without a working sandbox the profile falls back to ``readonly``'s programs.
+  in the workspace), and the CLI's host-side file tools (:data:`HOST_FILE_TOOLS`) are off. Without a working
+  sandbox the profile falls back to ``readonly``'s programs.
 
 :func:`probe_sandbox` checks once, at start, that bubblewrap can build a sandbox here; the agent definition
 (:meth:`runtime.agent.definition.AgentDefinitionSpec.for_sandbox`) switches command-running tools off when it
-cannot and the sandbox is required. This module knows nothing of the definition: the agent uses the guard,
-never the other way round.
+cannot and the sandbox is required (or when a root runtime cannot drop root: :attr:`SandboxStatus.blocked`).
+This module knows nothing of the definition: the agent uses the guard, never the other way round.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ DEVELOPER_PROGRAMS: frozenset[str] = frozenset(
     }
 )
 COMMAND_TOOLS: frozenset[str] = frozenset({"Bash"})
+#: Built-in tools the CLI runs in its own process, on the host, outside the OS sandbox. Where sandboxed commands
+#: can write the workspace (``developer``), a command can swap a checked path for a symlink between the policy's
+#: check and the CLI's open (the check and the open happen in two processes), so these tools are off there and
+#: the agent reads with ``cat``/``grep``/``find`` inside the sandbox instead.
+HOST_FILE_TOOLS: frozenset[str] = frozenset(
+    {"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
+)
 
 _PROBE = (
     "--new-session",
@@ -65,10 +73,12 @@ class SandboxStatus:
     mode: str
     available: bool
     reason: str = ""
+    blocked: str = ""
+    """Why commands must not run at all, whatever the sandbox (a root runtime that cannot drop root)."""
 
     @property
     def commands_enabled(self) -> bool:
-        return self.mode == "off" or self.available
+        return not self.blocked and (self.mode == "off" or self.available)
 
     @property
     def sandboxed(self) -> bool:

@@ -9,10 +9,12 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
   dir, the CLI config dir, other sessions, ``$HOME`` and its secrets, the runtime's code and any directory beside
   the workspace are not there at all ("No such file or directory"). ``/etc`` is re-opened one entry at a time
   (``/etc/shadow`` stays hidden).
-- **Writes**: only the workspace and the tool temp dir reach the host. A hidden directory is an empty ``tmpfs``:
-  a command may create files in it, they vanish with the command and never reach the host. So a write that
-  "succeeds" beside the workspace is not an escape: it went to the tmpfs. The attack suite
-  (``tests/e2e/test_sandbox_attacks.py``) therefore checks the host, not exit codes.
+- **Writes**: only the workspace (the session's own copy, :mod:`runtime.guard.confine`), the tool temp dir and
+  ``~/.npm/_logs`` in the session's tool ``HOME`` (the CLI opens that one itself) reach the host, all inside the
+  session's own tree (measured by ``tests/e2e/test_sandbox_escapes.py``). A hidden directory is an empty
+  ``tmpfs``: a command may create files in it, they vanish with the command and never reach the host. So a write
+  that "succeeds" beside the workspace is not an escape: it went to the tmpfs. The attack suites therefore check
+  the host, not exit codes.
 - **Network**: the sandbox has its own network namespace; egress only through the CLI's proxy, which with
   ``strictAllowlist`` and an empty ``allowedDomains`` refuses every host.
 - ``allowUnsandboxedCommands: false`` (``dangerouslyDisableSandbox`` is ignored) and ``failIfUnavailable: true``

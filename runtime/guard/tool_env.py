@@ -10,7 +10,10 @@ The CLI process itself keeps what it needs to call Bedrock (the SDK passes it th
   ``~/.netrc`` … of the real user are not there (the real files are also hidden by the sandbox). When the real
   home holds AWS shared config or credentials files, the CLI is pointed at them explicitly
   (``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE``) so its own Bedrock calls keep working;
-- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session: ``<state>/tmp/<session id>``;
+- ``CLAUDE_CODE_TMPDIR`` (the tools' ``TMPDIR``) is private to the session's CLI process: a short ``/tmp/ak-<pid>-XXXXXXXX``
+  (mode 0700, removed when the process is closed; :mod:`runtime.guard.confine` says why it must be short);
+- ``CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1``: the Bash tool loses ``run_in_background`` (and the CLI its other
+  background tasks), so no command outlives the tool call that started it;
 - with ``AGENTKIT_SANDBOX=off`` there is no deny list (it is a sandbox feature): ``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB=1``
   then strips credentials from tool processes instead (when bwrap is installed: the CLI needs it for that).
 """
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.guard.confine import ENV_SESSION_WORKSPACE
 from runtime.guard.sandbox import SandboxPaths, permission_settings, sandbox_settings
 
 #: Variables a tool subprocess may see (the CLI adds its own sandbox variables, such as the proxy's, itself).
@@ -72,15 +76,12 @@ def tool_home(state_dir: Path, claude_session_id: str) -> Path:
     return state_dir / "tool-home" / claude_session_id
 
 
-def session_tmp(state_dir: Path, claude_session_id: str) -> Path:
-    return state_dir / "tmp" / claude_session_id
-
-
 def session_isolation(
     *,
     state_dir: Path,
     workspace: Path,
     claude_session_id: str,
+    temp_root: Path,
     cli_env: Mapping[str, str],
     sandboxed: bool,
     allowed_domains: tuple[str, ...] = (),
@@ -90,10 +91,14 @@ def session_isolation(
     """Overrides to merge over ``cli_env`` and the sandbox settings (``None`` when the sandbox is off)."""
     host = os.environ if host_env is None else host_env
     home = tool_home(state_dir, claude_session_id)
-    tmp = session_tmp(state_dir, claude_session_id)
-    for path in (home, tmp):
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    env = {"HOME": str(home), "CLAUDE_CODE_TMPDIR": str(tmp), "GIT_TERMINAL_PROMPT": "0"}
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = temp_root
+    env = {
+        "HOME": str(home),
+        "CLAUDE_CODE_TMPDIR": str(tmp),
+        "GIT_TERMINAL_PROMPT": "0",
+        "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+    }
     real_home = Path(host.get("HOME") or os.path.expanduser("~"))
     for var, name in (("AWS_CONFIG_FILE", "config"), ("AWS_SHARED_CREDENTIALS_FILE", "credentials")):
         candidate = real_home / ".aws" / name
@@ -106,7 +111,7 @@ def session_isolation(
         if shutil.which("bwrap", path=host.get("PATH")):
             env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
         return SessionIsolation(env=env, sandbox=None, settings=permission_settings(workspace))
-    names = set(host) | set(cli_env) | set(env)
+    names = set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE}
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)
     paths = SandboxPaths(workspace=workspace, tool_tmp=tmp, tool_home=home, extra_read=extra_read)
     return SessionIsolation(

@@ -6,8 +6,10 @@ reaches here as ``CancelledError``) nor a failing store loses it. The remote cal
 ``call_timeout_s`` (default 20 s, well under the SDK's limit); a call that fails or runs over leaves the
 batch queued, and a background asyncio task redelivers queued batches in FIFO order with exponential
 backoff (``flush()`` / ``close()`` try once more at shutdown). While a key has undelivered batches, new
-batches for that key queue behind them, so order is kept. ``load()`` returns the inner store's entries
-followed by the undelivered ones (deduplicated on ``uuid``), so a resume on this microVM sees everything.
+batches for that key queue behind them, so order is kept. ``load_all()`` returns the inner store's entries
+followed by the undelivered ones (deduplicated on ``uuid``), so a resume on this microVM sees everything;
+``load()`` (what the SDK resumes from) gives a main transcript from its last compact boundary on
+(:mod:`runtime.store.compaction`).
 
 - A batch the store rejects for good (``SessionStoreError.retryable`` false, e.g. a validation error) is
   dead-lettered: kept in ``dead-letter.jsonl``, logged at ERROR, counted as ``SessionStoreDeadLetters``;
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import SessionStoreError
 from runtime.store.codec import dumps_entry
+from runtime.store.compaction import resume_view
 from runtime.store.journal import Batch, Journal
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
@@ -356,6 +359,15 @@ class SpoolingSessionStore:
         await self._accept(batch, blocked=self._has_pending(key))
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """What a resuming CLI is given: :meth:`load_all`, for a main transcript cut to its last compact boundary
+        with no pointer to the compacting process's local file (:func:`runtime.store.compaction.resume_view`).
+        Inner errors propagate."""
+        entries = await self.load_all(key)
+        if key.get("subpath"):
+            return entries
+        return resume_view(entries)
+
+    async def load_all(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """Inner entries followed by undelivered spooled ones (dedup on ``uuid``). Inner errors propagate."""
         self._adopt_orphans()
         stored = await self.inner.load(key)
@@ -438,7 +450,7 @@ class SpoolingSessionStore:
     async def _recover(self, key: SessionKey, path: Path) -> None:
         try:
             local = await asyncio.to_thread(_read_jsonl, path)
-            have = await self.load(key) or []
+            have = await self.load_all(key) or []
             uuids = {e.get("uuid") for e in have if e.get("uuid") is not None}
             bodies = {dumps_entry(e) for e in have if e.get("uuid") is None}
             missing = [

@@ -169,7 +169,7 @@ def test_every_paged_call_of_the_client_has_a_botocore_paginator() -> None:
     used = {
         m.group(1)
         for path in source.rglob("*.py")
-        for m in re.finditer(r'get_paginator\("(\w+)"\)', path.read_text(encoding="utf-8"))
+        for m in re.finditer(r'(?:get_paginator\(|_items\(\w+, )"(\w+)"', path.read_text(encoding="utf-8"))
     }
     services = {
         "filter_log_events": "logs",
@@ -178,6 +178,10 @@ def test_every_paged_call_of_the_client_has_a_botocore_paginator() -> None:
         "describe_alarms": "cloudwatch",
         "list_stack_resources": "cloudformation",
         "list_service_quotas": "service-quotas",
+        "list_secrets": "secretsmanager",
+        "list_agent_runtimes": "bedrock-agentcore-control",
+        "list_memories": "bedrock-agentcore-control",
+        "list_gateways": "bedrock-agentcore-control",
     }
     assert used == set(services), used
     session = botocore.session.get_session()

@@ -204,6 +204,37 @@ def test_status_json(deployed: dict[str, Any]) -> None:
     assert data["log_group"] == deployed["group"]
 
 
+@pytest.mark.parametrize(
+    ("dimensions", "verdict"),
+    [
+        ({"Operation": "InvokeAgentRuntime", "Name": "agentkit_dev::dev", "Resource": "ARN"}, "yes"),
+        ({"Service": "AgentCore.Runtime", "Name": "agentkit_dev::DEFAULT"}, "NO: its runtime widgets"),
+    ],
+)
+def test_status_lists_the_runtimes_metrics_and_whether_the_dashboard_matches(
+    deployed: dict[str, Any], dimensions: dict[str, str], verdict: str
+) -> None:
+    dims = [{"Name": k, "Value": deployed["arn"] if v == "ARN" else v} for k, v in dimensions.items()]
+    deployed["cloudwatch"].put_metric_data(
+        Namespace="AWS/Bedrock-AgentCore",
+        MetricData=[{"MetricName": "Invocations", "Dimensions": dims, "Value": 1}],
+    )
+    code, out, err = run(["status", "--stack", "AgentKit-dev"], _factory(deployed))
+    assert code == 0, err
+    section = out.split("metrics (AWS/Bedrock-AgentCore)")[1]
+    assert "Invocations" in section and f"Name=agentkit_dev::dev: {verdict}" in section
+    assert "MMDSv2 required: no (agentkit doctor)" in out
+    _, raw, _ = run(["status", "--stack", "AgentKit-dev", "--output", "json"], _factory(deployed))
+    data = json.loads(raw)["metrics"]
+    assert data["dashboard_dimensions_match"] is (verdict == "yes")
+    assert data["published"][0]["name"] == "Invocations"
+
+
+def test_status_says_when_no_metric_is_published_yet(deployed: dict[str, Any]) -> None:
+    code, out, _ = run(["status", "--stack", "AgentKit-dev"], _factory(deployed))
+    assert code == 0 and "none published yet (invoke the agent once)" in out
+
+
 def test_status_reports_a_part_it_cannot_read_and_exits_4(deployed: dict[str, Any]) -> None:
     denied_logs = boto3.client("logs", region_name=REGION)
     stub = Stubber(denied_logs)

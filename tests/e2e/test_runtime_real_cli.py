@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,8 +59,11 @@ def bedrock() -> Iterator[BedrockStandIn]:
 
 
 @pytest.fixture(scope="module")
-def server(bedrock: BedrockStandIn, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeServer]:
-    tmp = tmp_path_factory.mktemp("runtime-real-cli")
+def server(bedrock: BedrockStandIn) -> Iterator[RuntimeServer]:
+    # Under /tmp and traversable (pytest's tmp dirs are private to their user): a root runtime runs its CLI as an
+    # unprivileged user, who must reach the workspace, or command tools stay off (docs/security.md).
+    tmp = Path(tempfile.mkdtemp(prefix="ak-runtime-real-cli-", dir="/tmp"))
+    tmp.chmod(0o755)
     srv = RuntimeServer(
         env=runtime_env(
             bedrock,
@@ -72,6 +77,7 @@ def server(bedrock: BedrockStandIn, tmp_path_factory: pytest.TempPathFactory) ->
     srv.tmp = tmp  # type: ignore[attr-defined]
     yield srv
     srv.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -307,3 +313,14 @@ def test_resume_in_a_fresh_process_from_the_sqlite_store(bedrock, tmp_path):
     for earlier in ("Remember the code word PELICAN", "Noted: the code word is PELICAN.", "second question"):
         assert earlier in history, earlier
     assert "Second answer." in history
+
+
+def test_every_model_call_carries_the_sessions_request_metadata(server, bedrock):
+    """The CLI sends ``X-Amzn-Bedrock-Request-Metadata`` (from ``ANTHROPIC_CUSTOM_HEADERS``) with each model
+    call: Bedrock's invocation logs can then be joined to the runtime session and the agent."""
+    bedrock.enqueue(Reply.text("Noted."))
+    sid = session_id("rt-metadata")
+    assert_ok(server.invoke("Say noted", session=sid))
+    (call,) = bedrock.model_requests
+    metadata = json.loads(call.headers["x-amzn-bedrock-request-metadata"])
+    assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid}

@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ class Scene:
     bedrock: BedrockStandIn
     servers: dict[str, RuntimeServer] = field(default_factory=dict)
     git_before: dict[str, str] = field(default_factory=dict)
+    tool_venv: tuple[Path, set[str]] = (Path(sys.prefix), set())
 
 
 def _git(ws: Path, *args: str) -> None:
@@ -101,6 +103,31 @@ def _git(ws: Path, *args: str) -> None:
 
 def _venv_root() -> Path:
     return Path(os.path.realpath(sys.prefix))
+
+
+def _site_packages() -> set[str]:
+    return {os.path.realpath(p) for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)}
+
+
+def _tool_venv(root: Path) -> tuple[Path, set[str]]:
+    """The venv the developer control's ``python -m pytest`` runs from, and the paths it needs to read.
+
+    A root runtime runs its CLI, and so every command, as an unprivileged user, who may not be able to execute
+    this interpreter (e.g. pyenv under ``/root``): then a venv of the system python with a ``.pth`` file pointing
+    at this venv's site-packages stands in (as ``scripts/attacks_as_uid.sh`` does)."""
+    venv = _venv_root()
+    if os.geteuid() != 0:
+        return venv, {str(venv), os.path.realpath(sys.base_prefix), *_site_packages()}
+    tool = root / "tool-venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(tool)], check=True)
+    purelib = subprocess.run(
+        [str(tool / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "project.pth").write_text("\n".join(sorted(_site_packages())) + "\n")
+    return tool, {str(tool), *_site_packages()}
 
 
 def _build_scene(root: Path, bedrock: BedrockStandIn) -> Scene:
@@ -136,21 +163,14 @@ def _build_scene(root: Path, bedrock: BedrockStandIn) -> Scene:
 
 def _server(scene: Scene, profile: str) -> RuntimeServer:
     agent_file = scene.root / f"agent-{profile}.json"
-    venv = _venv_root()
+    venv, venv_paths = scene.tool_venv
     agent_file.write_text(
         json.dumps(
             {
                 "profile": profile,
                 "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
                 # the developer control runs pytest from this venv and its base interpreter
-                "sandbox_read_paths": sorted(
-                    {str(venv), os.path.realpath(sys.base_prefix)}
-                    | {
-                        os.path.realpath(p)
-                        for p in sys.path
-                        if p.endswith("site-packages") and os.path.isdir(p)
-                    }
-                ),
+                "sandbox_read_paths": sorted(venv_paths),
             }
         )
     )
@@ -173,11 +193,13 @@ def _server(scene: Scene, profile: str) -> RuntimeServer:
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    root = tmp_path_factory.mktemp("attacks")
+def scene() -> Iterator[Scene]:
+    # Under /tmp and traversable: a root runtime runs its CLI as an unprivileged user that must reach the scene.
+    root = Path(tempfile.mkdtemp(prefix="ak-attacks-", dir="/tmp"))
     os.chmod(root, 0o755)
     with BedrockStandIn() as bedrock:
         scene = _build_scene(root, bedrock)
+        scene.tool_venv = _tool_venv(root)
         try:
             scene.servers["readonly"] = _server(scene, "readonly")
             scene.servers["developer"] = _server(scene, "developer")
@@ -192,6 +214,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
             for server in scene.servers.values():
                 server.stop()
             scene.listener.close()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 # -- running attacks -------------------------------------------------------------------------------------

@@ -10,13 +10,27 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from harness.runtime_server import RuntimeServer, session_id
 from harness.sandbox_tools import path_without_sandbox_tools
 from standins import BedrockStandIn, Reply
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """Under /tmp and traversable (pytest's own is private to its user): a root runtime runs its CLI as an
+    unprivileged user, who must reach the workspace, or command tools stay off."""
+    path = Path(tempfile.mkdtemp(prefix="ak-startup-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def start(tmp: Path, bedrock: BedrockStandIn, **env: str) -> RuntimeServer:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from harness.runtime_server import RuntimeServer, free_port, session_id
 
@@ -135,19 +139,27 @@ def test_what_is_done_before_listening_follows_the_platform_version(tmp_path: Pa
     assert results["v2"] == {"version": "v2", "sdk_imported": True, "services_built": True, "threads": 1}
 
 
-def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(tmp_path: Path) -> None:
+def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """The sandboxed CLI asks npm for its global root as it starts (``runtime.agent.npm_root``): the runtime asks
-    once while it starts — v1 beside the SDK import, v2 before its snapshot — and new sessions do not ask again."""
+    once while it starts, before any invocation — v1 beside the SDK import, v2 before its snapshot. (That a
+    connect does not ask again: ``tests/unit/test_npm_root.py``.)"""
     from harness.runtime_server import RuntimeServer
 
     bin_dir, log = tmp_path / "node-bin", tmp_path / "npm.log"
     bin_dir.mkdir()
     (bin_dir / "npm").write_text(f"#!/bin/sh\necho \"$*\" >> '{log}'\necho /opt/node/lib/node_modules\n")
     (bin_dir / "npm").chmod(0o755)
+    # A runtime running as root hands the CLI to an unprivileged user, who must reach the fake CLI: not under
+    # pytest's private temp dir.
+    shared = Path(tempfile.mkdtemp(prefix="agentkit-npm-", dir="/tmp"))
+    shared.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
     for version in ("v1", "v2"):
-        (tmp_path / version).mkdir()
+        (shared / version).mkdir(mode=0o755)
         env = _v2_env(
-            tmp_path / version,
+            shared / version,
             AGENTKIT_PLATFORM_VERSION=version,
             AGENTKIT_SANDBOX="required",
             PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -159,9 +171,6 @@ def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(tmp_p
             while not (log.exists() and log.read_text().count("root -g") == (1 if version == "v1" else 2)):
                 assert time.monotonic() < deadline, (tmp_path / f"{version}.log").read_text()[-2000:]
                 time.sleep(0.05)
-            for name in ("a", "b"):
-                reply = server.invoke("hi", session=session_id(f"npm-{version}-{name}"))
-                assert reply.status == 200 and reply.last.get("type") == "result", reply.last
         finally:
             server.stop()
     assert log.read_text().splitlines() == ["root -g", "root -g"]  # once per runtime

@@ -125,10 +125,10 @@ def test_signed_gitlab_note_is_answered_by_the_runtime(world: SimpleNamespace) -
     run_queued(world)
     [turn] = world.plane.calls
     assert turn["status"] == 200 and turn["path"].endswith("/invocations?qualifier=dev")
-    assert turn["session"] == "gitlab-" + hashlib.sha256(b"gitlab-org/gitlab-test#17").hexdigest()
-    assert turn["actor"] == "gitlab:gitlab-org/gitlab-test"
+    assert turn["session"] == "gitlab-" + hashlib.sha256(b"5#17").hexdigest()
+    assert turn["actor"] == "gitlab:5"  # the immutable project id
     [note] = world.gitlab.replies
-    assert note["project"] == "gitlab-org/gitlab-test" and note["noteable_iid"] == 17
+    assert note["project"] == "5" and note["noteable_iid"] == 17
     # The fake CLI echoes the prompt: the note is the runtime's real answer to this issue's comment.
     assert note["body"].startswith("echo: You are answering issue #17 in the gitlab project")
     assert "/agent why does the arm64 build fail?" in note["body"]
@@ -140,8 +140,8 @@ def test_signed_jira_comment_is_answered_by_the_runtime(world: SimpleNamespace) 
     assert call(jira_event(body))[1]["status"] == "queued"
     run_queued(world)
     [turn] = world.plane.calls
-    assert turn["status"] == 200 and turn["actor"] == "jira:SP"
-    assert turn["session"] == "jira-" + hashlib.sha256(b"SP#9").hexdigest()
+    assert turn["status"] == 200 and turn["actor"] == "jira:example.atlassian.net"
+    assert turn["session"] == "jira-" + hashlib.sha256(b"example.atlassian.net#10148").hexdigest()
     [comment] = world.jira.replies  # the stand-in accepted it only as valid ADF
     assert comment["issue"] == "SP-9"
     first = comment["body"]["content"][0]["content"][0]["text"]

@@ -97,3 +97,17 @@ def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synth(
         tmp_path_factory.mktemp("optional"), stage="dev", overrides=overrides, account="123456789012"
     )
+
+
+@pytest.fixture(scope="session")
+def global_oidc(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """dev with a ``global.`` profile and the GitHub OIDC invoker for a repository that sends GitHub's immutable
+    subjects (``owner@<id>/name@<id>``), on the account's existing OIDC provider (the default)."""
+    overrides = {
+        "model": "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "extra_models": [],
+        "github_oidc": {"enabled": True, "repository": "acme@1234567/agent@89012345", "branches": ["main"]},
+    }
+    return synth(
+        tmp_path_factory.mktemp("global_oidc"), stage="dev", overrides=overrides, account="123456789012"
+    )

@@ -133,11 +133,6 @@ def test_cli_overrides_reach_the_template(tmp_path: Path) -> None:
         ),
         (["-c", 'agentkit={"image_build": "codebuild"}'], {}, "replaces the whole agentkit object"),
         (["-c", "gateway.enabled=maybe"], {}, "agentkit.gateway.enabled: Input should be a valid boolean"),
-        (  # the CLI derives CDK_DEFAULT_REGION from AWS_REGION (or the profile) and hands it to the app
-            [],
-            {"AWS_REGION": "eu-west-1"},
-            "not offered in region eu-west-1 (from CDK_DEFAULT_REGION)",
-        ),
     ],
 )
 def test_cli_refuses_bad_context_without_a_traceback(

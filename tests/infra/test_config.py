@@ -103,6 +103,27 @@ def test_github_oidc_requires_repository() -> None:
         load_config(data, stage="dev")
 
 
+def test_github_oidc_uses_the_accounts_provider_by_default() -> None:
+    data = raw()
+    data["github_oidc"] = {"enabled": True, "repository": "acme/agent"}
+    assert load_config(data, stage="dev").github_oidc.create_provider is False
+
+
+@pytest.mark.parametrize("repository", ["acme/agent", "acme@1234567/agent@89012345"])
+def test_github_oidc_accepts_name_and_immutable_repositories(repository: str) -> None:
+    data = raw()
+    data["github_oidc"] = {"enabled": True, "repository": repository}
+    assert load_config(data, stage="dev").github_oidc.repository == repository
+
+
+@pytest.mark.parametrize("repository", ["acme@*/agent@*", "acme@123/agent", "acme/agent@*"])
+def test_github_oidc_refuses_unpinned_immutable_ids(repository: str) -> None:
+    data = raw()
+    data["github_oidc"] = {"enabled": True, "repository": repository}
+    with pytest.raises(ConfigError, match=r"agentkit\.github_oidc\.repository"):
+        load_config(data, stage="dev")
+
+
 def test_missing_stage_settings() -> None:
     data = raw()
     del data["stages"]["prod"]
@@ -130,7 +151,6 @@ def test_missing_stage_settings() -> None:
             lambda d: d["stages"]["dev"].update(idle_timeout_minutes=180, max_lifetime_hours=2),
             "exceeds max_lifetime",
         ),
-        (lambda d: d.update(region="eu-west-1"), "not offered in region eu-west-1"),
     ],
 )
 def test_inconsistent_settings_are_refused(change, fragment: str) -> None:

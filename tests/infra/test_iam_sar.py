@@ -20,7 +20,7 @@ def test_the_sar_data_is_installed() -> None:
     assert sar.service("bedrock-agentcore") is not None and sar.global_keys()
 
 
-@pytest.mark.parametrize("variant", ["dev", "prod", "optional"])
+@pytest.mark.parametrize("variant", ["dev", "prod", "optional", "global_oidc"])
 def test_every_statement_matches_the_service_authorization_reference(
     variant: str, request: pytest.FixtureRequest
 ) -> None:

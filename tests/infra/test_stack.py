@@ -188,18 +188,33 @@ def test_prod_jwt_auth_and_vpc(prod: Synth) -> None:
 
 
 def test_model_access_only_on_profiles_and_their_models(dev: Synth) -> None:
-    statement = by_sid(dev, "InvokeConfiguredModels")
-    assert sorted(as_list(statement["Action"])) == [
-        "bedrock:InvokeModel",
-        "bedrock:InvokeModelWithResponseStream",
-    ]
-    rendered = [dumps(r) for r in statement["Resource"]]
-    assert all("*" not in r for r in rendered)
+    """The profiles, and their foundation models in any Region only through those profiles: no copy of which
+    Regions a profile routes to (AWS changes that) and no model reachable without a configured profile."""
+    direct = by_sid(dev, "InvokeConfiguredProfiles")
+    through = by_sid(dev, "InvokeModelsThroughConfiguredProfiles")
+    for statement in (direct, through):
+        assert sorted(as_list(statement["Action"])) == [
+            "bedrock:InvokeModel",
+            "bedrock:InvokeModelWithResponseStream",
+        ]
+    profiles = [dumps(r) for r in as_list(direct["Resource"])]
+    models = [dumps(r) for r in as_list(through["Resource"])]
+    assert all("*" not in r for r in profiles) and len(profiles) == 2
     for model in ("claude-sonnet-4-5-20250929-v1:0", "claude-haiku-4-5-20251001-v1:0"):
-        assert sum(f"inference-profile/us.anthropic.{model}" in r for r in rendered) == 1
-        for region in ("us-east-1", "us-east-2", "us-west-2"):
-            assert sum(f"bedrock:{region}::foundation-model/anthropic.{model}" in r for r in rendered) == 1
-    assert len(rendered) == 8
+        assert sum(f"inference-profile/us.anthropic.{model}" in r for r in profiles) == 1
+        assert sum(f":bedrock:*::foundation-model/anthropic.{model}" in r for r in models) == 1
+    assert len(models) == 2
+    # Only through the configured profiles: the condition lists exactly the profile ARNs of the first statement.
+    assert list(through["Condition"]) == ["StringEquals"]
+    condition = through["Condition"]["StringEquals"]["bedrock:InferenceProfileArn"]
+    assert sorted(dumps(c) for c in as_list(condition)) == sorted(profiles)
+
+
+def test_a_global_profile_adds_the_regionless_model_arn(global_oidc: Synth) -> None:
+    through = by_sid(global_oidc, "InvokeModelsThroughConfiguredProfiles")
+    models = [dumps(r) for r in as_list(through["Resource"])]
+    assert sum(":bedrock:::foundation-model/anthropic.claude-sonnet-4-5" in r for r in models) == 1
+    assert sum(":bedrock:*::foundation-model/anthropic.claude-sonnet-4-5" in r for r in models) == 1
 
 
 def test_first_use_of_a_claude_model_can_subscribe(dev: Synth) -> None:
@@ -334,31 +349,25 @@ def test_cmk_memory_in_prod(prod: Synth) -> None:
 
 
 def test_memory_strategies_and_expiry(dev: Synth, prod: Synth) -> None:
-    dev.template.has_resource_properties(
-        "AWS::BedrockAgentCore::Memory",
+    """Each strategy's namespace is a ``NamespaceTemplates`` entry (botocore and the CloudFormation schema
+    carry it; ``Namespaces`` is the legacy field), with nothing else changed."""
+    (memory,) = resources(dev, "AWS::BedrockAgentCore::Memory")
+    assert memory["Properties"]["EventExpiryDuration"] == 30
+    assert memory["Properties"]["MemoryStrategies"] == [
+        {"SemanticMemoryStrategy": {"Name": "facts", "NamespaceTemplates": ["/agentkit/facts/{actorId}"]}},
         {
-            "EventExpiryDuration": 30,
-            "MemoryStrategies": Match.array_with(
-                [
-                    {
-                        "SemanticMemoryStrategy": Match.object_like(
-                            {"Namespaces": ["/agentkit/facts/{actorId}"]}
-                        )
-                    },
-                    {
-                        "UserPreferenceMemoryStrategy": Match.object_like(
-                            {"Namespaces": ["/agentkit/preferences/{actorId}"]}
-                        )
-                    },
-                    {
-                        "SummaryMemoryStrategy": Match.object_like(
-                            {"Namespaces": ["/agentkit/summaries/{actorId}/{sessionId}"]}
-                        )
-                    },
-                ]
-            ),
+            "UserPreferenceMemoryStrategy": {
+                "Name": "preferences",
+                "NamespaceTemplates": ["/agentkit/preferences/{actorId}"],
+            }
         },
-    )
+        {
+            "SummaryMemoryStrategy": {
+                "Name": "summaries",
+                "NamespaceTemplates": ["/agentkit/summaries/{actorId}/{sessionId}"],
+            }
+        },
+    ]
     prod.template.has_resource_properties("AWS::BedrockAgentCore::Memory", {"EventExpiryDuration": 90})
 
 
@@ -370,6 +379,29 @@ def test_gateway_uses_explicit_iam_and_no_cognito(dev: Synth) -> None:
         "AWS::BedrockAgentCore::Gateway", {"AuthorizerType": "AWS_IAM", "ProtocolType": "MCP"}
     )
     dev.template.resource_count_is("AWS::Cognito::UserPool", 0)
+
+
+def test_gateway_role_is_trusted_only_with_source_account_and_arn(prod: Synth) -> None:
+    """One trust statement, with the confused-deputy conditions: an unconditioned second statement (the L2
+    default role's) would make them moot."""
+    (gateway,) = resources(prod, "AWS::BedrockAgentCore::Gateway")
+    role_id = gateway["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    trust = prod.raw["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert len(trust) == 1
+    (statement,) = trust
+    assert statement["Principal"] == {"Service": "bedrock-agentcore.amazonaws.com"}
+    assert statement["Action"] == "sts:AssumeRole" and statement["Effect"] == "Allow"
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"},
+        "ArnLike": {
+            "aws:SourceArn": "arn:aws:bedrock-agentcore:us-east-1:123456789012:gateway/agentkit-prod-tools*"
+        },
+    }
+    # The tool target's grant still lands on this role.
+    policies = [
+        r for r in resources(prod, "AWS::IAM::Policy") if {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    assert "lambda:InvokeFunction" in dumps(policies)
 
 
 def test_gateway_lambda_target_with_inline_tools(dev: Synth) -> None:
@@ -409,6 +441,30 @@ def test_alarms_to_topic(dev: Synth, prod: Synth) -> None:
     prod.template.has_resource_properties(
         "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"}
     )
+
+
+def test_runtime_alarms_do_not_call_missing_data_ok(dev: Synth) -> None:
+    """The runtime metrics' dimensions are undocumented: a wrong set must show as INSUFFICIENT_DATA, not OK.
+    Only the spend alarm (our own metric: no data means no spend) treats missing data as not breaching."""
+    alarms = resources(dev, "AWS::CloudWatch::Alarm")
+    spend = [a for a in alarms if "CostUSD" in dumps(a["Properties"])]
+    assert [a["Properties"]["TreatMissingData"] for a in spend] == ["notBreaching"]
+    runtime_alarms = [
+        a
+        for a in resources(dev, "AWS::CloudWatch::Alarm")
+        if "AWS/Bedrock-AgentCore" in dumps(a["Properties"])
+    ]
+    assert len(runtime_alarms) == 2
+    assert {a["Properties"]["TreatMissingData"] for a in runtime_alarms} == {"missing"}
+
+
+def test_dashboard_shows_the_runtimes_billed_compute(dev: Synth) -> None:
+    """CostUSD counts model tokens only; AgentCore also bills the runtime's vCPU-hours and GB-hours."""
+    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
+    body = dumps(dashboard["Properties"]["DashboardBody"])
+    assert "Runtime compute per day, as billed" in body
+    for metric in ("CPUUsed-vCPUHours", "MemoryUsed-GBHours"):
+        assert f'\\"AWS/Bedrock-AgentCore\\",\\"{metric}\\"' in body, metric
 
 
 def test_dashboard_content(dev: Synth) -> None:
@@ -546,6 +602,28 @@ def test_webhook_and_oidc_behind_flags(optional: Synth) -> None:
     assert receivers[0]["JIRA_SITE_URL"] == "https://acme.atlassian.net"
     for key in ("GitLabWebhookUrl", "GitLabWebhookSecretName", "JiraWebhookUrl", "JiraTokenSecretName"):
         assert key in optional.raw["Outputs"], key
+
+
+def test_the_accounts_oidc_provider_is_used_unless_asked(optional: Synth, global_oidc: Synth) -> None:
+    """An account holds one GitHub OIDC provider per URL (most have it; dev and prod would both create it):
+    the stack trusts the existing one by default."""
+    for synthesized in (optional, global_oidc):
+        synthesized.template.resource_count_is("AWS::IAM::OIDCProvider", 0)
+        (role,) = [
+            r for r in resources(synthesized, "AWS::IAM::Role") if "sts:AssumeRoleWithWebIdentity" in dumps(r)
+        ]
+        principal = dumps(role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"])
+        assert ":oidc-provider/token.actions.githubusercontent.com" in principal
+
+
+def test_immutable_github_subject_is_trusted_with_its_ids(global_oidc: Synth) -> None:
+    (role,) = [
+        r for r in resources(global_oidc, "AWS::IAM::Role") if "sts:AssumeRoleWithWebIdentity" in dumps(r)
+    ]
+    condition = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]
+    assert condition["StringLike"]["token.actions.githubusercontent.com:sub"] == [
+        "repo:acme@1234567/agent@89012345:ref:refs/heads/main"
+    ]
 
 
 def test_small_model_slot_falls_back_to_an_invocable_profile() -> None:

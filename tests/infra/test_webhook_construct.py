@@ -38,7 +38,12 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
     IssueWebhook(
         literal, "Webhook", runtime_arn=RUNTIME_ARN, props=WebhookProps(runtime_endpoint_name="prod")
     )
-    GitHubOidcInvoker(literal, "Ci", runtime_arn=RUNTIME_ARN, props=OidcInvokerProps(repository="octo/kit"))
+    GitHubOidcInvoker(
+        literal,
+        "Ci",
+        runtime_arn=RUNTIME_ARN,
+        props=OidcInvokerProps(repository="octo/kit", create_provider=True),
+    )
 
     # Runtime ARN as a token (as the real stack passes it), secrets referenced by name, narrow trust.
     tokens = cdk.Stack(app, "WebhookTokens", env=env)
@@ -401,7 +406,29 @@ def test_github_subjects(kwargs: dict[str, Any], expected: list[str]) -> None:
     assert github_subjects("o/r", **kwargs) == expected
 
 
-@pytest.mark.parametrize("repo", ["octo", "octo/kit/extra", "octo/*", "", "a b/c"])
+def test_immutable_subjects_pin_both_ids() -> None:
+    """GitHub's immutable ``sub`` (``repo:owner@<id>/name@<id>:...``) is accepted with the ids as given."""
+    assert github_subjects("octo@123456/kit@456789", branches=["main"]) == [
+        "repo:octo@123456/kit@456789:ref:refs/heads/main"
+    ]
+    assert github_subjects("octo@1/kit@2") == ["repo:octo@1/kit@2:*"]
+
+
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "octo",
+        "octo/kit/extra",
+        "octo/*",
+        "",
+        "a b/c",
+        "octo@*/kit@*",  # wildcarded ids would match a recycled name again
+        "octo@123/kit",  # GitHub sends both ids or neither
+        "octo/kit@456",
+        "octo@/kit@",
+        "octo@12a/kit@3",
+    ],
+)
 def test_bad_repository_is_rejected(repo: str) -> None:
     with pytest.raises(ValueError, match="owner/repo"):
         github_subjects(repo)

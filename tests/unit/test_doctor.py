@@ -7,14 +7,12 @@ import argparse
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "client") not in sys.path:
@@ -82,32 +80,56 @@ def config(**overrides: Any) -> doctor.DoctorConfig:
     return doctor.DoctorConfig(**fields)
 
 
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
+def foundation(model_id: str, lifecycle: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``GetFoundationModel`` answer (only the fields the model requires, plus ``modelLifecycle``)."""
+    return {
+        "modelDetails": {
+            "modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}",
+            "modelId": model_id,
+            "modelLifecycle": lifecycle or {"status": "ACTIVE"},
+        }
+    }
 
 
 class Account:
-    """A stubbed account: every service the doctor calls, ready to answer the happy path (tweak per test)."""
+    """An account: moto for STS, IAM, Organizations, Secrets Manager, CloudWatch Logs and CloudFormation (no stack
+    deployed yet),
+    botocore's Stubber for the rest, ready to answer the happy path (tweak per test)."""
 
     def __init__(self) -> None:
-        self.sts = boto3.client("sts", region_name=REGION)  # moto
+        self.moto = {
+            name: boto3.client(name, region_name=REGION)
+            for name in ("sts", "iam", "organizations", "secretsmanager", "cloudformation", "logs")
+        }
         self.ssm, self.ssm_stub = stubbed("ssm")
         self.bedrock, self.bedrock_stub = stubbed("bedrock")
         self.agentcore, self.agentcore_stub = stubbed("bedrock-agentcore-control")
         self.xray, self.xray_stub = stubbed("xray")
         self.quotas, self.quotas_stub = stubbed("service-quotas")
+        self.cloudwatch, self.cloudwatch_stub = stubbed("cloudwatch")
+        self.stubs = (
+            self.ssm_stub,
+            self.bedrock_stub,
+            self.agentcore_stub,
+            self.xray_stub,
+            self.quotas_stub,
+            self.cloudwatch_stub,
+        )
+
+    @property
+    def sts(self) -> Any:
+        return self.moto["sts"]
 
     def session(self, **kwargs: Any) -> Session:
         return Session(
             {
-                "sts": self.sts,
+                **self.moto,
                 "ssm": self.ssm,
                 "bedrock": self.bedrock,
                 "bedrock-agentcore-control": self.agentcore,
                 "xray": self.xray,
                 "service-quotas": self.quotas,
+                "cloudwatch": self.cloudwatch,
             },
             **kwargs,
         )
@@ -129,6 +151,11 @@ class Account:
             model = p.split(".", 1)[1]
             self.bedrock_stub.add_response(
                 "get_foundation_model_availability", availability(model), {"modelId": model}
+            )
+        for p in (SONNET, HAIKU):
+            model = p.split(".", 1)[1]
+            self.bedrock_stub.add_response(
+                "get_foundation_model", foundation(model), {"modelIdentifier": model}
             )
         if use_case:
             self.bedrock_stub.add_response("get_use_case_for_model_access", {"formData": b"{}"}, {})
@@ -157,14 +184,17 @@ class Account:
             },
             {"ServiceCode": "bedrock-agentcore"},
         )
+        self.agentcore_stub.add_response("list_agent_runtimes", {"agentRuntimes": []}, {})
+        self.agentcore_stub.add_response("list_memories", {"memories": []}, {})
+        self.agentcore_stub.add_response("list_gateways", {"items": []}, {})
 
     def __enter__(self) -> Account:
-        for stub in (self.ssm_stub, self.bedrock_stub, self.agentcore_stub, self.xray_stub, self.quotas_stub):
+        for stub in self.stubs:
             stub.activate()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for stub in (self.ssm_stub, self.bedrock_stub, self.agentcore_stub, self.xray_stub, self.quotas_stub):
+        for stub in self.stubs:
             stub.deactivate()
 
 
@@ -177,7 +207,7 @@ def test_a_ready_account_passes_every_check(aws: None) -> None:
     account.healthy()
     with account:
         results = doctor.run_checks(account.session(), config())
-        for stub in (account.ssm_stub, account.bedrock_stub, account.xray_stub, account.quotas_stub):
+        for stub in account.stubs:
             stub.assert_no_pending_responses()
     assert [r.status for r in results] == ["ok"] * len(results), [r.line() for r in results]
     names = [r.name for r in results]
@@ -186,6 +216,7 @@ def test_a_ready_account_passes_every_check(aws: None) -> None:
         f"inference-profile {SONNET}" in names
         and "model-access anthropic.claude-haiku-4-5-20251001-v1:0" in names
     )
+    assert names[1:-1] == doctor.aws_check_names(config())
     assert {"anthropic-use-case", "powertools-layers", "transaction-search", "quotas", "docker"} <= set(names)
     assert "account 123456789012" in results[0].detail
     assert "us-east-1, us-west-2" in by_name(results)[f"inference-profile {SONNET}"].detail
@@ -214,9 +245,14 @@ def test_no_credentials_stops_early(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
     session = boto3.Session(region_name=REGION)
-    results = doctor.run_checks(session, config(), which=lambda _: None)
-    assert [(r.name, r.status) for r in results] == [("credentials", "fail"), ("docker", "ok")]
-    assert "aws sso login" in results[0].fix
+    results = doctor.run_checks(session, config(), which=lambda _: None, env={})
+    assert [(r.name, r.status) for r in results] == [
+        ("credentials", "fail"),
+        *[(name, "skip") for name in doctor.aws_check_names(config())],
+        ("docker", "ok"),
+    ]
+    assert "no AWS credentials found" in results[0].detail and "aws sso login" in results[0].fix
+    assert {r.detail for r in results if r.status == "skip"} == {"not run: no usable credentials"}
 
 
 def test_wrong_account_is_refused(aws: None) -> None:
@@ -313,12 +349,15 @@ def test_agentcore_absent_from_the_region_fails() -> None:
     with stub:
         result = doctor.check_region(agentcore, "sa-east-1")
     assert result.status == "fail" and "AgentCore" in result.detail
-    assert doctor.check_region(agentcore, None).fix.startswith("set AWS_REGION")
+    assert doctor.check_region(agentcore, None).fix == (
+        "pass --region, set agentkit.region in cdk.json, or export AWS_REGION"
+    )
 
 
 def test_docker_needed_only_for_local_builds() -> None:
-    assert doctor.check_docker("local", lambda _: None).status == "fail"
-    assert doctor.check_docker("local", lambda _: "/usr/bin/docker").status == "ok"
+    arm_daemon = lambda _: (0, "aarch64\n")  # noqa: E731
+    assert doctor.check_docker("local", lambda _: None, arm_daemon).status == "fail"
+    assert doctor.check_docker("local", lambda _: "/usr/bin/docker", arm_daemon).status == "ok"
     assert doctor.check_docker("codebuild", lambda _: None).status == "ok"
 
 
@@ -349,13 +388,24 @@ def test_config_follows_stage_overrides(tmp_path: Path) -> None:
         doctor.load_doctor_config(path, "dev")
 
 
-def test_command_prints_one_line_per_check_and_exits_by_result(aws: None) -> None:
+def codebuild_cdk_json(tmp_path: Path) -> Path:
+    """The real cdk.json with image_build=codebuild: the command tests do not depend on this host's Docker."""
+    context = json.loads((ROOT / "cdk.json").read_text())
+    context["context"]["agentkit"]["image_build"] = "codebuild"
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(context))
+    return path
+
+
+def test_command_prints_one_line_per_check_and_exits_by_result(aws: None, tmp_path: Path) -> None:
     account = Account()
     account.healthy(bootstrap="3")
     out = io.StringIO()
-    args = argparse.Namespace(stage="dev", cdk_json=ROOT / "cdk.json", region=None, profile=None, ignore=[])
+    args = argparse.Namespace(
+        stage="dev", cdk_json=codebuild_cdk_json(tmp_path), region=None, profile=None, ignore=[]
+    )
     with account:
-        code = doctor_command.execute(args, session_factory=lambda **_: account.session(), out=out)
+        code = doctor_command.execute(args, session_factory=lambda **_: account.session(), out=out, env={})
     lines = out.getvalue().splitlines()
     assert code == 1
     assert lines[-1] == "1 check(s) block the deploy: cdk-bootstrap"
@@ -370,7 +420,7 @@ def test_command_exits_2_on_a_bad_stage(capsys: pytest.CaptureFixture[str]) -> N
     assert "no stage 'qa'" in capsys.readouterr().err
 
 
-def test_agentkit_doctor_runs_with_the_clis_aws_access_and_streams(aws: None) -> None:
+def test_agentkit_doctor_runs_with_the_clis_aws_access_and_streams(aws: None, tmp_path: Path) -> None:
     """``agentkit doctor`` is a command like the others: the global ``--region``/``--profile`` reach the client
     factory the CLI was given, and the report goes to the CLI's stdout."""
     account = Account()
@@ -383,13 +433,15 @@ def test_agentkit_doctor_runs_with_the_clis_aws_access_and_streams(aws: None) ->
         return clients[service]
 
     out, err = io.StringIO(), io.StringIO()
-    argv = ["--profile", "ops", "doctor", "--cdk-json", str(ROOT / "cdk.json"), "--region", REGION]
+    cdk_json = str(codebuild_cdk_json(tmp_path))
+    argv = ["--profile", "ops", "doctor", "--cdk-json", cdk_json, "--region", REGION]
     with account:
         code = agentkit_main(argv, client_factory=factory, stdout=out, stderr=err, env={})
     assert code == 0, (out.getvalue(), err.getvalue())
     assert out.getvalue().splitlines()[-1] == "ready to deploy"
     assert {a[0] for a in asked} >= {"sts", "ssm", "bedrock", "bedrock-agentcore-control"}
     assert {(region, profile) for _, region, profile in asked} == {(REGION, "ops")}
+    assert "region: us-east-1 (from --region)" in out.getvalue()
 
 
 def test_agentkit_doctor_help_shows_the_global_options() -> None:

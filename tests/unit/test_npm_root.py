@@ -30,9 +30,9 @@ GLOBAL_ROOT = "/opt/fake node/lib/node_modules"  # a space: the answer must surv
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
-    npm_root.npm_global_root.cache_clear()
+    npm_root._ask_npm.cache_clear()
     yield
-    npm_root.npm_global_root.cache_clear()
+    npm_root._ask_npm.cache_clear()
 
 
 def fake_npm(tmp_path: Path) -> tuple[str, Path]:
@@ -107,9 +107,11 @@ def runner_for(tmp_path: Path, sandbox: Literal["required", "off"]) -> AgentTurn
 async def test_a_sandboxed_cli_runs_with_the_script_first_and_commands_cannot_see_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: Literal["required", "off"]
 ) -> None:
-    path, _ = fake_npm(tmp_path)
+    path, log = fake_npm(tmp_path)
     monkeypatch.setenv("PATH", path)
     runner = runner_for(tmp_path, sandbox)
+    asked = log.read_text().splitlines() if log.exists() else []
+    assert asked == (["root -g"] if sandbox == "required" else [])  # when the services are built
     captured: list[Any] = []
 
     class CapturingClient:
@@ -132,12 +134,17 @@ async def test_a_sandboxed_cli_runs_with_the_script_first_and_commands_cannot_se
         max_queued=1,
     )
     await runner.connect(session, TurnRequest(prompt="p"))
+    await runner.connect(session, TurnRequest(prompt="p"))  # a second CLI process: npm is not asked again
+    assert (log.read_text().splitlines() if log.exists() else []) == asked
     env = captured[0].env
     if sandbox == "off":  # the CLI does not ask without its sandbox, and commands would see the script
-        assert "PATH" not in env
+        assert npm_root.SHIM_DIR_NAME not in env.get("PATH", "")
         return
-    first, rest = env["PATH"].split(os.pathsep, 1)
-    assert rest == path and sh("npm root -g", env["PATH"]) == GLOBAL_ROOT + "\n"
+    first = env["PATH"].split(os.pathsep, 1)[
+        0
+    ]  # before the helpers' shims (orphan_guard) and the host's PATH
+    assert env["PATH"].endswith(os.pathsep + path) and sh("npm root -g", env["PATH"]) == GLOBAL_ROOT + "\n"
+    assert first == str(tmp_path / "state" / "bin" / npm_root.SHIM_DIR_NAME)
     assert Path(first).is_relative_to(tmp_path / "state")
     # Hidden from commands: the sandbox denies every read under "/" except what it allows, and none of that
     # holds the script.

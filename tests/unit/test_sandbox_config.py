@@ -19,6 +19,7 @@ def isolation(tmp_path: Path, *, sandboxed: bool = True, host: dict[str, str] | 
         state_dir=tmp_path / "state",
         workspace=tmp_path / "ws",
         claude_session_id="0f0e6f0c-1111-4222-8333-444455556666",
+        temp_root=tmp_path / "tmp-root",
         cli_env={"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1", "PATH": "/usr/bin"},
         sandboxed=sandboxed,
         allowed_domains=("pypi.org",),
@@ -31,18 +32,15 @@ def test_sandbox_denies_every_read_but_workspace_tmp_home_and_system_dirs(tmp_pa
     assert iso.sandbox is not None
     fs = iso.sandbox["filesystem"]
     assert fs["denyRead"] == ["/"]
-    tmp = tmp_path / "state" / "tmp" / "0f0e6f0c-1111-4222-8333-444455556666"
+    tmp = tmp_path / "tmp-root"
+    home = tmp_path / "state" / "tool-home" / "0f0e6f0c-1111-4222-8333-444455556666"
     assert fs["allowWrite"] == [str(tmp_path / "ws"), str(tmp)]
     assert str(tmp_path / "state") not in fs["allowRead"] and "/etc" not in fs["allowRead"]
-    assert all(
-        not p.startswith(str(tmp_path / "state"))
-        or p in (str(tmp), str(tmp.parent.parent / "tool-home" / tmp.name))
-        for p in fs["allowRead"]
-    )
+    assert all(not p.startswith(str(tmp_path / "state")) or p == str(home) for p in fs["allowRead"])
     assert str(tmp_path / "ws" / ".git") in fs["denyWrite"]
     assert iso.sandbox["failIfUnavailable"] is True and iso.sandbox["allowUnsandboxedCommands"] is False
     assert iso.sandbox["network"] == {"allowedDomains": ["pypi.org"], "strictAllowlist": True}
-    assert tmp.is_dir() and (tmp.parent.parent / "tool-home" / tmp.name).is_dir()
+    assert home.is_dir()
 
 
 def test_tool_env_denies_every_variable_not_on_the_allowlist(tmp_path: Path) -> None:

@@ -351,3 +351,35 @@ async def test_eight_concurrent_new_sessions_at_a_cap_of_four_get_no_shutting_do
     assert "shutting_down" not in codes
     assert codes.count("ok") >= 6  # each of the first four sessions ran its turns
     await registry.close_all()
+
+
+class FailingConnectRunner(RecordingRunner):
+    async def connect(self, session: Any, request: TurnRequest) -> Any:
+        raise AgentProcessError("could not start the CLI")
+
+
+async def test_client_cleanup_runs_after_every_close_and_after_a_failed_connect() -> None:
+    """The CLI process's private directories go when its client goes: idle close, failed connect, shutdown."""
+    dropped: list[tuple[str, list[str]]] = []
+    runner = RecordingRunner()
+    registry = SessionRegistry(
+        runner=runner,
+        idle_timeout_s=0.05,
+        max_queued=10,
+        on_client_dropped=lambda s: dropped.append((s.key, list(runner.disconnects))),
+    )
+    await _collect(registry, "idle", "one")
+    await asyncio.sleep(0.2)
+    assert dropped and dropped[0] == ("idle", ["idle"])  # after the client was disconnected, not before
+    failing = SessionRegistry(
+        runner=FailingConnectRunner(),
+        idle_timeout_s=10,
+        max_queued=10,
+        on_client_dropped=lambda s: dropped.append((s.key, [])),
+    )
+    (event,) = await _collect(failing, "broken", "hi")
+    assert _code(event) != "ok" and ("broken", []) in dropped
+    await _collect(registry, "live", "two")
+    await registry.close_all()
+    await failing.close_all()
+    assert [key for key, _ in dropped].count("live") >= 1

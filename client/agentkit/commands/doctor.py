@@ -10,14 +10,19 @@ IAM actions: those listed in :mod:`agentkit.doctor`, all read-only.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentkit.aws import Aws
+from botocore.exceptions import BotoCoreError, ProfileNotFound
+
+from agentkit.aws import Aws, make_session
 from agentkit.context import Context
-from agentkit.doctor import DoctorConfig, DoctorConfigError, load_doctor_config, run_checks
+from agentkit.doctor import CheckResult, DoctorConfigError, load_doctor_config, run_checks
+from agentkit.doctor.core import FIXES
+from agentkit.errors import AgentkitError
 
 DESCRIPTION = "Check an AWS account before the first cdk deploy, one line per check."
 
@@ -39,8 +44,34 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_aws_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--region", help="Region to check (default agentkit.region, then the AWS profile's)")
+    parser.add_argument(
+        "--region",
+        help="Region to check (else agentkit.region, AWS_REGION, AWS_DEFAULT_REGION, the profile's)",
+    )
     parser.add_argument("--profile", help="AWS named profile")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="output format (text)")
+
+
+def report(results: Sequence[CheckResult], *, as_json: bool) -> str:
+    """The report: one line per check and a verdict, or (``as_json``) one JSON document with the same."""
+    failed = [r.name for r in results if r.status == "fail"]
+    skipped = [r.name for r in results if r.status == "skip"]
+    if as_json:
+        document = {
+            "ready": not failed,
+            "blocking": failed,
+            "skipped": skipped,
+            "checks": [r.as_dict() for r in results],
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False)
+    lines = [r.line() for r in results]
+    if skipped:
+        reasons = sorted({r.detail.removeprefix("not run: ") for r in results if r.status == "skip"})
+        lines.append(f"{len(skipped)} check(s) skipped ({'; '.join(reasons)}): {', '.join(skipped)}")
+    lines.append(
+        f"{len(failed)} check(s) block the deploy: {', '.join(failed)}" if failed else "ready to deploy"
+    )
+    return "\n".join(lines)
 
 
 def execute(
@@ -49,50 +80,72 @@ def execute(
     session_factory: Callable[..., Any] | None = None,
     out: Any = None,
     err: Any = None,
+    output: str = "text",
+    env: Mapping[str, str] | None = None,
+    **check_options: Any,
 ) -> int:
-    """``session_factory`` builds the session the checks use (default ``boto3.Session``, imported only here:
-    registering ``doctor`` must not load boto3 into every ``agentkit`` start)."""
-    out = out or sys.stdout
+    """Run the checks and print the report (``output`` ``text`` or ``json``).
+
+    ``session_factory`` builds the session the checks use (default ``boto3.Session``, imported only here:
+    registering ``doctor`` must not load boto3 into every ``agentkit`` start). ``env`` is read for
+    ``AWS_REGION``/``AWS_DEFAULT_REGION`` (default ``os.environ``); ``check_options`` go to
+    :func:`~agentkit.doctor.run_checks` (the docker runner, the clock).
+    """
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         config = load_doctor_config(args.cdk_json, args.stage, ignore=args.ignore)
     except DoctorConfigError as exc:
-        print(f"agentkit doctor: {exc}", file=err or sys.stderr)
+        print(f"agentkit doctor: {exc}", file=err)
         return 2
-    region, profile = getattr(args, "region", None), getattr(args, "profile", None)
-    if region:
-        config = DoctorConfig(**{**config.__dict__, "region": region})
+    profile = getattr(args, "profile", None)
     if session_factory is None:
         import boto3
 
         session_factory = boto3.Session
-    session = session_factory(profile_name=profile) if profile else session_factory()
-    results = run_checks(session, config)
-    for result in results:
-        print(result.line(), file=out)
-    failed = [r.name for r in results if r.status == "fail"]
-    print(
-        f"{len(failed)} check(s) block the deploy: {', '.join(failed)}" if failed else "ready to deploy",
-        file=out,
+    try:
+        session = session_factory(profile_name=profile) if profile else session_factory()
+    except ProfileNotFound as exc:
+        print(f"agentkit doctor: {exc} -> {FIXES['profile']}", file=err)
+        return 2
+    results = run_checks(
+        session, config, env=env, explicit_region=getattr(args, "region", None), **check_options
     )
-    return 1 if failed else 0
+    print(report(results, as_json=output == "json"), file=out)
+    return 1 if any(r.status == "fail" for r in results) else 0
 
 
 class _ContextSession:
     """What the checks need of a boto3 session (``region_name``, ``client``), over the command's
-    :class:`~agentkit.aws.Aws`: ``agentkit doctor`` then resolves region and profile like every other command
-    and uses the client factory the CLI was given."""
+    :class:`~agentkit.aws.Aws`: ``agentkit doctor`` then uses the profile and the client factory the CLI was
+    given. ``region_name`` is the profile's own Region, the last in the doctor's order."""
 
     def __init__(self, aws: Aws) -> None:
         self._aws = aws
-        self.region_name = aws.region
+        try:
+            self.region_name: str | None = make_session(region=None, profile=aws.profile).region_name
+        except BotoCoreError:
+            self.region_name = None
 
     def client(self, service: str, region_name: str | None = None) -> Any:
-        return self._aws.client(service, region=region_name)
+        try:
+            return self._aws.client(service, region=region_name)
+        except AgentkitError as exc:  # let the checks read the botocore failure (its kind picks the fix)
+            if isinstance(exc.__cause__, BotoCoreError):
+                raise exc.__cause__ from None
+            raise
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    """``agentkit doctor``: the checks with the command's AWS access, printed to the command's streams."""
-    return execute(args, session_factory=lambda **_: _ContextSession(ctx.aws), out=ctx.stdout, err=ctx.stderr)
+    """``agentkit doctor``: the checks with the command's AWS access, printed to the command's streams in the
+    command's output format."""
+    return execute(
+        args,
+        session_factory=lambda **_: _ContextSession(ctx.aws),
+        out=ctx.stdout,
+        err=ctx.stderr,
+        output=ctx.output,
+        env=ctx.env,
+    )
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -112,4 +165,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentkit doctor", description=DESCRIPTION)
     _add_arguments(parser)
     _add_aws_options(parser)
-    return execute(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    return execute(args, output=args.output)

@@ -1,11 +1,12 @@
-"""``agentkit status``: is the agent up? Stack outputs, runtime and endpoint state, alarms, last errors.
+"""``agentkit status``: is the agent up? Stack outputs, runtime and endpoint state, alarms, the runtime's
+AgentCore metrics (and whether the dashboard's dimensions match them), last errors.
 
 Each part is read on its own: one that cannot be read (access denied, not deployed yet) is reported with
 the reason and the fix, the others are still shown, and the exit code is 4.
 
 IAM actions: ``cloudformation:DescribeStacks``, ``cloudformation:ListStackResources``,
 ``bedrock-agentcore:GetAgentRuntime``, ``bedrock-agentcore:GetAgentRuntimeEndpoint``,
-``cloudwatch:DescribeAlarms``, ``logs:FilterLogEvents``.
+``cloudwatch:DescribeAlarms``, ``cloudwatch:ListMetrics``, ``logs:FilterLogEvents``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         )
     if stack is not None:
         data["alarms"] = _part(problems, "alarms", lambda: _alarms(ctx, stack.name))
+    runtime_name = (data.get("runtime") or {}).get("agentRuntimeName")
+    if runtime_name:
+        data["metrics"] = _part(
+            problems, "metrics", lambda: _metrics(ctx, target.region, str(runtime_name), target.endpoint)
+        )
     group = runtime_log_group(target.runtime_id, target.endpoint)
     since = parse_since(args.errors_since, now=ctx.now())
     data["log_group"] = group
@@ -88,7 +94,35 @@ def _runtime(control: Any, runtime_id: str) -> dict[str, Any]:
             exc, action="GetAgentRuntime", iam_action="bedrock-agentcore:GetAgentRuntime"
         ) from exc
     keep = ("agentRuntimeName", "status", "agentRuntimeVersion", "lastUpdatedAt", "failureReason")
-    return {k: got.get(k) for k in keep if got.get(k) is not None}
+    runtime = {k: got.get(k) for k in keep if got.get(k) is not None}
+    # AgentCore refuses to invoke a runtime without MMDSv2 (`agentkit doctor` prints the command that sets it).
+    runtime["requireMMDSV2"] = bool((got.get("metadataConfiguration") or {}).get("requireMMDSV2"))
+    return runtime
+
+
+def _metrics(ctx: Context, region: str, runtime_name: str, endpoint: str) -> dict[str, Any]:
+    """The runtime's ``AWS/Bedrock-AgentCore`` metrics and whether the dashboard's dimension set is among them."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from agentkit.doctor.deployed import DASHBOARD_DIMENSIONS, dimension_report, runtime_metrics
+
+    try:
+        found = runtime_metrics(ctx.aws.client("cloudwatch", region=region), runtime_name)
+    except (ClientError, BotoCoreError) as exc:
+        raise aws_error(exc, action="ListMetrics", iam_action="cloudwatch:ListMetrics") from exc
+    matches, summary = dimension_report(found, runtime_name=runtime_name, endpoint=endpoint)
+    return {
+        "published": [
+            {
+                "name": m.get("MetricName"),
+                "dimensions": {d["Name"]: d["Value"] for d in m.get("Dimensions", [])},
+            }
+            for m in found
+        ],
+        "dashboard_dimensions": f"{'+'.join(DASHBOARD_DIMENSIONS)} with Name={runtime_name}::{endpoint}",
+        "dashboard_dimensions_match": matches,
+        "summary": summary if found else "none published yet (invoke the agent once)",
+    }
 
 
 def _endpoint(control: Any, runtime_id: str, name: str) -> dict[str, Any]:
@@ -139,6 +173,9 @@ def format_status(data: dict[str, Any]) -> str:
         )
         if runtime.get("failureReason"):
             lines.append(f"  failure: {runtime['failureReason']}")
+        lines.append(
+            f"  MMDSv2 required: {'yes' if runtime.get('requireMMDSV2') else 'no (agentkit doctor)'}"
+        )
     endpoint = data.get("endpoint")
     lines.append(f"endpoint   {data['endpoint_name']}")
     if endpoint:
@@ -155,6 +192,17 @@ def format_status(data: dict[str, Any]) -> str:
             if rows
             else ["  none"]
         )
+    metrics = data.get("metrics")
+    if metrics is not None:
+        lines.append("metrics (AWS/Bedrock-AgentCore)")
+        lines.append(f"  {metrics['summary']}")
+        if metrics["published"]:
+            verdict = (
+                "yes"
+                if metrics["dashboard_dimensions_match"]
+                else "NO: its runtime widgets and alarms stay empty"
+            )
+            lines.append(f"  dashboard reads {metrics['dashboard_dimensions']}: {verdict}")
     errors = data.get("last_errors")
     if errors is not None:
         lines.append(f"last errors ({data['log_group']})")

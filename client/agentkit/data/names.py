@@ -32,7 +32,9 @@ EVENT_METRICS: tuple[str, ...] = (
     "InvocationErrors",
     "SandboxUnavailable",
     "SessionResumed",
+    "SessionStoreDeadLetters",
     "SessionStoreErrors",
+    "SessionStoreLateWrites",
 )
 
 # EMF properties of a turn's main document (never dimensions)

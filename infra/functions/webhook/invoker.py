@@ -213,7 +213,9 @@ class AgentRuntimeInvoker:
                 session store unavailable): no turn ran.
             botocore ClientError / EndpointConnectionError / ConnectTimeoutError: transient or
                 configuration errors (the worker lets SQS retry them).
-            RuntimeReplyError: a reply of an unknown shape.
+
+        After a 2xx nothing is raised: an unreadable or malformed reply is a final error
+        (``reply_unreadable`` / ``malformed_reply``).
         """
         kwargs: dict[str, Any] = {
             "agentRuntimeArn": self.runtime_arn,
@@ -258,14 +260,29 @@ class AgentRuntimeInvoker:
                 return RuntimeReply(error_code="connection_lost", error_message=str(exc))
             finally:
                 _current_actor.reset(token)
+        # From here on a 2xx arrived: the turn ran and is paid for. Whatever goes wrong reading or
+        # parsing its reply is a final error (posted as such), never raised: a raise would make SQS
+        # redeliver the task and run the paid turn again.
+        request_id = _request_id(response)
         stream = response["response"]
         try:
             body = stream.read()
         except ReadTimeoutError as exc:
+            return RuntimeReply(error_code="timeout", error_message=str(exc), request_id=request_id)
+        except Exception as exc:  # cut off mid-body: IncompleteRead, connection reset, protocol error
             return RuntimeReply(
-                error_code="timeout", error_message=str(exc), request_id=_request_id(response)
+                error_code="reply_unreadable",
+                error_message=f"{type(exc).__name__}: {exc}",
+                request_id=request_id,
             )
         finally:
             stream.close()
-        reply = parse_reply(body, response.get("contentType") or "application/json")
-        return dataclasses.replace(reply, request_id=_request_id(response))
+        try:
+            reply = parse_reply(body, response.get("contentType") or "application/json")
+        except (RuntimeReplyError, ValueError, TypeError, AttributeError) as exc:
+            return RuntimeReply(
+                error_code="malformed_reply",
+                error_message=f"{type(exc).__name__}: {exc}",
+                request_id=request_id,
+            )
+        return dataclasses.replace(reply, request_id=request_id)

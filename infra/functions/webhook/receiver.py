@@ -79,9 +79,28 @@ def _require(name: str) -> str:
     return value
 
 
+def check_secrets(trackers: Mapping[str, IssueTracker]) -> list[str]:
+    """Validate every enabled tracker's webhook secret at start-up; log and return the problems.
+
+    A blank secret, a GitLab ``whsec_`` without a key or a secret with a newline around it would
+    otherwise fail (or disable) every check silently. The trackers still answer, each request with a
+    500 ``misconfigured`` naming the problem, so one bad secret does not take the others down.
+    """
+    problems = []
+    for name, tracker in trackers.items():
+        try:
+            tracker.check_webhook_secret()
+        except WebhookError as exc:
+            problems.append(f"{name}: {exc.message}")
+            logger.error("webhook secret unusable", extra={"tracker": name, "reason": exc.message})
+    return problems
+
+
 def deps_from_env() -> ReceiverDeps:
+    built = wiring.build_trackers("receiver", secrets_client=boto3.client("secretsmanager"))
+    check_secrets(built)
     return ReceiverDeps(
-        trackers=wiring.build_trackers("receiver", secrets_client=boto3.client("secretsmanager")),
+        trackers=built,
         sqs=boto3.client("sqs"),
         queue_url=_require("QUEUE_URL"),
         persistence=DynamoDBPersistenceLayer(table_name=_require("IDEMPOTENCY_TABLE")),

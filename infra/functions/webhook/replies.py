@@ -5,6 +5,12 @@ The worker stores the finished comment (and the turn's cost/turns) under the tas
 (status ``answered``), or does nothing once it was posted (``posted``) or possibly posted
 (``unconfirmed``: GitHub never answered the POST).
 
+Before the turn runs, the worker *claims* the key with a conditional write (status ``running``,
+``attribute_not_exists(id)``): of two concurrent deliveries of the same task (SQS delivers at least
+once) only one invokes the agent; the other sees the claim and is retried later, when the reply is
+stored. A claim is released (status ``released``, claimable again) when the invocation failed before
+any turn ran.
+
 Items live in the receiver's idempotency table (partition key ``id``, TTL attribute ``expiration``)
 under ``id = "reply#<key>"``, which never collides with Powertools' ``<function>#<hash>`` records.
 Attributes: ``status``, ``comment`` (the exact text posted), ``cost_usd``, ``num_turns``,
@@ -28,7 +34,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 KEY_PREFIX = "reply#"
 #: Covers the longest a task can come back: SQS keeps a message (also in the DLQ) at most 14 days.
 DEFAULT_REPLY_TTL_SECONDS = 14 * 24 * 3600
-ReplyStatus = Literal["answered", "posted", "unconfirmed"]
+ReplyStatus = Literal["running", "released", "answered", "posted", "unconfirmed"]
+RUNNING: Final = "running"
+RELEASED: Final = "released"
 ANSWERED: Final = "answered"
 POSTED: Final = "posted"
 UNCONFIRMED: Final = "unconfirmed"
@@ -51,6 +59,8 @@ class StoredReply:
     request_id: str | None = None
     status: ReplyStatus = ANSWERED
     comment_url: str = ""
+    #: Epoch seconds the item was written (for a ``running`` claim: when the turn started).
+    stored_at: int = 0
 
 
 def _opt_n(value: float | int | None) -> dict[str, str] | None:
@@ -105,8 +115,13 @@ class ReplyStore:
             return None
         try:
             status = item["status"]["S"]
-            if status not in (ANSWERED, POSTED, UNCONFIRMED):
+            if status not in (RUNNING, RELEASED, ANSWERED, POSTED, UNCONFIRMED):
                 raise ValueError(f"unknown status {status!r}")
+            stored_at = int(item.get("stored_at", {}).get("N", "0"))
+            if status == RELEASED:
+                return None
+            if status == RUNNING:
+                return StoredReply(comment="", session_id="", status=RUNNING, stored_at=stored_at)
             return StoredReply(
                 comment=item["comment"]["S"],
                 session_id=item.get("session_id", {}).get("S", ""),
@@ -117,12 +132,66 @@ class ReplyStore:
                 request_id=item.get("request_id", {}).get("S"),
                 status=status,  # type: ignore[arg-type]
                 comment_url=item.get("comment_url", {}).get("S", ""),
+                stored_at=stored_at,
             )
         except (KeyError, ValueError) as exc:
             raise ReplyStoreError(f"stored reply {self.item_id(key)!r} is malformed: {exc}") from exc
 
-    def put(self, key: str, reply: StoredReply) -> None:
+    def claim(self, key: str) -> bool:
+        """Claim ``key`` for one turn (status ``running``); ``False`` when another claim or a reply exists.
+
+        Raises:
+            ReplyStoreError: DynamoDB failed.
+        """
+        now = int(self._clock())
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "id": {"S": self.item_id(key)},
+                    "status": {"S": RUNNING},
+                    "stored_at": {"N": str(now)},
+                    "expiration": {"N": str(now + self.ttl_seconds)},
+                },
+                ConditionExpression="attribute_not_exists(id) OR #s = :released",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":released": {"S": RELEASED}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise ReplyStoreError(f"PutItem (claim) on {self.table_name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ReplyStoreError(f"PutItem (claim) on {self.table_name} failed: {exc}") from exc
+        return True
+
+    def release(self, key: str) -> None:
+        """Give up a ``running`` claim (no turn ran), so a redelivery can claim it; other items stay.
+
+        Raises:
+            ReplyStoreError: DynamoDB failed (other than the item not being a claim).
+        """
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"id": {"S": self.item_id(key)}},
+                UpdateExpression="SET #s = :released",
+                ConditionExpression="#s = :running",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":released": {"S": RELEASED}, ":running": {"S": RUNNING}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return
+            raise ReplyStoreError(f"UpdateItem (release) on {self.table_name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ReplyStoreError(f"UpdateItem (release) on {self.table_name} failed: {exc}") from exc
+
+    def put(self, key: str, reply: StoredReply, *, over_claim_from: int | None = None) -> bool:
         """Store ``reply`` as ``answered`` (not yet posted), expiring after ``ttl_seconds``.
+
+        ``over_claim_from``: only replace the ``running`` claim written at that time (``stored_at``);
+        returns ``False`` when the item is no longer that claim (another delivery took it over).
 
         Raises:
             ReplyStoreError: DynamoDB failed.
@@ -142,10 +211,22 @@ class ReplyStore:
             "expiration": {"N": str(now + self.ttl_seconds)},
         }
         item = {name: value for name, value in fields.items() if value is not None}
+        condition: dict[str, Any] = {}
+        if over_claim_from is not None:
+            condition = {
+                "ConditionExpression": "#s = :running AND stored_at = :at",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {":running": {"S": RUNNING}, ":at": {"N": str(over_claim_from)}},
+            }
         try:
-            self._client.put_item(TableName=self.table_name, Item=item)
-        except (ClientError, BotoCoreError) as exc:
+            self._client.put_item(TableName=self.table_name, Item=item, **condition)
+        except ClientError as exc:
+            if condition and exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
             raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
+        return True
 
     def mark(self, key: str, *, status: Literal["posted", "unconfirmed"], comment_url: str = "") -> None:
         """Record that the reply was posted (or may have been); a redelivery then does nothing.

@@ -7,13 +7,16 @@ Common: ``TRACKERS`` (comma-separated ``github,gitlab,jira``; default ``github``
 ``SECRET_MAX_AGE_SECONDS`` (secret cache lifetime, default 300), ``IDEMPOTENCY_TTL_SECONDS``.
 
 GitHub: ``WEBHOOK_SECRET_NAME``, ``GITHUB_TOKEN_SECRET_NAME``, ``GITHUB_API_URL``, ``TRIGGER_LABEL``,
-``TRIGGER_MENTION``, ``BOT_LOGIN``, ``ALLOWED_ASSOCIATIONS`` (names kept from the GitHub-only release).
+``TRIGGER_MENTION``, ``BOT_LOGIN``, ``ALLOWED_ASSOCIATIONS`` (names kept from the GitHub-only release),
+``GITHUB_REPOSITORY_IDS`` (receiver: comma-separated ``repository.id`` values served; empty serves none).
 
 GitLab: ``GITLAB_WEBHOOK_SECRET_NAME``, ``GITLAB_TOKEN_SECRET_NAME``, ``GITLAB_API_URL``,
-``GITLAB_TRIGGER_LABEL``, ``GITLAB_TRIGGER_MENTION``, ``GITLAB_BOT_USERNAME``, ``GITLAB_MIN_ACCESS_LEVEL``.
+``GITLAB_TRIGGER_LABEL``, ``GITLAB_TRIGGER_MENTION``, ``GITLAB_BOT_USERNAME``, ``GITLAB_MIN_ACCESS_LEVEL``,
+``GITLAB_PROJECT_IDS`` (receiver: comma-separated ``project.id`` values served; empty serves none).
 
 Jira: ``JIRA_WEBHOOK_SECRET_NAME``, ``JIRA_TOKEN_SECRET_NAME``, ``JIRA_SITE_URL``, ``JIRA_API_URL``,
-``JIRA_TRIGGER_LABEL``, ``JIRA_TRIGGER_MENTION``, ``JIRA_BOT_ACCOUNT_ID``.
+``JIRA_TRIGGER_LABEL``, ``JIRA_TRIGGER_MENTION``, ``JIRA_BOT_ACCOUNT_ID``. ``JIRA_SITE_URL`` pins the site:
+events whose issue is not on it are ignored.
 
 Secrets are read through Powertools' ``SecretsProvider`` (cached ``SECRET_MAX_AGE_SECONDS``), never logged.
 """
@@ -49,6 +52,7 @@ GITHUB_TRIGGER_LABEL = "TRIGGER_LABEL"
 GITHUB_TRIGGER_MENTION = "TRIGGER_MENTION"
 GITHUB_BOT_LOGIN = "BOT_LOGIN"
 GITHUB_ALLOWED_ASSOCIATIONS = "ALLOWED_ASSOCIATIONS"
+GITHUB_REPOSITORY_IDS = "GITHUB_REPOSITORY_IDS"
 GITLAB_WEBHOOK_SECRET_NAME = "GITLAB_WEBHOOK_SECRET_NAME"
 GITLAB_TOKEN_SECRET_NAME = "GITLAB_TOKEN_SECRET_NAME"
 GITLAB_API_URL = "GITLAB_API_URL"
@@ -56,6 +60,7 @@ GITLAB_TRIGGER_LABEL = "GITLAB_TRIGGER_LABEL"
 GITLAB_TRIGGER_MENTION = "GITLAB_TRIGGER_MENTION"
 GITLAB_BOT_USERNAME = "GITLAB_BOT_USERNAME"
 GITLAB_MIN_ACCESS_LEVEL = "GITLAB_MIN_ACCESS_LEVEL"
+GITLAB_PROJECT_IDS = "GITLAB_PROJECT_IDS"
 JIRA_WEBHOOK_SECRET_NAME = "JIRA_WEBHOOK_SECRET_NAME"
 JIRA_TOKEN_SECRET_NAME = "JIRA_TOKEN_SECRET_NAME"
 JIRA_SITE_URL = "JIRA_SITE_URL"
@@ -144,6 +149,8 @@ def build_trackers(
                 allowed_associations=env.get(
                     GITHUB_ALLOWED_ASSOCIATIONS, ",".join(sorted(DEFAULT_ALLOWED_ASSOCIATIONS))
                 ),
+                repository_ids=env.get(GITHUB_REPOSITORY_IDS, ""),
+                max_age_seconds=idempotency_ttl_seconds(env),
                 max_body_bytes=max_body,
             )
         elif name == "gitlab":
@@ -155,6 +162,7 @@ def build_trackers(
                 trigger_mention=env.get(GITLAB_TRIGGER_MENTION, "/agent"),
                 bot_username=env.get(GITLAB_BOT_USERNAME, ""),
                 min_access_level=int(env.get(GITLAB_MIN_ACCESS_LEVEL, "30")),
+                project_ids=env.get(GITLAB_PROJECT_IDS, ""),
                 max_body_bytes=max_body,
             )
         else:

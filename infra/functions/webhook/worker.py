@@ -15,7 +15,12 @@ For each SQS record (an :class:`trackers.AgentTask` as JSON, from any tracker) t
    (``task.tracker``) and marks the stored reply ``posted``.
 
 A redelivered record whose reply is stored is not run again: an ``answered`` reply is only posted
-(the post had failed), a ``posted`` or ``unconfirmed`` one is left alone. The key is the sha256 of
+(the post had failed), a ``posted`` or ``unconfirmed`` one is left alone. Before invoking, the worker
+claims the key with a conditional write (:meth:`replies.ReplyStore.claim`): a concurrent duplicate
+delivery finds the claim and fails transiently (SQS retries it after the visibility timeout, by when
+the reply is stored); a claim older than ``TURN_LEASE_SECONDS`` (its worker died, maybe after the paid
+turn) gets a short ``turn_interrupted`` comment instead of a second turn. After a 2xx from AgentCore the
+turn is never run again: an unreadable or malformed reply is posted as an error (:mod:`invoker`). The key is the sha256 of
 the signed webhook body the receiver put into the task (``idempotency_key``), or the sha256 of the SQS
 message body for tasks without one. If the reply cannot be stored (DynamoDB outage), it is posted
 anyway and the failure logged; if the lookup fails, the record fails before any turn runs.
@@ -51,6 +56,7 @@ Environment (tracker variables: see :mod:`wiring`):
   MAX_PROMPT_CHARS              issue body / comment clip (default 20000)
   IDEMPOTENCY_TABLE             DynamoDB table for stored replies (required; the receiver's table)
   REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
+  TURN_LEASE_SECONDS            how long a claimed turn blocks a duplicate delivery (default 900)
   SECRET_MAX_AGE_SECONDS        default 300
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
 
@@ -64,7 +70,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import re
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -94,8 +102,10 @@ from invoker import (  # noqa: F401  (re-exported: the worker's public names)
     safe_error_code,
 )
 from replies import (
+    ANSWERED,
     DEFAULT_REPLY_TTL_SECONDS,
     POSTED,
+    RUNNING,
     UNCONFIRMED,
     ReplyStore,
     ReplyStoreError,
@@ -121,6 +131,9 @@ class WorkerDeps:
     invoker: AgentRuntimeInvoker
     max_prompt_chars: int = 20_000
     replies: ReplyStore | None = None
+    #: How long a ``running`` claim holds: longer than a worker can run (Lambda's 15-minute maximum).
+    turn_lease_seconds: int = 900
+    clock: Callable[[], float] = time.time
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
@@ -149,6 +162,7 @@ def deps_from_env() -> WorkerDeps:
             throttle_retries=int(os.environ.get("THROTTLE_RETRIES", str(DEFAULT_THROTTLE_RETRIES))),
         ),
         max_prompt_chars=int(os.environ.get("MAX_PROMPT_CHARS", "20000")),
+        turn_lease_seconds=int(os.environ.get("TURN_LEASE_SECONDS", "900")),
         replies=ReplyStore(
             client=boto3.client("dynamodb"),
             table_name=table,
@@ -173,6 +187,17 @@ def _get_deps() -> WorkerDeps:
     return _deps
 
 
+_SAFE_REFERENCE = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+def public_reference(request_id: str | None, task: AgentTask) -> str:
+    """The log reference a public error comment may show: AgentCore's request id when it looks like one,
+    else the start of the signed body's hash. Never the delivery id: no tracker signs that header."""
+    if request_id and _SAFE_REFERENCE.match(request_id):
+        return request_id
+    return (task.idempotency_key or task.runtime_session_id)[:16]
+
+
 def error_comment(code: str, reference: str) -> str:
     """The public comment for a failed turn: the error code and a log reference, nothing else."""
     return (
@@ -194,7 +219,7 @@ def run_turn(task: AgentTask, deps: WorkerDeps) -> StoredReply:
         prompt=render_prompt(task, max_chars=deps.max_prompt_chars), session_id=session_id, actor=task.actor
     )
     if reply.error_code:
-        reference = reply.request_id or task.delivery_id
+        reference = public_reference(reply.request_id, task)
         metrics.emit("IssueTurnErrors", task.tracker)
         # Details stay in the log: the message may name ARNs, paths or limits not meant for a public issue.
         logger.warning(
@@ -266,7 +291,26 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
     }
     store = deps.replies if key else None
     stored = store.get(key) if store is not None and key else None
-    if stored is not None and stored.status != "answered":
+    if stored is not None and stored.status == RUNNING:
+        claimed = stored
+        age = deps.clock() - stored.stored_at
+        if age < deps.turn_lease_seconds:
+            # Another delivery of this task is running the turn: retry later (its reply will be stored).
+            metrics.emit("IssueTurnInProgress", task.tracker)
+            raise TransientInvokeError(f"the turn for this task is running since {age:.0f}s")
+        # The claimer died: the turn may have run (and been paid). Never run it again; say so instead.
+        stored = StoredReply(
+            comment=tracker.format_reply(
+                error_comment("turn_interrupted", public_reference(None, task)),
+                footer=f"agentkit · session {session_id[:15]}…",
+            ),
+            session_id=session_id,
+            delivery_id=task.delivery_id,
+            error_code="turn_interrupted",
+        )
+        if store is not None and key and not store.put(key, stored, over_claim_from=claimed.stored_at):
+            raise TransientInvokeError("another delivery took over the interrupted turn")
+    if stored is not None and stored.status != ANSWERED:
         metrics.emit("IssueReplyDuplicate", task.tracker)
         logger.info(
             "reply already posted; redelivery ignored",
@@ -276,13 +320,21 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
     replayed = stored is not None
     saved = replayed
     if stored is None:
-        stored = run_turn(task, deps)
+        if store is not None and key and not store.claim(key):
+            metrics.emit("IssueTurnInProgress", task.tracker)
+            raise TransientInvokeError("another delivery of this task claimed the turn")
+        try:
+            stored = run_turn(task, deps)
+        except Exception:
+            if store is not None and key:  # no 2xx arrived (the invoker raises only then): no turn ran
+                store.release(key)
+            raise
         if store is not None and key:
             try:
                 store.put(key, stored)
                 saved = True
             except ReplyStoreError as exc:
-                # The turn is paid for: post it anyway. Only a failed post now re-runs the turn.
+                # The turn is paid for: post it anyway. The claim stays, so no delivery runs it again.
                 metrics.emit("IssueReplyStoreErrors", task.tracker)
                 logger.error(
                     "could not store the reply; posting it anyway", extra={**log_ctx, "error": str(exc)}
@@ -300,7 +352,7 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
             if not saved:
                 # Neither stored nor posted: the text survives only in this log line.
                 logger.error(
-                    "reply neither stored nor posted; the redelivery runs the turn again",
+                    "reply neither stored nor posted; its text survives only in this log line",
                     extra={**log_ctx, "error": exc.message, "reply": stored.comment},
                 )
             raise

@@ -27,6 +27,8 @@ from tests.unit.webhook.support import (
     GITLAB_TOKEN,
     JIRA_TOKEN,
     REGION,
+    RESULT,
+    RUNTIME_ARN,
     SECRET_NAMES,
     configure_receiver,
     create_webhook_resources,
@@ -124,3 +126,24 @@ def aws(_moto: SimpleNamespace, gitlab_api: GitLabApi) -> Iterator[SimpleNamespa
     yield env
     receiver.configure(None)
     worker.configure(None)
+
+
+@pytest.fixture
+def pipeline(
+    aws: SimpleNamespace, stand_in: Any, github: Any, jira_api: JiraApi, monkeypatch: pytest.MonkeyPatch
+) -> SimpleNamespace:
+    """Receiver (``aws``) → moto SQS → the worker built from its environment → an AgentCore stand-in
+    (``runtime``; set ``runtime.default`` to change its answer) → the tracker stand-ins."""
+    runtime = stand_in((200, "application/json", RESULT))
+    for name, value in {
+        **aws.tracker_env,
+        "JIRA_API_URL": jira_api.url,
+        "GITHUB_API_URL": github.url,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AGENT_RUNTIME_ARN", RUNTIME_ARN)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", runtime.url)
+    monkeypatch.setenv("IDEMPOTENCY_TABLE", "idem")
+    monkeypatch.setenv("THROTTLE_RETRIES", "0")
+    worker.configure(None)
+    return SimpleNamespace(runtime=runtime, github=github, jira=jira_api)

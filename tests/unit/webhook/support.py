@@ -57,8 +57,21 @@ RESULT = {
 
 
 def fixture(tracker: str, name: str) -> dict[str, Any]:
-    """A payload from ``tests/fixtures/webhook/<tracker>/<name>.json`` (shapes from the trackers' docs)."""
-    return json.loads((FIXTURES / tracker / f"{name}.json").read_text())
+    """A payload from ``tests/fixtures/webhook/<tracker>/<name>.json`` (shapes from the trackers' docs).
+
+    GitHub payloads get ``updated_at`` (issue, comment) set to now: the receiver refuses bodies whose
+    signed timestamps are older than its replay window (Jira bodies: :func:`fresh_jira`)."""
+    payload: dict[str, Any] = json.loads((FIXTURES / tracker / f"{name}.json").read_text())
+    if tracker == "github":
+        for part in ("issue", "comment"):
+            if part in payload:
+                payload[part]["updated_at"] = github_now()
+    return payload
+
+
+def github_now(offset_seconds: float = 0) -> str:
+    """An ISO-8601 UTC timestamp as GitHub writes them (``2026-11-25T10:00:00Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset_seconds))
 
 
 def sign(body: bytes, secret: str = SECRET) -> str:
@@ -202,11 +215,19 @@ def task_json(
     *,
     tracker: str = "github",
     repository: str = "octo/kit",
+    scope_id: str | None = None,
 ) -> str:
+    scopes = {
+        "github": str(GITHUB_REPOSITORY_ID),
+        "gitlab": str(GITLAB_PROJECT_ID),
+        "jira": "example.atlassian.net",
+    }
     return trackers.AgentTask(
         tracker=tracker,  # type: ignore[arg-type]
         repository=repository,
         issue_number=number,
+        scope_id=scope_id or scopes[tracker],
+        issue_id=str(number),
         title="CI broken",
         body="Build fails on arm64",
         comment=comment,
@@ -229,6 +250,9 @@ def emf_lines(text: str) -> list[dict[str, Any]]:
     return out
 
 
+#: The repository and project the deployment serves (the fixtures' ids); events of others are ignored.
+GITHUB_REPOSITORY_ID = 186853002
+GITLAB_PROJECT_ID = 5
 #: GitLab project 5 (the docs' example project): user 1 (root) is a Developer, user 3 (dev1) a
 #: Maintainer, user 9 a Reporter; anyone else is not a member.
 GITLAB_MEMBERS = {("5", 1): 30, ("5", 3): 40, ("5", 9): 20}
@@ -252,8 +276,10 @@ def tracker_env(gitlab_api_url: str = "http://127.0.0.1:9", jira_api_url: str = 
             wiring.GITHUB_TRIGGER_LABEL: "agent",
             wiring.GITHUB_TRIGGER_MENTION: "/agent",
             wiring.GITHUB_BOT_LOGIN: "agentkit-bot",
+            wiring.GITHUB_REPOSITORY_IDS: str(GITHUB_REPOSITORY_ID),
             wiring.GITLAB_API_URL: gitlab_api_url,
             wiring.GITLAB_BOT_USERNAME: "agentkit-bot",
+            wiring.GITLAB_PROJECT_IDS: str(GITLAB_PROJECT_ID),
             wiring.JIRA_SITE_URL: JIRA_SITE,
             wiring.JIRA_API_URL: jira_api_url,
             wiring.JIRA_BOT_ACCOUNT_ID: JIRA_BOT,
@@ -377,7 +403,8 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
         expected_params={
             "agentRuntimeArn": RUNTIME_ARN,
             "qualifier": "prod",
-            "runtimeSessionId": "gh-" + hashlib.sha256(f"octo/kit#{number}".encode()).hexdigest(),
+            "runtimeSessionId": "gh-"
+            + hashlib.sha256(f"{GITHUB_REPOSITORY_ID}#{number}".encode()).hexdigest(),
             "contentType": "application/json",
             "accept": "application/json",
             "payload": json.dumps(

@@ -79,7 +79,7 @@ def test_gitlab(aws: SimpleNamespace, worker_env: SimpleNamespace, gitlab_api: G
     task = deliver_once_and_again(aws, gitlab_event(body), body)
     assert task["tracker"] == "gitlab"
     [note] = gitlab_api.replies
-    assert note["project"] == "gitlab-org/gitlab-test" and note["noteable_iid"] == 17
+    assert note["project"] == "5" and note["noteable_iid"] == 17  # by the immutable project id
     assert note["body"].startswith("Pin the base image") and trackers.AGENT_REPLY_MARKER in note["body"]
     assert len(worker_env.runtime.requests) == 1
     item = stored_item(aws, hashlib.sha256(body).hexdigest())
@@ -101,4 +101,4 @@ def test_jira(aws: SimpleNamespace, worker_env: SimpleNamespace, jira_api: JiraA
     assert comment["issue"] == "SP-9" and comment["body"]["type"] == "doc"
     assert len(worker_env.runtime.requests) == 1
     headers = {k.lower(): v for k, v in worker_env.runtime.requests[0]["headers"].items()}
-    assert headers["x-amzn-bedrock-agentcore-runtime-custom-actor"] == "jira:SP"
+    assert headers["x-amzn-bedrock-agentcore-runtime-custom-actor"] == "jira:example.atlassian.net"

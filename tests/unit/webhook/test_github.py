@@ -16,10 +16,12 @@ import pytest
 import trackers
 
 from tests.unit.webhook.support import (
+    GITHUB_REPOSITORY_ID,
     call,
     configure_receiver,
     fixture,
     github_event,
+    github_now,
     idempotency_items,
     queued,
     sign,
@@ -41,6 +43,7 @@ def issue(
         "user": {"login": "alice", "type": "User"},
         "labels": [{"name": n} for n in labels],
         "html_url": f"https://github.com/octo/kit/issues/{number}",
+        "updated_at": github_now(),
     }
     if association is not None:
         doc["author_association"] = association
@@ -52,7 +55,7 @@ def labeled_payload(label: str = "agent", number: int = 7) -> dict[str, Any]:
         "action": "labeled",
         "label": {"name": label},
         "issue": issue(number, (label,)),
-        "repository": {"full_name": "octo/kit"},
+        "repository": {"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID},
         "sender": {"login": "bob", "type": "User"},
     }
 
@@ -60,14 +63,19 @@ def labeled_payload(label: str = "agent", number: int = 7) -> dict[str, Any]:
 def comment_payload(
     text: str, login: str = "carol", user_type: str = "User", association: str | None = "MEMBER"
 ) -> dict[str, Any]:
-    comment: dict[str, Any] = {"id": 99, "body": text, "user": {"login": login, "type": user_type}}
+    comment: dict[str, Any] = {
+        "id": 99,
+        "body": text,
+        "user": {"login": login, "type": user_type},
+        "updated_at": github_now(),
+    }
     if association is not None:
         comment["author_association"] = association
     return {
         "action": "created",
         "issue": issue(),
         "comment": comment,
-        "repository": {"full_name": "octo/kit"},
+        "repository": {"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID},
         "sender": {"login": login, "type": user_type},
     }
 
@@ -91,7 +99,7 @@ def test_label_trigger_enqueues_one_task(aws: SimpleNamespace) -> None:
     assert task["delivery_id"] == "d-label" and task["comment"] is None
     # The worker stores its reply under the same key the receiver deduplicates on.
     assert task["idempotency_key"] == hashlib.sha256(body).hexdigest()
-    expected = "gh-" + hashlib.sha256(b"octo/kit#7").hexdigest()
+    expected = "gh-" + hashlib.sha256(f"{GITHUB_REPOSITORY_ID}#7".encode()).hexdigest()
     assert doc["session_id"] == expected and 33 <= len(expected) <= 256
 
 
@@ -166,7 +174,9 @@ def test_truncated_body_signed_as_sent_is_400(aws: SimpleNamespace) -> None:
 
 
 def test_wrong_payload_shape_is_400(aws: SimpleNamespace) -> None:
-    body = json.dumps({"action": "labeled", "repository": {"full_name": "octo/kit"}}).encode()
+    body = json.dumps(
+        {"action": "labeled", "repository": {"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID}}
+    ).encode()
     status, doc = call(github_event(body))
     assert status == 400 and "issue" in doc["message"]
 
@@ -248,7 +258,7 @@ def test_issue_opened_with_the_label_runs_once(aws: SimpleNamespace) -> None:
             {
                 "action": "opened",
                 "issue": issue(5, body="/agent do my homework", association="NONE"),
-                "repository": {"full_name": "octo/kit"},
+                "repository": {"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID},
                 "sender": {"login": "alice", "type": "User"},
             },
             "issues",
@@ -364,7 +374,7 @@ def test_quoted_trigger_in_a_new_issue_body_is_ignored(aws: SimpleNamespace) -> 
     payload = {
         "action": "opened",
         "issue": issue(body="> /agent from the template"),
-        "repository": {"full_name": "octo/kit"},
+        "repository": {"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID},
         "sender": {"login": "alice", "type": "User"},
     }
     assert call(github_event(json.dumps(payload).encode()))[1]["status"] == "ignored"

@@ -59,7 +59,7 @@ def test_member_note_is_queued_with_the_gitlab_task(aws: SimpleNamespace, gitlab
     assert task["body"] == "The arm64 image fails at `pip install`."
     assert task["html_url"] == "http://example.com/gitlab-org/gitlab-test/issues/17"
     assert task["delivery_id"] == "idem-1" and task["idempotency_key"] == hashlib.sha256(body).hexdigest()
-    assert doc["session_id"] == "gitlab-" + hashlib.sha256(b"gitlab-org/gitlab-test#17").hexdigest()
+    assert doc["session_id"] == "gitlab-" + hashlib.sha256(b"5#17").hexdigest()  # project.id, iid
     # One members API call with the project access token.
     [ask] = gitlab_api.requests
     assert ask["method"] == "GET" and ask["path"] == "/api/v4/projects/5/members/all/1"

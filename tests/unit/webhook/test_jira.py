@@ -50,7 +50,7 @@ def test_signed_comment_is_queued_as_a_jira_task(aws: SimpleNamespace) -> None:
     assert task["title"] == "Export takes minutes" and task["comment"] == "/agent why is the export slow?"
     assert task["author"] == "Mia Krystof" and task["delivery_id"] == "jira-d-1"
     assert task["html_url"] == "https://example.atlassian.net/browse/SP-9"
-    assert doc["session_id"] == "jira-" + hashlib.sha256(b"SP#9").hexdigest()
+    assert doc["session_id"] == "jira-" + hashlib.sha256(b"example.atlassian.net#10148").hexdigest()
 
 
 def test_label_added_in_an_update_is_queued(aws: SimpleNamespace) -> None:

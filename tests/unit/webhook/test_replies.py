@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from types import SimpleNamespace
@@ -40,11 +41,15 @@ def stored_item(aws: SimpleNamespace, key: str) -> dict[str, Any]:
     return aws.ddb.get_item(TableName="idem", Key={"id": {"S": f"reply#{key}"}}).get("Item", {})
 
 
-def fail_calls(client: Any, operation: str) -> None:
-    """Make every ``operation`` call on ``client`` fail as if DynamoDB were unreachable."""
+def fail_calls(client: Any, operation: str, *, after: int = 0) -> None:
+    """Make every ``operation`` call on ``client`` after the first ``after`` fail as if DynamoDB were
+    unreachable (``after=1`` with PutItem: the worker's claim succeeds, storing the reply fails)."""
+    calls = [0]
 
     def unreachable(**_: Any) -> None:
-        raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+        calls[0] += 1
+        if calls[0] > after:
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
 
     client.meta.events.register(f"before-call.dynamodb.{operation}", unreachable)
 
@@ -97,7 +102,7 @@ def test_reply_is_posted_when_dynamodb_cannot_store_it(
     aws: SimpleNamespace, github: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     ddb = boto3.client("dynamodb", region_name=REGION)
-    fail_calls(ddb, "PutItem")
+    fail_calls(ddb, "PutItem", after=1)
     client = agentcore_client()
     stub = Stubber(client)
     stub_one_turn(stub)
@@ -109,14 +114,16 @@ def test_reply_is_posted_when_dynamodb_cannot_store_it(
     assert json.loads(post["body"])["body"].startswith("Pin the base image to arm64.")
     [error] = [r for r in caplog.records if r.getMessage() == "could not store the reply; posting it anyway"]
     assert "PutItem on idem failed" in error.__dict__["error"] and error.levelname == "ERROR"
-    assert stored_item(aws, KEY) == {}  # no partial item (no comment, no TTL) from marking it posted
+    # Only the claim is stored (no partial reply item from marking it posted): a redelivery never
+    # claims the turn again.
+    assert stored_item(aws, KEY)["status"] == {"S": "running"} and "comment" not in stored_item(aws, KEY)
 
 
 def test_reply_neither_stored_nor_posted_is_logged_in_full(
     aws: SimpleNamespace, github: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     ddb = boto3.client("dynamodb", region_name=REGION)
-    fail_calls(ddb, "PutItem")
+    fail_calls(ddb, "PutItem", after=1)
     client = agentcore_client()
     stub = Stubber(client)
     stub_one_turn(stub)
@@ -169,7 +176,7 @@ def test_reply_store_round_trip_ttl_and_errors(aws: SimpleNamespace) -> None:
         comment="hi", session_id="gh-x", delivery_id="d", error_code="timeout", request_id="rid"
     )
     store.put(KEY, reply)
-    assert store.get(KEY) == reply
+    assert store.get(KEY) == dataclasses.replace(reply, stored_at=1_000_000)
     assert stored_item(aws, KEY)["expiration"] == {"N": str(1_000_000 + 3600)}
     store.mark(KEY, status="posted", comment_url="u")
     assert store.get(KEY) == replies.StoredReply(
@@ -180,6 +187,7 @@ def test_reply_store_round_trip_ttl_and_errors(aws: SimpleNamespace) -> None:
         request_id="rid",
         status="posted",
         comment_url="u",
+        stored_at=1_000_000,
     )
     with pytest.raises(replies.ReplyStoreError, match="UpdateItem"):
         store.mark("never-stored", status="posted")
@@ -197,3 +205,20 @@ def test_reply_store_round_trip_ttl_and_errors(aws: SimpleNamespace) -> None:
 def test_task_rejects_a_bad_idempotency_key(key: str) -> None:
     with pytest.raises(ValueError, match="idempotency_key"):
         trackers.AgentTask.model_validate_json(task_json(key=key))
+
+
+def test_claim_release_and_takeover_are_conditional(aws: SimpleNamespace) -> None:
+    clock = [1_000_000.0]
+    store = reply_store(aws, clock=lambda: clock[0])
+    assert store.claim(KEY) and not store.claim(KEY)  # a second delivery finds the claim
+    assert store.get(KEY) == replies.StoredReply(
+        comment="", session_id="", status="running", stored_at=1_000_000
+    )
+    store.release(KEY)
+    assert store.get(KEY) is None and store.claim(KEY)  # released: claimable again
+    reply = replies.StoredReply(comment="interrupted", session_id="gh-x")
+    assert not store.put(KEY, reply, over_claim_from=999)  # not the claim seen: another delivery took over
+    assert store.put(KEY, reply, over_claim_from=1_000_000)
+    assert not store.put(KEY, reply, over_claim_from=1_000_000)  # the claim is gone now
+    store.release(KEY)  # a stored reply is never released
+    assert store.get(KEY) == dataclasses.replace(reply, stored_at=1_000_000)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import time
+from collections.abc import Callable
+
 import pytest
 from trackers.triggers import adf_unquoted, markdown_unquoted, mention_pattern, wiki_unquoted
 
@@ -78,3 +82,45 @@ def test_adf_skips_quotes_code_and_code_marks_and_renders_mentions() -> None:
     }
     text = adf_unquoted(doc)
     assert not AGENT.search(text) and "plain\n" in text and "[~accountid:abc]" in text
+
+
+def _best(fn: Callable[[], object], runs: int = 3) -> float:
+    """The fastest of ``runs`` calls, garbage collection off (as ``timeit`` does): the test process holds
+    many objects, and a collection landing in one of the calls says nothing about the scanner."""
+    best = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return best
+
+
+@pytest.mark.parametrize(
+    ("scan", "unit"),
+    [
+        (markdown_unquoted, "<pre"),
+        (markdown_unquoted, "<code x="),
+        (markdown_unquoted, "<!--"),
+        (markdown_unquoted, "`a``"),
+        (markdown_unquoted, "\n"),
+        (wiki_unquoted, "{{"),
+        (wiki_unquoted, "{code:"),
+        (wiki_unquoted, "\n"),
+    ],
+)
+def test_scans_stay_linear_without_the_scan_limit(scan: Callable[..., str], unit: str) -> None:
+    # The receiver scans only MAX_SCAN_CHARS; the scanners themselves must not depend on that cap:
+    # 32 times the text may cost about 32 times the time (quadratic: over a thousand). The bound leaves
+    # room for a loaded machine and for CPU caches flattering the small text.
+    def text(size: int) -> str:
+        return "/agent " + unit * (size // len(unit))
+
+    small, large = text(50_000), text(1_600_000)
+    small_s = _best(lambda: scan(small, limit=len(large)))
+    large_s = _best(lambda: scan(large, limit=len(large)))
+    assert large_s / small_s < 200, f"32x the text took {large_s / small_s:.1f}x the time"

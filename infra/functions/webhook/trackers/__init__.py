@@ -5,7 +5,10 @@ tracker's webhooks and posts replies through its REST API. See ``docs/webhook.md
 """
 
 from .base import (
+    AGENT_REPLY_MARKER,
     DEFAULT_MAX_BODY_BYTES,
+    JIRA_REPLY_MARKER,
+    REPLY_MARKERS,
     TRACKER_NAMES,
     AgentTask,
     BadRequestError,
@@ -25,7 +28,6 @@ from .base import (
     render_prompt,
 )
 from .github import (
-    AGENT_REPLY_MARKER,
     DEFAULT_ALLOWED_ASSOCIATIONS,
     MAX_COMMENT_CHARS,
     GitHubTracker,
@@ -33,7 +35,7 @@ from .github import (
     verify_github_signature,
 )
 from .gitlab import GitLabTracker, GitLabWebhookSecret, verify_gitlab_request
-from .jira import JIRA_REPLY_MARKER, JiraTracker, jira_auth_header, verify_jira_signature
+from .jira import JiraTracker, jira_auth_header, verify_jira_signature
 
 __all__ = [
     "AGENT_REPLY_MARKER",
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "JIRA_REPLY_MARKER",
     "MAX_COMMENT_CHARS",
+    "REPLY_MARKERS",
     "TRACKER_NAMES",
     "AgentTask",
     "BadRequestError",

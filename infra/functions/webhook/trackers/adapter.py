@@ -12,13 +12,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, TrackerConfigError, check_size
+from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, TrackerConfigError, check_secret_text, check_size
 from .http import post_json
-from .triggers import markdown_unquoted, mention_pattern
+from .triggers import markdown_unquoted, may_contain, mention_pattern
 
 
 class TrackerAdapter:
     """Base of the adapters: secret/token providers, the mention trigger, body limit, posting policy."""
+
+    name: str
 
     def __init__(
         self,
@@ -34,6 +36,7 @@ class TrackerAdapter:
         self._secret = webhook_secret
         self._token = token
         self._mention = mention_pattern(trigger_mention) if trigger_mention else None
+        self._mention_text = trigger_mention
         self.max_body_bytes = max_body_bytes
         self.http_timeout = http_timeout
         self.post_attempts = max(1, post_attempts)
@@ -43,17 +46,33 @@ class TrackerAdapter:
     def _webhook_secret(self, request: InboundRequest) -> str:
         """The body size checked (first of all), then the webhook secret's value. Raises ``WebhookError``."""
         check_size(request, self.max_body_bytes)
+        return self._checked_secret()
+
+    def check_webhook_secret(self) -> None:
+        """Read and validate the webhook secret (the receiver calls it at start-up, to log a bad one
+        at once). Raises :class:`TrackerConfigError`."""
+        self._checked_secret()
+
+    def _checked_secret(self) -> str:
         if self._secret is None:
             raise TrackerConfigError(f"{type(self).__name__} was built without a webhook secret provider")
-        return self._secret()
+        value = self._secret()
+        self._validate_secret(value)
+        return value
+
+    def _validate_secret(self, value: str) -> None:
+        """A secret used as an HMAC key as is: refuse blanks and surrounding whitespace."""
+        check_secret_text(value, f"{self.name} webhook secret")
 
     def _mentioned(self, unquoted: str) -> bool:
         """The mention trigger in ``unquoted`` (text with quotes and code already left out)."""
         return self._mention is not None and bool(self._mention.search(unquoted))
 
     def _mentions_markdown(self, text: str) -> bool:
-        """The mention trigger in Markdown ``text`` outside quotes and code (see :mod:`.triggers`)."""
-        return self._mentioned(markdown_unquoted(text))
+        """The mention trigger in Markdown ``text`` outside quotes and code (see :mod:`.triggers`).
+
+        A text that cannot hold the mention at all is not parsed (a substring check first)."""
+        return may_contain(text, self._mention_text) and self._mentioned(markdown_unquoted(text))
 
     # ---- outbound
     def _read_token(self, *, if_empty: str = "") -> str:

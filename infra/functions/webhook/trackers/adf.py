@@ -211,7 +211,9 @@ def blocks(markdown: str, *, in_quote: bool = False) -> list[Node]:
                 quoted.append(match.group(1) if match else lines[i])
                 i += 1
             inner = blocks("\n".join(quoted), in_quote=True)
-            if inner:
+            if in_quote:  # ADF blockquotes hold no blockquote: a nested quote joins the outer one
+                out.extend(inner)
+            elif inner:
                 out.append({"type": "blockquote", "content": inner})
             continue
         if _LIST_ITEM.match(line):
@@ -260,6 +262,13 @@ def _list(lines: list[str], i: int, *, in_quote: bool) -> tuple[Node, int]:
                 while not lines[i].strip():
                     i += 1
     return node, i
+
+
+def plain_adf(text: str) -> Node:
+    """``text`` as unmarked paragraphs, one per line: the fallback when Jira refuses a converted document."""
+    lines = [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    content = [{"type": "paragraph", "content": [{"type": "text", "text": line}]} for line in lines]
+    return {"version": 1, "type": "doc", "content": content or [{"type": "paragraph", "content": []}]}
 
 
 def markdown_to_adf(markdown: str) -> Node:

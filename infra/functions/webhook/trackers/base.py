@@ -16,17 +16,27 @@ carrying ``code`` and ``http_status``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import json_limits
 
 TrackerName = Literal["github", "gitlab", "jira"]
 TRACKER_NAMES: tuple[TrackerName, ...] = ("github", "gitlab", "jira")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+#: Hidden marker the GitHub and GitLab replies end with.
+AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
+#: The start of the last line of every Jira reply.
+JIRA_REPLY_MARKER = "agentkit reply ·"
+#: The visible footer of the GitHub and GitLab replies (``agentkit · session …``).
+FOOTER_MARKER = "agentkit · session "
+#: Every adapter ignores text carrying any of these: a sync integration that copies a reply from one
+#: tracker to another (Jira ↔ GitHub, say) must not make the agent answer itself across trackers.
+REPLY_MARKERS = (AGENT_REPLY_MARKER, JIRA_REPLY_MARKER, FOOTER_MARKER)
 
 
 # --------------------------------------------------------------------------- errors
@@ -98,11 +108,29 @@ class InboundRequest:
         return self.headers.get("content-type", "application/json").split(";")[0].strip().lower()
 
 
+#: Characters SQS accepts in a message body (SendMessage ``MessageBody``: ``#x9 | #xA | #xD | #x20 to
+#: #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF``); anything else (U+FFFF, lone surrogates, other
+#: control characters) would make the receiver's SendMessage fail, so it becomes U+FFFD.
+_NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: A delivery id the receiver keeps: tracker headers are not signed, so anything else is replaced.
+DELIVERY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+_DELIVERY_ID = re.compile(DELIVERY_ID_PATTERN)
+
+
+def sqs_safe(text: str) -> str:
+    """``text`` with every character SQS refuses replaced by U+FFFD."""
+    return _NOT_SQS_TEXT.sub("\ufffd", text)
+
+
 class AgentTask(BaseModel):
     """One unit of agent work, the SQS message body (JSON).
 
     ``repository`` is the GitHub ``owner/repo``, the GitLab project path (``group/sub/project``) or the
     Jira project key; ``issue_number`` the issue number, GitLab ``iid`` or the number in the Jira key.
+    Those names can change hands (a repository renamed and another created under the old name, a GitLab
+    path reused, a Jira issue moved), so sessions and actors are keyed on immutable ids instead:
+    ``scope_id`` is the GitHub ``repository.id``, the GitLab ``project.id`` or the Jira site's host name,
+    ``issue_id`` the GitHub issue number, the GitLab ``iid`` or the Jira ``issue.id``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -110,17 +138,24 @@ class AgentTask(BaseModel):
     tracker: TrackerName = "github"
     repository: str = Field(min_length=1, max_length=512)
     issue_number: int = Field(gt=0)
+    scope_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,254}$")
+    issue_id: str = Field(pattern=r"^[0-9]{1,20}$")
     title: str
     body: str = ""
     comment: str | None = None
     author: str  # who triggered this turn (labeler or commenter)
     issue_author: str = ""
-    delivery_id: str = Field(min_length=1)
+    delivery_id: str = Field(pattern=DELIVERY_ID_PATTERN)
     event: str
     html_url: str = ""
     #: Set by the receiver: sha256 hex of the signature-verified body. The worker stores the finished
     #: reply under it, so a redelivered task re-posts that reply instead of running the turn again.
     idempotency_key: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+
+    @field_validator("title", "body", "comment", "author", "issue_author", "html_url", mode="before")
+    @classmethod
+    def _sqs_text(cls, value: object) -> object:
+        return sqs_safe(value) if isinstance(value, str) else value
 
     @property
     def issue_ref(self) -> str:
@@ -131,18 +166,30 @@ class AgentTask(BaseModel):
     def runtime_session_id(self) -> str:
         """Deterministic AgentCore runtime session id: one continuing conversation per issue and tracker.
 
-        ``<prefix>-`` + sha256("<repository>#<number>") hex, prefix ``gh`` (GitHub, kept from the first
-        release so existing conversations continue), ``gitlab`` or ``jira``: 67-71 characters
-        (AgentCore requires 33-256). The same path on two trackers never shares a session.
+        ``<prefix>-`` + sha256("<scope_id>#<issue_id>") hex, prefix ``gh``, ``gitlab`` or ``jira``: 67-71
+        characters (AgentCore requires 33-256). Immutable ids only, so a renamed or re-created
+        repository never resumes another one's conversation; the same ids on two trackers never share
+        a session (the prefix).
         """
         prefix = "gh" if self.tracker == "github" else self.tracker
-        digest = hashlib.sha256(f"{self.repository}#{self.issue_number}".encode()).hexdigest()
+        digest = hashlib.sha256(f"{self.scope_id}#{self.issue_id}".encode()).hexdigest()
         return f"{prefix}-{digest}"
 
     @property
     def actor(self) -> str:
-        """Actor signal sent to the runtime: the repository, so every commenter shares the issue's session."""
-        return f"{self.tracker}:{self.repository}"
+        """Actor signal sent to the runtime: the repository's immutable id, so every commenter shares the
+        issue's session and a re-created repository of the same name is another actor."""
+        return f"{self.tracker}:{self.scope_id}"
+
+
+def safe_delivery_id(value: str | None, prefix: str, body: bytes) -> str:
+    """The tracker's delivery id header when it looks like one, else one derived from the signed body.
+
+    The header is not signed: whatever it holds reaches logs and the task, never a public comment.
+    """
+    if value and _DELIVERY_ID.match(value):
+        return value
+    return body_delivery_id(prefix, body)
 
 
 @dataclass(frozen=True)
@@ -168,6 +215,10 @@ class IssueTracker(Protocol):
         """Verify and parse a webhook request. Raises :class:`WebhookError` subclasses."""
         ...
 
+    def check_webhook_secret(self) -> None:
+        """Read and validate the webhook secret (receiver start-up). Raises :class:`WebhookError`."""
+        ...
+
     def format_reply(self, text: str, *, footer: str = "") -> str:
         """The comment to store and post for the agent's Markdown ``text``."""
         ...
@@ -175,6 +226,34 @@ class IssueTracker(Protocol):
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """Post ``text`` (from :meth:`format_reply`) on the task's issue. Raises :class:`TrackerApiError`."""
         ...
+
+
+def check_secret_text(value: str, what: str) -> None:
+    """Refuse a blank secret, or one with whitespace around it (a newline stored with it would make
+    every signature mismatch, silently). Raises :class:`TrackerConfigError`."""
+    if not value.strip():
+        raise TrackerConfigError(f"{what} is blank; put a value into it")
+    if value != value.strip():
+        raise TrackerConfigError(
+            f"{what} has leading or trailing whitespace (a newline stored with it?); store the exact value"
+        )
+
+
+def is_agent_reply(text: str) -> bool:
+    """Does ``text`` carry the reply marker or footer of any tracker's agent reply?"""
+    return any(marker in text for marker in REPLY_MARKERS)
+
+
+def parse_id_allowlist(value: str | Collection[int | str], *, setting: str) -> frozenset[int]:
+    """Numeric ids from a comma-separated string or a collection. Raises :class:`TrackerConfigError`."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        ids = frozenset(int(str(item).strip()) for item in items if str(item).strip())
+    except ValueError:
+        raise TrackerConfigError(f"{setting} must be a comma-separated list of numeric ids") from None
+    if any(i <= 0 for i in ids):
+        raise TrackerConfigError(f"{setting} holds a non-positive id")
+    return ids
 
 
 def check_size(request: InboundRequest, limit: int) -> None:
@@ -258,7 +337,8 @@ def render_prompt(task: AgentTask, *, max_chars: int = 20_000) -> str:
         lines += [f"New comment from @{task.author}:", "", clip(task.comment)]
     lines += [
         "",
-        f"Reply in {markup}. Your reply is posted verbatim as {post} on the issue;"
+        f"Reply in {markup}. Your reply is posted as {post} on the issue (mentions, images and raw HTML"
+        " are shown as text);"
         " keep it focused and say so when you are unsure.",
     ]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Collection
+from datetime import UTC, datetime
 from typing import Literal
 
 from .adapter import TrackerAdapter
@@ -20,10 +21,13 @@ from .base import (
     InboundRequest,
     ReplyRef,
     SignatureError,
+    StaleDeliveryError,
     TrackerConfigError,
-    clip_reply,
     dispatch_event,
+    is_agent_reply,
+    parse_id_allowlist,
     require_json,
+    safe_delivery_id,
 )
 from .github_models import (
     AUTHOR_ASSOCIATIONS,
@@ -33,22 +37,16 @@ from .github_models import (
     IssuesEvent,
     PingEvent,
 )
+from .reply_text import format_markdown_reply
 
-#: Hidden marker appended to every reply; comments carrying it are never treated as triggers.
-AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
+#: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).
+DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
+#: How far a signed timestamp may lie ahead of the receiver's clock.
+FUTURE_SKEW_SECONDS = 300
 #: GitHub rejects comment bodies above 65,536 characters.
 MAX_COMMENT_CHARS = 65_000
 #: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
 DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-
-
-def format_markdown_reply(text: str, *, footer: str, limit: int) -> str:
-    """Clip, then append the footer (``<sub>``) and the hidden loop-guard marker (GitHub, GitLab)."""
-    parts = [clip_reply(text, limit)]
-    if footer:
-        parts.append(f"<sub>{footer}</sub>")
-    parts.append(AGENT_REPLY_MARKER)
-    return "\n\n".join(parts)
 
 
 def verify_github_signature(*, secret: str, body: bytes, header: str | None) -> None:
@@ -91,13 +89,16 @@ class GitHubTracker(TrackerAdapter):
     Triggers: ``issues.labeled`` with ``trigger_label`` as the added label, ``issues.opened`` with
     ``trigger_mention`` in the body, and ``issue_comment.created`` with ``trigger_mention`` in the
     comment. An issue opened *with* the label triggers once, through the ``labeled`` event GitHub sends
-    after ``opened``. An empty label or mention disables that trigger. Comments by ``bot_login``, by
-    accounts of type ``Bot``, or carrying :data:`AGENT_REPLY_MARKER` are ignored (no reply loops).
+    after ``opened`` (the ``opened`` event of such an issue is ignored). An empty label or mention
+    disables that trigger. Comments by ``bot_login``, by accounts of type ``Bot``, or carrying any
+    tracker's reply marker (:func:`.base.is_agent_reply`) are ignored (no reply loops).
 
-    Mention triggers (issue body, comment) are accepted only from authors whose ``author_association``
-    is in ``allowed_associations`` (default OWNER, MEMBER, COLLABORATOR), so strangers on a public
-    repository cannot start paid runs. The label trigger needs no check: only accounts with triage
-    access or more can label an issue.
+    Only repositories whose immutable ``repository.id`` is in ``repository_ids`` are served (empty:
+    none), checked before anything else. Mention triggers (issue body, comment) are accepted only from
+    authors whose ``author_association`` is in ``allowed_associations`` (default OWNER, MEMBER,
+    COLLABORATOR), so strangers on a public repository cannot start paid runs. A label added by someone
+    else than the issue's author needs triage access, so it triggers; a label the author added (an issue
+    template or form applies labels for any author) is held to the author's association like a mention.
     """
 
     name: Literal["github"] = "github"
@@ -111,6 +112,9 @@ class GitHubTracker(TrackerAdapter):
         trigger_mention: str = "/agent",
         bot_login: str = "",
         allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
+        repository_ids: str | Collection[int] = (),
+        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.time,
         api_url: str = "https://api.github.com",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
@@ -132,6 +136,9 @@ class GitHubTracker(TrackerAdapter):
         self.trigger_mention = trigger_mention
         self.bot_login = bot_login.lower()
         self.allowed_associations = parse_associations(allowed_associations)
+        self.repository_ids = parse_id_allowlist(repository_ids, setting="GITHUB_REPOSITORY_IDS")
+        self.max_age_seconds = max_age_seconds
+        self._clock = clock
         self.api_url = api_url.rstrip("/")
 
     # ---- inbound
@@ -147,6 +154,7 @@ class GitHubTracker(TrackerAdapter):
         if missing:
             raise BadRequestError(f"missing header(s): {', '.join(missing)}")
         assert event is not None and delivery is not None
+        delivery = safe_delivery_id(delivery, "github", request.body)
         return dispatch_event(
             event,
             require_json(request),
@@ -158,20 +166,29 @@ class GitHubTracker(TrackerAdapter):
         )
 
     def _on_issues(self, ev: IssuesEvent, delivery: str) -> Decision:
+        refused = self._unpinned(ev.repository)
+        if refused:
+            return refused
+        self._check_fresh(ev.issue.updated_at)
         label = self.trigger_label.lower()
         if ev.action == "labeled":
             # The label added by *this* event; labels already on the issue do not count.
             triggered = bool(label) and ev.label is not None and ev.label.name.lower() == label
         elif ev.action == "opened":
-            # Only the mention: an issue opened with the label also gets a ``labeled`` event, which triggers.
-            triggered = self._mentions_markdown(ev.issue.body or "")
+            # Only the mention, and only when the issue was not opened with the label: GitHub then
+            # also sends ``labeled``, and that event is the one that triggers (one run, not two).
+            opened_with_label = bool(label) and any(x.name.lower() == label for x in ev.issue.labels)
+            triggered = not opened_with_label and self._mentions_markdown(ev.issue.body or "")
         else:
             triggered = False
         if not triggered:
             return Decision("ignored", reason=f"issues.{ev.action} without the trigger")
         if self._is_own(ev.sender.login, ev.sender.type):
             return Decision("ignored", reason="sent by the bot itself")
-        if ev.action == "opened" and not self._allowed(ev.issue.author_association):
+        # Labels need triage access, except the ones an issue template or form applies for its author:
+        # then the author's association decides, as for a mention.
+        by_author = ev.action == "opened" or ev.sender.login.lower() == ev.issue.user.login.lower()
+        if by_author and not self._allowed(ev.issue.author_association):
             return self._not_allowed(ev.issue.author_association)
         return _accept(
             ev.repository,
@@ -183,10 +200,14 @@ class GitHubTracker(TrackerAdapter):
         )
 
     def _on_comment(self, ev: IssueCommentEvent, delivery: str) -> Decision:
+        refused = self._unpinned(ev.repository)
+        if refused:
+            return refused
         if ev.action != "created":
             return Decision("ignored", reason=f"issue_comment.{ev.action} is not handled")
+        self._check_fresh(ev.comment.updated_at)
         text = ev.comment.body or ""
-        if self._is_own(ev.comment.user.login, ev.comment.user.type) or AGENT_REPLY_MARKER in text:
+        if self._is_own(ev.comment.user.login, ev.comment.user.type) or is_agent_reply(text):
             return Decision("ignored", reason="comment authored by the bot itself")
         if not self._mentions_markdown(text):
             return Decision("ignored", reason="comment does not mention the agent")
@@ -200,6 +221,34 @@ class GitHubTracker(TrackerAdapter):
             event="issue_comment.created",
             html_url=ev.comment.html_url or ev.issue.html_url,
             comment=text,
+        )
+
+    def _check_fresh(self, signed: datetime | None) -> None:
+        """Refuse a delivery older than the idempotency window less the clock skew (a captured body
+        replayed after its idempotency record expired would otherwise start a new paid run).
+
+        GitHub signs no delivery timestamp, but the body's ``updated_at`` of the issue or comment is
+        signed with it. Raises :class:`StaleDeliveryError`.
+        """
+        if signed is None:
+            raise StaleDeliveryError("the payload has no updated_at to check its age against")
+        stamp = signed if signed.tzinfo else signed.replace(tzinfo=UTC)
+        age = self._clock() - stamp.timestamp()
+        limit = self.max_age_seconds - FUTURE_SKEW_SECONDS
+        if age > limit or age < -FUTURE_SKEW_SECONDS:
+            raise StaleDeliveryError(f"payload updated_at is {age:.0f}s old; accepted: up to {limit}s")
+
+    def _unpinned(self, repository: GitHubRepository) -> Decision | None:
+        """Refuse a repository this deployment does not serve (by immutable id), before any cost.
+
+        One webhook secret can sign events of many repositories (an organisation hook, a GitHub App).
+        """
+        if repository.id in self.repository_ids:
+            return None
+        return Decision(
+            "ignored",
+            reason=f"repository id {repository.id} is not in GITHUB_REPOSITORY_IDS"
+            + ("" if self.repository_ids else " (empty: no repository is served)"),
         )
 
     def _allowed(self, association: str) -> bool:
@@ -257,6 +306,8 @@ def _accept(
         task=AgentTask(
             repository=repository.full_name,
             issue_number=issue.number,
+            scope_id=str(repository.id),
+            issue_id=str(issue.number),
             title=issue.title,
             body=issue.body or "",
             comment=comment,

@@ -7,6 +7,8 @@ Only the fields the kit reads are declared; GitHub sends many more and they are 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 #: Every value GitHub sends in ``author_association`` (how the author relates to the repository).
@@ -38,6 +40,8 @@ class GitHubLabel(_Model):
 
 
 class GitHubRepository(_Model):
+    #: Immutable (a name can be renamed away and re-created); sessions and the allowlist use it.
+    id: int = Field(gt=0)
     full_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -51,6 +55,8 @@ class GitHubIssue(_Model):
     state: str = "open"
     # The issue author's relation to the repository. Missing means "NONE" (fail closed).
     author_association: str = "NONE"
+    #: Signed with the body: when the issue last changed (labelling it changes it too).
+    updated_at: datetime | None = None
 
 
 class GitHubComment(_Model):
@@ -60,6 +66,8 @@ class GitHubComment(_Model):
     html_url: str = ""
     # The commenter's relation to the repository. Missing means "NONE" (fail closed).
     author_association: str = "NONE"
+    #: Signed with the body: when the comment was last changed.
+    updated_at: datetime | None = None
 
 
 class IssuesEvent(_Model):

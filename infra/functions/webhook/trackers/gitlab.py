@@ -13,6 +13,9 @@ required as well and its timestamp must be within :data:`SIGNATURE_TOLERANCE_SEC
 The webhook secret in Secrets Manager is either the token as a plain string, or JSON
 ``{"token": "...", "signing_token": "whsec_..."}`` (either key may be left out; at least one is needed).
 
+**Pinned.** Only projects whose immutable ``project.id`` is in ``project_ids`` are served; events of any
+other project (a group webhook, a secret reused across projects) are ignored before anything else.
+
 **Triggers.** ``Issue Hook`` whose ``changes.labels`` add ``trigger_label``; ``Issue Hook`` ``open`` with
 ``trigger_mention`` in the description; ``Note Hook`` on an issue (``noteable_type`` ``Issue``, action
 ``create``) with ``trigger_mention`` — outside quotes and code (:mod:`.triggers`). Every trigger also
@@ -21,8 +24,9 @@ to ``GET /projects/:id/members/all/:user_id`` (inherited members included). Skip
 internal notes, confidential issues, merge request / commit / snippet notes, notes by ``bot_username``
 or by project/group access-token bots (``project_<id>_bot…``), notes carrying the reply marker.
 
-**Reply.** ``POST /projects/:id/issues/:iid/notes`` with ``PRIVATE-TOKEN`` (a project access token with
-the ``api`` scope, Reporter role or more).
+**Reply.** ``POST /projects/:id/issues/:iid/notes`` (by the project's id) with ``PRIVATE-TOKEN`` (a project
+access token with the ``api`` scope, Reporter role or more). Lines starting with ``/`` are indented so
+GitLab runs no quick action with the bot's role, and mentions become code (:mod:`.reply_text`).
 """
 
 from __future__ import annotations
@@ -34,8 +38,7 @@ import hmac
 import json
 import re
 import time
-import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,13 +54,15 @@ from .base import (
     StaleDeliveryError,
     TrackerApiError,
     TrackerConfigError,
-    body_delivery_id,
     dispatch_event,
+    is_agent_reply,
+    parse_id_allowlist,
     require_json,
+    safe_delivery_id,
 )
-from .github import AGENT_REPLY_MARKER, format_markdown_reply
 from .gitlab_models import ACCESS_LEVELS, GitLabUser, IssueHook, NoteHook
 from .http import get_json
+from .reply_text import format_markdown_reply
 
 #: GitLab's note limit is 1,000,000 characters; the stored reply must also fit a DynamoDB item (400 KB).
 MAX_NOTE_CHARS = 60_000
@@ -86,6 +91,9 @@ class GitLabWebhookSecret:
             except json.JSONDecodeError as exc:
                 raise TrackerConfigError(f"GitLab webhook secret is not valid JSON: {exc.msg}") from None
             token, signing = str(doc.get("token") or ""), str(doc.get("signing_token") or "")
+            for what, item in (("token", token), ("signing_token", signing)):
+                if item != item.strip():  # compared or decoded as is: would fail every delivery
+                    raise TrackerConfigError(f"GitLab webhook secret's {what} has surrounding whitespace")
         key = b""
         if signing:
             if not signing.startswith("whsec_"):
@@ -94,6 +102,8 @@ class GitLabWebhookSecret:
                 key = base64.b64decode(signing[len("whsec_") :], validate=True)
             except (binascii.Error, ValueError):
                 raise TrackerConfigError("GitLab signing_token is not valid base64 after whsec_") from None
+            if not key:  # an empty key would switch signature checking off without a word
+                raise TrackerConfigError("GitLab signing_token holds no key after whsec_")
         if not token and not key:
             raise TrackerConfigError("GitLab webhook secret is blank; put a token (or signing_token) into it")
         return cls(token=token, signing_key=key)
@@ -143,6 +153,7 @@ class GitLabTracker(TrackerAdapter):
         trigger_mention: str = "/agent",
         bot_username: str = "",
         min_access_level: int = DEVELOPER,
+        project_ids: str | Collection[int] = (),
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
         post_attempts: int = 3,
@@ -169,10 +180,14 @@ class GitLabTracker(TrackerAdapter):
         self.trigger_label = trigger_label.lower()
         self.bot_username = bot_username.lower()
         self.min_access_level = min_access_level
+        self.project_ids = parse_id_allowlist(project_ids, setting="GITLAB_PROJECT_IDS")
         self.signature_tolerance = signature_tolerance
         self._clock = clock
 
     # ---- inbound
+    def _validate_secret(self, value: str) -> None:
+        GitLabWebhookSecret.parse(value)
+
     def parse_request(self, request: InboundRequest) -> Decision:
         secret = GitLabWebhookSecret.parse(self._webhook_secret(request))
         verify_gitlab_request(secret, request, now=self._clock(), tolerance=self.signature_tolerance)
@@ -180,11 +195,12 @@ class GitLabTracker(TrackerAdapter):
         if not event:
             raise BadRequestError("missing header: X-Gitlab-Event")
         payload = require_json(request)
-        delivery = (
+        delivery = safe_delivery_id(
             request.headers.get("idempotency-key")
             or request.headers.get("x-gitlab-event-uuid")
-            or request.headers.get("webhook-id")
-            or body_delivery_id("gitlab", request.body)
+            or request.headers.get("webhook-id"),
+            "gitlab",
+            request.body,
         )
         if event.startswith("Confidential "):
             return Decision("ignored", reason="confidential issues and notes are not answered")
@@ -202,10 +218,26 @@ class GitLabTracker(TrackerAdapter):
         return (
             (bool(self.bot_username) and name == self.bot_username)
             or bool(_TOKEN_BOT.match(name))
-            or AGENT_REPLY_MARKER in text
+            or is_agent_reply(text)
+        )
+
+    def _unpinned(self, project_id: int) -> Decision | None:
+        """Refuse a project this deployment does not serve (by immutable id), before any cost.
+
+        A group webhook, or one secret reused across projects, signs events of other projects too.
+        """
+        if project_id in self.project_ids:
+            return None
+        return Decision(
+            "ignored",
+            reason=f"project id {project_id} is not in GITLAB_PROJECT_IDS"
+            + ("" if self.project_ids else " (empty: no project is served)"),
         )
 
     def _on_issue(self, ev: IssueHook, delivery: str) -> Decision:
+        refused = self._unpinned(ev.project.id)
+        if refused:
+            return refused
         attrs = ev.object_attributes
         if attrs.confidential:
             return Decision("ignored", reason="confidential issues are not answered")
@@ -231,6 +263,8 @@ class GitLabTracker(TrackerAdapter):
                 tracker="gitlab",
                 repository=ev.project.path_with_namespace,
                 issue_number=attrs.iid,
+                scope_id=str(ev.project.id),
+                issue_id=str(attrs.iid),
                 title=attrs.title,
                 body=attrs.description or "",
                 author=ev.user.username,
@@ -241,6 +275,9 @@ class GitLabTracker(TrackerAdapter):
         )
 
     def _on_note(self, ev: NoteHook, delivery: str) -> Decision:
+        refused = self._unpinned(ev.project.id)
+        if refused:
+            return refused
         note = ev.object_attributes
         if note.noteable_type != "Issue" or ev.issue is None:
             return Decision("ignored", reason=f"notes on a {note.noteable_type} are not handled")
@@ -262,6 +299,8 @@ class GitLabTracker(TrackerAdapter):
                 tracker="gitlab",
                 repository=ev.project.path_with_namespace,
                 issue_number=ev.issue.iid,
+                scope_id=str(ev.project.id),
+                issue_id=str(ev.issue.iid),
                 title=ev.issue.title,
                 body=ev.issue.description or "",
                 comment=note.note,
@@ -303,13 +342,14 @@ class GitLabTracker(TrackerAdapter):
 
     # ---- outbound
     def format_reply(self, text: str, *, footer: str = "") -> str:
-        return format_markdown_reply(text, footer=footer, limit=MAX_NOTE_CHARS)
+        return format_markdown_reply(text, footer=footer, limit=MAX_NOTE_CHARS, quick_actions=True)
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
-        """``POST {api}/projects/{url-encoded path}/issues/{iid}/notes`` (retry policy: :mod:`.http`)."""
+        """``POST {api}/projects/{project id}/issues/{iid}/notes`` (retry policy: :mod:`.http`).
+
+        By the project's immutable id: a path can be renamed away and taken by another project."""
         token = self._read_token(if_empty=_EMPTY_TOKEN)
-        project = urllib.parse.quote(task.repository, safe="")
-        url = f"{self.api_url}/projects/{project}/issues/{task.issue_number}/notes"
+        url = f"{self.api_url}/projects/{task.scope_id}/issues/{task.issue_id}/notes"
         doc = self._post(
             url,
             {"body": text},

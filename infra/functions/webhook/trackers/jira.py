@@ -14,8 +14,10 @@ idempotency record expired.
 with ``trigger_mention`` or an @mention of the bot account (``[~accountid:<bot>]``) — outside
 ``{quote}``, ``{code}``, ``{noformat}``, ``bq.`` and ``{{monospace}}`` (:mod:`.triggers`). Only users of
 ``accountType`` ``atlassian`` (licensed users, not JSM portal customers, not apps) trigger. Skipped:
-comments by ``bot_account_id``, by apps, or carrying :data:`JIRA_REPLY_MARKER`, and internal Jira
-Service Management comments (``jsdPublic: false``: the reply would be public).
+comments by ``bot_account_id``, by apps, or carrying any tracker's reply marker, internal Jira Service
+Management comments (``jsdPublic: false``) and comments restricted to a role or group (``visibility``):
+the reply would be public. Events whose issue ``self`` URL is not on ``site_url`` are ignored (a secret
+registered on two sites must not answer one site's event on the other's issue of the same key).
 
 **Reply.** ``POST {api_url}/rest/api/3/issue/{key}/comment`` with ``{"body": <ADF>}`` (:mod:`.adf`).
 The token secret is JSON: ``{"email": ..., "api_token": ...}`` (basic auth with an Atlassian API token)
@@ -31,32 +33,35 @@ import hmac
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from .adapter import TrackerAdapter
-from .adf import markdown_to_adf
+from .adf import markdown_to_adf, plain_adf
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
+    JIRA_REPLY_MARKER,
     AgentTask,
     Decision,
     InboundRequest,
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
+    TrackerApiError,
     TrackerConfigError,
-    body_delivery_id,
     clip_reply,
+    is_agent_reply,
     require_json,
+    safe_delivery_id,
     shape_error,
 )
 from .jira_models import JiraEvent, JiraIssue, JiraUser
-from .triggers import adf_unquoted, wiki_unquoted
+from .reply_text import neutralise
+from .triggers import adf_unquoted, may_contain, wiki_unquoted
 
-#: The last line of every reply starts with this; comments containing it are never triggers.
-JIRA_REPLY_MARKER = "agentkit reply ·"
 #: Jira Cloud rejects comment bodies over 32,767 characters; leave room for the ADF structure.
 MAX_COMMENT_CHARS = 20_000
 DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -161,8 +166,12 @@ class JiraTracker(TrackerAdapter):
         except ValidationError as exc:
             raise shape_error("Jira", exc) from None
         self._check_fresh(ev.timestamp)
-        delivery = request.headers.get("x-atlassian-webhook-identifier") or body_delivery_id(
-            "jira", request.body
+        if ev.issue is not None and not ev.issue.self_url.startswith(self.site_url + "/rest/"):
+            # One secret can be registered on several sites: an event of another site names an issue
+            # key that may exist here too, and would be answered on the wrong issue.
+            return Decision("ignored", reason=f"issue is not on the configured site {self.site_url}")
+        delivery = safe_delivery_id(
+            request.headers.get("x-atlassian-webhook-identifier"), "jira", request.body
         )
         if ev.webhookEvent == "comment_created":
             return self._on_comment(ev, delivery)
@@ -171,11 +180,25 @@ class JiraTracker(TrackerAdapter):
         return Decision("ignored", reason=f"event {ev.webhookEvent!r} is not handled")
 
     def _check_fresh(self, timestamp_ms: int) -> None:
+        """Refuse a delivery the idempotency record may no longer remember.
+
+        The record of a delivery expires ``max_age_seconds`` after it was *received*, and a timestamp
+        may lie up to :data:`FUTURE_SKEW_SECONDS` ahead of the receiver's clock; so the age limit is
+        the window minus that skew, and no replay is accepted after its record expired.
+        """
         age = self._clock() - timestamp_ms / 1000
-        if age > self.max_age_seconds or age < -FUTURE_SKEW_SECONDS:
-            raise StaleDeliveryError(
-                f"delivery timestamp is {age:.0f}s old; accepted: up to {self.max_age_seconds}s"
-            )
+        limit = self.max_age_seconds - FUTURE_SKEW_SECONDS
+        if age > limit or age < -FUTURE_SKEW_SECONDS:
+            raise StaleDeliveryError(f"delivery timestamp is {age:.0f}s old; accepted: up to {limit}s")
+
+    def _may_mention(self, raw: str | dict[str, Any] | None) -> bool:
+        """Cheap check before any parsing: can ``raw`` (wiki string or ADF) hold a trigger at all?"""
+        if raw is None:
+            return False
+        text = raw if isinstance(raw, str) else json.dumps(raw)
+        return may_contain(text, self._mention_text) or (
+            bool(self.bot_account_id) and self.bot_account_id in text
+        )
 
     def _mentions(self, unquoted: str) -> bool:
         if self._mentioned(unquoted):
@@ -201,7 +224,13 @@ class JiraTracker(TrackerAdapter):
         label = self.trigger_label
         if ev.webhookEvent == "jira:issue_created":
             by_label = bool(label) and label in {x.lower() for x in fields.labels}
-            by_mention = self._mentions(_text_of(fields.description)[1])
+            # Who created it first (cheap): a customer's or an app's description is never parsed.
+            by_mention = (
+                not by_label
+                and self._refused(ev.user) is None
+                and self._may_mention(fields.description)
+                and self._mentions(_text_of(fields.description)[1])
+            )
         else:
             by_mention = False
             by_label = bool(label) and any(
@@ -221,14 +250,19 @@ class JiraTracker(TrackerAdapter):
     def _on_comment(self, ev: JiraEvent, delivery: str) -> Decision:
         if ev.comment is None or ev.issue is None:
             return Decision("ignored", reason="comment_created without a comment or issue")
-        text, unquoted = _text_of(ev.comment.body)
-        if JIRA_REPLY_MARKER in text:
-            return Decision("ignored", reason="comment authored by the bot itself")
+        # Cheap checks first: who wrote it and who may see it, before the text is parsed at all.
         refused = self._refused(ev.comment.author)
         if refused:
             return refused
         if not ev.comment.jsdPublic:  # the reply would be public: never answer an internal note in public
             return Decision("ignored", reason="internal (JSM) comments are not answered")
+        if ev.comment.visibility is not None:  # restricted to a role or group: the reply would be public
+            return Decision("ignored", reason="comments restricted to a role or group are not answered")
+        if not self._may_mention(ev.comment.body):
+            return Decision("ignored", reason="comment does not mention the agent")
+        text, unquoted = _text_of(ev.comment.body)
+        if is_agent_reply(text):
+            return Decision("ignored", reason="comment authored by the bot itself")
         if not self._mentions(unquoted):
             return Decision("ignored", reason="comment does not mention the agent")
         return Decision(
@@ -244,6 +278,8 @@ class JiraTracker(TrackerAdapter):
             tracker="jira",
             repository=match.group(1),
             issue_number=int(match.group(2)),
+            scope_id=urllib.parse.urlsplit(self.site_url).hostname or "jira",
+            issue_id=issue.id,
             title=issue.fields.summary or issue.key,
             body=_text_of(issue.fields.description)[0],
             comment=comment,
@@ -257,19 +293,23 @@ class JiraTracker(TrackerAdapter):
     def format_reply(self, text: str, *, footer: str = "") -> str:
         """Markdown: the clipped answer, then an italic last line with the marker and the footer."""
         tail = footer.removeprefix("agentkit · ") if footer else "agentkit"
-        return f"{clip_reply(text, MAX_COMMENT_CHARS)}\n\n_{JIRA_REPLY_MARKER} {tail}_"
+        body = clip_reply(neutralise(text, markdown_html=False), MAX_COMMENT_CHARS)
+        return f"{body}\n\n_{JIRA_REPLY_MARKER} {tail}_"
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/rest/api/3/issue/{key}/comment`` with the ADF body (retry policy: :mod:`.http`)."""
         auth = jira_auth_header(self._read_token())
         key = f"{task.repository}-{task.issue_number}"
         url = f"{self.api_url}/rest/api/3/issue/{key}/comment"
-        doc = self._post(
-            url,
-            {"body": markdown_to_adf(text)},
-            headers={"Authorization": auth, "Accept": "application/json"},
-            service="Jira",
-        )
+        headers = {"Authorization": auth, "Accept": "application/json"}
+        try:
+            doc = self._post(url, {"body": markdown_to_adf(text)}, headers=headers, service="Jira")
+        except TrackerApiError as exc:
+            if exc.status != 400:
+                raise
+            # Jira refused the converted document (an ADF rule the converter missed): the paid answer
+            # is still posted, as plain paragraphs, which are always valid ADF.
+            doc = self._post(url, {"body": plain_adf(text)}, headers=headers, service="Jira")
         comment_id = doc.get("id")
         link = f"{self.site_url}/browse/{key}?focusedCommentId={comment_id}" if comment_id else url
         return ReplyRef(url=link, id=comment_id)

@@ -38,8 +38,11 @@ class JiraIssueFields(_Model):
 
 
 class JiraIssue(_Model):
-    id: str
+    #: Immutable (the key changes when the issue moves to another project); sessions use it.
+    id: str = Field(pattern=r"^[0-9]{1,18}$")
     key: str = Field(pattern=ISSUE_KEY_PATTERN)
+    #: The issue's REST URL on the site that sent the event (checked against the configured site).
+    self_url: str = Field(default="", alias="self")
     fields: JiraIssueFields = JiraIssueFields()
 
 
@@ -49,6 +52,8 @@ class JiraComment(_Model):
     author: JiraUser
     #: Jira Service Management: ``false`` for an internal comment (not shown to the customer).
     jsdPublic: bool = True
+    #: Set when the comment is restricted to a role or group (``{"type": "role", "value": ...}``).
+    visibility: dict[str, Any] | None = None
 
 
 class ChangeItem(_Model):
@@ -64,7 +69,8 @@ class Changelog(_Model):
 class JiraEvent(_Model):
     """Any Jira callback; ``webhookEvent`` says which of the optional parts are present."""
 
-    timestamp: int
+    #: Epoch milliseconds; bounded so the age computation cannot overflow (year 2286 at most).
+    timestamp: int = Field(ge=0, le=10**13)
     webhookEvent: str
     user: JiraUser | None = None
     issue: JiraIssue | None = None

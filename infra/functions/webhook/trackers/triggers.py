@@ -1,61 +1,124 @@
-"""Where a trigger counts: only in text the author wrote themselves, never in quoted or code text.
+"""Where a trigger counts: only in text the author wrote themselves, never in quoted, code or hidden text.
 
 A member who quotes an earlier comment (``> /agent …``), shows the command in code (`` `/agent` ``, a
 fenced or indented block) or pastes an email reply must not start a paid run. So mention triggers are
-searched in the *unquoted* text only:
+searched in the *unquoted* text only. The rules are simplified from CommonMark and always err on
+"quoted" (a missed trigger costs a retyped comment; a wrong one costs a paid run):
 
-* Markdown (GitHub, GitLab): blockquotes (``>`` lines and their lazy continuation lines), fenced code
-  (``` and ~~~), indented code blocks, inline code spans, and the HTML forms ``<blockquote>``,
-  ``<pre>``, ``<code>`` and ``<!-- comments -->`` are removed;
+* Markdown (GitHub, GitLab): blockquotes (``>`` lines, also after list markers such as ``- >`` or
+  ``1. >``, and their lazy continuation lines), GitLab's multi-line quote ``>>>`` … ``>>>``, fenced code
+  (``` and ~~~, at any indentation, also inside list items), indented code blocks, inline code spans
+  (also across lines), link reference definitions (``[//]: # (…)``, never rendered), lines holding
+  zero-width or bidirectional-control characters (what they show is not what they say), and the HTML
+  forms ``<blockquote>``, ``<pre>``, ``<code>``, ``<kbd>``, ``<samp>``, ``<tt>``, ``<q>``, ``<var>`` and
+  ``<!-- comments -->`` are left out;
 * Jira wiki markup (what Jira Cloud webhooks carry in comment and description strings): ``{quote}``,
-  ``{code}``, ``{noformat}``, ``bq.`` lines and ``{{monospace}}`` are removed;
+  ``{code}``, ``{noformat}``, ``bq.`` lines and ``{{monospace}}`` are left out;
 * Atlassian Document Format (a comment body given as an ADF object): text inside ``blockquote`` and
   ``codeBlock`` nodes and text with a ``code`` mark is skipped.
 
 Each removed span is replaced by a space, so words on either side never join into a trigger.
+
+**Cost.** These functions run on text from anyone who can comment, before the (paid) author check of
+some trackers. Every scan is linear: each opener is searched once from the previous position, and an
+opener without its closer ends the scan (the rest counts as quoted) instead of being retried at the
+next character. Only the first :data:`MAX_SCAN_CHARS` characters are scanned at all, so a trigger
+further down a huge note does not count.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from typing import Any
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_QUOTE_LINE = re.compile(r"^ {0,3}>")
+#: Only this much of a text is searched for a trigger (GitHub's own comment limit is 65,536).
+MAX_SCAN_CHARS = 65_536
+
+_LIST_MARKERS = r"(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*"
+_FENCE_OPEN = re.compile(r"^[ \t]*" + _LIST_MARKERS + r"(`{3,}|~{3,})")
+_QUOTE_LINE = re.compile(r"^[ \t]*" + _LIST_MARKERS + r">")
+_MULTI_QUOTE = re.compile(r"^[ \t]*>>>")
+_LINK_DEFINITION = re.compile(r"^[ \t]*\[[^\]\n]*\]:")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 _BLOCK_START = re.compile(r"^ {0,3}(?:#{1,6}\s|[-*+]\s|\d{1,9}[.)]\s|`{3,}|~{3,}|<)")
-_HTML_BLOCKS = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(blockquote|pre|code)\b[^>]*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL
+#: Zero-width characters, soft hyphen and the bidirectional controls (Unicode TR9 explicit formatting).
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
 )
+_HTML_TAGS = ("blockquote", "pre", "code", "kbd", "samp", "tt", "q", "var")
+# ``[^<>]*`` stops at the next ``<``: a tag without its ``>`` is not an opener, and no attempt ever
+# scans past the next opener's start (which made the old ``[^>]*`` / ``.*?`` patterns quadratic).
+_HTML_OPEN = re.compile(r"<!--|<(" + "|".join(_HTML_TAGS) + r")\b[^<>]*>", re.IGNORECASE)
+_HTML_CLOSE = {tag: re.compile(rf"</{tag}\s*>", re.IGNORECASE) for tag in _HTML_TAGS}
 _BACKTICKS = re.compile(r"`+")
 
 
-def _strip_code_spans(line: str) -> str:
-    """Remove inline code spans: a run of n backticks up to the next run of exactly n backticks."""
+def _cut(text: str, opener: re.Pattern[str], closer: Any) -> str:
+    """Remove every span from an ``opener`` match to its closer; an unclosed span runs to the end.
+
+    ``closer(match)`` returns a compiled pattern or a literal string to search for after the opener.
+    Linear: the scan position only moves forward, and a missing closer ends the scan.
+    """
     out: list[str] = []
     pos = 0
     while True:
-        opening = _BACKTICKS.search(line, pos)
+        opening = opener.search(text, pos)
         if opening is None:
-            out.append(line[pos:])
+            out.append(text[pos:])
             return "".join(out)
-        ticks = opening.group(0)
-        closing = next((m for m in _BACKTICKS.finditer(line, opening.end()) if m.group(0) == ticks), None)
-        if closing is None:  # an unmatched run is literal text
-            out.append(line[pos : opening.end()])
-            pos = opening.end()
+        out.append(text[pos : opening.start()] + " ")
+        close = closer(opening)
+        if isinstance(close, str):
+            found = text.find(close, opening.end())
+            end = -1 if found < 0 else found + len(close)
+        else:
+            match = close.search(text, opening.end())
+            end = -1 if match is None else match.end()
+        if end < 0:
+            return "".join(out)
+        pos = end
+
+
+def _strip_html(text: str) -> str:
+    return _cut(
+        text, _HTML_OPEN, lambda m: "-->" if m.group(0) == "<!--" else _HTML_CLOSE[m.group(1).lower()]
+    )
+
+
+def _strip_code_spans(text: str) -> str:
+    """Remove inline code spans: a run of n backticks up to the next run of exactly n backticks.
+
+    Runs are indexed by length once, so finding each closer is a binary search (no rescans).
+    """
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    out: list[str] = []
+    pos = i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same = by_length[end - start]
+        k = bisect.bisect_right(same, i)
+        if k == len(same):  # an unmatched run is literal text
+            i += 1
             continue
-        out.append(line[pos : opening.start()] + " ")
-        pos = closing.end()
+        closing = same[k]
+        out.append(text[pos:start] + " ")
+        pos = runs[closing][1]
+        i = closing + 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def markdown_unquoted(text: str) -> str:
-    """``text`` without quotes and code (CommonMark block rules, simplified to err on "quoted")."""
-    text = _HTML_BLOCKS.sub(" ", text.replace("\r\n", "\n"))
+def markdown_unquoted(text: str, *, limit: int = MAX_SCAN_CHARS) -> str:
+    """``text`` (its first ``limit`` characters) without quotes, code and hidden text (see module doc)."""
+    text = _strip_html(text[:limit].replace("\r\n", "\n"))
     kept: list[str] = []
     fence: str | None = None
-    in_quote = False
+    multi_quote = in_quote = False
     previous_blank = True
     for line in text.split("\n"):
         if fence is not None:  # inside fenced code until a closing fence of the same kind, at least as long
@@ -63,6 +126,9 @@ def markdown_unquoted(text: str) -> str:
             if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
                 fence = None
             previous_blank = False
+            continue
+        if multi_quote:  # GitLab ``>>>`` block: quoted until a line that is only ``>>>``
+            multi_quote = line.strip() != ">>>"
             continue
         opening = _FENCE_OPEN.match(line)
         if opening:
@@ -72,6 +138,9 @@ def markdown_unquoted(text: str) -> str:
             in_quote, previous_blank = False, True
             kept.append("")
             continue
+        if _MULTI_QUOTE.match(line):
+            multi_quote, in_quote, previous_blank = True, False, False
+            continue
         if _QUOTE_LINE.match(line):
             in_quote, previous_blank = True, False
             continue
@@ -79,22 +148,32 @@ def markdown_unquoted(text: str) -> str:
             continue  # lazy continuation: still part of the quoted paragraph
         in_quote = False
         if previous_blank and _INDENTED.match(line):
-            continue  # indented code block (stays code until a blank line; see previous_blank below)
+            continue  # indented code block (stays code until a non-indented line; see previous_blank)
         previous_blank = False
-        kept.append(_strip_code_spans(line))
-    return "\n".join(kept)
+        if _LINK_DEFINITION.match(line) or _INVISIBLE.search(line):
+            continue  # never rendered, or rendered differently from what it says
+        kept.append(line)
+    return _strip_code_spans("\n".join(kept))
 
 
-_WIKI_BLOCKS = re.compile(r"\{(quote|noformat|code)(?::[^}]*)?\}.*?(?:\{\1\}|\Z)", re.IGNORECASE | re.DOTALL)
-_WIKI_BQ = re.compile(r"^\s*bq\.\s.*$", re.MULTILINE)
-_WIKI_MONO = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_WIKI_OPEN = re.compile(r"\{\{|\{(quote|noformat|code)(?::[^{}\n]*)?\}", re.IGNORECASE)
+_WIKI_CLOSE = {tag: re.compile(rf"\{{{tag}\}}", re.IGNORECASE) for tag in ("quote", "noformat", "code")}
+_WIKI_BQ = re.compile(r"^[ \t]*bq\..*$", re.MULTILINE | re.IGNORECASE)
 
 
-def wiki_unquoted(text: str) -> str:
+def wiki_unquoted(text: str, *, limit: int = MAX_SCAN_CHARS) -> str:
     """Jira wiki markup without ``{quote}``, ``{code}``, ``{noformat}``, ``bq.`` lines and ``{{mono}}``."""
-    text = _WIKI_BLOCKS.sub(" ", text)
-    text = _WIKI_BQ.sub(" ", text)
-    return _WIKI_MONO.sub(" ", text)
+    text = _cut(
+        text[:limit], _WIKI_OPEN, lambda m: "}}" if m.group(1) is None else _WIKI_CLOSE[m.group(1).lower()]
+    )
+    return _visible_lines(_WIKI_BQ.sub(" ", text))
+
+
+def _visible_lines(text: str) -> str:
+    """``text`` without the lines holding zero-width or bidi-control characters."""
+    if not _INVISIBLE.search(text):
+        return text
+    return "\n".join(line for line in text.split("\n") if not _INVISIBLE.search(line))
 
 
 def _adf_walk(node: Any) -> Iterator[str]:
@@ -104,28 +183,40 @@ def _adf_walk(node: Any) -> Iterator[str]:
     if kind in ("blockquote", "codeBlock"):
         return
     if kind == "text":
-        marks = node.get("marks") or []
-        if not any(isinstance(m, dict) and m.get("type") == "code" for m in marks):
-            yield str(node.get("text", ""))
+        marks = node.get("marks")
+        marks = marks if isinstance(marks, list) else []
+        text = node.get("text")
+        if isinstance(text, str) and not any(isinstance(m, dict) and m.get("type") == "code" for m in marks):
+            yield text
         return
     if kind == "mention":
-        attrs = node.get("attrs") or {}
-        yield f" [~accountid:{attrs.get('id', '')}] "
+        attrs = node.get("attrs")
+        ident = attrs.get("id", "") if isinstance(attrs, dict) else ""
+        yield f" [~accountid:{ident}] "
         return
     if kind == "hardBreak":
         yield "\n"
         return
-    for child in node.get("content") or []:
+    content = node.get("content")
+    for child in content if isinstance(content, list) else ():
         yield from _adf_walk(child)
     if kind in ("paragraph", "heading", "listItem"):
         yield "\n"
 
 
 def adf_unquoted(doc: Any) -> str:
-    """The unquoted text of an ADF document; a mention node becomes ``[~accountid:<id>]`` (wiki form)."""
-    return "".join(_adf_walk(doc))
+    """The unquoted text of an ADF document; a mention node becomes ``[~accountid:<id>]`` (wiki form).
+
+    Malformed nodes (non-list ``content``, non-string ``text``, non-object ``attrs``) are skipped.
+    """
+    return _visible_lines("".join(_adf_walk(doc))[:MAX_SCAN_CHARS])
 
 
 def mention_pattern(mention: str) -> re.Pattern[str]:
     """``mention`` as a whole word (``/agent`` matches ``/agent,`` but not ``/agents`` or ``x/agent``)."""
     return re.compile(r"(?<![\w/@])" + re.escape(mention) + r"(?![\w-])", re.IGNORECASE)
+
+
+def may_contain(text: str, needle: str) -> bool:
+    """Cheap first check before any parsing: can ``text`` hold ``needle`` at all (case-insensitively)?"""
+    return bool(needle) and needle.casefold() in text.casefold()

@@ -1,0 +1,47 @@
+"""Attribution on every Bedrock call: the ``X-Amzn-Bedrock-Request-Metadata`` header.
+
+Bedrock Runtime's ``InvokeModel`` and ``InvokeModelWithResponseStream`` take ``requestMetadata`` as that header,
+holding a JSON object of key-value pairs "that you can use to filter invocation logs" (botocore's
+``bedrock-runtime`` model, shape ``RequestMetadataJson``, at most 8,500 characters; ``Converse`` takes the same
+pairs as a map: at most 16, keys 1-256 and values 0-256 characters of ``[a-zA-Z0-9\\s:_@$#=/+,-.]``). With the
+runtime session, the caller and the agent in it, Bedrock's model-invocation logs can be joined to the kit's
+sessions and cost lines.
+
+The Claude Code CLI makes the Bedrock calls; it adds the headers listed in ``ANTHROPIC_CUSTOM_HEADERS``
+(``Name: Value``, one per line) to each model request, so the runtime sets that variable per CLI process (one
+process per runtime session).
+
+Env vars: sets ``ANTHROPIC_CUSTOM_HEADERS`` in the CLI's environment. IAM actions: none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+HEADER = "X-Amzn-Bedrock-Request-Metadata"
+CUSTOM_HEADERS_VARIABLE = "ANTHROPIC_CUSTOM_HEADERS"
+MAX_VALUE = 256
+#: Characters Bedrock accepts in a metadata key or value; anything else (and line breaks, which would end the
+#: header line) becomes ``_``.
+_REFUSED = re.compile(r"[^a-zA-Z0-9 :_@$#=/+,\-.]")
+
+
+def _clean(value: str) -> str:
+    return _REFUSED.sub("_", value)[:MAX_VALUE]
+
+
+def request_metadata(*, session_id: str, actor: str | None, agent: str) -> dict[str, str]:
+    """The pairs sent with each model call: ``agentkit.session``, ``agentkit.agent`` and, when known,
+    ``agentkit.actor``, each cleaned to Bedrock's character set and length."""
+    pairs = {"agentkit.session": _clean(session_id), "agentkit.agent": _clean(agent)}
+    if actor:
+        pairs["agentkit.actor"] = _clean(actor)
+    return pairs
+
+
+def custom_headers_env(metadata: Mapping[str, str]) -> dict[str, str]:
+    """``{"ANTHROPIC_CUSTOM_HEADERS": "X-Amzn-Bedrock-Request-Metadata: {...}"}`` for the CLI's environment."""
+    body = json.dumps(dict(metadata), separators=(",", ":"), sort_keys=True)
+    return {CUSTOM_HEADERS_VARIABLE: f"{HEADER}: {body}"}
