@@ -234,6 +234,9 @@ def main() -> int:
     args = parser.parse_args()
     banner("cold connect: the runtime's CLI options, one part removed at a time (real CLI, Bedrock stand-in)")
     with tempfile.TemporaryDirectory(prefix="agentkit-cold-") as tmp:
+        # A root runtime runs the CLI as an unprivileged user, who must be able to enter the state dir (else the
+        # runtime switches command tools, and with them the sandbox, off).
+        os.chmod(tmp, 0o755)
         asyncio.run(run(args.rounds, Path(tmp), args.store_rtt_ms))
     return 0
 
