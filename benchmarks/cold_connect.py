@@ -122,8 +122,12 @@ def no_npm_dir(tmp: Path) -> Path:
 def variants(full: Any, setup: CliSetup) -> dict[str, Callable[[], Any]]:
     r = dataclasses.replace
     cli_env_only = {k: v for k, v in full.env.items() if k not in ("HOME", "CLAUDE_CODE_TMPDIR")}
-    no_npm = {**full.env, "PATH": f"{no_npm_dir(setup.tmp)}:{os.environ.get('PATH', '')}"}
-    cli_asks_npm = {k: v for k, v in full.env.items() if k != "PATH"}
+    # The CLI's PATH without the runtime's npm script (the helpers' shims stay): the CLI asks npm itself.
+    from runtime.agent.npm_root import SHIM_DIR_NAME
+
+    own_path = [p for p in full.env.get("PATH", "").split(os.pathsep) if not p.endswith(SHIM_DIR_NAME)]
+    cli_asks_npm = {**full.env, "PATH": os.pathsep.join(own_path)}
+    no_npm = {**full.env, "PATH": os.pathsep.join([str(no_npm_dir(setup.tmp)), *own_path])}
     options = {
         "runtime opts": full,
         "runtime opts, CLI asks npm itself (before)": r(full, env=cli_asks_npm),
