@@ -33,6 +33,9 @@ COPY runtime/ /app/runtime/
 # fresh microVM would compile the runtime's modules on start-up (pip already compiled the dependencies).
 RUN python -m compileall -q /app/runtime
 
+# AGENTKIT_HOST: the runtime binds 127.0.0.1 unless told otherwise (it has no authentication of its own); in the
+# deployed image AgentCore authenticates every caller before a request reaches the container, and its port must be
+# reachable from outside the container, so the image opts in to all interfaces (docs/configuration.md).
 ENV HOME=/home/agent \
     AGENTKIT_HOST=0.0.0.0 \
     AGENTKIT_PORT=8080 \

@@ -6,7 +6,13 @@ SigV4 signature (service ``bedrock-agentcore``, the given keys), then forwarded 
 ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header, as AgentCore does. A container error status is
 *not* relayed as a body: like AgentCore, the stand-in answers HTTP 424 ``RuntimeClientError`` with only
 ``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``.
-Every call is recorded in ``calls`` (path, session id, actor, runtime status).
+Every call is recorded in ``calls`` (path, session id, actor, runtime user id, runtime status).
+
+Runtime user id, as AgentCore handles it: a call naming one (``runtimeUserId``, header
+``X-Amzn-Bedrock-AgentCore-Runtime-User-Id``) needs ``InvokeAgentRuntimeForUser``; here the caller has it unless
+``for_user_allowed`` is false, and is then refused with ``AccessDeniedException``. An allowed call reaches the
+runtime with an opaque ``WorkloadAccessToken`` header and without the id itself; a call naming none reaches it
+with no token.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from botocore.credentials import Credentials
 from harness.loopback import LoopbackServer
 
 SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+USER_ID = "X-Amzn-Bedrock-AgentCore-Runtime-User-Id"
+WORKLOAD_TOKEN = "WorkloadAccessToken"
 CUSTOM_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 ERROR_MESSAGE = (
     "Received error ({status}) from runtime. Please check your CloudWatch logs for more information"
@@ -60,6 +68,7 @@ class AgentCoreDataPlane(LoopbackServer):
         access_key: str = "testing",
         secret_key: str = "testing",
         region: str = "us-east-1",
+        for_user_allowed: bool = True,
     ) -> None:
         self.calls: list[dict[str, Any]] = []
         plane = self
@@ -90,11 +99,22 @@ class AgentCoreDataPlane(LoopbackServer):
                         {"x-amzn-errortype": "AccessDeniedException"},
                     )
                     return
+                user_id = self.headers.get(USER_ID)
+                if user_id and not for_user_allowed:
+                    denied = {
+                        "message": "User is not authorized to perform: bedrock-agentcore:InvokeAgentRuntimeForUser"
+                    }
+                    self._send(
+                        403, json.dumps(denied).encode(), {"x-amzn-errortype": "AccessDeniedException"}
+                    )
+                    return
                 forward = {"Content-Type": self.headers.get("Content-Type", "application/json")}
                 forward[SESSION] = self.headers.get(SESSION, "")
                 for name, value in self.headers.items():
                     if name.lower().startswith(CUSTOM_PREFIX):
                         forward[name] = value
+                if user_id:  # opaque, as AgentCore's: the container cannot read the id from it
+                    forward[WORKLOAD_TOKEN] = uuid.uuid4().hex
                 conn = http.client.HTTPConnection("127.0.0.1", runtime_port, timeout=120)
                 try:
                     conn.request("POST", "/invocations", body=body, headers=forward)
@@ -110,6 +130,7 @@ class AgentCoreDataPlane(LoopbackServer):
                         "actor": next(
                             (v for k, v in forward.items() if k.lower().endswith("custom-actor")), None
                         ),
+                        "user_id": user_id,
                         "status": status,
                         "prompt": json.loads(body).get("prompt", ""),
                     }

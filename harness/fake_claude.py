@@ -16,6 +16,12 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
     [error]                       end the turn with result subtype error_during_execution (is_error true)
     [max_turns]                   end the turn with result subtype error_max_turns
     [max_budget]                  end the turn with result subtype error_max_budget_usd
+    [api_retry:<status>]          report a failed model call the CLI retries (system ``api_retry``, attempt 1
+                                  of 10, as CLI 2.1.330 sends it), then go on
+    [api_error:<status> <text>]   fail the model call as the real CLI does: a synthetic assistant message
+                                  (model "<synthetic>", error set, text "API Error: <status> <text>", no
+                                  stream events), then result subtype success with is_error true, the same
+                                  text as its result and api_error_status <status>
     [garbage]                     write one line that is not JSON to stdout, then go on
     [longline:<n>]                write one valid JSON line of about <n> bytes to stdout, then go on
 
@@ -29,7 +35,9 @@ permission (``--disallowedTools`` deny; ``--allowedTools`` or ``bypassPermission
 ``can_use_tool`` with state requires_action when ``--permission-prompt-tool stdio``, else deny) -> the tool
 (SDK MCP servers from ``--mcp-config`` through ``mcp_message`` JSON-RPC: initialize,
 notifications/initialized and tools/list once per server per process, then tools/call; ``Bash`` replies
-``ran: <command>``, ``Read`` replies ``read: <path>``) -> PostToolUse, or PostToolUseFailure when the tool
+``ran: <command>``, ``Read`` replies ``read: <path>``; ``Write`` {file_path, content} and ``Edit`` {file_path,
+old_string, new_string, replace_all?} really change the file, relative paths against the cwd, and fail like the
+real tools when the old string is missing or not unique) -> PostToolUse, or PostToolUseFailure when the tool
 result is an error -> ``user`` message with the ``tool_result`` -> final assistant text -> ``result`` ->
 ``session_state_changed`` idle. With ``--include-partial-messages`` each assistant message is preceded by
 ``stream_event`` frames (message_start, content_block_start/delta/stop, message_delta, message_stop).
@@ -62,9 +70,14 @@ Transcript: JSON lines under ``$CLAUDE_CONFIG_DIR/projects/<sanitized realpath(c
 (``~/.claude`` when unset); with ``--session-mirror`` each new entry is also sent as
 ``{"type": "transcript_mirror", "filePath": <that path>, "entries": [entry]}``.
 
+Settings files: like the real CLI, without ``--setting-sources`` (or with ``project`` / ``local`` in it) the
+project's ``<cwd>/.claude/settings.json`` and ``<cwd>/.claude/settings.local.json`` are read: their
+``permissions.allow`` rules are added to ``--allowedTools`` and ``permissions.defaultMode`` becomes the
+permission mode; ``--setting-sources ""`` reads none. ``--settings <json>`` is not interpreted.
+
 Env: ``FAKE_CLAUDE_LOG`` (append one JSON line per event: ``start`` {pid, argv, cwd, env (CLAUDE_*,
 ANTHROPIC_*, AWS_REGION, AWS_DEFAULT_REGION, DISABLE_*, ENABLE_*; names containing KEY/TOKEN/SECRET/
-PASSWORD redacted), session_id}, ``turn`` {pid, turn, prompt, session_id, resumed, history}, ``exit`` {pid,
+PASSWORD redacted), session_id, settings_files (the settings files read), permission_mode, allowed}, ``turn`` {pid, turn, prompt, session_id, resumed, history}, ``exit`` {pid,
 code, reason, turns, session_id}; every line also has ``event`` and ``time``), ``FAKE_CLAUDE_START_DELAY_MS``
 (sleep before reading stdin), ``CLAUDE_CODE_SDK_READS_SESSION_STATE`` (set by the SDK) /
 ``CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS`` (``session_state_changed`` frames; ``sdk_host_only`` for the SDK).
@@ -143,7 +156,7 @@ VALUE_FLAGS = {
 }
 LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION", "DISABLE_", "ENABLE_")
 _DIRECTIVE_RE = re.compile(
-    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline)(?=[:\]])"
+    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry)(?=[:\]])"
 )
 
 
@@ -286,6 +299,7 @@ class FakeClaude:
         self.permission_mode = str(self.opts.get("--permission-mode") or "default")
         self.allowed = _split_list(self.opts.get("--allowedTools"))
         self.disallowed = _split_list(self.opts.get("--disallowedTools"))
+        self.settings_files = self._load_project_settings()
         self.max_turns = int(self.opts.get("--max-turns") or 0)
         budget = self.opts.get("--max-budget-usd")
         self.max_budget = float(budget) if isinstance(budget, str) and budget else None
@@ -456,6 +470,23 @@ class FakeClaude:
             self.exit(0, reason="stdin EOF during hang")
 
     # -- transcript -----------------------------------------------------------------------------------
+    def _load_project_settings(self) -> list[str]:
+        """Read the project's settings files the way the CLI's setting sources say (see the module docstring)."""
+        sources = self.opts.get("--setting-sources")
+        wanted = ["project", "local"] if sources is None else _split_list(sources)
+        read = []
+        for source, name in (("project", "settings.json"), ("local", "settings.local.json")):
+            path = os.path.join(self.cwd, ".claude", name)
+            if source not in wanted or not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8") as fh:
+                permissions = (json.load(fh) or {}).get("permissions") or {}
+            self.allowed += [str(rule) for rule in permissions.get("allow") or []]
+            if permissions.get("defaultMode"):
+                self.permission_mode = str(permissions["defaultMode"])
+            read.append(path)
+        return read
+
     def load_transcript(self) -> bool:
         if not os.path.exists(self.transcript_path):
             return False
@@ -553,6 +584,8 @@ class FakeClaude:
         if name == "Read":
             text = f"read: {args.get('file_path', '')}"
             return text, text, False
+        if name in ("Write", "Edit"):
+            return self.edit_file(name, args)
         parts = name.split("__")
         if len(parts) >= 3 and parts[0] == "mcp" and parts[1] in self.mcp:
             server, tool = parts[1], "__".join(parts[2:])
@@ -574,6 +607,33 @@ class FakeClaude:
             return content, text, bool(result.get("isError"))
         msg = f"<tool_use_error>Error: No such tool available: {name}</tool_use_error>"
         return msg, msg, True
+
+    def edit_file(self, name: str, args: dict[str, Any]) -> tuple[object, str, bool]:
+        """The file tools, for real: ``Write`` creates or replaces a file, ``Edit`` replaces a unique string."""
+        path = os.path.join(self.cwd, str(args.get("file_path", "")))
+        try:
+            if name == "Write":
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(str(args.get("content", "")))
+                text = f"File created successfully at: {path}"
+                return text, text, False
+            with open(path, encoding="utf-8") as fh:
+                old = fh.read()
+            before, after = str(args.get("old_string", "")), str(args.get("new_string", ""))
+            count = old.count(before) if before else 0
+            if count == 0 or (count > 1 and not args.get("replace_all")):
+                msg = f"<tool_use_error>String to replace {'not found' if not count else 'is not unique'}</tool_use_error>"
+                return msg, msg, True
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(
+                    old.replace(before, after) if args.get("replace_all") else old.replace(before, after, 1)
+                )
+        except OSError as exc:
+            msg = f"<tool_use_error>{exc}</tool_use_error>"
+            return msg, msg, True
+        text = f"The file {path} has been updated."
+        return text, text, False
 
     def use_tool(self, name: str, args: dict[str, Any], denials: list[dict[str, Any]]) -> tuple[str, str]:
         """Full tool flow after the tool_use was emitted; returns (status, summary text)."""
@@ -682,6 +742,24 @@ class FakeClaude:
         entry_uuid = self.record("assistant", message, requestId=f"req_fake_{self.total_calls}")
         self.send({**self._envelope("assistant", message), "uuid": entry_uuid})
 
+    def api_error(self, status: int, detail: str) -> None:
+        """A failed model call as CLI 2.1.330 reports it (seen against the Bedrock stand-in answering 400): an
+        assistant message the CLI makes up itself, then an error result carrying the same text."""
+        text = f"API Error: {status} {detail}".rstrip()
+        message = {
+            "id": f"msg_fake_{uuid.uuid4().hex[:20]}",
+            "type": "message",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        entry_uuid = self.record("assistant", message)
+        self.send({**self._envelope("assistant", message), "error": "unknown", "uuid": entry_uuid})
+        self.result("success", text, [], is_error=True, api_error_status=status)
+
     def stream_events(self, message: dict[str, Any]) -> None:
         def ev(event: dict[str, Any]) -> None:
             self.send(
@@ -737,10 +815,12 @@ class FakeClaude:
         errors: list[str] | None = None,
         *,
         aborted: bool = False,
+        is_error: bool | None = None,
+        api_error_status: int | None = None,
     ) -> None:
         calls = self.calls
         total_calls = self.total_calls if COST_IS_CUMULATIVE else calls
-        is_error = subtype != "success"
+        is_error = subtype != "success" if is_error is None else is_error
         msg: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,
@@ -786,6 +866,8 @@ class FakeClaude:
             msg["terminal_reason"] = "aborted_streaming"
         if errors:
             msg["errors"] = errors
+        if api_error_status is not None:
+            msg["api_error_status"] = api_error_status
         self.last_is_error = is_error
         self.send(msg)
 
@@ -915,6 +997,25 @@ class FakeClaude:
                 )
                 self.result(sub, None, denials, [f"fake claude: {kind} requested by directive"])
                 return
+            elif kind == "api_retry":
+                retry_status = int(arg)
+                self.send(
+                    {
+                        "type": "system",
+                        "subtype": "api_retry",
+                        "attempt": 1,
+                        "max_retries": 10,
+                        "retry_delay_ms": 549,
+                        "error_status": retry_status,
+                        "error": "rate_limit" if retry_status == 429 else "server_error",
+                        "session_id": self.session_id,
+                        "uuid": str(uuid.uuid4()),
+                    }
+                )
+            elif kind == "api_error":
+                error_status, _, detail = str(arg).partition(" ")
+                self.api_error(int(error_status), detail)
+                return
             elif kind == "big":
                 big = int(arg)
             elif kind == "garbage":  # a line that is not JSON, then the turn goes on
@@ -962,7 +1063,16 @@ class FakeClaude:
         return True
 
     def main(self) -> int:
-        self.log("start", argv=self.argv, cwd=self.cwd, env=_selected_env(), session_id=self.session_id)
+        self.log(
+            "start",
+            argv=self.argv,
+            cwd=self.cwd,
+            env=_selected_env(),
+            session_id=self.session_id,
+            settings_files=self.settings_files,
+            permission_mode=self.permission_mode,
+            allowed=self.allowed,
+        )
         signal.signal(signal.SIGTERM, lambda *_: self.exit(143, reason="SIGTERM"))
         delay = os.environ.get("FAKE_CLAUDE_START_DELAY_MS")
         if delay:

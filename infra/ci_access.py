@@ -10,7 +10,8 @@ creates a role that:
   pinned, for repositories that send it) — or, narrower, the given branches
   (``repo:o/r:ref:refs/heads/<b>``), environments (``repo:o/r:environment:<e>``) and, when
   ``allow_pull_requests``, ``repo:o/r:pull_request``;
-* may call ``bedrock-agentcore:InvokeAgentRuntime`` (and ``StopRuntimeSession`` unless disabled) on
+* may call ``bedrock-agentcore:InvokeAgentRuntime`` (and ``StopRuntimeSession`` unless disabled; and
+  ``InvokeAgentRuntimeForUser`` only when ``allow_invoke_for_user``, since it picks the actor) on
   this runtime ARN and its endpoints — all of them, or only ``runtime_endpoint_names`` — and,
   unless disabled, ``cloudformation:DescribeStacks`` on this stack so ``agentkit invoke --stack``
   can read the runtime ARN from the outputs.
@@ -106,6 +107,9 @@ class OidcInvokerProps:
     allow_describe_stack: bool = True
     role_name: str | None = None
     max_session_duration: cdk.Duration | None = None
+    #: Also ``InvokeAgentRuntimeForUser``: the role may name a runtime user id, i.e. choose the actor whose
+    #: sessions and memory a run uses. Off by default, so a workflow cannot act as anyone.
+    allow_invoke_for_user: bool = False
 
     @classmethod
     def from_config(cls, config: AppConfig) -> OidcInvokerProps:
@@ -124,6 +128,7 @@ class OidcInvokerProps:
             environments=oidc.environments,
             allow_pull_requests=oidc.allow_pull_requests,
             runtime_endpoint_names=[config.stage],
+            allow_invoke_for_user=oidc.invoke_for_user,
         )
 
 
@@ -175,6 +180,8 @@ class GitHubOidcInvoker(Construct):
         actions = ["bedrock-agentcore:InvokeAgentRuntime"]
         if props.allow_stop_session:
             actions.append("bedrock-agentcore:StopRuntimeSession")
+        if props.allow_invoke_for_user:
+            actions.append("bedrock-agentcore:InvokeAgentRuntimeForUser")
         endpoint_names = props.runtime_endpoint_names
         endpoints = (
             [f"{runtime_arn}/runtime-endpoint/{name}" for name in endpoint_names]

@@ -200,10 +200,25 @@ class WebhookConfig(_Model):
                 "webhook.trackers must list each of github, gitlab, jira at most once (at least one)"
             )
         if self.enabled and "jira" in self.trackers and not self.jira.site_url:
+            others = ",".join(t for t in self.trackers if t != "jira") or "github"
             raise ValueError(
-                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in webhook.trackers"
+                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in "
+                "webhook.trackers: set it (-c webhook.jira.site_url=https://<site>.atlassian.net), or remove "
+                f"jira from webhook.trackers (-c webhook.trackers={others})"
             )
         return self
+
+
+class CommandAccessConfig(_Model):
+    """Who may still use the runtime's command APIs (``infra.command_access``): nobody by default.
+
+    ``break_glass_principal``: one IAM role ARN (operator-only: ``agentkit doctor --probe-sandbox`` and incident
+    response). Those APIs run commands as root in a live session, past the agent's guard and sandbox.
+    """
+
+    break_glass_principal: str | None = Field(
+        default=None, pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
+    )
 
 
 GITHUB_REPOSITORY_PATTERN = (
@@ -215,7 +230,11 @@ Connect", immutable subject claims; docs/deploy.md says how to read the ids)."""
 
 
 class GithubOidcConfig(_Model):
-    """Hook for ``infra.ci_access.GitHubOidcInvoker`` (built when ``enabled``)."""
+    """Hook for ``infra.ci_access.GitHubOidcInvoker`` (built when ``enabled``).
+
+    ``invoke_for_user``: the role may also name a runtime user id (``InvokeAgentRuntimeForUser``), i.e. choose
+    the actor whose sessions and memory a run uses. Off by default: CI runs stay anonymous.
+    """
 
     enabled: bool = False
     repository: str | None = Field(default=None, pattern=GITHUB_REPOSITORY_PATTERN)
@@ -225,6 +244,7 @@ class GithubOidcConfig(_Model):
     branches: tuple[str, ...] = ()
     environments: tuple[str, ...] = ()
     allow_pull_requests: bool = False
+    invoke_for_user: bool = False
 
     @model_validator(mode="after")
     def _needs_repository(self) -> GithubOidcConfig:
@@ -252,8 +272,10 @@ class AppConfig(_Model):
     # readonly: the reviewer toolset. developer: may also run the repository's tests/builds inside the OS sandbox
     # (network off). Reaches the runtime as AGENTKIT_AGENT_PROFILE (runtime/guard/profiles.py).
     agent_profile: Literal["readonly", "developer"] = "readonly"
-    # required: the agent's commands run in the OS sandbox or not at all; off: no OS isolation (logged as a warning)
-    sandbox: Literal["required", "off"] = "required"
+    # required: the agent's commands run in the OS sandbox or not at all. The stack deploys to AgentCore, where an
+    # unsandboxed command can read the role's credentials from the metadata service: "off" is refused there, and
+    # only the loudly named value disables isolation (docs/platform-security.md).
+    sandbox: Literal["required", "off", "unsafe-no-isolation"] = "required"
     image_build: Literal["local", "codebuild"] = "local"
     # AgentCore Runtime platform: always rendered into the Runtime's PlatformVersion and passed to the container as
     # AGENTKIT_PLATFORM_VERSION (the start-up order follows it). v2 restores each session from a snapshot of the
@@ -276,6 +298,10 @@ class AppConfig(_Model):
     observability: ObservabilityConfig = ObservabilityConfig()
     webhook: WebhookConfig = WebhookConfig()
     github_oidc: GithubOidcConfig = GithubOidcConfig()
+    command_access: CommandAccessConfig = CommandAccessConfig()
+    # A bucket for workspace snapshots too large to send inline (infra.workspaces.WorkspaceBucket; the runtime gets
+    # AGENTKIT_WORKSPACE_S3_URI, the GitHub OIDC role may upload). Off: inline snapshots only.
+    workspace_bucket: bool = False
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
 
@@ -307,6 +333,17 @@ class AppConfig(_Model):
     def _namespace_ok(cls, value: str) -> str:
         if not METRICS_NAMESPACE_PATTERN.match(value) or value.startswith("AWS/"):
             raise ValueError(f"{value!r} is not a custom CloudWatch namespace (1-255 chars, not 'AWS/...')")
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _no_silent_sandbox_off(cls, value: str) -> str:
+        if value == "off":
+            raise ValueError(
+                "'off' would run the agent's commands unsandboxed on AgentCore, where any command can read the "
+                "execution role's credentials from the metadata service; keep 'required', or write "
+                "'unsafe-no-isolation' to accept that (docs/platform-security.md)"
+            )
         return value
 
     @model_validator(mode="after")

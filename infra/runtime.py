@@ -16,10 +16,13 @@ IAM actions granted to the execution role (resource in brackets):
     logs:DescribeLogGroups [* — no resource types in the Service Authorization Reference]
     xray:PutTraceSegments, xray:PutTelemetryRecords, xray:GetSamplingRules, xray:GetSamplingTargets  [* only]
     cloudwatch:PutMetricData  [* with condition cloudwatch:namespace = our namespace]
-    bedrock-agentcore:GetWorkloadAccessToken*  [workload identity named after this runtime]
+    bedrock-agentcore:GetWorkloadAccessToken (+ ForJWT under JWT inbound auth)  [workload identity named after
+        this runtime]. Never ForUserId: with it the runtime could mint a token for any user id it chose.
     ecr:BatchGetImage, ecr:GetDownloadUrlForLayer, ecr:BatchCheckLayerAvailability [the image repository]
     ecr:GetAuthorizationToken [* only]
 Memory and gateway statements are added by their constructs (``grant_runtime`` / ``grant_invoke``).
+
+The runtime and its endpoint carry a resource policy denying the command APIs (``infra.command_access``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import lifecycle
+from infra.command_access import CommandShellLock
 from infra.config import AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
 from infra.image_build import ImageSource
 from infra.model_access import model_access_statements
@@ -133,6 +137,7 @@ class AgentRuntime(Construct):
             runtime_name=runtime_name,
             model_profiles=config.models,
             metrics_namespace=config.metrics_namespace,
+            jwt_auth=config.auth.mode == "jwt",
         )
         access, without_product = model_access_statements(
             config.models, stack=stack, extra_product_ids=config.marketplace_product_ids
@@ -203,6 +208,13 @@ class AgentRuntime(Construct):
         self.endpoint = self.runtime.add_endpoint(config.stage, description=f"{config.stage} endpoint")
         if image.ready is not None:  # an image built during the deploy (image_build codebuild)
             self.runtime.node.add_dependency(image.ready)
+        self.command_lock = CommandShellLock(
+            self,
+            "CommandShellLock",
+            runtime_arn=self.runtime.agent_runtime_arn,
+            endpoint_arn=self.endpoint.agent_runtime_endpoint_arn,
+            break_glass_principal=config.command_access.break_glass_principal,
+        )
 
     def _network(self, network: NetworkConfig) -> agentcore.RuntimeNetworkConfiguration:
         """The given VPC and subnets (imported by id, so synth needs no lookup), else the public network."""
@@ -230,7 +242,13 @@ class AgentRuntime(Construct):
         return agentcore.RuntimeAuthorizerConfiguration.using_iam()
 
     def _add_role_statements(
-        self, *, stack: cdk.Stack, runtime_name: str, model_profiles: Sequence[str], metrics_namespace: str
+        self,
+        *,
+        stack: cdk.Stack,
+        runtime_name: str,
+        model_profiles: Sequence[str],
+        metrics_namespace: str,
+        jwt_auth: bool,
     ) -> None:
         log_group_arn = stack.format_arn(
             service="logs",
@@ -270,10 +288,11 @@ class AgentRuntime(Construct):
             ),
             iam.PolicyStatement(
                 sid="WorkloadAccessToken",
+                # The runtime exchanges a caller's JWT only under JWT inbound auth; it never names a user id
+                # itself (ForUserId would let it mint a token for any user).
                 actions=[
                     "bedrock-agentcore:GetWorkloadAccessToken",
-                    "bedrock-agentcore:GetWorkloadAccessTokenForJWT",
-                    "bedrock-agentcore:GetWorkloadAccessTokenForUserId",
+                    *(["bedrock-agentcore:GetWorkloadAccessTokenForJWT"] if jwt_auth else []),
                 ],
                 resources=[
                     stack.format_arn(

@@ -4,7 +4,8 @@ Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSIO
 ``AGENTKIT_METRICS`` (``cloudwatch`` by default), ``AGENTKIT_METRICS_NAMESPACE``, ``AGENTKIT_MODEL``, ``AGENTKIT_AGENT_NAME``,
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
-session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount.
+session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount, with ``workspace_bucket``
+``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``).
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
@@ -25,13 +26,14 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from infra import nag
+from infra import lifecycle, nag
 from infra.config import AppConfig
 from infra.gateway import AgentGateway
 from infra.image_build import image_source
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
+from infra.workspaces import WorkspaceBucket
 from runtime.env import (
     ENV_ACTOR_HEADER,
     ENV_AGENT_NAME,
@@ -49,13 +51,19 @@ from runtime.env import (
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_S3_URI,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def runtime_environment(
-    config: AppConfig, *, memory_id: str, gateway_url: str | None, region: str
+    config: AppConfig,
+    *,
+    memory_id: str,
+    gateway_url: str | None,
+    region: str,
+    workspace_s3_uri: str | None = None,
 ) -> dict[str, str]:
     """The container's environment variables for ``config`` (no local-only settings)."""
     env = {
@@ -87,6 +95,8 @@ def runtime_environment(
     env[ENV_SMALL_MODEL] = small[0] if small else config.model
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
+    if workspace_s3_uri:
+        env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
     return env
 
 
@@ -109,6 +119,16 @@ class AgentKitStack(cdk.Stack):
         image = image_source(self, "Image", config=config, directory=image_directory)
         self.memory = AgentMemory(self, "Memory", config=config)
         self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None
+        self.workspaces = (
+            WorkspaceBucket(
+                self,
+                "Workspaces",
+                stage=config.stage,
+                removal_policy=lifecycle.removal_policy(config.settings),
+            )
+            if config.workspace_bucket
+            else None
+        )
         self.agent = AgentRuntime(
             self,
             "Agent",
@@ -119,8 +139,11 @@ class AgentKitStack(cdk.Stack):
                 memory_id=self.memory.memory_id,
                 gateway_url=self.gateway.gateway_url if self.gateway else None,
                 region=self.region,
+                workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
             ),
         )
+        if self.workspaces is not None:
+            self.workspaces.grant_read(self.agent.role)
         self.memory.grant_runtime(self.agent.role)
         if self.gateway is not None:
             self.gateway.grant_invoke(self.agent.role)
@@ -154,6 +177,9 @@ class AgentKitStack(cdk.Stack):
                 runtime_arn=self.agent.runtime_arn,
                 props=OidcInvokerProps.from_config(config),
             )
+        oidc = built.get("github_oidc")
+        if self.workspaces is not None and oidc is not None:
+            self.workspaces.grant_upload(oidc.role)  # type: ignore[attr-defined]
         return built
 
     def _outputs(self, config: AppConfig) -> None:

@@ -25,7 +25,8 @@ is six times the Lambda timeout, as AWS recommends for SQS event sources.
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
 UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the enabled trackers' webhook
 secrets (plus the GitLab token: the members API decides who may trigger);
-worker — ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``,
+worker — ``bedrock-agentcore:InvokeAgentRuntime`` and ``InvokeAgentRuntimeForUser`` (it names the tracker user as
+the runtime user id) on the runtime ARN and its endpoint,
 ``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table for ``reply#*`` keys only (``dynamodb:LeadingKeys``: its stored replies, never the receiver's
 records), SQS consume on the queue; both — write to
@@ -351,7 +352,12 @@ class IssueWebhook(Construct):
         )
         self.worker.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["bedrock-agentcore:InvokeAgentRuntime"],
+                # ForUser: the worker names the tracker user as the runtime user id, the actor the runtime
+                # accepts only from callers holding this permission (runtime/identity.py).
+                actions=[
+                    "bedrock-agentcore:InvokeAgentRuntime",
+                    "bedrock-agentcore:InvokeAgentRuntimeForUser",
+                ],
                 # Exactly the endpoint this worker calls (the unqualified call goes to DEFAULT).
                 resources=[
                     runtime_arn,

@@ -122,7 +122,8 @@ def check(props: WebhookProps) -> Checked:
     enabled = check_trackers(props.trackers)
     if "jira" in enabled and props.jira is None:
         raise ValueError(
-            "the 'jira' tracker needs jira=JiraSettings(site_url='https://<site>.atlassian.net')"
+            "the 'jira' tracker needs jira=JiraSettings(site_url='https://<site>.atlassian.net'), "
+            "or remove 'jira' from trackers"
         )
     jira = props.jira
     receiver_env, worker_env = {"TRACKERS": ",".join(enabled)}, {"TRACKERS": ",".join(enabled)}

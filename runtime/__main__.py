@@ -1,7 +1,9 @@
 """``python -m runtime``: serve the AgentCore HTTP contract (``POST /invocations``, ``GET /ping``).
 
-Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1; 0.0.0.0 in a container) and ``--port`` >
-``AGENTKIT_PORT`` (default 8080). ``--help`` prints the options and every environment variable, and exits;
+Binds ``--host`` > ``AGENTKIT_HOST`` (default 127.0.0.1, inside a container too: the runtime has no
+authentication of its own, so a devcontainer or Codespace must not expose it; the image sets 0.0.0.0 because
+AgentCore authenticates callers in front of it) and ``--port`` > ``AGENTKIT_PORT`` (default 8080). A warning
+is logged at start when the address is not loopback. ``--help`` prints the options and every environment variable, and exits;
 ``--print-config-table`` prints the settings table of ``docs/configuration.md`` (both generated from
 :class:`runtime.settings.Settings`). Bad settings exit with code 2 and a message naming the variable.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
@@ -28,6 +30,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime.settings import Settings
 
+#: Import names of the runtime's dependencies (pyproject.toml ``dependencies``), checked before anything imports
+#: them, so a Python without them gets a sentence instead of a traceback.
+DEPENDENCIES = (
+    "bedrock_agentcore",
+    "claude_agent_sdk",
+    "boto3",
+    "aws_lambda_powertools",
+    "pydantic",
+    "opentelemetry",
+)
+
 #: Longest a shutdown may take (closing CLI processes, flushing the store and metrics) before the process exits.
 SHUTDOWN_TIMEOUT_S = 25.0
 
@@ -49,9 +62,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, 0.0.0.0 in a container)"
-    )
+    parser.add_argument("--host", help="bind address (AGENTKIT_HOST; default 127.0.0.1, in a container too)")
     parser.add_argument("--port", type=int, help="port (AGENTKIT_PORT; default 8080)")
     parser.add_argument(
         "--print-config-table",
@@ -62,7 +73,23 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def missing_dependencies() -> list[str]:
+    """The runtime's dependencies this interpreter cannot import (found without importing them)."""
+    from importlib.util import find_spec
+
+    return [name for name in DEPENDENCIES if find_spec(name) is None]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    missing = missing_dependencies()
+    if missing:  # e.g. a system `python` or a CI job's: the runtime lives in the kit's .venv
+        print(
+            f"agentkit runtime: this Python ({sys.executable}) lacks the runtime's dependencies "
+            f"({', '.join(missing)}). Run it with the kit's virtualenv, from the checkout: "
+            "`.venv/bin/python -m runtime` (`make setup` creates it).",
+            file=sys.stderr,
+        )
+        return 2
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
     if args.print_config_table:
         from runtime.config_reference import markdown_table
@@ -108,6 +135,9 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     from runtime.shutdown import EarlyClose
 
     settings = Settings.from_env(host=host, port=port)
+    exposure = settings.exposure_warning()
+    if exposure is not None:
+        logging.getLogger(__name__).warning(exposure)
     if settings.spans_file is not None:
         install_span_file(str(settings.spans_file))
     app = build_app(settings)

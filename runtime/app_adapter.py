@@ -14,13 +14,20 @@
 - ``_last_status_update_time`` is the ``time_of_last_update`` ``/ping`` reports, set when the app is built;
   :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.restore`).
 
+The base app also gives its logger ``bedrock_agentcore.app`` a handler of its own (JSON lines) when it has none,
+while the record still propagates to the root logger that ``python -m runtime`` configures: every line was
+written twice, once as JSON and once as text. The adapter removes that handler, so the process's one logging
+set-up writes each line once.
+
 ``tests/unit/test_app_adapter.py`` fails when bedrock-agentcore changes these methods' signatures or behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.requests import Request
@@ -29,6 +36,14 @@ from starlette.responses import Response
 
 class AgentCoreAdapter(BedrockAgentCoreApp):
     """``BedrockAgentCoreApp`` with public seams over the private methods this runtime needs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        logger = logging.getLogger("bedrock_agentcore.app")
+        own = list(logger.handlers)
+        super().__init__(*args, **kwargs)
+        for handler in logger.handlers:
+            if handler not in own:  # the base app's own JSON handler (see the module docstring)
+                logger.removeHandler(handler)
 
     async def handle_invocation(self, request: Request) -> Response:
         """Answer ``POST /invocations``. This default is the base app's own handling (body → entrypoint)."""

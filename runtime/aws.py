@@ -4,7 +4,7 @@ Retries: botocore's ``standard`` mode with :data:`MAX_ATTEMPTS` attempts in all 
 for every service. botocore's ``retries`` config: ``total_max_attempts`` counts the first call, ``max_attempts``
 does not (docstring of ``botocore.config.Config``). Timeouts differ by use: metrics must never hold a turn, so
 CloudWatch gets shorter ones than AgentCore. Endpoint overrides come from boto3's own variables
-(``AWS_ENDPOINT_URL_CLOUDWATCH``, ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``).
+(``AWS_ENDPOINT_URL_CLOUDWATCH``, ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``, ``AWS_ENDPOINT_URL_S3``).
 
 Snapshots (AgentCore Runtime V2 restores every session from one memory image, see ``docs/platform.md``):
 botocore resolves credentials when a client is created and keeps them, with its connection pool, for the
@@ -153,6 +153,12 @@ def cloudwatch_client(region: str | None) -> Any:
 def agentcore_client(region: str | None) -> Any:
     """AgentCore data plane (Memory events and records)."""
     return _client("bedrock-agentcore", region, connect_timeout=3, read_timeout=10)
+
+
+def s3_client(region: str | None) -> Any:
+    """S3 (``GetObject`` of workspace snapshots, :mod:`runtime.workspace.s3`): a snapshot of up to
+    ``AGENTKIT_WORKSPACE_MAX_S3_BYTES`` may take a while to read."""
+    return _client("s3", region, connect_timeout=5, read_timeout=60)
 
 
 def session(region: str | None) -> Any:

@@ -41,12 +41,28 @@ ENV_RECALL_TIMEOUT_MS = "AGENTKIT_RECALL_TIMEOUT_MS"
 ENV_GATEWAY_URL = "AGENTKIT_GATEWAY_URL"
 ENV_ACTOR_HEADER = "AGENTKIT_ACTOR_HEADER"
 ENV_WORKSPACE = "AGENTKIT_WORKSPACE"
+#: Workspace snapshots (:mod:`runtime.workspace`): the largest archive accepted inline (compressed bytes), what
+#: it may unpack to, how many entries it may hold, the largest single file, and the largest patch returned.
+ENV_WORKSPACE_MAX_BYTES = "AGENTKIT_WORKSPACE_MAX_BYTES"
+ENV_WORKSPACE_MAX_UNPACKED_BYTES = "AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES"
+ENV_WORKSPACE_MAX_FILES = "AGENTKIT_WORKSPACE_MAX_FILES"
+ENV_WORKSPACE_MAX_FILE_BYTES = "AGENTKIT_WORKSPACE_MAX_FILE_BYTES"
+ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
+#: ``s3://<bucket>/<prefix>``: the only place snapshots too large to send inline may be read from (the stack's
+#: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
+ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"
+ENV_WORKSPACE_MAX_S3_BYTES = "AGENTKIT_WORKSPACE_MAX_S3_BYTES"
 ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_SANDBOX = "AGENTKIT_SANDBOX"
 ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
 #: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
 ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
+
+#: The one ``AGENTKIT_SANDBOX`` value that runs the agent's commands without OS isolation where the runtime is on
+#: AgentCore (``off`` is refused there): any such command can read the execution role's credentials from the
+#: microVM's metadata service and reach its platform server (docs/platform-security.md).
+SANDBOX_UNSAFE = "unsafe-no-isolation"
 
 #: The CloudWatch namespace of the agent's metrics unless configured (runtime, stack config, webhook, IAM).
 DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
@@ -55,3 +71,17 @@ DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
 #: pull-request review of a 190 kB diff (the ready workflow's cut) plus its instructions, about 50k tokens,
 #: well inside the model's context next to Claude Code's own system prompt and tools.
 DEFAULT_MAX_PROMPT_CHARS = 200_000
+
+#: Workspace snapshot limits unless configured (docs/repository-work.md explains the choice). The inline archive
+#: travels base64-encoded in the JSON body (4/3 of its size): 20 MiB is about 27 MiB on the wire, well inside
+#: AgentCore's 100 MB payload limit next to the largest prompt, and holds the tracked files of most repositories.
+DEFAULT_WORKSPACE_MAX_BYTES = 20 * 1024 * 1024
+#: Unpacked: ten times the inline cap (source compresses 3-10x; anything far beyond is a bomb).
+DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES = 200 * 1024 * 1024
+DEFAULT_WORKSPACE_MAX_FILES = 50_000
+DEFAULT_WORKSPACE_MAX_FILE_BYTES = 25 * 1024 * 1024
+#: The patch goes back in the reply; a rewrite bigger than this is more than a reviewer can read.
+DEFAULT_WORKSPACE_MAX_PATCH_BYTES = 20 * 1024 * 1024
+#: An archive read from S3 does not travel in the body: it may be larger than the inline cap (the unpacked-bytes
+#: limit still applies to what it holds).
+DEFAULT_WORKSPACE_MAX_S3_BYTES = 100 * 1024 * 1024

@@ -48,6 +48,35 @@ class InvalidSessionId(InvalidRequest):
     code = "invalid_session_id"
 
 
+class InvalidWorkspace(InvalidRequest):
+    """A workspace snapshot is malformed or unsafe: path traversal, links leaving the workspace, device files,
+    names that are not UTF-8, ``.git`` entries (HTTP 400). Nothing of it was written; the previous workspace
+    of the session is unchanged."""
+
+    code = "invalid_workspace"
+
+
+class WorkspaceTooLarge(InvalidWorkspace):
+    """A workspace snapshot is over a size or file-count limit (HTTP 413); nothing of it was written."""
+
+    code = "workspace_too_large"
+    http_status = 413
+
+
+class WorkspaceError(AgentKitError):
+    """The runtime could not set up a workspace or compute its patch; the details are in the runtime log (HTTP 500)."""
+
+    code = "workspace_error"
+    http_status = 500
+
+
+class PatchTooLarge(WorkspaceError):
+    """The workspace's change is over the patch limit (HTTP 422); the workspace is kept for the next turn."""
+
+    code = "patch_too_large"
+    http_status = 422
+
+
 class BudgetExceeded(AgentKitError):
     """A turn, invocation or session budget is exhausted (HTTP 402)."""
 

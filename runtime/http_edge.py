@@ -37,6 +37,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from runtime.protocol import SESSION_HEADER
+
 logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
@@ -57,6 +59,36 @@ _CODES = {
 
 def error_body(code: str, message: str) -> bytes:
     return json.dumps({"type": "error", "code": code, "message": message}).encode()
+
+
+#: The session header as it appears in an ASGI scope (lower-case bytes).
+_SESSION_HEADER = SESSION_HEADER.lower().encode()
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line (a caller's value cannot forge log lines), cut to ``limit`` characters."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def log_refusal(status: int, code: str, reason: str, *, session: str | bytes | None, path: str = "") -> None:
+    """One log line for a request refused before a turn ran: status, code, session (``-`` when the request
+    has none) and the reason the caller was given. Failed turns are logged by the session that ran them."""
+    if isinstance(session, bytes):
+        session = session.decode("utf-8", "replace")
+    logger.warning(
+        "refused %s: %d %s session=%s: %s",
+        path or "request",
+        status,
+        code,
+        _one_line(session, 80) if session else "-",
+        _one_line(reason, 300),
+    )
+
+
+def scope_session(scope: Scope) -> bytes | None:
+    """The request's runtime session id header, as sent (None without one)."""
+    return _header(scope.get("headers", []), _SESSION_HEADER)
 
 
 class DisconnectSignal:
@@ -146,8 +178,8 @@ class HttpGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        reply = _ContractSend(send, self.limit_hint)
         path, method = scope.get("path", ""), scope.get("method", "GET")
+        reply = _ContractSend(send, self.limit_hint, where=f"{method} {path}", session=scope_session(scope))
         allowed = self.routes.get(path)
         if allowed is None:
             await reply.error(404, "not_found", f"no route {path!r}; use POST /invocations or GET /ping")
@@ -234,9 +266,12 @@ class _ContractSend:
     until its body is complete and sent on if it already is ``{"type": "error", "code", "message"}``, else
     replaced by one (the framework's plain-text 404/405/500, or the base app's ``{"error": ...}``)."""
 
-    def __init__(self, send: Send, limit_hint: str = "") -> None:
+    def __init__(
+        self, send: Send, limit_hint: str = "", *, where: str = "", session: bytes | None = None
+    ) -> None:
         self._send = send
         self._limit_hint = limit_hint
+        self._where, self._session = where, session  # what a refusal's log line names
         self.started = False
         self.complete = False
         self._held: Message | None = None  # an error reply's start, waiting for its body
@@ -266,6 +301,8 @@ class _ContractSend:
             )
             extra = [(k, v) for k, v in held.get("headers", []) if k.lower() == b"allow"]
             code = _CODES.get(status, "internal_error" if status >= 500 else "http_error")
+            if status < 500:  # a 5xx is logged with its traceback where it happened
+                log_refusal(status, code, text, session=self._session, path=self._where)
             await self._write(status, error_body(code, text), extra)
             return
         if kind == "http.response.body" and not message.get("more_body", False):
@@ -276,6 +313,8 @@ class _ContractSend:
         self, status: int, code: str, message: str, *, headers: list[tuple[bytes, bytes]] | None = None
     ) -> None:
         self.started = True
+        if status < 500:  # a 5xx is logged with its traceback where it happened
+            log_refusal(status, code, message, session=self._session, path=self._where)
         await self._write(status, error_body(code, message), headers or [])
 
     async def too_large(self, size: int, limit: int) -> None:
@@ -337,11 +376,12 @@ class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol; its reply to a request it cannot parse follows the error contract."""
 
     def send_400_response(self, msg: str) -> None:
-        body = error_body(
-            "invalid_request",
+        reason = (
             f"{msg.rstrip('.')}: the HTTP request could not be parsed (bad chunked encoding, request line or "
-            "headers); send a well-formed HTTP/1.1 request",
+            "headers); send a well-formed HTTP/1.1 request"
         )
+        log_refusal(400, "invalid_request", reason, session=None, path="unparsable HTTP request")
+        body = error_body("invalid_request", reason)
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),

@@ -24,14 +24,16 @@ from starlette.responses import JSONResponse
 from runtime.errors import AgentKitError, InvalidSessionId, SessionNotFound
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import SESSION_HEADER, resolve_session_id
-from runtime.server import error_response
+from runtime.server import refuse
 
 STOP_PATH = "/stopruntimesession"
 
 
 def _not_found(session_id: str) -> JSONResponse:
-    return error_response(
-        SessionNotFound(f"no warm session {session_id} in this runtime for this caller (nothing to stop)")
+    return refuse(
+        SessionNotFound(f"no warm session {session_id} in this runtime for this caller (nothing to stop)"),
+        session_id,
+        path=f"POST {STOP_PATH}",
     )
 
 
@@ -54,7 +56,7 @@ def add_stop_route(app: Any, *, actor_header: str | None) -> None:
             session_id = resolve_session_id(header)
             actor = resolve_actor(request.headers, actor_header=actor_header)
         except AgentKitError as exc:
-            return error_response(exc)
+            return refuse(exc, header, path=f"POST {STOP_PATH}")
         services = app.state.runtime.services
         if services is None:
             return _not_found(session_id)

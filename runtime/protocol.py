@@ -2,16 +2,22 @@
 
 Request body (``POST /invocations``)::
 
-    {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?}
+    {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
+     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?}
 
-Unknown fields are rejected. Streaming replies are ``data: <event>`` lines; the last event is ``result`` or ``error``:
+Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
+at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
+session then works on it (:mod:`runtime.workspace`),
+and every ``result`` of the session carries ``patch`` (a git-format diff against the latest snapshot, ``""`` when
+nothing changed), ``changed_files`` and ``withheld_files`` (changed paths kept out of the patch, with why). Streaming replies are ``data: <event>`` lines; the last event is ``result`` or ``error``:
 
 =============  =======================================================================================
 ``text``       ``{"type": "text", "text": str}`` — a piece of the assistant's answer
 ``tool_use``   ``{"type": "tool_use", "id": str, "name": str, "input_summary": str}``
 ``tool_result````{"type": "tool_result", "id": str, "name": str, "ok": bool, "summary": str}``
 ``result``     ``{"type": "result", "session_id", "claude_session_id", "text", "cost_usd", "sdk_cost_usd",
-               "usage", "num_turns", "subtype", "duration_ms", "resumed"}``
+               "usage", "num_turns", "subtype", "duration_ms", "resumed", "patch"?, "changed_files"?,
+               "withheld_files"?}``
 ``error``      ``{"type": "error", "code": str, "message": str, "partial": {...}?}``
 =============  =======================================================================================
 
@@ -23,6 +29,8 @@ themselves hold only what goes on the wire.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import uuid
@@ -30,10 +38,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime import json_guard
-from runtime.errors import AgentKitError, InvalidRequest, InvalidSessionId, PromptTooLarge
+from runtime.errors import (
+    AgentKitError,
+    InvalidRequest,
+    InvalidSessionId,
+    InvalidWorkspace,
+    PromptTooLarge,
+    WorkspaceTooLarge,
+)
 from runtime.json_guard import JsonTooDeep
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -47,9 +62,15 @@ MAX_BYTES_PER_CHAR = 12
 ENVELOPE_BYTES = 64 * 1024
 
 
-def max_body_bytes(max_prompt_chars: int) -> int:
-    """The largest body that can still hold a prompt of ``max_prompt_chars`` characters, however encoded."""
-    return max_prompt_chars * MAX_BYTES_PER_CHAR + ENVELOPE_BYTES
+def max_body_bytes(max_prompt_chars: int, max_workspace_bytes: int = 0) -> int:
+    """The largest body that can still hold a prompt of ``max_prompt_chars`` characters, however encoded, and a
+    workspace archive of ``max_workspace_bytes`` (base64: 4 characters per 3 bytes)."""
+    return max_prompt_chars * MAX_BYTES_PER_CHAR + ENVELOPE_BYTES + b64_chars(max_workspace_bytes)
+
+
+def b64_chars(size: int) -> int:
+    """Characters of ``size`` bytes in padded base64."""
+    return -(-size // 3) * 4
 
 
 # -- events and replies --------------------------------------------------------------------------------------
@@ -105,6 +126,10 @@ class ResultEvent(TurnFigures):
     num_turns: int
     duration_ms: int
     resumed: bool
+    #: Only in sessions that were sent a workspace snapshot: the change against the latest snapshot.
+    patch: NotRequired[str]
+    changed_files: NotRequired[list[str]]
+    withheld_files: NotRequired[list[str]]
 
 
 class ErrorEvent(TypedDict):
@@ -149,6 +174,47 @@ TurnItem = TextEvent | ToolUseEvent | ToolResultEvent | ResultEvent | Failure
 Emit = Callable[[TurnItem], Awaitable[None]]
 
 
+class WorkspaceSnapshot(BaseModel):
+    """A repository's working tree: a tar.gz archive, base64-encoded inline or uploaded to S3
+    (docs/repository-work.md). Exactly one of the two."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tar_gz_b64: str | None = Field(default=None, min_length=1)
+    s3_uri: str | None = Field(default=None, min_length=1, max_length=2048)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkspaceSnapshot:
+        if (self.tar_gz_b64 is None) == (self.s3_uri is None):
+            raise ValueError("give exactly one of tar_gz_b64 and s3_uri")
+        return self
+
+    def archive(self, max_bytes: int) -> bytes:
+        """The archive's bytes.
+
+        Raises:
+            WorkspaceTooLarge: over ``max_bytes`` (checked before decoding).
+            InvalidWorkspace: not base64.
+        """
+        if self.tar_gz_b64 is None:
+            raise InvalidWorkspace("workspace has no inline archive")
+        if max_bytes <= 0:
+            raise InvalidWorkspace(
+                "this runtime does not accept workspace snapshots (AGENTKIT_WORKSPACE_MAX_BYTES is 0)"
+            )
+        if len(self.tar_gz_b64) > b64_chars(max_bytes):
+            raise WorkspaceTooLarge(
+                f"the workspace archive is about {len(self.tar_gz_b64) * 3 // 4} bytes; the limit is {max_bytes} "
+                "(AGENTKIT_WORKSPACE_MAX_BYTES). Send fewer files (.gitignore build output) or raise the limit."
+            )
+        try:
+            return base64.b64decode(self.tar_gz_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidWorkspace(
+                "workspace.tar_gz_b64 is not valid base64; send the tar.gz archive base64-encoded"
+            ) from None
+
+
 class InvocationRequest(BaseModel):
     """A validated invocation body."""
 
@@ -159,6 +225,7 @@ class InvocationRequest(BaseModel):
     max_turns: int | None = Field(default=None, gt=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
     metadata: dict[str, str] = Field(default_factory=dict)
+    workspace: WorkspaceSnapshot | None = None
 
     @field_validator("prompt")
     @classmethod
@@ -175,10 +242,10 @@ class InvocationRequest(BaseModel):
         return value
 
 
-def parse_body(raw: bytes, *, max_prompt_chars: int) -> InvocationRequest:
+def parse_body(raw: bytes, *, max_prompt_chars: int, max_workspace_bytes: int = 0) -> InvocationRequest:
     """Parse and validate raw request bytes. Raises :class:`InvalidRequest` / :class:`PromptTooLarge`."""
-    # A body that cannot hold a prompt within the limit, however it is encoded, is refused before parsing.
-    if len(raw) > max_body_bytes(max_prompt_chars):
+    # A body that cannot hold a prompt (and a workspace) within the limits, however encoded, is refused unparsed.
+    if len(raw) > max_body_bytes(max_prompt_chars, max_workspace_bytes):
         raise PromptTooLarge(
             f"request body is {len(raw)} bytes; prompts are limited to {max_prompt_chars} characters. "
             "Shorten the prompt or split the work over several turns of one session."
@@ -221,9 +288,11 @@ def _explain(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"]) or "body"
-        if error["type"] == "extra_forbidden":
+        if error["type"] == "extra_forbidden" and loc.startswith("workspace."):
+            problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
+        elif error["type"] == "extra_forbidden":
             problems.append(
-                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata)"
+                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace)"
             )
         elif error["type"] == "missing":
             problems.append(f"'{loc}' is required")

@@ -33,7 +33,7 @@ from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
-from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, set_on_loop
+from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.loop_bridge import LoopStream, start_on
 from runtime.protocol import (
@@ -62,6 +62,13 @@ def error_response(exc: AgentKitError) -> JSONResponse:
     return JSONResponse(error_event(exc), status_code=exc.http_status)
 
 
+def refuse(exc: AgentKitError, session: str | None, *, path: str = "POST /invocations") -> JSONResponse:
+    """The error reply of a request refused before a turn ran (an invocation's bad body or session id, limits
+    above the ceilings, busy session, shutting down; a local stop of an unknown session), logged as one line."""
+    log_refusal(exc.http_status, exc.code, exc.message, session=session, path=path)
+    return error_response(exc)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """One validated invocation, as the worker loop gets it."""
@@ -77,6 +84,7 @@ class AgentKitApp(AgentCoreAdapter):
     """``BedrockAgentCoreApp`` behind the HTTP edge, answering ``POST /invocations`` itself."""
 
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    max_workspace_bytes: int = 0
     _guard: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -85,8 +93,13 @@ class AgentKitApp(AgentCoreAdapter):
         if self._guard is None:
             self._guard = HttpGuard(
                 super().__call__,
-                max_body_bytes=max_body_bytes(self.max_prompt_chars),
-                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters",
+                max_body_bytes=max_body_bytes(self.max_prompt_chars, self.max_workspace_bytes),
+                limit_hint=f": prompts are limited to {self.max_prompt_chars} characters"
+                + (
+                    f", workspace archives to {self.max_workspace_bytes} bytes"
+                    if self.max_workspace_bytes
+                    else ""
+                ),
                 routes=self.http_routes(),
             )
         await self._guard(scope, receive, send)
@@ -104,12 +117,16 @@ class AgentKitApp(AgentCoreAdapter):
         """``POST /invocations``: validate once, run the turn on the worker loop, reply as JSON or SSE."""
         runtime: Runtime = self.state.runtime
         try:
-            body = parse_body(await request.body(), max_prompt_chars=self.max_prompt_chars)
+            body = parse_body(
+                await request.body(),
+                max_prompt_chars=self.max_prompt_chars,
+                max_workspace_bytes=self.max_workspace_bytes,
+            )
             session_id = resolve_session_id(request.headers.get(SESSION_HEADER))
             context = self.request_context(request)
             actor = resolve_actor(context.request_headers, actor_header=runtime.settings.actor_header)
         except AgentKitError as exc:
-            return error_response(exc)
+            return refuse(exc, request.headers.get(SESSION_HEADER))
         call = Invocation(
             request=body,
             session_id=session_id,
@@ -158,8 +175,16 @@ class Runtime:
             services = await self._services()
             from runtime.sessions import TurnRequest
 
+            snapshot = call.request.workspace
+            archive = (
+                snapshot.archive(self.settings.workspace_max_bytes)
+                if snapshot is not None and snapshot.tar_gz_b64 is not None
+                else None
+            )
             turn = TurnRequest(
                 prompt=call.request.prompt,
+                workspace_archive=archive,
+                workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
                 max_turns=call.request.max_turns,
                 max_budget_usd=call.request.max_budget_usd,
                 metadata=call.request.metadata,
@@ -176,7 +201,7 @@ class Runtime:
                 request=turn,
             )
         except AgentKitError as exc:
-            return error_response(exc)
+            return refuse(exc, call.session_id)
         if call.request.stream:
             return events
         return await _collect(events)
@@ -211,6 +236,7 @@ def build_app(
     """The runtime's ASGI app. ``services_factory`` lets tests inject their own wiring."""
     app = AgentKitApp()
     app.max_prompt_chars = settings.max_prompt_chars
+    app.max_workspace_bytes = settings.workspace_max_bytes
     runtime = Runtime(settings, services_factory)
     app.state.runtime = runtime
 

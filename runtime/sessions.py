@@ -32,7 +32,7 @@ from typing import Generic, Protocol, TypeGuard, TypeVar
 
 from runtime.accounting import Accounting, SessionAccount
 from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
-from runtime.protocol import Emit, Failure, TextEvent, TurnItem
+from runtime.protocol import Emit, Failure, TextEvent, TurnItem, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,10 @@ class TurnRequest:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    #: A workspace snapshot (tar.gz bytes) the session works on from this turn on (:mod:`runtime.workspace`).
+    workspace_archive: bytes | None = None
+    #: ... or the S3 URI of one, read when the turn starts (:mod:`runtime.workspace.s3`).
+    workspace_s3_uri: str | None = None
     events: asyncio.Queue[TurnItem | _End] = field(default_factory=asyncio.Queue)
     #: The request's trace headers (``traceparent``, ``X-Amzn-Trace-Id``, ``baggage``, ...): the turn's spans
     #: continue that trace (:mod:`runtime.observe.baggage`). None: a new trace.
@@ -82,6 +86,11 @@ class TurnRunner(Protocol[C]):
 
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (raises :class:`~runtime.errors.InvalidRequest`)."""
+        ...
+
+    async def prepare(self, session: WarmSession[C], request: TurnRequest) -> None:
+        """Set the session up for the request before its client is checked (e.g. unpack its workspace
+        snapshot). Raises :class:`~runtime.errors.AgentKitError`; a 4xx keeps the warm client."""
         ...
 
     async def connect(self, session: WarmSession[C], request: TurnRequest) -> C: ...
@@ -209,6 +218,23 @@ class WarmSession(Generic[C]):
             while not self._queue.empty():
                 self._refuse(self._queue.get_nowait())
 
+    def _log_failure(self, failure: Failure) -> None:
+        """One log line per failed turn: code, HTTP status, session, what the turn and the session spent so far
+        (the turn's cost when the CLI reported one; an aborted turn's spend is already in the session's)."""
+        event = failure.event
+        partial = event.get("partial")
+        turn_cost = partial.get("cost_usd") if partial is not None else None
+        session_cost = self.account.total_usd
+        logger.warning(
+            "turn failed: %d %s session=%s turn_cost=%s session_cost=%s: %s",
+            failure.http_status,
+            event["code"],
+            self.runtime_session_id,
+            f"${turn_cost:.6f}" if isinstance(turn_cost, int | float) else "-",
+            f"${session_cost:.6f}" if session_cost is not None else "unknown",
+            summarize(event["message"], 300),
+        )
+
     def _refuse(self, request: TurnRequest) -> None:
         """End a turn that will not run with a retryable ``shutting_down`` error."""
         self._unfinished -= 1
@@ -217,12 +243,15 @@ class WarmSession(Generic[C]):
 
     async def _serve(self, request: TurnRequest) -> None:
         async def emit(event: TurnItem) -> None:
+            if isinstance(event, Failure):
+                self._log_failure(event)
             request.events.put_nowait(event)
 
         self.serving = True
         after: Awaitable[None] | None = None
         completed = False
         try:
+            await self.runner.prepare(self, request)
             if self.client is not None and self.runner.wants_reconnect(self, request):
                 await self._drop_client()
             if self.client is None:

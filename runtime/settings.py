@@ -12,6 +12,7 @@ counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the va
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -24,6 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+    DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+    DEFAULT_WORKSPACE_MAX_S3_BYTES,
+    DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
@@ -61,6 +68,14 @@ from runtime.env import (
     ENV_STORE_WRITE_BEHIND,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_MAX_BYTES,
+    ENV_WORKSPACE_MAX_FILE_BYTES,
+    ENV_WORKSPACE_MAX_FILES,
+    ENV_WORKSPACE_MAX_PATCH_BYTES,
+    ENV_WORKSPACE_MAX_S3_BYTES,
+    ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    ENV_WORKSPACE_S3_URI,
+    SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
 
@@ -73,6 +88,12 @@ _ARN_RE = re.compile(
     r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
 )
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+
+
+def on_agentcore(env: Mapping[str, str]) -> bool:
+    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
+    (``infra/stack.py``), a local run need not."""
+    return ENV_PLATFORM_VERSION in env
 
 
 def is_inference_profile(model: str) -> bool:
@@ -99,12 +120,27 @@ class SettingInfo:
     meaning: str
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to anything
+
+
 class Settings(BaseModel):
     """Validated runtime settings. Build with :meth:`from_env`; instances are immutable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    host: str = setting(ENV_HOST, "127.0.0.1", "bind address", shown="`127.0.0.1` (`0.0.0.0` in a container)")
+    host: str = setting(
+        ENV_HOST,
+        "127.0.0.1",
+        "bind address; anything but loopback exposes an unauthenticated, Bedrock-spending endpoint "
+        "(the image sets `0.0.0.0`: AgentCore authenticates callers in front of it)",
+    )
     port: int = setting(ENV_PORT, 8080, "port", ge=0, le=65535)
     cli_path: str | None = setting(
         ENV_CLI_PATH, None, "Claude Code CLI to spawn", shown="the SDK's bundled CLI"
@@ -143,6 +179,51 @@ class Settings(BaseModel):
         None,
         "the agent's working directory (file tools are confined to it)",
         shown="`<state dir>/workspace`",
+    )
+    workspace_max_bytes: int = setting(
+        ENV_WORKSPACE_MAX_BYTES,
+        DEFAULT_WORKSPACE_MAX_BYTES,
+        "largest workspace snapshot sent inline, compressed (`0`: no snapshots); raises the body limit by its base64 "
+        "size (docs/repository-work.md)",
+        ge=0,
+        shown="20 MiB",
+    )
+    workspace_max_unpacked_bytes: int = setting(
+        ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+        DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
+        "what one snapshot may unpack to (checked on the decompressed stream: archive bombs stop here)",
+        gt=0,
+        shown="200 MiB",
+    )
+    workspace_max_files: int = setting(
+        ENV_WORKSPACE_MAX_FILES, DEFAULT_WORKSPACE_MAX_FILES, "entries one snapshot may hold", gt=0
+    )
+    workspace_max_file_bytes: int = setting(
+        ENV_WORKSPACE_MAX_FILE_BYTES,
+        DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+        "largest single file in a snapshot",
+        gt=0,
+        shown="25 MiB",
+    )
+    workspace_max_patch_bytes: int = setting(
+        ENV_WORKSPACE_MAX_PATCH_BYTES,
+        DEFAULT_WORKSPACE_MAX_PATCH_BYTES,
+        "largest patch a result carries (`422 patch_too_large` above; the workspace is kept)",
+        gt=0,
+        shown="20 MiB",
+    )
+    workspace_s3_uri: str | None = setting(
+        ENV_WORKSPACE_S3_URI,
+        None,
+        "`s3://<bucket>/<prefix>`: the only place snapshots may be read from (`s3:GetObject` there)",
+        shown="unset: inline snapshots only",
+    )
+    workspace_max_s3_bytes: int = setting(
+        ENV_WORKSPACE_MAX_S3_BYTES,
+        DEFAULT_WORKSPACE_MAX_S3_BYTES,
+        "largest snapshot archive read from S3",
+        gt=0,
+        shown="100 MiB",
     )
     metrics: Literal["emf", "cloudwatch", "off"] = setting(
         ENV_METRICS,
@@ -237,7 +318,10 @@ class Settings(BaseModel):
         ENV_GATEWAY_URL, None, "AgentCore Gateway MCP endpoint; its tools appear as `mcp__gateway__*`"
     )
     actor_header: str | None = setting(
-        ENV_ACTOR_HEADER, None, "trusted `X-Amzn-Bedrock-AgentCore-Runtime-Custom-*` header naming the caller"
+        ENV_ACTOR_HEADER,
+        None,
+        "`X-Amzn-Bedrock-AgentCore-Runtime-Custom-*` header naming the caller, trusted only with AgentCore's "
+        "workload access token, i.e. when the caller named a runtime user id (`runtime/identity.py`)",
     )
     aws_region: str = setting(ENV_AWS_REGION, "us-east-1", "region for Bedrock and AgentCore")
     claude_config_dir: Path | None = setting(
@@ -249,11 +333,13 @@ class Settings(BaseModel):
         "JSON agent definition replacing the built-in one",
         shown="the built-in definition",
     )
-    sandbox: Literal["required", "off"] = setting(
+    sandbox: Literal["required", "off", "unsafe-no-isolation"] = setting(
         ENV_SANDBOX,
         "required",
         "`required`: the agent's commands run in the OS sandbox or not at all; `off`: without it (logged as a "
-        "warning)",
+        "warning; refused on AgentCore, i.e. when `AGENTKIT_PLATFORM_VERSION` is set); `unsafe-no-isolation`: "
+        "without it on purpose (an error log line and the `SandboxUnsafe` metric at every start; "
+        "`docs/platform-security.md`)",
     )
     agent_profile: Literal["readonly", "developer"] | None = setting(
         ENV_AGENT_PROFILE,
@@ -276,6 +362,15 @@ class Settings(BaseModel):
             from runtime.observe.costs import load_price_table
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
+
+    @field_validator("workspace_s3_uri")
+    @classmethod
+    def _s3_location(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.workspace.s3 import S3Location
+
+            S3Location.parse(value)  # raises ValueError with what is wrong
         return value
 
     @field_validator("model", "small_model")
@@ -367,13 +462,33 @@ class Settings(BaseModel):
             raw = env.get(var)
             if raw not in (None, ""):
                 values[field_name] = raw
-        if ENV_HOST not in env and (Path("/.dockerenv").exists() or env.get("DOCKER_CONTAINER")):
-            values["host"] = "0.0.0.0"  # noqa: S104 - inside a container the runtime must listen on all interfaces
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
-            return cls(**values)
+            settings = cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(_explain(exc)) from None
+        if settings.sandbox == "off" and on_agentcore(env):
+            raise ConfigurationError(
+                f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
+                "credentials from the microVM's metadata service and reach its platform server. Keep 'required' "
+                f"(the default), or set {SANDBOX_UNSAFE!r} to accept that (docs/platform-security.md)"
+            )
+        return settings
+
+    def exposure_warning(self) -> str | None:
+        """The warning to log at start when :attr:`host` is not a loopback address (None when it is).
+
+        The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port
+        can run turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of
+        it (the image sets ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
+        """
+        if is_loopback(self.host):
+            return None
+        return (
+            f"listening on {self.host}, not on loopback: anyone who can reach port {self.port} can run turns "
+            "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
+            f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
+        )
 
     # -- the CLI's environment -----------------------------------------------------------------------------
 

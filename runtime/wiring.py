@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime import aws, restore
@@ -20,9 +21,10 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard.confine import release_session_dirs
-from runtime.guard.policy import PermissionPolicy
+from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
 from runtime.limits import default_max_sessions
 from runtime.observe.costs import load_price_table
@@ -31,6 +33,8 @@ from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
+from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
+from runtime.workspace.s3 import S3Location, S3Snapshots
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
@@ -61,6 +65,15 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     if definition is None:
         agent_file = settings.agent_file
         definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
+    unsafe = settings.sandbox == SANDBOX_UNSAFE
+    if unsafe:
+        # Chosen on purpose (Settings refuses plain "off" on AgentCore); from here on it means "off".
+        logger.error(
+            "sandbox: OFF on purpose (AGENTKIT_SANDBOX=%s): the agent's commands run without OS isolation and can "
+            "read the execution role's credentials from the metadata service and reach the platform server",
+            SANDBOX_UNSAFE,
+        )
+        settings = settings.model_copy(update={"sandbox": "off"})
     definition, sandbox = _sandboxed_definition(settings, definition)
     if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
@@ -81,6 +94,8 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     if not sandbox.commands_enabled:
         metrics.record_event("SandboxUnavailable")
+    if unsafe:
+        metrics.record_event("SandboxUnsafe")
     store = build_store(
         settings,
         on_error=lambda exc: metrics.record_event("SessionStoreErrors"),
@@ -128,6 +143,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         memory=memory,
         extra_mcp_servers=extra_servers,
+        workspaces=_workspaces(settings),
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -241,3 +257,46 @@ def build_store(
         # SDK's 60 s per mirror append (SEND_TIMEOUT_SECONDS in claude_agent_sdk's transcript_mirror_batcher).
         strict_deadline_s=55.0 - settings.store_call_timeout_s,
     )
+
+
+def _workspaces(settings: Settings) -> Workspaces | None:
+    """Repository work (docs/repository-work.md): each session sent a snapshot works in its own directory under
+    ``<state>/workspaces``; the snapshot's history stays under ``<state>/snapshots``, out of the agent's reach."""
+    if settings.workspace_max_bytes <= 0:
+        return None
+    state = settings.resolved_state_dir
+    return Workspaces(
+        trusted_root=state / "snapshots",
+        tree_for=default_tree_for(state),
+        limits=SnapshotLimits(
+            max_archive_bytes=settings.workspace_max_bytes,
+            max_unpacked_bytes=settings.workspace_max_unpacked_bytes,
+            max_files=settings.workspace_max_files,
+            max_file_bytes=settings.workspace_max_file_bytes,
+        ),
+        max_patch_bytes=settings.workspace_max_patch_bytes,
+        withhold=is_sensitive_name,
+        on_installed=lambda tree: _hand_over(tree, settings),
+        s3=S3Snapshots(
+            client=aws.s3_client(settings.aws_region),
+            allowed=S3Location.parse(settings.workspace_s3_uri),
+            max_bytes=settings.workspace_max_s3_bytes,
+        )
+        if settings.workspace_s3_uri
+        else None,
+    )
+
+
+def _hand_over(tree: Path, settings: Settings) -> None:
+    """A snapshot unpacked by the runtime becomes the confined CLI's user's, like the rest of the session's
+    workspace (:func:`runtime.guard.confine.session_workspace`). Each entry is handed over: the directory itself
+    may already be that user's, which makes ``give_to`` skip its walk."""
+    from runtime.agent.orphan_guard import bundled_cli
+    from runtime.guard.confine import decided_confinement, give_to
+
+    confinement = decided_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    if not confinement.drops:
+        return
+    give_to(tree, confinement)
+    for child in tree.iterdir():
+        give_to(child, confinement, recursive=True)

@@ -9,11 +9,15 @@
    resumes the session from the store.
 5. What it cost, read back by the slim client from the EMF metrics the runtime emitted
    (``agentkit cost --local``), and an HTML report of the run (``agentkit report``: cost, tokens, latency,
-   tools, sessions, and the session's trace from the spans the runtime wrote to ``AGENTKIT_SPANS_FILE``),
-   written to ``.agentkit/demo-report.html``; its path is the last line printed.
+   tools, sessions, and the session's trace from the spans the runtime wrote to ``AGENTKIT_SPANS_FILE``).
 
-Options: ``--skip-synth``, ``--fake-cli`` (use the test fake CLI instead of the real one), ``--keep`` (keep
-the state directory).
+Everything the run writes stays in ``.agentkit/demo/`` (emptied at the start of each run): the EMF file
+``metrics.emf.jsonl``, the spans ``spans.jsonl``, the report ``report.html``, the runtime logs and the session
+store. The last lines printed are the ``agentkit cost --local`` and ``agentkit report`` commands that read those
+files again, and the report's path.
+
+Options: ``--skip-synth``, ``--fake-cli`` (use the test fake CLI instead of the real one), ``--dir DIR`` (where
+the run's files go; default ``.agentkit/demo``).
 """
 
 from __future__ import annotations
@@ -25,13 +29,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / ".agentkit" / "demo-report.html"
+DEMO_DIR = ROOT / ".agentkit" / "demo"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "client"))  # the slim agentkit client, also when it is not pip-installed
 
@@ -44,6 +47,7 @@ BOLD, DIM, CYAN, YELLOW, GREEN, RESET = (
     else ("",) * 6
 )
 SESSION = "demo-session-0001-invoices-review-2026"
+MARKER = ".agentkit-demo"
 
 
 def banner(text: str) -> None:
@@ -113,27 +117,61 @@ def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
     started = time.monotonic()
     reply = server.invoke(prompt, session=SESSION, timeout=120)
     result = print_events(reply)
-    print(f"{DIM}  turn {n}: {(time.monotonic() - started) * 1000:.0f} ms over HTTP{RESET}")
+    connected = n in (1, 3)  # the session's first turn in a runtime process connects (turn 3: resumes) it
+    note = " (includes connecting the session; the report's turn latency does not)" if connected else ""
+    print(f"{DIM}  turn {n}: {(time.monotonic() - started) * 1000:.0f} ms over HTTP{note}{RESET}")
     return result
 
 
-def cost_and_report(emf_file: Path, spans_file: Path) -> Path:
+def shown(path: Path) -> str:
+    """``path`` as a command to paste from the repository root shows it (relative when it is inside)."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def agentkit_commands(emf_file: Path, spans_file: Path, report: Path) -> list[list[str]]:
+    """The client commands that read the run's files: what step 5 runs, and what the demo tells you to run."""
+    return [
+        ["cost", "--local", shown(emf_file), "--by", "model"],
+        ["cost", "--local", shown(emf_file), "--by", "session"],
+        ["report", "--emf", shown(emf_file), "--spans", shown(spans_file), "--out", shown(report)],
+    ]
+
+
+def cost_and_report(emf_file: Path, spans_file: Path, report: Path) -> None:
     """Step 5 through the client itself: ``agentkit cost --local`` and ``agentkit report``."""
     from agentkit.cli import main as agentkit
 
     banner("5/5  agentkit cost --local and agentkit report (the slim client reads the run's EMF and spans)")
-    print(f"{DIM}$ agentkit cost --local {emf_file.name} --by model{RESET}")
-    if agentkit(["cost", "--local", str(emf_file), "--by", "model"]) != 0:
-        raise SystemExit("agentkit cost failed")
-    print(f"\n{DIM}$ agentkit cost --local {emf_file.name} --by session{RESET}")
-    agentkit(["cost", "--local", str(emf_file), "--by", "session"])
-    print(
-        f"\n{DIM}$ agentkit report --emf {emf_file.name} --spans {spans_file.name} --out {REPORT.relative_to(ROOT)}{RESET}"
-    )
-    argv = ["report", "--emf", str(emf_file), "--spans", str(spans_file), "--out", str(REPORT)]
-    if agentkit([*argv, "--title", "agentkit demo: invoices review"], stdout=io.StringIO()) != 0:
-        raise SystemExit("agentkit report failed")
-    return REPORT
+    by_model, by_session, report_argv = agentkit_commands(emf_file, spans_file, report)
+    cwd = Path.cwd()
+    os.chdir(ROOT)  # the commands name paths relative to the repository root, as printed
+    try:
+        print(f"{DIM}$ agentkit {' '.join(by_model)}{RESET}")
+        if agentkit(by_model) != 0:
+            raise SystemExit("agentkit cost failed")
+        print(f"\n{DIM}$ agentkit {' '.join(by_session)}{RESET}")
+        agentkit(by_session)
+        print(f"\n{DIM}$ agentkit {' '.join(report_argv)}{RESET}")
+        if agentkit([*report_argv, "--title", "agentkit demo: invoices review"], stdout=io.StringIO()) != 0:
+            raise SystemExit("agentkit report failed")
+    finally:
+        os.chdir(cwd)
+
+
+def fresh_dir(path: Path) -> Path:
+    """``path`` emptied (the previous demo run's files), created if absent. Refuses a directory that does not
+    look like the demo's own, so a wrong ``--dir`` never deletes someone's files."""
+    if path.exists() and any(path.iterdir()) and not (path / MARKER).exists():
+        raise SystemExit(
+            f"{path} is not empty and was not made by the demo ({MARKER} missing); choose another --dir"
+        )
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    (path / MARKER).write_text("files of the last `make demo` run; emptied by the next one\n")
+    return path
 
 
 def main() -> int:
@@ -142,15 +180,21 @@ def main() -> int:
     parser.add_argument(
         "--fake-cli", action="store_true", help="use the test fake CLI instead of the bundled one"
     )
-    parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=DEMO_DIR,
+        help="where the run's files go, emptied first (default .agentkit/demo)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     if not args.skip_synth:
         synth_summary()
 
-    state = Path(tempfile.mkdtemp(prefix="agentkit-demo-"))
+    state = fresh_dir(args.dir.resolve())
     emf_file = state / "metrics.emf.jsonl"
     spans_file = state / "spans.jsonl"
+    report = state / "report.html"
     store = f"sqlite:///{state / 'sessions.db'}"
     with BedrockStandIn() as bedrock:
         banner(
@@ -225,14 +269,14 @@ def main() -> int:
         finally:
             server.stop()
     time.sleep(0.2)
-    report = cost_and_report(emf_file, spans_file)
+    cost_and_report(emf_file, spans_file, report)
     print(
         f"\n{DIM}demo finished in {time.monotonic() - started:.1f} s; the model was scripted (standins/bedrock.py){RESET}"
     )
-    if args.keep:
-        print(f"state kept in {state}")
-    else:
-        shutil.rmtree(state, ignore_errors=True)
+    print(f"\nThe run's files are kept in {shown(state)}/ (EMF metrics, spans, runtime logs, the report).")
+    print("Read them again with the client (from the repository root):")
+    for argv in agentkit_commands(emf_file, spans_file, report):
+        print(f"  .venv/bin/agentkit {' '.join(argv)}")
     print(f"{GREEN}report:{RESET} {report}")
     return 0
 

@@ -4,7 +4,8 @@ Synopsis::
 
     agentkit [--version] [--region R] [--profile P] [--output text|json] COMMAND ...
     agentkit invoke [PROMPT|-] [--prompt-file F] [--session ID | --session-key KEY] [--final]
-                    [--runtime-arn ARN | --stack NAME | --local URL] [--qualifier Q] [--no-stream] ...
+                    [--runtime-arn ARN | --stack NAME | --local URL] [--qualifier Q] [--no-stream]
+                    [--workspace DIR [--apply] [--patch-file F]] ...
     agentkit sessions stop SESSION_ID (--runtime-arn ARN | --stack NAME | --local URL) [--qualifier Q]
     agentkit status  [--runtime-arn ARN | --stack NAME] [--qualifier Q]
     agentkit logs    [--runtime-arn ARN | --stack NAME] [--since 1h] [--session ID] [--level error]

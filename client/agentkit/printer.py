@@ -32,7 +32,7 @@ _CREDENTIALS_RE = re.compile(
     re.I,
 )
 MODEL_CREDENTIALS_FIX = (
-    "the runtime could not get AWS credentials to call Amazon Bedrock. Locally: start `python -m runtime` "
+    "the runtime could not get AWS credentials to call Amazon Bedrock. Locally: start `.venv/bin/python -m runtime` "
     "from a shell with credentials (AWS_PROFILE, `aws sso login`, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
     "and AWS_REGION set. Deployed: check the runtime's execution role"
 )

@@ -17,6 +17,7 @@ not :func:`invoke_config`), ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -43,6 +44,13 @@ from agentkit.sse import iter_sse_events, normalize_event
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_MIN, SESSION_ID_MAX = 33, 256
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+
+#: How to start a local runtime. The runtime is the kit's container package, installed only in the checkout's
+#: ``.venv`` (``make setup``): a bare ``python`` (a system one, or a CI job's) does not have it and fails with a
+#: traceback.
+START_LOCAL_RUNTIME = (
+    "start one in the kit's checkout with `.venv/bin/python -m runtime` (after `make setup`)"
+)
 
 
 def new_session_id() -> str:
@@ -88,12 +96,20 @@ class InvocationRequest:
     session_id: str
     stream: bool = True
     max_budget_usd: float | None = None
+    #: A workspace snapshot (tar.gz bytes, ``agentkit.workspace.snapshot``); the result then carries its patch.
+    workspace: bytes | None = None
+    #: ... or the S3 URI it was uploaded to (``agentkit.workspace.upload``).
+    workspace_s3_uri: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The invocation body (docs/http-api.md#request). Optional fields are sent only when set."""
         body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd
+        if self.workspace_s3_uri is not None:
+            body["workspace"] = {"s3_uri": self.workspace_s3_uri}
+        elif self.workspace is not None:
+            body["workspace"] = {"tar_gz_b64": base64.b64encode(self.workspace).decode("ascii")}
         return body
 
 
@@ -127,7 +143,7 @@ def invoke_local(url: str, request: InvocationRequest, *, timeout: float = 900.0
         except OSError as exc:
             raise AgentkitError(
                 f"cannot reach the runtime at {url}: {exc.strerror or exc} "
-                "(is it running? start one with `python -m runtime`)",
+                f"(is it running? {START_LOCAL_RUNTIME})",
                 exit_code=ExitCode.AGENT_ERROR,
                 code="connection_failed",
             ) from exc
@@ -394,7 +410,7 @@ def stop_local_session(url: str, *, session_id: str, timeout: float = 30.0) -> i
             body = response.read()
         except (OSError, http.client.HTTPException) as exc:
             raise AgentkitError(
-                f"cannot reach the runtime at {url}: {exc} (is it running? start one with `python -m runtime`)",
+                f"cannot reach the runtime at {url}: {exc} (is it running? {START_LOCAL_RUNTIME})",
                 exit_code=ExitCode.AGENT_ERROR,
                 code="connection_failed",
             ) from exc

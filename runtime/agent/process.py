@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from claude_agent_sdk import Message
@@ -42,6 +43,7 @@ class CliProcess:
     max_budget_usd: float | None = None  # --max-budget-usd: cumulative per process, a backstop
     resumed: bool = False  # the process resumed a stored transcript
     sdk_cost_baseline: float = 0.0  # the CLI's cumulative total_cost_usd at the last result
+    cwd: Path | None = None  # the working directory the CLI was started in
 
     def sdk_cost(self, total_cost_usd: float | None) -> float | None:
         """This turn's part of the CLI's cumulative ``total_cost_usd`` (None when the CLI reported none)."""

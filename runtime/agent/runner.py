@@ -17,6 +17,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from claude_agent_sdk import (
@@ -40,10 +41,12 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.npm_root import npm_root_shim
 from runtime.agent.options import build_options
+from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
-from runtime.errors import AgentProcessError, SessionStoreError, TurnTimeout
+from runtime.errors import AgentProcessError, InvalidWorkspace, SessionStoreError, TurnTimeout
+from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
@@ -54,6 +57,7 @@ from runtime.settings import Settings
 
 if TYPE_CHECKING:
     from runtime.store.recall import MemoryRecall
+    from runtime.workspace import Changes, Workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,8 @@ class AgentDeps:
     #: Long-term memory recalled as each prompt is submitted (a ``UserPromptSubmit`` hook); None: off.
     memory: MemoryRecall | None = None
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None
+    #: Workspaces made from snapshots (repository work, :mod:`runtime.workspace`); None: snapshots refused.
+    workspaces: Workspaces | None = None
     #: Builds the SDK client for a connect (tests pass a scripted one).
     client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
     #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
@@ -126,11 +132,75 @@ class AgentTurnRunner:
     def check_request(self, request: TurnRequest) -> None:
         """Validate a request before it is queued (so a bad one never disturbs the warm client)."""
         self.max_turns_for(request)
+        snapshot = request.workspace_archive is not None or request.workspace_s3_uri is not None
+        if snapshot and self.deps.workspaces is None:
+            raise InvalidWorkspace("this runtime does not accept workspace snapshots")
+        if request.workspace_s3_uri is not None and self.deps.workspaces is not None:
+            self.deps.workspaces.check_s3_uri(request.workspace_s3_uri)
+
+    # -- the session's workspace ------------------------------------------------------------------------------
+
+    def cwd_for(self, session: WarmSession[CliProcess]) -> Path:
+        """The session's working directory as its CLI sees it.
+
+        A session sent a snapshot works in its own directory (``Workspaces.tree_for``). Where the CLI is confined
+        (:mod:`runtime.guard.confine`), that directory is the session's workspace the wrapper binds over the
+        configured path inside the CLI's mount namespace, so the CLI keeps the configured path as its cwd (and
+        the confinement decided for it); elsewhere the CLI is started in the directory itself."""
+        workspaces = self.deps.workspaces
+        if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
+            return self.cwd
+        if self.binds_session_workspace():
+            return self.cwd
+        return workspaces.tree_for(session.claude_session_id)
+
+    def binds_session_workspace(self) -> bool:
+        """Whether the CLI runs confined, with the session's own workspace bound over the configured path."""
+        return decided_confinement(self.cwd, self.settings.cli_path or bundled_cli()).wraps
+
+    async def prepare(self, session: WarmSession[CliProcess], request: TurnRequest) -> None:
+        """Unpack the request's workspace snapshot (inline, or read from S3) as the session's workspace before the
+        turn.
+
+        Raises:
+            InvalidWorkspace / WorkspaceTooLarge: the archive is missing, unsafe or too large (the workspace is
+                unchanged).
+            WorkspaceError: the snapshot could not be read or recorded.
+        """
+        workspaces = self.deps.workspaces
+        if workspaces is None:
+            return
+        sid = session.claude_session_id
+        if request.workspace_archive is not None:
+            unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
+        elif request.workspace_s3_uri is not None:
+            unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
+        else:
+            return
+        logger.info(
+            "session %s: workspace snapshot unpacked (%d entries, %d bytes)",
+            session.runtime_session_id,
+            unpacked.files,
+            unpacked.bytes,
+        )
+
+    async def workspace_changes(self, session: WarmSession[CliProcess]) -> Changes | None:
+        """The session's change against its snapshot (None when it has none).
+
+        Raises:
+            PatchTooLarge: over ``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``. WorkspaceError: git failed.
+        """
+        workspaces = self.deps.workspaces
+        if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
+            return None
+        return await asyncio.to_thread(workspaces.changes, session.claude_session_id)
 
     def wants_reconnect(self, session: WarmSession[CliProcess], request: TurnRequest) -> bool:
         process = session.client
         if process is None:
             return False
+        if process.cwd is not None and process.cwd != self.cwd_for(session):
+            return True  # the session moved to its snapshot workspace: the CLI's cwd must follow
         limits = self.deps.budgets.effective_limits(request.max_turns, request.max_budget_usd)
         if process.max_turns != limits.max_turns:  # a lower max_turns needs a CLI started with it
             return True
@@ -158,30 +228,38 @@ class AgentTurnRunner:
         session.account.prefetch()
         store = self.deps.session_store
         sid = session.claude_session_id
-        key: SessionKey = {"project_key": self.project_key, "session_id": sid}
+        cwd = self.cwd_for(session)
+        # The SDK files a transcript under its cwd's project key: a session's own workspace has its own key.
+        project_key = self.project_key if cwd == self.cwd else project_key_for_directory(cwd)
+        key: SessionKey = {"project_key": project_key, "session_id": sid}
         entries = None
         if store is not None:
             with self.deps.observer.session_span("load", claude_session_id=sid):
                 try:
                     entries = await store.load(key)
+                    if not entries and cwd != self.cwd:
+                        entries = await self._carry_over(store, key)
                 except Exception as exc:
                     self.deps.observer.store_error("load", exc)
                     raise SessionStoreError(
                         f"the session store could not load session {session.runtime_session_id}: {exc}. "
                         "Retry shortly; nothing was lost."
                     ) from exc
-        local = self.settings.resolved_claude_config_dir / "projects" / self.project_key / f"{sid}.jsonl"
+        local = self.settings.resolved_claude_config_dir / "projects" / project_key / f"{sid}.jsonl"
         resume = bool(entries) or local.exists()
         max_turns, process_budget = self.max_turns_for(request), self.process_budget()
+        gate = self.gate
+        if cwd != self.cwd:  # file tools and paths are confined to the session's own workspace
+            gate = PermissionGate(self.deps.policy.for_workspace(cwd), self.deps.observer)
         options = build_options(
             settings=self.settings,
             definition=self.deps.definition,
-            cwd=self.cwd,
+            cwd=cwd,
             claude_session_id=sid,
             hooks=self._hooks_for(session),
             # The gate and the recall hook read plain dicts of the hook input (the SDK's TypedDicts at runtime).
-            pre_tool_gate=cast(HookCallback, self.gate.pre_tool_use),
-            can_use_tool=self.gate.can_use_tool_for(sid),
+            pre_tool_gate=cast(HookCallback, gate.pre_tool_use),
+            can_use_tool=gate.can_use_tool_for(sid),
             max_turns=max_turns,
             max_budget_usd=process_budget,
             resume=resume,
@@ -224,7 +302,17 @@ class AgentTurnRunner:
             max_turns=max_turns,
             max_budget_usd=process_budget,
             resumed=resume,
+            cwd=cwd,
         )
+
+    async def _carry_over(self, store: SessionStore, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """A session that started in the shared workspace and was then sent a snapshot keeps its conversation:
+        its transcript is copied once to the key of its own workspace."""
+        shared: SessionKey = {"project_key": self.project_key, "session_id": key["session_id"]}
+        entries = await store.load(shared)
+        if entries:
+            await store.append(key, entries)
+        return entries
 
     def _hooks_for(self, session: WarmSession[CliProcess]) -> dict[str, list[HookMatcher]]:
         """The observer's tool hooks and, for a known caller, long-term memory recall on each prompt."""
@@ -249,6 +337,7 @@ class AgentTurnRunner:
             process=process,
             request=request,
             emit=emit,
+            workspace_changes=self.workspace_changes,
             settings=self.settings,
             budgets=self.deps.budgets,
             observer=self.deps.observer,

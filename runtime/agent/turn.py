@@ -13,8 +13,9 @@ A turn is one invocation on a warm session: a prompt in, events out. The session
    each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
    caller leaves (``request.abandoned``, set by the HTTP edge). Sending and reading both run within the turn
    timeout.
-3. **settle**: the ``ResultMessage`` becomes the ``result`` event, or an error that reports what the turn cost;
-   its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
+3. **settle**: in a session that works on a workspace snapshot, the workspace's change becomes the result's
+   ``patch`` and ``changed_files`` (:mod:`runtime.workspace`); the ``ResultMessage`` becomes the ``result`` event,
+   or an error that reports what the turn cost; its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
    shutdown) still counts what its model calls cost, priced from the streamed usage.
 4. **persist**: after the reply (the session runs it before its next turn), the session's spend goes to the
    store and the exchange to long-term memory.
@@ -62,8 +63,12 @@ from runtime.observe.observer import Observer
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
 from runtime.sessions import TurnRequest, WarmSession
 from runtime.settings import Settings
+from runtime.workspace import Changes
 
 logger = logging.getLogger(__name__)
+
+#: The session's workspace change against its snapshot, or None when it works on none (the runner's).
+WorkspaceChanges = Callable[[WarmSession[CliProcess]], Awaitable[Changes | None]]
 
 #: How long a turn that got its result waits for its interrupt to be answered before cancelling it.
 INTERRUPT_GRACE_S = 2.0
@@ -84,9 +89,11 @@ class Turn:
         observer: Observer,
         prices: PriceTable,
         clock: Callable[[], float],
+        workspace_changes: WorkspaceChanges | None = None,
         store: Any = None,
     ) -> None:
         self.session, self.process, self.request, self.emit = session, process, request, emit
+        self.workspace_changes = workspace_changes
         self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
         self.prices, self.clock = prices, clock
@@ -104,6 +111,7 @@ class Turn:
         self.mirror_failed = False  # the SDK reported a transcript batch it could not store
         self.abandoned = False  # the caller left while the turn ran
         self.interrupt_task: asyncio.Task[None] | None = None
+        self.model_error: str | None = None  # the SDK's error kind of a failed model call, once one came
         # settle
         self.answer = ""
 
@@ -112,7 +120,8 @@ class Turn:
         await self.begin()
         with self.observer.turn_span(self.session, self.request) as span:
             result = await self.stream(span)
-            reply = self.settle(result, span)
+            changes = await self.changes(result)
+            reply = self.settle(result, span, changes)
         await self.emit(reply)
         return self.persist(result)
 
@@ -198,6 +207,12 @@ class Turn:
                     self._mark_first_token()
                     await self.emit({"type": "text", "text": delta["text"]})
         elif isinstance(message, AssistantMessage):
+            if message.error is not None:
+                # A failed model call: the CLI makes up an assistant message ("API Error: …", model
+                # "<synthetic>") and then sends an error result with the same text. That text is the error's,
+                # not the answer's: it goes out in the error event (settle), never as a text event.
+                self.model_error = message.error
+                return
             for block in message.content:
                 if isinstance(block, TextBlock):
                     self.text.append(block.text)
@@ -233,6 +248,8 @@ class Turn:
             recover = getattr(self.store, "recover_from_transcript", None)
             if recover is not None:  # the SDK dropped the batch: re-read it from the CLI's local transcript
                 recover(message.data.get("key"), self.settings.resolved_claude_config_dir / "projects")
+        elif isinstance(message, SystemMessage) and message.subtype == "api_retry":
+            self._log_retry(message.data)
 
     def _count_call(self, event: dict[str, Any]) -> None:
         """Price each model call as it completes; interrupt the turn once it is over its budget."""
@@ -282,6 +299,20 @@ class Turn:
         if self.interrupt_task is None:
             self.interrupt_task = asyncio.create_task(self.process.client.interrupt(), name="turn-interrupt")
 
+    def _log_retry(self, data: dict[str, Any]) -> None:
+        """A model call failed and the CLI retries it: say so now. With Bedrock unreachable the CLI retries for
+        minutes before its error result, and nothing else shows in the log meanwhile."""
+        delay = data.get("retry_delay_ms")
+        logger.warning(
+            "session %s: model call failed (HTTP %s %s); the CLI retries (attempt %s of %s) in %s",
+            self.session.runtime_session_id,
+            data.get("error_status") or "-",
+            data.get("error") or "error",
+            data.get("attempt", "?"),
+            data.get("max_retries", "?"),
+            f"{delay / 1000:.1f} s" if isinstance(delay, int | float) else "a moment",
+        )
+
     def _mark_first_token(self) -> None:
         if self.ttft_ms is None:
             self.ttft_ms = (self.clock() - self.started) * 1000
@@ -310,9 +341,22 @@ class Turn:
 
     # -- 3. settle ----------------------------------------------------------------------------------------------
 
-    def settle(self, result: ResultMessage, span: Span) -> TurnItem:
-        """The result event, or a :class:`Failure` that reports what the turn cost. Records the turn and adds
-        its cost to the session's spend."""
+    async def changes(self, result: ResultMessage) -> Changes | AgentKitError | None:
+        """The workspace's change for a successful turn of a session that works on a snapshot; an error (patch
+        too large, git failed) is returned, so the turn still settles its cost."""
+        if self.workspace_changes is None or self._error_for(result) is not None:
+            return None
+        try:
+            return await self.workspace_changes(self.session)
+        except AgentKitError as exc:
+            logger.warning("session %s: no patch: %s", self.session.runtime_session_id, exc.message)
+            return exc
+
+    def settle(
+        self, result: ResultMessage, span: Span, changes: Changes | AgentKitError | None = None
+    ) -> TurnItem:
+        """The result event (with the workspace's patch when there is one), or a :class:`Failure` that reports
+        what the turn cost. Records the turn and adds its cost to the session's spend."""
         session, process = self.session, self.process
         # The CLI counts usage and total_cost_usd per process: the process prices this turn's difference.
         cost = process.cost_tracker.price(result.model_usage, result.usage)
@@ -344,6 +388,8 @@ class Turn:
             },
         }
         error = self._error_for(result)
+        if error is None and isinstance(changes, AgentKitError):
+            error = changes
         if error is None:
             reply: ResultEvent = {
                 "type": "result",
@@ -356,19 +402,23 @@ class Turn:
                 "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
+            if isinstance(changes, Changes):
+                reply["patch"] = changes.patch
+                reply["changed_files"] = changes.changed_files
+                reply["withheld_files"] = changes.withheld_files
             return reply
         # The turn ended but failed: report it with what it cost. The CLI process stays usable.
         if error.code == "budget_exceeded":
             self.observer.budget_exceeded(session.runtime_session_id, "invocation")
         self.observer.invocation_error(error.code)
-        detail = "" if result.subtype != "success" else f" {self.answer}"
+        detail = "" if result.subtype != "success" or not self.answer else f" {self.answer.rstrip('.')}."
         if error.code == "model_error":
             detail += " Retry later; if it persists, check AGENTKIT_MODEL and your Bedrock quotas."
         return Failure(
             {
                 "type": "error",
                 "code": error.code,
-                "message": f"{error.message}.{detail}".rstrip(),
+                "message": f"{error.message.rstrip('.')}.{detail}".rstrip(),
                 "partial": {**figures, "subtype": result.subtype},
             },
             error.http_status,

@@ -17,6 +17,7 @@ Every denial message tells the agent what it may do instead.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import glob
 import os
@@ -161,6 +162,13 @@ class PermissionPolicy:
         self.opaque_programs = frozenset(opaque_programs)
         """Programs allowed with any options (interpreters, build tools): only ever set when commands run in the
         OS sandbox (``developer`` profile). Their path-like arguments are still checked."""
+
+    def for_workspace(self, workspace: Path) -> PermissionPolicy:
+        """The same rules (every other attribute kept), confined to another workspace (a session's own, made from a
+        snapshot)."""
+        clone = copy.copy(self)
+        clone.workspace = Path(os.path.abspath(workspace))
+        return clone
 
     # -- entry point --------------------------------------------------------------------------------------------
 
@@ -349,6 +357,12 @@ class PermissionPolicy:
         if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
             return None
         return f"'{raw}' is not a regular file or directory (a FIFO, socket or device); tools read only files"
+
+
+def is_sensitive_name(path: str) -> bool:
+    """Whether a relative POSIX path names a secret-bearing file: the same rules as the file tools' (the file's
+    name against :data:`SENSITIVE_PATTERNS`, the path against :data:`SENSITIVE_SUFFIXES`, case-insensitively)."""
+    return _is_sensitive(Path(path))
 
 
 def _is_sensitive(path: Path) -> bool:

@@ -184,7 +184,10 @@ def test_connection_refused_is_reported_clearly(capsys: pytest.CaptureFixture[st
         port = sock.getsockname()[1]
     assert main(["invoke", "--local", f"http://127.0.0.1:{port}", "hi"]) == 1
     err = capsys.readouterr().err
-    assert f"cannot reach the runtime at http://127.0.0.1:{port}" in err and "python -m runtime" in err
+    assert (
+        f"cannot reach the runtime at http://127.0.0.1:{port}" in err
+        and "`.venv/bin/python -m runtime`" in err
+    )
 
 
 def test_prompt_from_stdin_pipe(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -240,6 +240,21 @@ def test_report_from_cloudwatch_logs_and_transaction_search(tmp_path: Path) -> N
     costs = _write_turns(
         moto_cw, [(NOW - dt.timedelta(hours=3), 1_000_000), (NOW - dt.timedelta(hours=1), 400_001)]
     )
+    errors = {"model_error": 2, "turn_timeout": 1}
+
+    async def write_errors() -> None:  # as the runtime's cloudwatch sink counts failed invocations
+        sink = CloudWatchMetrics(
+            namespace="AgentCoreClaudeKit",
+            agent="agentkit",
+            client=moto_cw,
+            now=(NOW - dt.timedelta(hours=2)).timestamp,
+        )
+        for code, count in errors.items():
+            for _ in range(count):
+                sink.record_event("InvocationErrors", dimensions={"ErrorCode": code})
+        await sink.close()
+
+    asyncio.run(write_errors())
     arn = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_dev-AbCdEfGhIj"
     group = "/aws/bedrock-agentcore/runtimes/agentkit_dev-AbCdEfGhIj-dev"
     logs = boto3.client("logs", region_name=REGION)
@@ -311,6 +326,11 @@ def test_report_from_cloudwatch_logs_and_transaction_search(tmp_path: Path) -> N
         ]
     ]
     summary = json.loads(out.getvalue())
+    assert summary["errors"] == {"model_error": 2.0, "turn_timeout": 1.0}
+    # the per-turn table comes from the EMF lines in the runtime's log group
+    assert summary["turn_table_of"] == 2
+    assert [r["session_id"] for r in summary["turn_table"]] == list(turn_costs)
+    assert [r["cost_usd"] for r in summary["turn_table"]] == pytest.approx(list(turn_costs.values()))
     assert summary["total_cost_usd"] == pytest.approx(sum(costs))
     assert summary["turns"] == 2 and summary["notes"] == []
     assert summary["latency_ms"] == {"p50": 1234.0, "p90": 4321.0}

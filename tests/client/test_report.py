@@ -37,7 +37,10 @@ TURNS = [  # (minutes after T0, session, actor, {model: (input, output, cache re
     (130, "sess-c", None, {HAIKU: (2500, 600, 1000, 500)}, 700.0, 200.0),
     (135, "sess-a", "alice", {SONNET: (1000, 200, 10000, 0)}, 1200.0, 500.0),
 ]
+LONG_TOOL = "mcp__billing-gateway-target___list_overdue_invoices_for_customer"  # a Gateway tool's full name
+ERRORS = [("model_error", 3), ("turn_timeout", 1), ("budget_exceeded", 2)]  # InvocationErrors by ErrorCode
 TOOLS = [
+    (LONG_TOOL, "ok"),
     ("Read", "ok"),
     ("Read", "ok"),
     ("Read", "error"),
@@ -63,6 +66,7 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "session_turns": defaultdict(int),
         "latency": [],
         "ttft": [],
+        "turn_rows": [],
     }
     with open(emf_path, "w", encoding="utf-8") as stream:
         stream.write("2026-11-20 09:00:00 INFO runtime: a log line that is not EMF\n")
@@ -95,6 +99,22 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             expected["session_turns"][session] += 1
             expected["latency"].append(latency)
             expected["ttft"].append(ttft)
+            expected["turn_rows"].append(
+                {
+                    "time": when,
+                    "session": session,
+                    "models": list(usage),
+                    "cost": cost.total_cost_usd,
+                    "latency": latency,
+                    "ttft": ttft,
+                    "tokens": {
+                        "input": cost.input_tokens,
+                        "output": cost.output_tokens,
+                        "cache_read": cost.cache_read_tokens,
+                        "cache_write": cost.cache_write_tokens,
+                    },
+                }
+            )
         for tool, outcome in TOOLS:
             sink = EmfMetrics(
                 namespace="AgentCoreClaudeKit", agent="agentkit", stream=stream, now=T0.timestamp
@@ -107,9 +127,16 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     session_id="sess-a",
                 )
             )
+        for code, count in ERRORS:
+            sink = EmfMetrics(
+                namespace="AgentCoreClaudeKit", agent="agentkit", stream=stream, now=T0.timestamp
+            )
+            for _ in range(count):
+                sink.record_event("InvocationErrors", dimensions={"ErrorCode": code})
         other = EmfMetrics(
             namespace="AgentCoreClaudeKit", agent="someone-else", stream=stream, now=T0.timestamp
         )
+        other.record_event("InvocationErrors", dimensions={"ErrorCode": "not_ours"})
         cost = compute_turn_cost({SONNET: _usage((10**6, 0, 0, 0))}, None, default_model=SONNET)
         other.record_turn(
             TurnRecord(model=SONNET, cost=cost, invocation_latency_ms=1.0, session_id="not-ours")
@@ -203,7 +230,7 @@ def test_latency_and_time_to_first_token_percentiles(report: str, run_files: dic
 
 
 def test_tool_calls_and_errors_by_tool(report: str) -> None:
-    for tool in ("Read", "Bash", "Grep"):
+    for tool in ("Read", "Bash", "Grep", LONG_TOOL):
         outcomes = [o for t, o in TOOLS if t == tool]
         assert _value(report, f"tool_calls:{tool}") == sum(o != "denied" for o in outcomes)
         assert _value(report, f"tool_errors:{tool}") == outcomes.count("error")
@@ -320,3 +347,115 @@ def test_json_summary_and_cost_local_agree(run_files: dict[str, Any], tmp_path: 
     assert by_actor["(anonymous)"] == pytest.approx(exp["sess-c"], rel=1e-12)
     assert cost["total_usd"] == pytest.approx(expected_total, rel=1e-12)
     assert {row["start"][11:16] for row in cost["rows"]} == {"09:00", "10:00", "11:00"}
+
+
+def test_errors_panel_counts_invocation_errors_by_code(report: str) -> None:
+    for code, count in ERRORS:
+        assert _value(report, f"invocation_errors:{code}") == count
+        assert re.search(
+            rf'data-metric="invocation_errors" data-label="{code}" data-value="{float(count)!r}"', report
+        )
+    assert _value(report, "invocation_errors_total") == sum(c for _, c in ERRORS)
+    assert "not_ours" not in report  # another agent's errors stay out
+    codes = re.findall(r'data-metric="invocation_errors:([^"]+)"', report)
+    assert codes == [c for c, _ in sorted(ERRORS, key=lambda e: -e[1])]  # most frequent first
+
+
+def test_per_turn_table_lists_every_turn_from_the_emf_documents(
+    report: str, run_files: dict[str, Any]
+) -> None:
+    expected = run_files["expected"]["turn_rows"]
+    assert "Turns: all 6 turns" in report
+    for i, row in enumerate(expected):
+        assert _value(report, f"turn_cost:{i}") == pytest.approx(row["cost"], rel=1e-12)
+        assert _value(report, f"turn_latency_ms:{i}") == row["latency"]
+        assert _value(report, f"turn_ttft_ms:{i}") == row["ttft"]
+        for key, tokens in row["tokens"].items():
+            assert _value(report, f"turn_tokens_{key}:{i}") == tokens
+    table = report[report.index("<h2>Turns:") :]
+    cells = re.findall(
+        r"<tr><td>([^<]+)</td><td><code>([^<]+)</code></td><td><code>([^<]+)</code></td>", table
+    )
+    assert [(t, s) for t, s, _m in cells] == [
+        (f"{r['time']:%Y-%m-%d %H:%M:%S}", r["session"]) for r in expected
+    ]
+    assert cells[1][2] == f"{SONNET}, {HAIKU}"  # the turn that used two models names both
+
+
+def test_the_turn_latency_label_says_what_it_measures(report: str) -> None:
+    from agentkit.report.model import LATENCY_NOTE
+
+    assert "excludes waiting in the session's queue and connecting or resuming the session" in LATENCY_NOTE
+    assert report.count(LATENCY_NOTE.replace("'", "&#x27;")) == 3  # overview, latency panel, turn table
+    assert "turn latency p50 *" in report and "<th class=n>latency *</th>" in report
+
+
+def test_waterfall_legend_names_every_colour_drawn(run_files: dict[str, Any]) -> None:
+    from agentkit.report.svg import ERROR_COLOR
+
+    out = run_files["tmp"] / "report-legend.html"
+    argv = ["report", "--emf", str(run_files["emf"]), "--spans", str(run_files["spans"])]
+    assert main([*argv, "--session", "sess-a", "--out", str(out)], stdout=io.StringIO(), now=lambda: T0) == 0
+    html = out.read_text(encoding="utf-8")
+    legend = dict(
+        (label, color)
+        for color, label in re.findall(
+            r"<span data-color='([^']+)'><i style='background:[^']+'></i>([^<]+)</span>", html
+        )
+    )
+    assert list(legend) == [
+        "invocation",
+        "turn (model calls)",
+        "tool call",
+        "other span",
+        "failed (status ERROR)",
+    ]
+    drawn = dict(re.findall(r'<g class="span" data-name="([^"]+)"[^>]*data-color="([^"]+)"', html))
+    assert drawn == {
+        "invoke_agent agentkit": legend["invocation"],
+        f"chat {SONNET}": legend["turn (model calls)"],
+        "execute_tool Read": legend["tool call"],
+        "execute_tool Bash": legend["failed (status ERROR)"],  # the failed call
+    }
+    assert legend["failed (status ERROR)"] == ERROR_COLOR
+    assert len(set(legend.values())) == len(legend)  # no two meanings share a colour
+
+
+def test_tool_names_are_not_cut_off(report: str) -> None:
+    chart = re.search(
+        r'<svg class="chart" viewBox="0 0 (\d+) \d+" role="img" aria-label="tool_calls">(.*?)</svg>', report
+    )
+    assert chart is not None
+    labels = re.findall(
+        r'<text x="([\d.]+)" y="[\d.]+" class="label" text-anchor="end">([^<]+)<title>([^<]+)</title>',
+        chart.group(2),
+    )
+    assert {text for _x, text, _t in labels} == {LONG_TOOL, "Read", "Bash", "Grep"}
+    assert all(text == title for _x, text, title in labels)  # the whole name, and the same in its tooltip
+    right_edge = float(labels[0][0])  # labels end at the label column's edge: the longest one must fit
+    assert right_edge >= 7 * len(LONG_TOOL)  # 12 px sans-serif text averages under 7 units a character
+
+
+def test_json_summary_has_errors_and_the_turn_table(run_files: dict[str, Any], tmp_path: Path) -> None:
+    out = io.StringIO()
+    argv = [
+        "report",
+        "--emf",
+        str(run_files["emf"]),
+        "--agent",
+        "agentkit",
+        "--out",
+        str(tmp_path / "r.html"),
+    ]
+    assert main([*argv, "--output", "json"], stdout=out, now=lambda: T0) == 0
+    summary = json.loads(out.getvalue())
+    assert summary["errors"] == {code: float(n) for code, n in sorted(ERRORS, key=lambda e: -e[1])}
+    assert summary["turn_table_of"] == len(TURNS)
+    expected = run_files["expected"]["turn_rows"]
+    assert [r["session_id"] for r in summary["turn_table"]] == [r["session"] for r in expected]
+    for got, want in zip(summary["turn_table"], expected, strict=True):
+        assert got["cost_usd"] == pytest.approx(want["cost"], rel=1e-12)
+        assert (got["latency_ms"], got["time_to_first_token_ms"]) == (want["latency"], want["ttft"])
+        assert got["tokens"] == {k: float(v) for k, v in want["tokens"].items()}
+        assert got["models"] == want["models"]
+    assert "connecting or resuming the session" in summary["latency_note"]

@@ -232,11 +232,19 @@ def test_cost_in_result_and_emf_matches_stand_in_usage_at_table_prices(server, b
 
 def test_throttling_429_is_retried_and_the_turn_succeeds(server, bedrock):
     bedrock.enqueue(Reply.error(429), Reply.text("After the retry."))
+    sid = session_id("rt-429")
 
-    result = assert_ok(server.invoke("hello", session=session_id("rt-429")))
+    result = assert_ok(server.invoke("hello", session=sid))
 
     assert result["text"] == "After the retry." and result["subtype"] == "success"
     assert [r.status for r in bedrock.model_requests] == [429, 200]
+    # the retry is in the runtime's log as it happens (the CLI's api_retry message), not only at the end
+    retries = [
+        line
+        for line in server.log_path.read_text().splitlines()
+        if f"session {sid}: model call failed (HTTP 429" in line
+    ]
+    assert len(retries) == 1 and "attempt 1 of" in retries[0], retries
 
 
 def test_validation_400_gives_a_clear_model_error_and_the_session_recovers(server, bedrock):
@@ -251,6 +259,9 @@ def test_validation_400_gives_a_clear_model_error_and_the_session_recovers(serve
     assert error["type"] == "error" and error["code"] == "model_error"
     assert "HTTP 400" in error["message"] and "scripted failure" in error["message"]
     assert "Retry later" in error["message"]
+    # the CLI's made-up "API Error: …" assistant text is the error's, not the answer's
+    assert "API Error: 400" in error["message"]
+    assert [e for e in reply.events if e["type"] == "text"] == []
     assert bedrock.model_requests and all(r.status == 400 for r in bedrock.model_requests)
 
     bedrock.reset()

@@ -21,6 +21,8 @@ from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+#: What AgentCore adds when the caller named a runtime user id; the runtime trusts the actor header only with it.
+TOKEN = {"WorkloadAccessToken": "opaque"}
 
 
 def _store_env(kind: str, tmp: Path, moto: str) -> dict[str, str]:
@@ -105,13 +107,13 @@ def test_actor_b_can_neither_resume_nor_recall_actor_a(tmp_path: Path) -> None:
         srv = fake_cli_server(tmp_path, "claude-a", **env).start()
         try:
             a1 = srv.invoke(
-                "remember Falcon", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}
+                "remember Falcon", session=sid, stream=False, headers={ACTOR_HEADER: "alice", **TOKEN}
             ).body
             a2 = srv.invoke(
-                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "alice"}
+                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "alice", **TOKEN}
             ).body
             b1 = srv.invoke(
-                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "bob"}
+                "what is my project?", session=sid, stream=False, headers={ACTOR_HEADER: "bob", **TOKEN}
             ).body
         finally:
             srv.stop()

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.timeout(90)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("runtime")
-    srv = fake_cli_server(tmp, AGENTKIT_MAX_PROMPT_CHARS="5000").start()
+    # No workspace snapshots here: the body limit is then the prompt's alone (tests/functional/test_workspace_http.py
+    # covers bodies with a snapshot).
+    srv = fake_cli_server(tmp, AGENTKIT_MAX_PROMPT_CHARS="5000", AGENTKIT_WORKSPACE_MAX_BYTES="0").start()
     srv.tmp = tmp  # type: ignore[attr-defined]
     yield srv
     srv.stop()

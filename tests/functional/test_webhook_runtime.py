@@ -77,12 +77,11 @@ def world(runtime: RuntimeServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[S
         monkeypatch.setenv(key, value)
     with mock_aws():
         # The worker signs with whatever keys moto put into the environment; the data plane checks them.
-        keys = {
-            "access_key": os.environ["AWS_ACCESS_KEY_ID"],
-            "secret_key": os.environ["AWS_SECRET_ACCESS_KEY"],
-        }
+        access_key, secret_key = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
         with (
-            AgentCoreDataPlane(runtime_port=runtime.port, **keys) as plane,
+            AgentCoreDataPlane(
+                runtime_port=runtime.port, access_key=access_key, secret_key=secret_key
+            ) as plane,
             GitLabApi(token=GITLAB_TOKEN, members=GITLAB_MEMBERS) as gitlab,
             JiraApi(authorization=trackers.jira_auth_header(JIRA_TOKEN)) as jira,
         ):
@@ -126,7 +125,9 @@ def test_signed_gitlab_note_is_answered_by_the_runtime(world: SimpleNamespace) -
     [turn] = world.plane.calls
     assert turn["status"] == 200 and turn["path"].endswith("/invocations?qualifier=dev")
     assert turn["session"] == "gitlab-" + hashlib.sha256(b"5#17").hexdigest()
-    assert turn["actor"] == "gitlab:5"  # the immutable project id
+    assert (
+        turn["actor"] == turn["user_id"] == "gitlab:5"
+    )  # the immutable project id, named through runtimeUserId
     [note] = world.gitlab.replies
     assert note["project"] == "5" and note["noteable_iid"] == 17
     # The fake CLI echoes the prompt: the note is the runtime's real answer to this comment.

@@ -49,6 +49,7 @@ def synth(tmp: Path, *, stage: str, overrides: dict[str, Any], account: str | No
     return Synth(Template.from_json(artifact.template), artifact.template, path, stack, config)
 
 
+BREAK_GLASS_ROLE = "arn:aws:iam::123456789012:role/agentkit-break-glass"
 PROD_OVERRIDES = {
     "image_build": "codebuild",
     "auth": {
@@ -84,7 +85,8 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """dev with the optional front doors on: GitHub issue webhook and GitHub OIDC invoker role."""
+    """dev with the optional front doors on: GitHub issue webhook, GitHub OIDC invoker role, a break-glass role,
+    workspace bucket."""
     overrides = {
         "webhook": {
             "enabled": True,
@@ -93,6 +95,8 @@ def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             "jira": {"site_url": "https://acme.atlassian.net"},
         },
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
+        "command_access": {"break_glass_principal": BREAK_GLASS_ROLE},
+        "workspace_bucket": True,
     }
     return synth(
         tmp_path_factory.mktemp("optional"), stage="dev", overrides=overrides, account="123456789012"

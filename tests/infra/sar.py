@@ -257,6 +257,9 @@ def template_problems(template: dict[str, Any]) -> list[Problem]:
         elif kind in RESOURCE_POLICY_TYPES:
             documents.append((logical_id, props.get(RESOURCE_POLICY_TYPES[kind]), False))
         for where, document, identity in documents:
+            if isinstance(document, dict) and "Fn::Join" in document:
+                # A JSON policy string with tokens inside (e.g. the resource's own ARN): tokens become "*" etc.
+                document = render(document)
             if isinstance(document, str):
                 document = json.loads(document)
             for index, statement in enumerate((document or {}).get("Statement", [])):

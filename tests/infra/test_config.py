@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -171,10 +172,36 @@ def test_eu_profiles_in_an_eu_region_are_accepted() -> None:
     assert load_config(data, stage="dev").region == "eu-west-1"
 
 
-def test_cdk_json_lists_the_three_trackers() -> None:
+def test_cdk_json_enables_github_alone_as_the_docs_say() -> None:
+    """docs/webhook.md: GitHub is the default tracker; the other trackers' settings are there to fill in."""
     config = load_config(raw(), stage="dev")
-    assert config.webhook.trackers == ("github", "gitlab", "jira")
+    assert config.webhook.trackers == ("github",)
     assert config.webhook.gitlab.min_access_level == 30 and config.webhook.jira.site_url is None
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "webhook.md").read_text().split())
+    assert '`cdk.json` ships `"trackers": ["github"]` (GitHub alone, the default)' in page
+
+
+def test_enabling_the_webhook_as_shipped_works() -> None:
+    """``-c webhook.enabled=true`` on cdk.json as shipped, the first step of docs/webhook.md."""
+    config = load_config(raw(), stage="dev", overrides={"webhook.enabled": "true"})
+    assert config.webhook.enabled and config.webhook.trackers == ("github",)
+
+
+def test_jira_without_a_site_offers_both_fixes() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(
+            raw(),
+            stage="dev",
+            overrides={"webhook.enabled": "true", "webhook.trackers": "github,gitlab,jira"},
+        )
+    message = str(err.value)
+    assert "-c webhook.jira.site_url=https://<site>.atlassian.net" in message
+    assert "or remove jira from webhook.trackers (-c webhook.trackers=github,gitlab)" in message
+    # the fix it offers is accepted as written
+    fixed = load_config(
+        raw(), stage="dev", overrides={"webhook.enabled": "true", "webhook.trackers": "github,gitlab"}
+    )
+    assert fixed.webhook.trackers == ("github", "gitlab")
 
 
 @pytest.mark.parametrize(
@@ -215,9 +242,9 @@ def test_jira_with_a_site_is_accepted_when_enabled() -> None:
 def test_agent_profile_and_sandbox_keys() -> None:
     data = raw()
     assert load_config(data, stage="dev").agent_profile == "readonly"
-    data["agent_profile"], data["sandbox"] = "developer", "off"
+    data["agent_profile"], data["sandbox"] = "developer", "unsafe-no-isolation"
     cfg = load_config(data, stage="dev")
-    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "off")
+    assert (cfg.agent_profile, cfg.sandbox) == ("developer", "unsafe-no-isolation")
     data["agent_profile"] = "root"
     with pytest.raises(ConfigError) as err:
         load_config(data, stage="dev")

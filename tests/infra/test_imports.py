@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from harness.import_graph import strongly_connected
 from tests.infra.conftest import ROOT
 
 PACKAGE = "infra"
@@ -61,38 +62,8 @@ def import_graph(root: Path = ROOT, package: str = PACKAGE) -> dict[str, set[str
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle per strongly connected component of more than one module (Tarjan), as a readable path."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for succ in sorted(graph.get(node, ())):
-            if succ not in index:
-                visit(succ)
-                low[node] = min(low[node], low[succ])
-            elif succ in on_stack:
-                low[node] = min(low[node], index[succ])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                components.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return [_path_through(component, graph) for component in components]
+    """One cycle per strongly connected component of more than one module, as a readable path."""
+    return [_path_through(component, graph) for component in strongly_connected(graph)]
 
 
 def _path_through(component: list[str], graph: dict[str, set[str]]) -> list[str]:

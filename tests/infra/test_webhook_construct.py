@@ -225,7 +225,13 @@ def test_worker_may_invoke_only_this_runtime_endpoint(synthed: dict[str, Any]) -
     statements = _policy_statements(synthed["templates"]["literal"])
     invoke = [s for s in statements if "bedrock-agentcore" in json.dumps(s["Action"])]
     # One statement for the worker, one for the OIDC role.
-    worker = next(s for s in invoke if s["Action"] == "bedrock-agentcore:InvokeAgentRuntime")
+    # The worker names the tracker user as the runtime user id, so it holds ForUser too.
+    worker = next(
+        s
+        for s in invoke
+        if s["Action"]
+        == ["bedrock-agentcore:InvokeAgentRuntime", "bedrock-agentcore:InvokeAgentRuntimeForUser"]
+    )
     assert worker["Resource"] == [RUNTIME_ARN, f"{RUNTIME_ARN}/runtime-endpoint/prod"]
     assert not any(s["Resource"] == "*" and "bedrock" in json.dumps(s["Action"]) for s in statements)
     assert all(":*" not in json.dumps(s["Action"]) for s in statements)
@@ -256,7 +262,12 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
 
 def test_unqualified_worker_targets_default_endpoint(synthed: dict[str, Any]) -> None:
     statements = _policy_statements(synthed["templates"]["tokens"])
-    worker = next(s for s in statements if s["Action"] == "bedrock-agentcore:InvokeAgentRuntime")
+    worker = next(
+        s
+        for s in statements
+        if s["Action"]
+        == ["bedrock-agentcore:InvokeAgentRuntime", "bedrock-agentcore:InvokeAgentRuntimeForUser"]
+    )
     runtime_ref, endpoint = worker["Resource"]
     assert runtime_ref["Fn::GetAtt"][1] == "AgentRuntimeArn"
     assert endpoint["Fn::Join"][1] == [runtime_ref, "/runtime-endpoint/DEFAULT"]
@@ -609,7 +620,7 @@ def test_one_function_url_with_a_path_per_tracker_in_stack_outputs(synthed: dict
         ({"trackers": []}, "at most once"),
         ({"trackers": "github"}, "must be a list"),
         ({"trackers": ["github", "github"]}, "at most once"),
-        ({"trackers": ["jira"]}, "jira=JiraSettings"),
+        ({"trackers": ["jira"]}, r"jira=JiraSettings.*, or remove 'jira' from trackers"),
         ({"trackers": ["jira"], "jira": JiraSettings(site_url="http://x.atlassian.net")}, "https"),
         ({"trackers": ["gitlab"], "gitlab": GitLabSettings(min_access_level=25)}, "min_access_level"),
         ({"trackers": ["gitlab"], "gitlab": GitLabSettings(trigger_label="", trigger_mention="")}, "trigger"),

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, BedrockAgentCoreContext, RequestContext
@@ -83,3 +86,31 @@ def test_handle_invocation_answers_the_route_and_the_default_is_the_base_apps_ha
         assert (
             bad.status_code == 400 and "error" in bad.json()
         )  # the base app's own format, reached via super()
+
+
+LOG_ONCE = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+from runtime.server import build_app
+from runtime.settings import Settings
+build_app(Settings.from_env({"AGENTKIT_STATE_DIR": sys.argv[1]}))
+build_app(Settings.from_env({"AGENTKIT_STATE_DIR": sys.argv[1]}))  # a second app adds no second handler
+logging.getLogger("bedrock_agentcore.app").warning("probe-line")
+"""
+
+
+def test_every_bedrock_agentcore_app_log_line_is_written_once(tmp_path: Path) -> None:
+    """The base app adds a JSON handler to its logger while records also reach the process's root handler:
+    each line came out twice (JSON and text). Run in a fresh interpreter, as ``python -m runtime`` sets up
+    logging."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", LOG_ONCE, str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if "probe-line" in line]
+    assert lines == ["WARNING bedrock_agentcore.app: probe-line"]

@@ -113,7 +113,9 @@ json_values = st.recursive(
     json_scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
 )
-field_values = st.sampled_from(["prompt", "stream", "max_turns", "max_budget_usd", "metadata", "extra", ""])
+field_values = st.sampled_from(
+    ["prompt", "stream", "max_turns", "max_budget_usd", "metadata", "workspace", "extra", ""]
+)
 
 
 @st.composite
@@ -127,7 +129,14 @@ def deep(draw: st.DrawFn) -> bytes:
     return doc
 
 
+workspaces = st.one_of(
+    st.dictionaries(st.sampled_from(["tar_gz_b64", "s3_uri", "x"]), json_values, max_size=3),
+    st.binary(max_size=200).map(lambda b: {"tar_gz_b64": base64.b64encode(b).decode()}),  # base64, not tar.gz
+    st.text(max_size=60).map(lambda t: {"tar_gz_b64": t}),
+    st.text(max_size=60).map(lambda t: {"s3_uri": "s3://" + t}),
+)
 bodies = st.one_of(
+    workspaces.map(lambda w: json.dumps({"prompt": "hi", "workspace": w}).encode()),
     st.binary(max_size=300),  # arbitrary bytes: mostly not UTF-8 JSON
     st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
     json_values.map(lambda v: json.dumps(v).encode()),  # JSON that is not an invocation

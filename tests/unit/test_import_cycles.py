@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from harness.import_graph import strongly_connected
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "runtime"
 
@@ -76,37 +78,7 @@ def package_graph(files: Graph, root: Path = ROOT / PACKAGE) -> dict[str, set[st
 
 def cycles(graph: Graph) -> list[list[str]]:
     """The strongly connected components with more than one node (each holds at least one cycle)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:  # Tarjan; the graphs here are a few dozen nodes deep at most
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in graph.get(node, ()):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    return strongly_connected(graph)
 
 
 def _edges_within(files: Graph, component: list[str]) -> list[str]:

@@ -39,6 +39,9 @@ class ScriptedRunner:
     async def connect(self, session: WarmSession, request: TurnRequest) -> Any:
         return object()
 
+    async def prepare(self, session: WarmSession, request: TurnRequest) -> None:
+        return None
+
     def wants_reconnect(self, session: WarmSession, request: TurnRequest) -> bool:
         return False
 
@@ -159,7 +162,10 @@ def test_a_bearer_token_without_sub_is_refused_not_replaced_by_the_actor_header(
 def test_the_actor_header_is_used_when_no_bearer_token_is_sent(tmp_path: Path) -> None:
     runner = ScriptedRunner([OK])
     with _client(tmp_path, runner, actor_header=ACTOR_HEADER) as client:
-        reply = _post(client, {"prompt": "hi", "stream": False}, {ACTOR_HEADER: "alice"})
+        # AgentCore sends a workload access token when the caller named a runtime user id (runtime/identity.py).
+        reply = _post(
+            client, {"prompt": "hi", "stream": False}, {ACTOR_HEADER: "alice", "WorkloadAccessToken": "wat"}
+        )
         token = {"Authorization": f"Bearer {_jwt({'sub': 'bob'})}", ACTOR_HEADER: "alice"}
         second = _post(client, {"prompt": "hi", "stream": False}, token)
     assert reply.status_code == 200 and second.status_code == 200

@@ -44,6 +44,9 @@ class RecordingRunner:
     def check_request(self, request: TurnRequest) -> None:
         return None
 
+    async def prepare(self, session: Any, request: TurnRequest) -> None:
+        return None
+
     def wants_reconnect(self, session: Any, request: TurnRequest) -> bool:
         return False
 

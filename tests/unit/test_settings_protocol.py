@@ -142,7 +142,10 @@ def test_actor_comes_from_jwt_sub_then_trusted_header() -> None:
         resolve_actor({"Authorization": f"Bearer {_jwt({'sub': 'user-123'})}"}, actor_header=header)
         == "user-123"
     )
-    assert resolve_actor({header: "github:octo-user"}, actor_header=header) == "github:octo-user"
+    with_token = {header: "github:octo-user", "WorkloadAccessToken": "opaque"}
+    assert resolve_actor(with_token, actor_header=header) == "github:octo-user"
+    with pytest.raises(InvalidRequest, match="InvokeAgentRuntimeForUser"):  # no runtime user id named
+        resolve_actor({header: "github:octo-user"}, actor_header=header)
     assert resolve_actor({header: "x"}, actor_header=None) is None  # header not trusted unless configured
     assert resolve_actor({}, actor_header=header) is None
     with pytest.raises(InvalidRequest):

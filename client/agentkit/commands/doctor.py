@@ -4,7 +4,8 @@ Registered like every other command, with the global ``--region``/``--profile``/
 clients come from the command's :class:`~agentkit.aws.Aws`. ``python -m agentkit.doctor`` (``make preflight``)
 runs the same checks standalone, with a boto3 session of its own.
 
-IAM actions: those listed in :mod:`agentkit.doctor`, all read-only.
+IAM actions: those listed in :mod:`agentkit.doctor`, all read-only. ``--probe-sandbox`` (operator-only) is a
+different job, in :mod:`agentkit.sandbox_probe`: it runs a command inside a live session of a deployed runtime.
 """
 
 from __future__ import annotations
@@ -137,7 +138,11 @@ class _ContextSession:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """``agentkit doctor``: the checks with the command's AWS access, printed to the command's streams in the
-    command's output format."""
+    command's output format. ``--probe-sandbox`` is the operator-only probe (:mod:`agentkit.sandbox_probe`)."""
+    if getattr(args, "probe_sandbox", False):
+        from agentkit import sandbox_probe
+
+        return sandbox_probe.run(args, ctx)
     return execute(
         args,
         session_factory=lambda **_: _ContextSession(ctx.aws),
@@ -157,6 +162,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description=DESCRIPTION,
     )
     _add_arguments(parser)
+    from agentkit.sandbox_probe import add_probe_arguments
+
+    add_probe_arguments(parser)
     parser.set_defaults(handler=run, usage_parser=parser)
 
 

@@ -6,19 +6,30 @@ printed first on stderr (``session: <id>``) so a pipeline can continue the conve
 derives a valid session id from a short key (a pull request number, a branch), the same one every time.
 When nothing has arrived for ``--wait-notice`` seconds (30), a "still waiting" line goes to stderr.
 
+Repository work (docs/repository-work.md): ``--workspace DIR`` sends DIR's working tree (a git work tree: the
+files ``git ls-files -co --exclude-standard`` lists) and the result then carries the agent's change as a patch;
+``--patch-file F`` writes it to F (also when it is empty), ``--apply`` applies it to DIR after checking that it
+stays inside DIR and applies cleanly. A refused patch is kept: in F, or in a temporary file the error names.
+``--workspace-s3 s3://bucket/prefix/`` uploads the snapshot there (the runtime's ``AGENTKIT_WORKSPACE_S3_URI``)
+instead of sending it inline, for working trees over the runtime's inline cap.
+
 IAM actions: ``bedrock-agentcore:InvokeAgentRuntime`` (AWS target), ``cloudformation:DescribeStacks``
-(``--stack``).
+(``--stack``), ``s3:PutObject`` (``--workspace-s3``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agentkit import workspace
 from agentkit.context import Context
 from agentkit.errors import AgentkitError, ExitCode, usage_error
 from agentkit.printer import EventPrinter
@@ -65,6 +76,22 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         metavar="S",
         help="say on stderr when nothing has arrived for S seconds (30; 0 = never)",
     )
+    repo = parser.add_argument_group("repository work")
+    repo.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="send DIR's working tree (a git work tree); the result carries a patch",
+    )
+    repo.add_argument(
+        "--apply", action="store_true", help="apply the returned patch to DIR (needs --workspace)"
+    )
+    repo.add_argument("--patch-file", metavar="F", help="write the returned patch to F (needs --workspace)")
+    repo.add_argument(
+        "--workspace-s3",
+        metavar="URI",
+        help="upload the snapshot under s3://bucket/prefix/ (the runtime's AGENTKIT_WORKSPACE_S3_URI) instead of "
+        "sending it inline",
+    )
     parser.add_argument("--max-budget-usd", type=positive_float, metavar="X", help="cost cap for this turn")
     parser.add_argument("--timeout", type=positive_float, default=900.0, help="read timeout, seconds (900)")
     parser.add_argument(
@@ -93,12 +120,30 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise usage_error("--wait-notice must be >= 0")
     if args.final and (ctx.json or args.json):
         raise usage_error("--final prints the answer as text; it cannot be combined with JSON output")
+    if (args.apply or args.patch_file or args.workspace_s3) and not args.workspace:
+        raise usage_error(
+            "--apply, --patch-file and --workspace-s3 need --workspace DIR (the tree the patch is made against)"
+        )
     if args.session_key is not None:
         session_id = derive_session_id(args.session_key)
     else:
         session_id = validate_session_id(args.session) if args.session else new_session_id()
+    tree, archive = None, None
+    if args.workspace:
+        tree = workspace.work_tree(args.workspace)
+        archive, files = workspace.snapshot(tree)
+        ctx.progress(f"workspace: {files} files, {len(archive)} bytes compressed")
+    uploaded = None
+    if archive is not None and args.workspace_s3:
+        uploaded = workspace.upload(ctx.aws.client("s3"), args.workspace_s3, session_id, archive)
+        ctx.progress(f"workspace: uploaded to {uploaded}")
     request = InvocationRequest(
-        prompt=prompt, session_id=session_id, stream=not args.no_stream, max_budget_usd=args.max_budget_usd
+        prompt=prompt,
+        session_id=session_id,
+        stream=not args.no_stream,
+        max_budget_usd=args.max_budget_usd,
+        workspace=archive,
+        workspace_s3_uri=uploaded,
     )
     events: Iterator[dict[str, Any]]
     if args.local:
@@ -124,11 +169,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     printer = EventPrinter(
         stdout=ctx.stdout, stderr=ctx.stderr, json_lines=ctx.json or args.json, final_only=args.final
     )
+    result: dict[str, Any] | None = None
     try:
         with WaitNotice(printer.notice, interval=args.wait_notice) as waiting:
             for event in events:
                 waiting.touch()
                 printer.handle(event)
+                if event.get("type") == "result":
+                    result = event
     except AgentkitError:
         printer.end_line()  # the CLI prints the error on a line of its own
         raise
@@ -136,7 +184,61 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         printer.end_line()
         ctx.progress(f"agentkit: interrupted; the turn may still run: {stop_hint}")
         return int(ExitCode.INTERRUPTED)
-    return int(printer.finish())
+    code = printer.finish()
+    if tree is not None and code == ExitCode.OK:
+        handle_patch(result, tree, apply=args.apply, patch_file=args.patch_file, ctx=ctx)
+    return int(code)
+
+
+def handle_patch(
+    result: dict[str, Any] | None,
+    tree: workspace.WorkTree,
+    *,
+    apply: bool,
+    patch_file: str | None,
+    ctx: Context,
+) -> None:
+    """Write and/or apply the result's patch; say what changed (and what the runtime withheld) on stderr.
+
+    Raises:
+        AgentkitError: the result has no patch (exit 1), F cannot be written (exit 1), or the patch is refused
+            (exit 1, code ``patch_refused``; the patch is then kept in F or a temporary file).
+    """
+    if result is None or not isinstance(result.get("patch"), str):
+        raise AgentkitError(
+            "the result carries no patch: does the runtime accept workspace snapshots (AGENTKIT_WORKSPACE_MAX_BYTES)?",
+            exit_code=ExitCode.AGENT_ERROR,
+        )
+    patch: str = result["patch"]
+    for withheld in result.get("withheld_files") or []:
+        ctx.progress(f"workspace: withheld by the runtime: {withheld}")
+    if patch_file:
+        try:
+            Path(patch_file).write_text(patch, encoding="utf-8")
+        except OSError as exc:
+            raise AgentkitError(f"cannot write --patch-file: {exc}", exit_code=ExitCode.AGENT_ERROR) from exc
+        ctx.progress(f"workspace: patch written to {patch_file} ({len(patch.encode())} bytes)")
+    if not patch:
+        ctx.progress("workspace: the agent changed nothing")
+        return
+    if not apply:
+        return
+    try:
+        changed = workspace.apply_patch(tree, patch)
+    except AgentkitError as exc:
+        kept = patch_file or _keep(patch)
+        raise AgentkitError(
+            f"{exc.message} (the patch is in {kept})", exit_code=exc.exit_code, code=exc.code
+        ) from None
+    ctx.progress(f"workspace: applied to {tree.directory}: {', '.join(changed)}")
+
+
+def _keep(patch: str) -> str:
+    """Save a patch that could not be applied, so nothing is lost."""
+    fd, name = tempfile.mkstemp(prefix="agentkit-", suffix=".patch")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(patch)
+    return name
 
 
 def read_prompt(args: argparse.Namespace, ctx: Context) -> str:

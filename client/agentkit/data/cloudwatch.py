@@ -204,3 +204,22 @@ def tool_totals(
     for query, points in data.items():
         out[query.dimensions[0][1]][metrics[query.metric]] += sum(v for _, v in points)
     return dict(sorted(out.items(), key=lambda kv: (-kv[1]["calls"], kv[0])))
+
+
+def error_totals(
+    cloudwatch: Any, *, namespace: str, agent: str, start: dt.datetime, end: dt.datetime
+) -> dict[str, float]:
+    """``InvocationErrors`` per ``ErrorCode`` summed over the window, most frequent first (codes with none in
+    the window left out)."""
+    codes = list_dimension_values(
+        cloudwatch,
+        namespace=namespace,
+        agent=agent,
+        metric=names.INVOCATION_ERRORS,
+        dimension=names.ERROR_CODE,
+    )
+    span = window_period(start, end)
+    queries = [Query(names.INVOCATION_ERRORS, ((names.ERROR_CODE, code),), "Sum", span) for code in codes]
+    data = get_metric_data(cloudwatch, queries, namespace=namespace, agent=agent, start=start, end=end)
+    out = {q.dimensions[0][1]: sum(v for _, v in points) for q, points in data.items()}
+    return dict(sorted(((k, v) for k, v in out.items() if v), key=lambda kv: (-kv[1], kv[0])))

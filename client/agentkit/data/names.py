@@ -26,11 +26,13 @@ TOOL_CALLS, TOOL_ERRORS, TOOL_LATENCY, TOOL_DENIED = "ToolCalls", "ToolErrors", 
 TOOL_METRICS: tuple[str, ...] = (TOOL_CALLS, TOOL_ERRORS, TOOL_LATENCY, TOOL_DENIED)
 
 # events, dimensions [Agent, <one of Model/Tool/ErrorCode>] and [Agent]
+INVOCATION_ERRORS = "InvocationErrors"  # dimension ErrorCode: the error code the caller got
 EVENT_METRICS: tuple[str, ...] = (
     "BudgetExceeded",
     "Disconnected",
-    "InvocationErrors",
+    INVOCATION_ERRORS,
     "SandboxUnavailable",
+    "SandboxUnsafe",
     "SessionResumed",
     "SessionStoreDeadLetters",
     "SessionStoreErrors",

@@ -120,6 +120,22 @@ def _turns(samples: Sequence[Sample]) -> list[tuple[Sample, list[Sample]]]:
     return turns
 
 
+def turns(samples: Sequence[Sample]) -> list[tuple[Sample, list[Sample]]]:
+    """Each turn's main document (the one with ``TurnCostUSD``, which carries the session, the latency and the
+    time to first token) and every document of that turn (one per model it used), in time order."""
+    return sorted(_turns(samples), key=lambda turn: turn[0].timestamp)
+
+
+def error_counts(samples: Iterable[Sample]) -> dict[str, float]:
+    """``InvocationErrors`` per ``ErrorCode``, most frequent first."""
+    counts: dict[str, float] = defaultdict(float)
+    for s in samples:
+        code = s.dimensions.get(names.ERROR_CODE)
+        if code is not None and names.INVOCATION_ERRORS in s.metrics:
+            counts[code] += s.total(names.INVOCATION_ERRORS)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def percentile(values: Sequence[float], p: float) -> float | None:
     """Nearest-rank percentile (``p`` in 0..100); None for no values."""
     if not values:

@@ -1,8 +1,11 @@
 """Gather :class:`~agentkit.report.model.ReportData` for a deployed agent from CloudWatch.
 
 Metrics (``GetMetricData``): cost and tokens per hour and model, turns, turn latency and time-to-first-token
-p50/p90 (CloudWatch's percentiles, per model, highest shown), tool calls/errors/denials per tool.
-Sessions: EMF lines in the runtime's log group (present when the stage's ``metrics_sink`` is ``emf``).
+p50/p90 (CloudWatch's percentiles, per model, highest shown), tool calls/errors/denials per tool, invocation
+errors per error code.
+Sessions and the per-turn table: EMF lines in the runtime's log group (present when the stage's
+``metrics_sink`` is ``emf``); only the turns' main documents are read (the filter is ``TurnCostUSD``), so a
+turn that used two models shows its main model's tokens.
 Waterfall: span records in ``aws/spans`` (CloudWatch Transaction Search), first those carrying the session
 id, then every span of their traces.
 
@@ -20,7 +23,7 @@ from agentkit.data import names
 from agentkit.data.emf import parse_emf_lines
 from agentkit.data.spans import Span, parse_span_lines
 from agentkit.data.usage import totals
-from agentkit.report.model import ReportData, pick_trace, top_sessions
+from agentkit.report.model import ReportData, TurnRow, pick_trace, top_sessions, turn_rows
 
 SPANS_LOG_GROUP = "aws/spans"  # CloudWatch Transaction Search destination
 MAX_TRACES = 3
@@ -85,8 +88,11 @@ def gather(
     )
     turns = int(sum(v for points in turn_data.values() for _, v in points))
     tools = cw.tool_totals(cloudwatch, namespace=namespace, agent=agent, start=start, end=end)
+    errors = cw.error_totals(cloudwatch, namespace=namespace, agent=agent, start=start, end=end)
 
     sessions = []
+    rows: list[TurnRow] = []
+    turn_count = 0
     spans: list[Span] = []
     if logs is not None and log_group:
         lines = _messages(
@@ -99,6 +105,7 @@ def gather(
         )
         samples = [s for s in parse_emf_lines(lines).samples if s.dimensions.get(names.AGENT) == agent]
         sessions = top_sessions(samples)
+        rows, turn_count = turn_rows(samples)
         if not sessions:
             notes.append(
                 f"no per-turn EMF lines in {log_group}: per-session cost needs the stage's metrics_sink "
@@ -147,4 +154,7 @@ def gather(
         trace_session=trace_session,
         trace=trace,
         notes=notes,
+        errors=errors,
+        turn_rows=rows,
+        turns_listed_of=turn_count,
     )

@@ -13,10 +13,17 @@ from html import escape
 
 from agentkit import __version__
 from agentkit.data.spans import Span
-from agentkit.report.model import ReportData
-from agentkit.report.svg import ERROR_COLOR, OK_COLOR, PALETTE, attr, hbars, stacked_bars
+from agentkit.report.model import LATENCY_NOTE, ReportData
+from agentkit.report.svg import ERROR_COLOR, MUTED, OK_COLOR, PALETTE, attr, hbars, label_width, stacked_bars
 
 NONE = "\u2013"  # an en dash for a figure that has no data
+#: Waterfall colours by span kind (the span's ``gen_ai.operation.name``, as the runtime's tracing sets it), in
+#: legend order; any other span is drawn in MUTED and a failed span (status ERROR) in ERROR_COLOR.
+SPAN_KINDS = {
+    "invoke_agent": ("invocation", PALETTE[0]),
+    "chat": ("turn (model calls)", PALETTE[1]),
+    "execute_tool": ("tool call", PALETTE[2]),
+}
 
 CSS = """
 :root{--fg:#1d2330;--muted:#687080;--line:#e4e7ec;--bg:#f6f7f9;--card:#fff;--accent:#4C78A8}
@@ -76,8 +83,10 @@ def render(data: ReportData) -> str:
             _cost_over_time(data),
             _tokens(data),
             _latency(data),
+            _errors(data),
             _tools(data),
             _sessions(data),
+            _turn_table(data),
             _waterfall(data),
         ]
     )
@@ -98,7 +107,7 @@ def _overview(data: ReportData) -> str:
         _kpi("total cost", "total_cost_usd", data.total_cost, _usd(data.total_cost)),
         _kpi("turns", "turns", data.turns, _int(data.turns)),
         _kpi("cache hit rate", "cache_hit_rate", hit, NONE if hit is None else f"{100 * hit:.1f} %"),
-        _kpi("turn latency p50", "latency_p50_ms", data.latency.get("p50"), _ms(data.latency.get("p50"))),
+        _kpi("turn latency p50 *", "latency_p50_ms", data.latency.get("p50"), _ms(data.latency.get("p50"))),
         _kpi("time to first token p50", "ttft_p50_ms", data.ttft.get("p50"), _ms(data.ttft.get("p50"))),
         _kpi(
             "tool calls",
@@ -107,7 +116,12 @@ def _overview(data: ReportData) -> str:
             _int(sum(t["calls"] for t in data.tools.values())),
         ),
     ]
-    return f"<section class='wide'><h2>Overview</h2><div class='kpis'>{''.join(kpis)}</div></section>"
+    errors = sum(data.errors.values())
+    kpis.append(_kpi("invocation errors", "invocation_errors_total", errors, _int(errors)))
+    return (
+        f"<section class='wide'><h2>Overview</h2><div class='kpis'>{''.join(kpis)}</div>"
+        f"<p class='muted'>* {escape(LATENCY_NOTE)}.</p></section>"
+    )
 
 
 def _cost_over_time(data: ReportData) -> str:
@@ -159,7 +173,7 @@ def _tokens(data: ReportData) -> str:
 
 def _latency(data: ReportData) -> str:
     rows = [
-        ("turn latency", "latency", data.latency),
+        ("turn latency *", "latency", data.latency),
         ("time to first token", "ttft", data.ttft),
     ]
     body = "".join(
@@ -183,7 +197,76 @@ def _latency(data: ReportData) -> str:
     )
     return (
         f"<section><h2>Turn latency and time to first token</h2><table><tr><th></th><th class='n'>p50</th>"
-        f"<th class='n'>p90</th></tr>{body}</table>{bars}<p class='muted'>over {num('turns', data.turns, _int(data.turns))} turns</p></section>"
+        f"<th class='n'>p90</th></tr>{body}</table>{bars}<p class='muted'>over {num('turns', data.turns, _int(data.turns))} turns; "
+        f"{escape(LATENCY_NOTE)}.</p></section>"
+    )
+
+
+def _errors(data: ReportData) -> str:
+    """Invocation errors by error code: what callers got back (``InvocationErrors``, dimension ``ErrorCode``)."""
+    title = "Invocation errors by code"
+    if not data.errors:
+        return f"<section><h2>{title}</h2><p class='muted'>No invocation errors.</p></section>"
+    rows = [(code, count, None) for code, count in data.errors.items()]
+    chart = hbars(rows, fmt=_int, metric="invocation_errors", color=ERROR_COLOR)
+    table = "".join(
+        f"<tr><td><code>{escape(code)}</code></td>"
+        f"<td class='n'>{num('invocation_errors:' + code, count, _int(count))}</td></tr>"
+        for code, count in data.errors.items()
+    )
+    return (
+        f"<section><h2>{title}</h2>{chart}<table><tr><th>code</th><th class='n'>errors</th></tr>{table}</table>"
+        "<p class='muted'>Turns that failed, by the code the caller got (docs/http-api.md#errors). Requests "
+        "refused before a turn (a malformed body, a busy session) are not counted here; the runtime logs one "
+        "line for each of them and for each failed turn.</p></section>"
+    )
+
+
+def _turn_table(data: ReportData) -> str:
+    title = "Turns"
+    if not data.turn_rows:
+        return f"<section class='wide'><h2>{title}</h2><p class='muted'>No per-turn records.</p></section>"
+    shown = len(data.turn_rows)
+    scope = (
+        f"the latest {shown} of {data.turns_listed_of} turns"
+        if shown < data.turns_listed_of
+        else f"all {shown} turns"
+    )
+    rows = []
+    for i, row in enumerate(data.turn_rows):
+        t = row.tokens
+        cells = [
+            f"<td>{row.time:%Y-%m-%d %H:%M:%S}</td>",
+            f"<td><code>{escape(row.session_id or NONE)}</code></td>",
+            f"<td><code>{escape(', '.join(row.models) or NONE)}</code></td>",
+            f"<td class='n'>{num(f'turn_cost:{i}', row.cost_usd, _usd(row.cost_usd))}</td>",
+            f"<td class='n'>{num(f'turn_latency_ms:{i}', row.latency_ms, _ms(row.latency_ms))}</td>",
+            f"<td class='n'>{num(f'turn_ttft_ms:{i}', row.ttft_ms, _ms(row.ttft_ms))}</td>",
+            *(
+                f"<td class='n'>{num(f'turn_tokens_{k}:{i}', t.get(k, 0.0), _int(t.get(k, 0.0)))}</td>"
+                for k in ("input", "output", "cache_read", "cache_write")
+            ),
+        ]
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    head = "".join(
+        f"<th{' class=n' if n else ''}>{escape(h)}</th>"
+        for h, n in (
+            ("time (UTC)", False),
+            ("session", False),
+            ("model", False),
+            ("cost", True),
+            ("latency *", True),
+            ("first token", True),
+            ("input", True),
+            ("output", True),
+            ("cache read", True),
+            ("cache write", True),
+        )
+    )
+    return (
+        f"<section class='wide'><h2>{title}: {escape(scope)}</h2><div style='overflow-x:auto'><table>"
+        f"<tr>{head}</tr>{''.join(rows)}</table></div>"
+        f"<p class='muted'>* {escape(LATENCY_NOTE)}. Tokens: input is uncached input.</p></section>"
     )
 
 
@@ -226,6 +309,32 @@ def _span_label(span: Span) -> str:
     return f"{span.name}" if not tool or str(tool) in span.name else f"{span.name} ({tool})"
 
 
+def span_kind(span: Span) -> str | None:
+    """The span's kind for the waterfall colours (a key of :data:`SPAN_KINDS`), or None for any other span."""
+    operation = span.attributes.get("gen_ai.operation.name") or span.name.split(" ", 1)[0]
+    return str(operation) if str(operation) in SPAN_KINDS else None
+
+
+def span_color(span: Span) -> str:
+    if span.failed:
+        return ERROR_COLOR
+    kind = span_kind(span)
+    return SPAN_KINDS[kind][1] if kind else MUTED
+
+
+def _waterfall_legend() -> str:
+    entries = [(label, color) for label, color in SPAN_KINDS.values()]
+    entries += [("other span", MUTED), ("failed (status ERROR)", ERROR_COLOR)]
+    return (
+        "<div class='legend waterfall-legend'>"
+        + "".join(
+            f"<span data-color='{color}'><i style='background:{color}'></i>{escape(label)}</span>"
+            for label, color in entries
+        )
+        + "</div>"
+    )
+
+
 def _waterfall(data: ReportData) -> str:
     title = "Trace waterfall"
     if not data.trace:
@@ -233,8 +342,10 @@ def _waterfall(data: ReportData) -> str:
     t0 = min(s.start_ns for _, s in data.trace)
     t1 = max(s.end_ns for _, s in data.trace)
     total = max((t1 - t0) / 1e6, 1e-3)
-    width, label_w, row_h = 1060, 330, 22
-    plot_w = width - label_w - 90
+    labels = [(depth, _span_label(span)) for depth, span in data.trace]
+    label_w = max(label_width(label, indent=8 + 14 * depth) for depth, label in labels)
+    row_h, plot_w = 22, 640
+    width = label_w + plot_w + 90
     height = row_h * len(data.trace) + 26
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="trace waterfall">']
     for i in range(5):
@@ -243,21 +354,23 @@ def _waterfall(data: ReportData) -> str:
         parts.append(
             f'<text x="{x:.1f}" y="{height - 4}" class="axis" text-anchor="middle">{escape(_ms(total * i / 4))}</text>'
         )
-    for row, (depth, span) in enumerate(data.trace):
+    for row, ((depth, span), (_d, label)) in enumerate(zip(data.trace, labels, strict=True)):
         y = 2 + row * row_h
         offset = (span.start_ns - t0) / 1e6
         x = label_w + plot_w * offset / total
         w = max(plot_w * span.duration_ms / total, 1.5)
-        color = ERROR_COLOR if span.failed else PALETTE[min(depth, len(PALETTE) - 1)]
+        color = span_color(span)
         parts.append(
             f'<g class="span" data-name="{attr(span.name)}" data-depth="{depth}" data-start-ms="{offset!r}" '
-            f'data-duration-ms="{span.duration_ms!r}" data-status="{attr(span.status)}">'
-            f'<text x="{8 + 14 * depth}" y="{y + 15}" class="label">{escape(_span_label(span)[: 46 - 2 * depth])}</text>'
+            f'data-duration-ms="{span.duration_ms!r}" data-status="{attr(span.status)}" data-color="{color}">'
+            f"<title>{escape(label)}: {escape(_ms(span.duration_ms))}</title>"
+            f'<text x="{8 + 14 * depth}" y="{y + 15}" class="label">{escape(label)}</text>'
             f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" rx="2" fill="{color}"/>'
             f'<text x="{x + w + 5:.1f}" y="{y + 15}" class="value">{escape(_ms(span.duration_ms))}</text></g>'
         )
     parts.append("</svg>")
     return (
         f"<section class='wide'><h2>{title}: session <code>{escape(data.trace_session or '')}</code></h2>"
-        f"<p class='muted'>invocation → turns → tool calls, {len(data.trace)} spans, {escape(_ms(total))} in all</p>{''.join(parts)}</section>"
+        f"<p class='muted'>invocation → turns → tool calls, {len(data.trace)} spans, {escape(_ms(total))} in all</p>"
+        f"{''.join(parts)}{_waterfall_legend()}</section>"
     )

@@ -23,6 +23,39 @@ from agentkit.data.emf import Sample
 from agentkit.data.spans import Span, session_trace, sessions_with_spans
 
 TOP_SESSIONS = 10
+#: Turns the per-turn table lists (the latest ones; the JSON summary says how many there were).
+TURN_ROWS = 50
+#: What the turn latency measures, wherever it is shown: the runtime starts the clock once the session is
+#: connected (runtime/agent/turn.py, phase "begin"), so a session's first turn in a process looks faster here
+#: than its caller saw it.
+LATENCY_NOTE = (
+    "turn latency runs from sending the prompt to the result; it excludes waiting in the session's queue and "
+    "connecting or resuming the session (starting the CLI, loading the transcript)"
+)
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """One turn as the per-turn table shows it (from its EMF documents)."""
+
+    time: dt.datetime
+    session_id: str | None
+    models: tuple[str, ...]
+    cost_usd: float
+    latency_ms: float | None
+    ttft_ms: float | None
+    tokens: dict[str, float]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "time": self.time,
+            "session_id": self.session_id,
+            "models": list(self.models),
+            "cost_usd": self.cost_usd,
+            "latency_ms": self.latency_ms,
+            "time_to_first_token_ms": self.ttft_ms,
+            "tokens": self.tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -52,6 +85,9 @@ class ReportData:
     trace_session: str | None
     trace: list[tuple[int, Span]]
     notes: list[str] = field(default_factory=list)
+    errors: dict[str, float] = field(default_factory=dict)  # InvocationErrors by ErrorCode
+    turn_rows: list[TurnRow] = field(default_factory=list)  # the latest TURN_ROWS turns, oldest first
+    turns_listed_of: int = 0  # how many turns the documents held (turn_rows may show fewer)
 
     @property
     def total_cost(self) -> float:
@@ -76,6 +112,46 @@ def top_sessions(samples: Sequence[Sample], limit: int = TOP_SESSIONS) -> list[S
         actor.setdefault(str(session), s.properties.get(names.PROP_CALLER))
     ranked = sorted(cost, key=lambda k: (-cost[k], k))[:limit]
     return [SessionCost(k, cost[k], turns[k], actor.get(k)) for k in ranked]
+
+
+def _single(sample: Sample, metric: str) -> float | None:
+    return sample.total(metric) if sample.metrics.get(metric) else None
+
+
+def _worked(doc: Sample) -> bool:
+    return any(doc.total(metric) for metric in names.TOKEN_TYPES)
+
+
+def turn_rows(samples: Sequence[Sample], limit: int = TURN_ROWS) -> tuple[list[TurnRow], int]:
+    """The latest ``limit`` turns (oldest first) and how many turns there were, from the turns' EMF documents.
+
+    Time, session, cost, latency and time to first token come from the turn's main document; models and tokens
+    from all of its documents (one per model)."""
+    rows = []
+    for owner, group in u.turns(samples):
+        tokens = u.empty_tokens()
+        for doc in group:
+            for metric, short in names.TOKEN_TYPES.items():
+                tokens[short] += doc.total(metric)
+        # the models that did the work (tokens counted); the turn's own model when none did
+        used = [d.dimensions.get(names.MODEL) for d in sorted(group, key=lambda d: d is not owner)]
+        used = [
+            m for m, d in zip(used, sorted(group, key=lambda d: d is not owner), strict=True) if _worked(d)
+        ]
+        models = used or [owner.dimensions.get(names.MODEL)]
+        session = owner.properties.get(names.PROP_SESSION)
+        rows.append(
+            TurnRow(
+                time=owner.timestamp,
+                session_id=str(session) if session else None,
+                models=tuple(dict.fromkeys(m for m in models if m)),
+                cost_usd=float(owner.properties.get(names.PROP_TURN_COST) or 0.0),
+                latency_ms=_single(owner, names.LATENCY),
+                ttft_ms=_single(owner, names.TTFT),
+                tokens=tokens,
+            )
+        )
+    return rows[-limit:] if limit else rows, len(rows)
 
 
 def pick_trace(
@@ -107,6 +183,7 @@ def from_samples(
     ttft = u.metric_values(samples, names.TTFT)
     sessions = top_sessions(samples)
     trace_session, trace = pick_trace(spans, sessions, session)
+    rows, turn_count = turn_rows(samples)
     times = [s.timestamp for s in samples] + [sp.start for sp in spans]
     notes = []
     if session and not trace:
@@ -127,6 +204,9 @@ def from_samples(
         trace_session=trace_session,
         trace=trace,
         notes=notes,
+        errors=u.error_counts(samples),
+        turn_rows=rows,
+        turns_listed_of=turn_count,
     )
 
 
@@ -142,7 +222,11 @@ def summary(data: ReportData) -> dict[str, Any]:
         "tokens": data.tokens,
         "cache_hit_rate": data.cache_hit_rate,
         "latency_ms": data.latency,
+        "latency_note": LATENCY_NOTE,
         "time_to_first_token_ms": data.ttft,
+        "errors": data.errors,
+        "turn_table": [row.as_json() for row in data.turn_rows],
+        "turn_table_of": data.turns_listed_of,
         "tools": data.tools,
         "top_sessions": [s.__dict__ for s in data.sessions],
         "trace_session": data.trace_session,

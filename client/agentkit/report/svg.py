@@ -17,6 +17,16 @@ def attr(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+#: Width of one character of a 12 px label in the report's sans-serif fonts, generously (a "W" or "m" is about
+#: this wide, most characters less), so a label given that much room is never cut off.
+CHAR_W = 7.4
+
+
+def label_width(label: str, *, indent: float = 0, minimum: float = 60) -> int:
+    """Room for ``label`` (plus ``indent``) in a chart's label column, in SVG units."""
+    return int(max(minimum, indent + CHAR_W * len(label) + 12))
+
+
 def nice_max(value: float) -> float:
     """A round axis maximum at or above ``value``."""
     if value <= 0:
@@ -86,17 +96,22 @@ def hbars(
     color: str = OK_COLOR,
     overlay_color: str = ERROR_COLOR,
 ) -> str:
-    """Horizontal bars: (label, value, overlay) — the overlay (e.g. errors) is drawn over the bar's start."""
-    row_h, label_w = 26, 150
+    """Horizontal bars: (label, value, overlay) — the overlay (e.g. errors) is drawn over the bar's start.
+
+    The label column is as wide as the longest label needs (the chart grows, the bars keep ``width``'s room),
+    so labels are never cut; each label's ``<title>`` holds it too."""
+    row_h = 26
+    label_w = max((label_width(label) for label, _, _ in rows), default=60)
     height = row_h * max(len(rows), 1) + 6
     peak = max((v for _, v, _ in rows), default=0.0) or 1.0
-    bar_w = width - label_w - 90
+    bar_w = width - 150 - 90
+    width = label_w + bar_w + 90
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{attr(metric)}">']
     for i, (label, value, overlay) in enumerate(rows):
         y = 4 + i * row_h
         w = bar_w * value / peak
         parts.append(
-            f'<text x="{label_w - 8}" y="{y + 16}" class="label" text-anchor="end">{escape(_clip(label, 22))}<title>{escape(label)}</title></text>'
+            f'<text x="{label_w - 8}" y="{y + 16}" class="label" text-anchor="end">{escape(label)}<title>{escape(label)}</title></text>'
         )
         parts.append(
             f'<rect x="{label_w}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row_h - 8}" fill="{color}" rx="2" '
@@ -112,7 +127,3 @@ def hbars(
         parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 16}" class="value">{escape(text)}</text>')
     parts.append("</svg>")
     return "".join(parts)
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"

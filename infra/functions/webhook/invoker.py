@@ -2,11 +2,12 @@
 
 :class:`AgentRuntimeInvoker` sends ``{"prompt": ..., "stream": false}`` on an injected
 ``bedrock-agentcore`` client (built with :func:`agentcore_client_config`: exactly one attempt),
-passes the actor in a custom header (botocore ``before-sign`` hook), retries only throttling in a
+names the actor as the runtime user id and in a custom header (botocore ``before-sign`` hook), retries only throttling in a
 bounded loop, and turns the reply into a :class:`RuntimeReply` — a result, or a final agent error with
 ``error_code`` set. Transient failures raise (see ``worker`` for how each one is handled).
 
-IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/<name>``.
+IAM: ``bedrock-agentcore:InvokeAgentRuntime`` and ``InvokeAgentRuntimeForUser`` on the runtime ARN and
+``<arn>/runtime-endpoint/<name>``.
 """
 
 from __future__ import annotations
@@ -226,6 +227,11 @@ class AgentRuntimeInvoker:
         }
         if self.qualifier:
             kwargs["qualifier"] = self.qualifier
+        if actor:
+            # The supported field for "on behalf of whom" (needs bedrock-agentcore:InvokeAgentRuntimeForUser).
+            # AgentCore hands the container a workload access token for it, not the id itself, so the actor
+            # header still names it; the runtime trusts that header only alongside such a token.
+            kwargs["runtimeUserId"] = actor
         attempt = 0
         while True:
             token = _current_actor.set(actor)

@@ -26,6 +26,7 @@ EVENTS = frozenset(
         "Disconnected",
         "InvocationErrors",
         "SandboxUnavailable",
+        "SandboxUnsafe",
         "SessionResumed",
         "SessionStoreDeadLetters",
         "SessionStoreErrors",

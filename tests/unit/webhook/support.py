@@ -405,6 +405,7 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             "qualifier": "prod",
             "runtimeSessionId": "gh-"
             + hashlib.sha256(f"{GITHUB_REPOSITORY_ID}#{number}".encode()).hexdigest(),
+            "runtimeUserId": f"github:{GITHUB_REPOSITORY_ID}",  # the task's actor, through the supported field
             "contentType": "application/json",
             "accept": "application/json",
             "payload": json.dumps(

@@ -1,0 +1,308 @@
+"""The snapshot's own history, kept where the agent cannot reach it, and the change against it as a patch.
+
+When a snapshot is unpacked, :meth:`Baseline.record` stores its every file in a git repository whose git
+directory lies outside the workspace (the OS sandbox can neither read nor write it; the workspace has no
+``.git``). After a turn, :meth:`Baseline.changes` stages the workspace in a throw-away index and diffs it
+against the recorded tree: a git-format unified diff (``git apply`` / ``git am`` read it; binary files as
+``GIT binary patch``), and the paths it touches.
+
+The workspace is the agent's, so git is run as if the tree were hostile:
+
+- no configuration but our own: ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, no hooks, no
+  fsmonitor, no global excludes; the git directory holds no template;
+- in-tree ``.gitattributes`` are overridden by ``info/attributes`` (git's highest precedence): no filters,
+  no end-of-line conversion, no diff drivers or textconv, so the patch is the bytes;
+- ``.gitignore`` files of the tree are honoured for *new* files only (files of the snapshot stay tracked), and so
+  are :data:`CACHE_PATTERNS` (``info/exclude``): caches the agent's test runs leave behind (``__pycache__``,
+  ``.pytest_cache`` …) stay out of the patch even in a repository that does not ignore them.
+
+Withheld from the patch (their paths are reported, their content never): anything under a ``.git``
+directory or a nested repository (gitlinks), files whose names match the secret-name rules
+(:data:`runtime.guard.policy.SENSITIVE_PATTERNS`), symbolic links that point outside the workspace, names that
+are not UTF-8, and files whose changed text is not UTF-8 (the reply is JSON).
+
+Raises :class:`~runtime.errors.WorkspaceError` when git fails, :class:`~runtime.errors.PatchTooLarge` when the
+patch is over its limit. Needs ``git`` on ``PATH``. Environment variables: none read here.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.errors import PatchTooLarge, WorkspaceError
+from runtime.workspace.archive import inside
+
+#: Overrides every in-tree ``.gitattributes`` (``info/attributes`` has the highest precedence in git).
+NEUTRAL_ATTRIBUTES = "* !text !eol !filter !diff !merge !ident !working-tree-encoding !export-subst\n"
+#: New files never proposed: what test runs and builds leave behind (a snapshot's own files of these names stay
+#: tracked). A repository's ``.gitignore`` adds its own.
+CACHE_PATTERNS = (
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".tox/",
+    ".nox/",
+    ".coverage",
+    ".coverage.*",
+    "*.egg-info/",
+    "node_modules/",
+    ".npm/",
+    ".cache/",
+)
+_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.excludesFile=/dev/null",
+    "core.autocrlf=false",
+    "core.symlinks=true",
+    "core.quotePath=false",
+    "safe.directory=*",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+)
+_BASE_FILE = "agentkit-base-tree"
+_GITLINK = "160000"
+_SYMLINK = "120000"
+_ZERO = "0" * 40
+GIT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The change of a workspace against its snapshot (``patch`` is ``""`` when nothing changed)."""
+
+    patch: str
+    changed_files: list[str]
+    #: Paths that changed but are not in the patch, with why (secret names, links leaving the workspace, …).
+    withheld_files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    status: str
+    path: bytes
+
+
+class Baseline:
+    """The recorded snapshot of ``work_tree``, in the git directory ``git_dir`` (outside the work tree).
+
+    ``withhold`` says whether a changed path must stay out of the patch (the secret-name rules).
+    """
+
+    def __init__(
+        self,
+        *,
+        git_dir: Path,
+        work_tree: Path,
+        withhold: Callable[[str], bool],
+        max_patch_bytes: int,
+        git: str = "git",
+    ) -> None:
+        self.git_dir, self.work_tree = git_dir, work_tree
+        self.withhold, self.max_patch_bytes, self.git_path = withhold, max_patch_bytes, git
+
+    @property
+    def recorded(self) -> bool:
+        return (self.git_dir / _BASE_FILE).is_file()
+
+    def record(self) -> None:
+        """Record the work tree as it is now (every file, ``.gitignore`` or not) as the snapshot."""
+        if self.git_dir.exists():
+            shutil.rmtree(self.git_dir)
+        self.git_dir.mkdir(parents=True, mode=0o700)
+        template = self.git_dir / "no-template"
+        template.mkdir()
+        self._git("init", "--quiet", f"--template={template}", "--bare", str(self.git_dir), bare=True)
+        (self.git_dir / "info").mkdir(exist_ok=True)
+        (self.git_dir / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
+        (self.git_dir / "info" / "exclude").write_text("".join(f"{p}\n" for p in CACHE_PATTERNS))
+        self._git("add", "--all", "--force", "--", ".")
+        tree = self._git("write-tree").decode().strip()
+        (self.git_dir / _BASE_FILE).write_text(tree + "\n")
+
+    def changes(self) -> Changes:
+        """Stage the work tree in a throw-away index and diff it against the snapshot."""
+        base = (self.git_dir / _BASE_FILE).read_text().strip()
+        index = self.git_dir / "turn-index"
+        shutil.copyfile(self.git_dir / "index", index)
+        try:
+            env = {"GIT_INDEX_FILE": str(index)}
+            self._git("add", "--all", "--", ".", env=env)
+            tree = self._git("write-tree", env=env).decode().strip()
+            entries = self._raw_diff(base, tree)
+            withheld: list[str] = []
+            reset: list[_Entry] = []
+            for entry in entries:
+                reason = self._reason_to_withhold(entry)
+                if reason:
+                    withheld.append(f"{_shown(entry.path)} ({reason})")
+                    reset.append(entry)
+            if reset:
+                self._restore(reset, env)
+                tree = self._git("write-tree", env=env).decode().strip()
+            patch_bytes = self._diff_tree(base, tree)
+            try:
+                patch = patch_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                patch, undecodable = self._drop_undecodable(base, tree, env)
+                withheld += [f"{_shown(e.path)} (content is not UTF-8 text)" for e in undecodable]
+                reset += undecodable
+            dropped = {e.path for e in reset}
+            changed = sorted(e.path.decode() for e in entries if e.path not in dropped)
+        finally:
+            index.unlink(missing_ok=True)
+        if len(patch.encode()) > self.max_patch_bytes:
+            raise PatchTooLarge(
+                f"the change is {len(patch.encode())} bytes as a patch; the limit is {self.max_patch_bytes} "
+                f"(AGENTKIT_WORKSPACE_MAX_PATCH_BYTES). The workspace is kept: ask for a narrower change in "
+                f"the next turn of this session, or raise the limit. Changed: {', '.join(changed[:20])}"
+            )
+        return Changes(patch=patch, changed_files=changed, withheld_files=sorted(withheld))
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _raw_diff(self, base: str, tree: str) -> list[_Entry]:
+        out = self._git("diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index", base, tree)
+        fields = out.split(b"\0")
+        entries = []
+        for i in range(0, len(fields) - 1, 2):
+            meta = fields[i].decode("ascii").lstrip(":").split()
+            if len(meta) < 5:
+                continue
+            entries.append(_Entry(meta[0], meta[1], meta[2], meta[3], meta[4], fields[i + 1]))
+        return entries
+
+    def _reason_to_withhold(self, entry: _Entry) -> str | None:
+        try:
+            path = entry.path.decode("utf-8")
+        except UnicodeDecodeError:
+            return "name is not UTF-8"
+        parts = path.split("/")
+        if ".git" in parts or _GITLINK in (entry.old_mode, entry.new_mode):
+            return "a git repository"
+        if self.withhold(path):
+            return "secret file name"
+        if entry.new_mode == _SYMLINK:
+            target = self._git("cat-file", "blob", entry.new_sha).decode("utf-8", "surrogateescape")
+            if not _link_stays_inside(path, target, self.work_tree):
+                return "symbolic link pointing outside the workspace"
+        return None
+
+    def _restore(self, entries: Sequence[_Entry], env: dict[str, str]) -> None:
+        """Put the snapshot's version of ``entries`` back into the throw-away index (removing new ones)."""
+        lines = []
+        for e in entries:
+            if e.old_sha == _ZERO:
+                lines.append(b"0 " + _ZERO.encode() + b"\t" + e.path + b"\0")
+            else:
+                lines.append(f"{e.old_mode} {e.old_sha}".encode() + b"\t" + e.path + b"\0")
+        self._git("update-index", "-z", "--index-info", env=env, stdin=b"".join(lines))
+
+    def _drop_undecodable(self, base: str, tree: str, env: dict[str, str]) -> tuple[str, list[_Entry]]:
+        """Withhold each file whose diff is not UTF-8 (a JSON reply cannot carry it), then diff again."""
+        bad = []
+        for entry in self._raw_diff(base, tree):
+            one = self._git(
+                "diff-tree",
+                "-p",
+                "--binary",
+                "--no-renames",
+                "--no-textconv",
+                "--no-ext-diff",
+                "--no-color",
+                "--full-index",
+                base,
+                tree,
+                "--",
+                entry.path.decode("utf-8"),
+            )
+            try:
+                one.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(entry)
+        self._restore(bad, env)
+        tree = self._git("write-tree", env=env).decode().strip()
+        patch = self._diff_tree(base, tree).decode("utf-8")
+        return patch, bad
+
+    def _diff_tree(self, base: str, tree: str) -> bytes:
+        """The git-format patch from ``base`` to ``tree``: binary-safe, no renames, no attribute-driven
+        text conversion or external diff (the workspace's own ``.gitattributes`` must not change it)."""
+        return self._git(
+            "diff-tree",
+            "-p",
+            "--binary",
+            "--no-renames",
+            "--no-textconv",
+            "--no-ext-diff",
+            "--no-color",
+            "--full-index",
+            base,
+            tree,
+        )
+
+    def _git(
+        self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, bare: bool = False
+    ) -> bytes:
+        command = [self.git_path]
+        for item in _CONFIG:
+            command += ["-c", item]
+        command += list(args)
+        full_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.git_dir),
+            "LC_ALL": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+            **({} if bare else {"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": str(self.work_tree)}),
+            **(env or {}),
+        }
+        try:
+            done = subprocess.run(
+                command,
+                input=stdin,
+                capture_output=True,
+                env=full_env,
+                cwd=self.work_tree if not bare else self.git_dir,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise WorkspaceError(f"git could not run for the workspace ({exc}); is git installed?") from exc
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise WorkspaceError(
+                f"git {args[0]} failed for the workspace: {detail[-1] if detail else done.returncode}"
+            )
+        return done.stdout
+
+
+def _link_stays_inside(path: str, target: str, work_tree: Path) -> bool:
+    """A symbolic link's target is relative and resolves inside the work tree (textually and on disk)."""
+    if not target or target.startswith("/") or "\x00" in target:
+        return False
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    if resolved == ".." or resolved.startswith("../"):
+        return False
+    root = os.path.realpath(work_tree)
+    return inside(root, os.path.realpath(os.path.join(root, path)))
+
+
+def _shown(path: bytes) -> str:
+    return path.decode("utf-8", "backslashreplace")

@@ -1,0 +1,151 @@
+"""Per-session workspaces made from snapshots: where they live, how a snapshot replaces one, and its patch.
+
+A session that was sent a snapshot works in its own directory (:attr:`Workspaces.tree_for`), not in the shared
+``AGENTKIT_WORKSPACE``; later turns of the session keep it, and a snapshot sent with a later turn replaces its
+content. The trusted side of each workspace (the snapshot's history, the staging directory an archive is
+unpacked into) lives under a separate root the agent's sandbox cannot reach:
+
+    <state dir>/workspaces/<claude session id>/       the agent's working directory (its cwd)
+    <state dir>/snapshots/<claude session id>/base.git  the snapshot's history (runtime.workspace.baseline)
+    <state dir>/snapshots/<claude session id>/incoming  an archive being unpacked
+
+Both are on local disk and outlive the session's warm CLI process (an idle session that comes back finds its
+workspace). Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
+Environment variables: none read here (the limits come from :class:`runtime.settings.Settings`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from runtime.errors import InvalidWorkspace
+from runtime.workspace.archive import SnapshotLimits, Unpacked, unpack
+from runtime.workspace.baseline import Baseline, Changes
+from runtime.workspace.s3 import S3Snapshots
+
+
+def default_tree_for(state_dir: Path) -> Callable[[str], Path]:
+    """The default place of a session's workspace: ``<state dir>/workspaces/<claude session id>``, the directory
+    :func:`runtime.guard.confine.session_workspace` binds over the configured workspace for a confined CLI, so a
+    snapshot unpacked here is what that session's CLI sees."""
+    return lambda claude_session_id: state_dir / "workspaces" / claude_session_id
+
+
+class Workspaces:
+    """The snapshot workspaces of this runtime.
+
+    Args:
+        trusted_root: where each session's snapshot history and staging directory live (outside any
+            directory the agent can read or write).
+        tree_for: the session's workspace directory (its CLI's cwd), from the Claude session id.
+        limits: what a snapshot may be.
+        max_patch_bytes: the largest patch returned.
+        withhold: whether a changed path must stay out of the patch (the secret-name rules).
+        on_installed: called with the workspace directory after a snapshot was unpacked into it, e.g. to hand
+            it to the user the CLI runs as when that is not the runtime's own user.
+        s3: where snapshots too large to send inline are read from; None: inline snapshots only.
+    """
+
+    def __init__(
+        self,
+        *,
+        trusted_root: Path,
+        tree_for: Callable[[str], Path],
+        limits: SnapshotLimits,
+        max_patch_bytes: int,
+        withhold: Callable[[str], bool],
+        on_installed: Callable[[Path], None] = lambda tree: None,
+        s3: S3Snapshots | None = None,
+    ) -> None:
+        self.s3 = s3
+        self.on_installed = on_installed
+        self.trusted_root = trusted_root
+        self.tree_for = tree_for
+        self.limits = limits
+        self.max_patch_bytes = max_patch_bytes
+        self.withhold = withhold
+
+    def baseline(self, claude_session_id: str) -> Baseline:
+        return Baseline(
+            git_dir=self.trusted_root / claude_session_id / "base.git",
+            work_tree=self.tree_for(claude_session_id),
+            withhold=self.withhold,
+            max_patch_bytes=self.max_patch_bytes,
+        )
+
+    def has_snapshot(self, claude_session_id: str) -> bool:
+        """Whether the session works on a snapshot (then its cwd is :attr:`tree_for` and turns return patches)."""
+        return self.baseline(claude_session_id).recorded and self.tree_for(claude_session_id).is_dir()
+
+    def install(self, claude_session_id: str, archive: bytes) -> Unpacked:
+        """Unpack ``archive`` as the session's workspace, replacing what was there, and record it as the snapshot.
+
+        The archive is unpacked into a staging directory first: a bad archive leaves the session's current
+        workspace untouched. The workspace directory itself is kept (a warm CLI may have it as its cwd); only its
+        content is replaced. Blocking: run it in a thread.
+
+        Raises:
+            InvalidWorkspace / WorkspaceTooLarge: the archive is unsafe or over a limit (nothing was changed).
+            WorkspaceError: git could not record the snapshot.
+        """
+        staging = self.trusted_root / claude_session_id / "incoming"
+        _remove(staging)
+        staging.mkdir(parents=True, mode=0o755)
+        try:
+            unpacked = unpack(archive, staging, self.limits)
+        except BaseException:
+            _remove(staging)
+            raise
+        tree = self.tree_for(claude_session_id)
+        if tree.is_symlink() or (tree.exists() and not tree.is_dir()):
+            _remove(staging)
+            raise InvalidWorkspace(f"the session's workspace {tree} is not a directory")
+        tree.mkdir(parents=True, exist_ok=True, mode=0o755)
+        for child in list(tree.iterdir()):
+            _remove(child)
+        for child in list(staging.iterdir()):
+            os.rename(child, tree / child.name)
+        _remove(staging)
+        self.baseline(claude_session_id).record()
+        self.on_installed(tree)
+        return unpacked
+
+    def check_s3_uri(self, uri: str) -> None:
+        """Raises :class:`InvalidWorkspace` unless ``uri`` may be read (S3 configured, under its location)."""
+        if self.s3 is None:
+            raise InvalidWorkspace(
+                "this runtime reads no snapshots from S3 (AGENTKIT_WORKSPACE_S3_URI is not set); send the archive "
+                "inline as workspace.tar_gz_b64"
+            )
+        self.s3.check(uri)
+
+    def install_from_s3(self, claude_session_id: str, uri: str) -> Unpacked:
+        """Read the archive at ``uri`` and :meth:`install` it. Blocking: run it in a thread.
+
+        Raises: as :meth:`check_s3_uri`, :meth:`runtime.workspace.s3.S3Snapshots.fetch` and :meth:`install`.
+        """
+        self.check_s3_uri(uri)
+        assert self.s3 is not None
+        return self.install(claude_session_id, self.s3.fetch(uri))
+
+    def changes(self, claude_session_id: str) -> Changes:
+        """The session's workspace against its snapshot. Blocking: run it in a thread.
+
+        Raises:
+            PatchTooLarge: the patch is over ``max_patch_bytes`` (the workspace is kept).
+            WorkspaceError: git failed.
+        """
+        return self.baseline(claude_session_id).changes()
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or directory tree without following links."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
