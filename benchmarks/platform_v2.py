@@ -190,6 +190,9 @@ def main() -> int:
         cli_setup("real", Path(tmp)) as setup,
         OtlpCollector() as collector,
     ):
+        # A root runtime runs the CLI as an unprivileged user, who must be able to enter the state dirs (else
+        # the runtime switches command tools, and with them the sandbox, off: not the image's configuration).
+        os.chmod(tmp, 0o755)
         asyncio.run(per_call_query(setup, setup.text_turn()))  # this interpreter: SDK imported, CLI paged in
         copies = RestoredCopies(setup, args.rounds)
         try:

@@ -60,6 +60,10 @@ class Reply:
         return "".join(e["text"] for e in self.events if e.get("type") == "text")
 
 
+def _no_sandbox(env: Mapping[str, str]) -> str:
+    return "unsafe-no-isolation" if "AGENTKIT_PLATFORM_VERSION" in env else "off"
+
+
 class RuntimeServer:
     """A runtime subprocess. ``env`` is added to a minimal environment; logs go to ``log_path``."""
 
@@ -86,8 +90,10 @@ class RuntimeServer:
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AGENTKIT_METRICS": "off",
             # A fake CLI runs no command and ignores the sandbox settings: no OS sandbox is in play, say so (a
-            # root runtime would otherwise require its CLI to be runnable by an unprivileged user).
-            **({"AGENTKIT_SANDBOX": "off"} if "AGENTKIT_CLI_PATH" in env else {}),
+            # root runtime would otherwise require its CLI to be runnable by an unprivileged user). A runtime that
+            # believes it is on AgentCore (AGENTKIT_PLATFORM_VERSION set) refuses plain "off": only the loudly
+            # named value is accepted there.
+            **({"AGENTKIT_SANDBOX": _no_sandbox(env)} if "AGENTKIT_CLI_PATH" in env else {}),
             **env,
         }
         self.proc: subprocess.Popen[bytes] | None = None

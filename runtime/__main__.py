@@ -22,8 +22,9 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -170,6 +171,13 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     return app, settings
 
 
+def _npm_root() -> None:
+    """npm's answer for the sandboxed CLI (:mod:`runtime.agent.npm_root`), asked before the runner needs it."""
+    from runtime.agent.npm_root import npm_global_root
+
+    npm_global_root(os.environ.get("PATH") or "")
+
+
 def _cli_pages(settings: Settings, *, read: bool) -> None:
     from pathlib import Path
 
@@ -222,8 +230,13 @@ def _prewarm(app: Any, settings: Settings) -> list[Any]:
         asyncio.run_coroutine_threadsafe(app.state.runtime.get_services(), loop).result(timeout=60)
 
     otel.schedule()  # turns wait for it from now on (it runs last; see runtime.prewarm)
+    readahead: list[tuple[str, Callable[[], object]]] = [
+        ("cli_pages", lambda: _cli_pages(settings, read=False))
+    ]
+    if settings.sandbox == "required":  # a child process: overlaps the SDK import without holding the GIL
+        readahead.append(("npm_root", _npm_root))
     return [
-        Prewarm([("cli_pages", lambda: _cli_pages(settings, read=False))], name="agentkit-readahead"),
+        Prewarm(readahead, name="agentkit-readahead"),
         Prewarm([("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]),
     ]
 

@@ -144,8 +144,9 @@ class Accounting:
             actor_id=actor_id,
         )
 
-    def in_background(self, work: Coroutine[Any, Any, object], *, what: str) -> None:
-        """Run ``work`` after the reply without holding up the session; failures are logged."""
+    def in_background(self, work: Coroutine[Any, Any, object], *, what: str) -> asyncio.Task[object]:
+        """Run ``work`` without holding up the session (after the reply, or beside a CLI start); failures are
+        logged, and :meth:`drain` waits for it."""
         task: asyncio.Task[object] = asyncio.create_task(work)
         self._background.add(task)
 
@@ -155,6 +156,7 @@ class Accounting:
                 logger.warning("background %s failed: %s", what, t.exception())
 
         task.add_done_callback(_done)
+        return task
 
     async def drain(self) -> None:
         """Wait for background work (memory and spend writes); call before closing the store."""
@@ -178,6 +180,8 @@ class SessionAccount:
         self.runtime_session_id = runtime_session_id
         self.actor_id = actor_id
         self.ledger = SpendLedger()
+        #: The read of the stored base in flight, shared by every caller that needs it meanwhile.
+        self._reading: asyncio.Task[object] | None = None
 
     @property
     def total_usd(self) -> float | None:
@@ -187,21 +191,46 @@ class SessionAccount:
     async def spent(self) -> float:
         """The session's cumulative cost so far (persisted with the session, survives a new microVM).
 
-        Read from the store on first use. When the read fails (reported to ``on_store_error``) the base stays
-        unknown and this returns what this process has counted; a later call reads again.
+        Read from the store on first use (or joined, when :meth:`prefetch` started the read). When the read fails
+        (reported to ``on_store_error``) the base stays unknown and this returns what this process has counted;
+        a later call reads again.
         """
-        ledger, store = self.ledger, self._accounting.store
-        if not ledger.known:
+        if not self.ledger.known and self._accounting.store is None:
+            self.ledger.load({})  # spend lives in this process only
+        if not self.ledger.known:
+            # Shielded: a caller that is cancelled (a turn shut down) does not cancel the read other callers share.
+            await asyncio.shield(self._read_base())
+        return self.ledger.so_far()
+
+    def prefetch(self) -> None:
+        """Start reading the stored spend now, in the background, if it is not known yet.
+
+        A session's first turn needs it right after its CLI process has started; started beside the CLI's start-up
+        (:meth:`runtime.agent.runner.AgentTurnRunner.connect`), the store round trip overlaps the spawn instead of
+        following it. Never raises; :meth:`spent` joins the read.
+        """
+        if not self.ledger.known and self._accounting.store is not None:
+            self._read_base()
+
+    def _read_base(self) -> asyncio.Task[object]:
+        """The read of the stored base: the one in flight, or a new one (the accounting's drain waits for it)."""
+        if self._reading is None:
+            self._reading = self._accounting.in_background(self._load_base(), what="session spend read")
+        return self._reading
+
+    async def _load_base(self) -> None:
+        store = self._accounting.store
+        try:
             if store is None:
-                state: dict[str, Any] = {}
-            else:
-                try:
-                    state = await store.get_state(self.claude_session_id) or {}
-                except Exception as exc:
-                    self._accounting.on_store_error("get_state", exc)
-                    return ledger.so_far()
-            ledger.load(state)  # a concurrent read may have loaded it already: then this changes nothing
-        return ledger.so_far()
+                return
+            try:
+                state = await store.get_state(self.claude_session_id) or {}
+            except Exception as exc:
+                self._accounting.on_store_error("get_state", exc)
+                return
+            self.ledger.load(state)  # a load before this one wins: then this changes nothing
+        finally:
+            self._reading = None
 
     def add(self, usd: float, *, turns: int = 1) -> float:
         """Count ``usd`` (and ``turns``) into the session; returns the spend now known."""

@@ -8,6 +8,7 @@ and whether the session is resumed or started under its deterministic id.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -52,6 +53,7 @@ def build_options(
     store: SessionStore | None,
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
     request_metadata: Mapping[str, str] | None = None,
+    npm_root_dir: Path | None = None,
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
@@ -59,7 +61,8 @@ def build_options(
     ``PreToolUse`` hooks. ``max_turns`` / ``max_budget_usd`` are the ``--max-turns`` / ``--max-budget-usd``
     flags (the runner explains why the budget is per process). ``resume`` picks
     ``resume=<id>`` over ``session_id=<id>``. ``request_metadata`` goes with every model call as
-    ``X-Amzn-Bedrock-Request-Metadata`` (:mod:`runtime.agent.request_metadata`).
+    ``X-Amzn-Bedrock-Request-Metadata`` (:mod:`runtime.agent.request_metadata`). ``npm_root_dir`` goes first on
+    the CLI's ``PATH``: its ``npm`` answers the sandboxed CLI's ``npm root -g`` (:mod:`runtime.agent.npm_root`).
     """
     d = definition
     mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -73,6 +76,10 @@ def build_options(
     cli_env = settings.cli_env()
     # Helpers the CLI keeps running (the sandbox's socat) die with it, as it dies with the runtime.
     cli_env.update(helper_path_env(settings.resolved_state_dir / "bin"))
+    if npm_root_dir is not None:
+        cli_env["PATH"] = os.pathsep.join(
+            (str(npm_root_dir), cli_env.get("PATH") or os.environ.get("PATH", ""))
+        )
     if request_metadata:
         cli_env.update(custom_headers_env(request_metadata))
     workspace = Path(cwd).resolve()

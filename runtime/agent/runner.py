@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,6 +39,7 @@ from claude_agent_sdk.types import (
 
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
+from runtime.agent.npm_root import npm_root_shim
 from runtime.agent.options import build_options
 from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
@@ -98,6 +100,13 @@ class AgentTurnRunner:
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
         self.gate = PermissionGate(deps.policy, deps.observer)
+        # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
+        # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
+        self.npm_root_dir = (
+            npm_root_shim(self.settings.resolved_state_dir / "bin", os.environ.get("PATH", ""))
+            if self.settings.sandbox == "required"
+            else None
+        )
 
     # -- the CLI's flags --------------------------------------------------------------------------------------
 
@@ -214,6 +223,9 @@ class AgentTurnRunner:
             AgentProcessError: the CLI could not be started.
         """
         started = self.clock()
+        # The first turn reads the session's stored spend right after this connect: start the read now, so its
+        # store round trip overlaps the store load and the CLI's start-up instead of following them.
+        session.account.prefetch()
         store = self.deps.session_store
         sid = session.claude_session_id
         cwd = self.cwd_for(session)
@@ -256,6 +268,7 @@ class AgentTurnRunner:
             request_metadata=request_metadata(
                 session_id=session.runtime_session_id, actor=session.actor_id, agent=self.settings.agent_name
             ),
+            npm_root_dir=self.npm_root_dir,
         )
         client = self.deps.client_factory(options)
         try:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from harness.runtime_server import RuntimeServer, free_port, session_id
 
@@ -133,3 +137,40 @@ def test_what_is_done_before_listening_follows_the_platform_version(tmp_path: Pa
         results[version] = json.loads(out.stdout.strip().splitlines()[-1])
     assert results["v1"] == {"version": "v1", "sdk_imported": False, "services_built": False, "threads": 1}
     assert results["v2"] == {"version": "v2", "sdk_imported": True, "services_built": True, "threads": 1}
+
+
+def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The sandboxed CLI asks npm for its global root as it starts (``runtime.agent.npm_root``): the runtime asks
+    once while it starts, before any invocation — v1 beside the SDK import, v2 before its snapshot. (That a
+    connect does not ask again: ``tests/unit/test_npm_root.py``.)"""
+    from harness.runtime_server import RuntimeServer
+
+    bin_dir, log = tmp_path / "node-bin", tmp_path / "npm.log"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(f"#!/bin/sh\necho \"$*\" >> '{log}'\necho /opt/node/lib/node_modules\n")
+    (bin_dir / "npm").chmod(0o755)
+    # A runtime running as root hands the CLI to an unprivileged user, who must reach the fake CLI: not under
+    # pytest's private temp dir.
+    shared = Path(tempfile.mkdtemp(prefix="agentkit-npm-", dir="/tmp"))
+    shared.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    for version in ("v1", "v2"):
+        (shared / version).mkdir(mode=0o755)
+        env = _v2_env(
+            shared / version,
+            AGENTKIT_PLATFORM_VERSION=version,
+            AGENTKIT_SANDBOX="required",
+            PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        )
+        server = RuntimeServer(env=env, log_path=tmp_path / f"{version}.log", port=int(env["AGENTKIT_PORT"]))
+        server.start(timeout=60)
+        try:
+            deadline = time.monotonic() + 30
+            while not (log.exists() and log.read_text().count("root -g") == (1 if version == "v1" else 2)):
+                assert time.monotonic() < deadline, (tmp_path / f"{version}.log").read_text()[-2000:]
+                time.sleep(0.05)
+        finally:
+            server.stop()
+    assert log.read_text().splitlines() == ["root -g", "root -g"]  # once per runtime

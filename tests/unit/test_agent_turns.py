@@ -283,6 +283,56 @@ async def test_concurrent_spend_reads_fold_the_unpersisted_spend_in_once(tmp_pat
 # -- connect ----------------------------------------------------------------------------------------------
 
 
+async def test_a_new_cli_process_starts_while_the_session_spend_is_read(tmp_path: Path) -> None:
+    """The first turn needs the stored spend right after the connect: its read overlaps the CLI's start-up
+    (a store round trip less on the cold path) and is read once, not again by the turn."""
+    order: list[str] = []
+
+    class SlowStateStore:
+        gets = 0
+
+        async def get_state(self, session_id: str) -> dict[str, Any]:
+            SlowStateStore.gets += 1
+            order.append("get_state start")
+            await asyncio.sleep(0.2)
+            order.append("get_state end")
+            return {"spent_usd": 0.25, "turns": 1}
+
+        async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
+            order.append("put_state")
+
+    class SlowStartClient:
+        def __init__(self, options: Any) -> None:
+            pass
+
+        async def connect(self) -> None:
+            order.append("connect start")
+            await asyncio.sleep(0.2)  # the CLI's start-up
+            order.append("connect end")
+
+        async def disconnect(self) -> None:
+            pass
+
+    s = Setup(tmp_path, store=SlowStateStore(), client_factory=SlowStartClient)
+    await s.runner.connect(s.session, TurnRequest(prompt="p"))
+    assert "get_state start" in order and order.index("get_state start") < order.index("connect end")
+    assert await s.session.account.spent() == pytest.approx(0.25)  # the turn's begin phase
+    assert SlowStateStore.gets == 1
+    await s.accounting.drain()
+
+
+async def test_a_failed_spend_prefetch_is_read_again_by_the_turn(tmp_path: Path) -> None:
+    inner = SqliteSessionStore(tmp_path / "s.db")
+    await inner.put_state(SID, {"spent_usd": 1.0, "turns": 4})
+    store = FlakyStateStore(inner, fail_gets=1)
+    s = Setup(tmp_path, store=store)
+    s.session.account.prefetch()
+    await s.accounting.drain()
+    assert s.session.account.total_usd is None  # unknown after the failed read, not zero
+    assert await s.session.account.spent() == pytest.approx(1.0)
+    assert [d.get("operation") for d in s.docs() if "SessionStoreErrors" in d] == ["get_state"]
+
+
 async def test_cancelling_a_connect_disconnects_the_spawned_client(tmp_path: Path) -> None:
     clients: list[Any] = []
 
