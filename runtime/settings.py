@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -52,6 +52,8 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_NETWORK_ALLOWED_CIDRS,
+    ENV_NETWORK_HOSTS,
     ENV_PLATFORM_VERSION,
     ENV_PORT,
     ENV_PRICES,
@@ -66,6 +68,7 @@ from runtime.env import (
     ENV_STORE_CALL_TIMEOUT,
     ENV_STORE_STRICT,
     ENV_STORE_WRITE_BEHIND,
+    ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
     ENV_WORKSPACE_MAX_BYTES,
@@ -341,6 +344,26 @@ class Settings(BaseModel):
         "without it on purpose (an error log line and the `SandboxUnsafe` metric at every start; "
         "`docs/platform-security.md`)",
     )
+    tool_disk_mb: int = setting(
+        ENV_TOOL_DISK_MB,
+        0,
+        "MiB of one size-limited filesystem (tmpfs: memory) per CLI process for the session's workspace, temp root "
+        "and tool `HOME`, so commands cannot fill the volume the transcripts and `sessions.db` are on; `0`: off. "
+        "Needs `AGENTKIT_WORKSPACE_MAX_BYTES=0` (`docs/security.md`)",
+        ge=0,
+    )
+    network_hosts: str | None = setting(
+        ENV_NETWORK_HOSTS,
+        None,
+        "`name=ip,…`: fixed addresses for names on the agent's `network_allowed_domains` (used instead of DNS by "
+        "the sandbox's egress proxy; `docs/security.md`)",
+    )
+    network_allowed_cidrs: str | None = setting(
+        ENV_NETWORK_ALLOWED_CIDRS,
+        None,
+        "`cidr,…`: internal addresses (loopback, private, link-local, …) an allowlisted name may resolve to; "
+        "none by default",
+    )
     agent_profile: Literal["readonly", "developer"] | None = setting(
         ENV_AGENT_PROFILE,
         None,
@@ -362,6 +385,28 @@ class Settings(BaseModel):
             from runtime.observe.costs import load_price_table
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
+
+    @model_validator(mode="after")
+    def _tool_disk_without_snapshots(self) -> Settings:
+        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
+        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
+        if self.tool_disk_mb > 0 and self.workspace_max_bytes > 0:
+            raise ValueError(
+                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
+                "patch is read from the host while the CLI works on its tool disk"
+            )
+        return self
+
+    @field_validator("network_hosts", "network_allowed_cidrs")
+    @classmethod
+    def _network_lists(cls, value: str | None, info: Any) -> str | None:
+        from runtime.guard.egress import parse_networks, parse_pins
+
+        try:
+            (parse_pins if info.field_name == "network_hosts" else parse_networks)(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from exc
         return value
 
     @field_validator("workspace_s3_uri")

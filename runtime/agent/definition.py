@@ -86,7 +86,8 @@ class AgentDefinitionSpec(BaseModel):
     """``readonly``: the reviewer toolset. ``developer``: may also run the repository's tests and builds
     (python, pytest, make, npm, node …) inside the OS sandbox, network off (:mod:`runtime.guard.profiles`)."""
     network_allowed_domains: tuple[str, ...] = ()
-    """Hosts sandboxed commands may reach (e.g. a package mirror); none by default."""
+    """Hosts sandboxed commands may reach (e.g. a package mirror): exact names, ``name`` (ports 80 and 443) or
+    ``name:port``; none by default (:mod:`runtime.guard.egress`)."""
     sandbox_read_paths: tuple[str, ...] = ()
     """Absolute paths outside the system dirs that sandboxed commands may read (a toolchain, a virtualenv)."""
 
@@ -100,6 +101,13 @@ class AgentDefinitionSpec(BaseModel):
             raise ValueError(
                 f"sandbox_read_paths must be absolute, without '..', and not '/': {relative or ['/']}"
             )
+        from runtime.errors import ConfigurationError
+        from runtime.guard.egress import parse_allowlist
+
+        try:
+            parse_allowlist(self.network_allowed_domains)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from exc
         clash = sorted(set(self.allowed_tools) & set(self.disallowed_tools))
         if clash:
             raise ValueError(f"tools both allowed and disallowed: {clash}")

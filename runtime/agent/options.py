@@ -20,6 +20,8 @@ from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import bundled_cli, helper_path_env, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
 from runtime.guard.confine import (
+    ENV_SESSION_DISK,
+    ENV_SESSION_DISK_MB,
     ENV_SESSION_WORKSPACE,
     cli_wrapper,
     decided_confinement,
@@ -27,6 +29,7 @@ from runtime.guard.confine import (
     session_temp_root,
     session_workspace,
 )
+from runtime.guard.egress import parse_allowlist, parse_networks, parse_pins, shared_proxy
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
 from runtime.settings import Settings
@@ -84,14 +87,24 @@ def build_options(
     # A root runtime starts the CLI as an unprivileged user (decided at start-up, runtime.guard.confine); the
     # CLI's own directories become that user's.
     confinement = decided_confinement(workspace, cli)
+    sandboxed = settings.sandbox == "required"
+    proxy_port = None
+    if sandboxed and d.network_allowed_domains:
+        # the CLI's own proxy cannot reach anything from inside the confinement: ours filters (docs/security.md)
+        proxy_port = shared_proxy(
+            parse_allowlist(d.network_allowed_domains),
+            parse_pins(settings.network_hosts),
+            parse_networks(settings.network_allowed_cidrs),
+        ).port
     isolation = session_isolation(
         state_dir=settings.resolved_state_dir,
         workspace=workspace,
         claude_session_id=claude_session_id,
         temp_root=session_temp_root(claude_session_id, confinement),
         cli_env=cli_env,
-        sandboxed=settings.sandbox == "required",
+        sandboxed=sandboxed,
         allowed_domains=d.network_allowed_domains,
+        proxy_port=proxy_port,
         extra_read=tuple(Path(p) for p in d.sandbox_read_paths),
     )
     cli_path: str | None
@@ -102,6 +115,12 @@ def build_options(
         state = settings.resolved_state_dir
         own = session_workspace(state, workspace, claude_session_id, confinement)
         env[ENV_SESSION_WORKSPACE] = str(own)
+        if settings.tool_disk_mb > 0:
+            # the wrapper mounts the session's size-limited tool disk here (runtime.guard.confine)
+            mount_point = state / "tool-disk" / claude_session_id
+            mount_point.mkdir(parents=True, exist_ok=True, mode=0o700)
+            env[ENV_SESSION_DISK] = str(mount_point)
+            env[ENV_SESSION_DISK_MB] = str(settings.tool_disk_mb)
         cli_path = cli_wrapper(cli, state / "bin", confinement, workspace)
     else:
         cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")

@@ -148,6 +148,10 @@ def root_problem(
 #: the CLI's mount namespace (read by the wrapper script only; commands never see it: it is not on the tool env
 #: allowlist).
 ENV_SESSION_WORKSPACE = "AGENTKIT_SESSION_WORKSPACE"
+#: Set by the runtime with a tool disk: where the wrapper mounts the session's size-limited tmpfs (an empty
+#: directory under the state dir, which commands cannot see), and its size in MiB.
+ENV_SESSION_DISK = "AGENTKIT_SESSION_DISK"
+ENV_SESSION_DISK_MB = "AGENTKIT_SESSION_DISK_MB"
 
 
 def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
@@ -177,17 +181,61 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
             "--",
         ]
         inner = [*drop, *start]
+        drop_only = drop
     else:
         # This user namespace maps only root (to our uid) so that the bind mount can be made; the CLI's own one
         # (above) turns the process back into our own uid, without capabilities, before the CLI starts.
         outer = [c.unshare, "--user", "--map-root-user", "--mount", "--ipc", "--uts", "--"]
         inner = start
-    var = ENV_SESSION_WORKSPACE
-    body = (
-        f'if [ -n "${{{var}:-}}" ]; then {q(mount)} --bind -- "${var}" {q(str(workspace))} || exit 125; fi; '
-        f'exec {" ".join(q(a) for a in inner)} "$@"'
+        drop_only = []
+    var, disk, size = ENV_SESSION_WORKSPACE, ENV_SESSION_DISK, ENV_SESSION_DISK_MB
+    m, ws, run = q(mount), q(str(workspace)), " ".join(q(a) for a in inner)
+    # As the CLI's user (root runtime) or as ourselves (the user namespace maps only our uid): the copy back never
+    # runs with more rights than the CLI had.
+    as_cli = " ".join(q(a) for a in drop_only) + " " if c.run_as is not None else ""
+    owner = (
+        f'chown {uid}:{gid} "$d" "$d/ws" "$d/tmp" "$d/home" "$d/back" || exit 125; '
+        if c.run_as is not None
+        else ""
     )
-    return f'#!/bin/sh\nexec {" ".join(q(a) for a in outer)} /bin/sh -c {q(body)} sh "$@"\n'
+    # A resume from the session store: the SDK writes the transcript into a new root-owned 0700 temp dir
+    # (claude_agent_sdk/_internal/session_resume.py, mkdtemp "claude-resume-") and points CLAUDE_CONFIG_DIR at it;
+    # the CLI's user must be able to read it, before any untrusted code runs.
+    resume = (
+        f'case "${{CLAUDE_CONFIG_DIR:-}}" in */claude-resume-*) chown -R {uid}:{gid} -- "$CLAUDE_CONFIG_DIR" '
+        "|| exit 125;; esac; "
+        if c.run_as is not None
+        else ""
+    )
+    body = resume + (
+        # The session's tool disk (AGENTKIT_TOOL_DISK_MB): one size-limited tmpfs holds the workspace, the temp root
+        # and the tool HOME, so a command that writes until ENOSPC fills only that, never the volume the CLI's
+        # transcripts, sessions.db and the spool are on.
+        f'if [ -n "${{{disk}:-}}" ] && [ -n "${{{var}:-}}" ]; then '
+        f'd="${disk}"; src="${var}"; '
+        f'{m} -t tmpfs -o "size=${{{size}}}m,mode=0700" agentkit-tools "$d" || exit 125; '
+        'mkdir "$d/ws" "$d/tmp" "$d/home" "$d/back" && cp -a "$src/." "$d/ws/" && cp -a "$HOME/." "$d/home/" '
+        '&& chmod --reference="$src" "$d/ws" && chmod 0700 "$d/tmp" "$d/home" || exit 125; '
+        f"{owner}"
+        f'{m} --bind "$d/ws" {ws} && {m} --bind "$d/tmp" "$CLAUDE_CODE_TMPDIR" && {m} --bind "$d/home" "$HOME" '
+        "|| exit 125; "
+        # not exec: the workspace is copied back when the CLI ends; SIGTERM is passed on
+        # an asynchronous command's stdin is /dev/null unless redirected explicitly: keep the SDK's pipe
+        f'exec 3<&0; {run} "$@" <&3 3<&- & pid=$!; exec 3<&-; '
+        "trap 'kill -TERM $pid 2>/dev/null' TERM INT; "
+        "wait $pid; rc=$?; while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done; "
+        # Read-only first: nothing left in the sandbox can swap a path while it is copied. The session's
+        # workspace outlives this CLI process (kept for its later connects), so what the commands left is kept.
+        f'{m} -t tmpfs -o remount,ro agentkit-tools "$d" && {m} --bind "$src" "$d/back" && '
+        f'{as_cli}/bin/sh -c \'find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} + && '
+        f'cp -a "$2/." "$1/"\' sh "$d/back" "$d/ws" || rc=125; '
+        "exit $rc; fi; "
+        f'if [ -n "${{{var}:-}}" ]; then {m} --bind -- "${var}" {ws} || exit 125; fi; '
+        f'exec {run} "$@"'
+    )
+    # parent-death KILL on the shell too: it stays the CLI's parent while it waits to copy the workspace back
+    guard = [c.setpriv, "--pdeathsig=KILL", "--"]
+    return f'#!/bin/sh\nexec {" ".join(q(a) for a in [*outer, *guard])} /bin/sh -c {q(body)} sh "$@"\n'
 
 
 def _run_wrapped(c: Confinement, workspace: Path, argv: list[str], timeout_s: float) -> tuple[bool, str]:

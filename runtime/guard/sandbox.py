@@ -15,8 +15,10 @@ What it asks the CLI for, and what was measured with the bundled CLI 2.1.330 on 
   ``tmpfs``: a command may create files in it, they vanish with the command and never reach the host. So a write
   that "succeeds" beside the workspace is not an escape: it went to the tmpfs. The attack suites therefore check
   the host, not exit codes.
-- **Network**: the sandbox has its own network namespace; egress only through the CLI's proxy, which with
-  ``strictAllowlist`` and an empty ``allowedDomains`` refuses every host.
+- **Network**: the sandbox has its own network namespace; egress only through the CLI's bridges. With no
+  ``network_allowed_domains`` they lead to the CLI's own proxy, which with ``strictAllowlist`` and an empty
+  ``allowedDomains`` refuses every host; with an allowlist, to the runtime's filtering proxy
+  (:mod:`runtime.guard.egress`).
 - ``allowUnsandboxedCommands: false`` (``dangerouslyDisableSandbox`` is ignored) and ``failIfUnavailable: true``
   (the CLI refuses to start rather than run a command unconfined).
 - **Environment**: ``credentials.envVars`` unsets, for sandboxed commands, every variable of the CLI's
@@ -104,6 +106,7 @@ def sandbox_settings(
     *,
     allowed_domains: Iterable[str] = (),
     denied_env: Iterable[str] = (),
+    proxy_port: int | None = None,
 ) -> dict[str, Any]:
     """The ``ClaudeAgentOptions.sandbox`` value (also carries ``filesystem``/``credentials``, which the SDK's
     ``SandboxSettings`` TypedDict does not list but the CLI's settings schema does)."""
@@ -111,6 +114,13 @@ def sandbox_settings(
     readable += [str(p) for p in paths.extra_read]
     readable += [d for d in SYSTEM_READ_DIRS if Path(d).exists()]
     readable += [e for e in ETC_READ_ENTRIES if Path(e).exists()]
+    # names only for the CLI (the proxy enforces ports)
+    network: dict[str, Any] = {
+        "allowedDomains": sorted({d.rsplit(":", 1)[0] if d.count(":") == 1 else d for d in allowed_domains}),
+        "strictAllowlist": True,
+    }
+    if proxy_port is not None:
+        network.update(httpProxyPort=proxy_port, socksProxyPort=proxy_port)
     return {
         "enabled": True,
         "failIfUnavailable": True,
@@ -118,7 +128,7 @@ def sandbox_settings(
         "autoAllowBashIfSandboxed": False,  # every command still goes through the permission policy
         "enableWeakerNestedSandbox": False,
         "allowNestedUserNamespaces": False,
-        "network": {"allowedDomains": sorted(set(allowed_domains)), "strictAllowlist": True},
+        "network": network,
         "filesystem": {
             "denyRead": ["/"],
             "allowRead": readable,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.guard.confine import ENV_SESSION_WORKSPACE
+from runtime.guard.confine import ENV_SESSION_DISK, ENV_SESSION_DISK_MB, ENV_SESSION_WORKSPACE
 from runtime.guard.sandbox import SandboxPaths, permission_settings, sandbox_settings
 
 #: Variables a tool subprocess may see (the CLI adds its own sandbox variables, such as the proxy's, itself).
@@ -85,6 +85,7 @@ def session_isolation(
     cli_env: Mapping[str, str],
     sandboxed: bool,
     allowed_domains: tuple[str, ...] = (),
+    proxy_port: int | None = None,
     extra_read: tuple[Path, ...] = (),
     host_env: Mapping[str, str] | None = None,
 ) -> SessionIsolation:
@@ -111,11 +112,21 @@ def session_isolation(
         if shutil.which("bwrap", path=host.get("PATH")):
             env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"] = "1"
         return SessionIsolation(env=env, sandbox=None, settings=permission_settings(workspace))
-    names = set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE}
+    if proxy_port is not None:
+        # The CLI makes its proxy bridges' sockets in its own TMPDIR (default /tmp) and binds them into the
+        # sandbox before the read isolation lays a tmpfs over /tmp, which hides them: every request got an
+        # empty reply. In the temp root (re-opened for reads) the bridge is visible. Without an allowlist it is
+        # left hidden: nothing can get out either way.
+        env["TMPDIR"] = str(tmp)
+    names = (
+        set(host) | set(cli_env) | set(env) | {ENV_SESSION_WORKSPACE, ENV_SESSION_DISK, ENV_SESSION_DISK_MB}
+    )
     denied = sorted(name for name in names if name not in TOOL_ENV_ALLOWLIST)
     paths = SandboxPaths(workspace=workspace, tool_tmp=tmp, tool_home=home, extra_read=extra_read)
     return SessionIsolation(
         env=env,
-        sandbox=sandbox_settings(paths, allowed_domains=allowed_domains, denied_env=denied),
+        sandbox=sandbox_settings(
+            paths, allowed_domains=allowed_domains, denied_env=denied, proxy_port=proxy_port
+        ),
         settings=permission_settings(workspace),
     )

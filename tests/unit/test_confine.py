@@ -52,7 +52,10 @@ def test_the_wrapper_drops_every_privilege_and_keeps_parent_death(tmp_path: Path
     assert "--bounding-set=-all" in script and "--pdeathsig=KILL -- /opt/claude" in script
     assert "--bind" in script and "/srv/ws" in script
     # the process limit is set inside the CLI's own user namespace, created after the privilege drop
-    order = [script.index(x) for x in ("--reuid=10001", "--map-user=10001", "--nproc=512:512", "--pdeathsig")]
+    order = [
+        script.index(x)
+        for x in ("--reuid=10001", "--map-user=10001", "--nproc=512:512", "--pdeathsig=KILL -- /opt/claude")
+    ]
     assert order == sorted(order)
 
 
@@ -195,3 +198,17 @@ def test_temp_roots_of_a_runtime_that_is_gone_are_swept(tmp_path: Path) -> None:
         )
     finally:
         release_session_dirs("named")
+
+
+def test_the_tool_disk_needs_workspace_snapshots_off() -> None:
+    import pytest
+
+    from runtime.errors import ConfigurationError
+    from runtime.settings import Settings
+
+    with pytest.raises(ConfigurationError, match="AGENTKIT_WORKSPACE_MAX_BYTES=0"):
+        Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
+    assert (
+        Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32", "AGENTKIT_WORKSPACE_MAX_BYTES": "0"}).tool_disk_mb
+        == 32
+    )

@@ -1,0 +1,179 @@
+"""A command that fills its disk loses no turn: the session's tool disk (``AGENTKIT_TOOL_DISK_MB``).
+
+The REAL runtime with the REAL bundled CLI (``developer`` profile) and a Bedrock stand-in. The session's workspace,
+temp root and tool ``HOME`` share one size-limited tmpfs inside the CLI's mount namespace (``runtime.guard.confine``),
+so a command that writes until ENOSPC fills only that, never the volume of the CLI's transcripts, ``sessions.db``
+and the spool. Observed on the host: how much each write got before ENOSPC, that nothing reached the state dir while
+the CLI ran, every answered turn in the model's context of a later turn and of a resume by a fresh runtime
+process, and the workspace kept (copied back, within the limit) when the CLI process ends.
+
+Each write stops at 64 MiB at most, so on code without the limit the test fails without filling this machine's disk.
+Run as root and as the image's user (``scripts/attacks_as_uid.sh 10001 /usr/bin/python3 tests/e2e/test_tool_disk.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.runtime_server import RuntimeServer, session_id
+from standins import BedrockStandIn, Reply
+from standins.replies import ToolUse
+
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+DISK_MB = 32
+CAP_MB = 64
+ROOT = os.geteuid() == 0
+
+pytestmark = pytest.mark.timeout(400)
+
+#: Writes each path until ENOSPC (at most CAP_MB each); with --free it then gives 1 MiB back, so that the CLI
+#: (which keeps a command's output in its temp dir, on the same tool disk) can still return what it printed.
+FILL = (
+    "import errno, os, sys\n"
+    "free = sys.argv[1] == '--free'\n"
+    "for arg in sys.argv[1 + free:]:\n"
+    "    top, _, rest = arg.partition('/')\n"
+    "    path = os.path.join(os.environ[top], rest) if top in ('TMPDIR', 'HOME') else arg\n"
+    "    n, error = 0, 'no-error'\n"
+    "    try:\n"
+    "        with open(path, 'wb') as f:\n"
+    f"            while n < {CAP_MB} * 2**20:\n"
+    "                f.write(b'x' * 2**20); f.flush(); os.fsync(f.fileno()); n += 2**20\n"
+    "    except OSError as e:\n"
+    "        error = errno.errorcode.get(e.errno)\n"
+    "    print('WROTE', n, error)\n"
+    "if free:\n"
+    "    os.truncate(sys.argv[2], max(0, os.path.getsize(sys.argv[2]) - 2**20))\n"
+)
+
+
+@dataclass
+class Scene:
+    root: Path
+    state: Path
+    workspace: Path
+    bedrock: BedrockStandIn
+    env: dict[str, str]
+
+
+@pytest.fixture
+def scene() -> Iterator[Scene]:
+    with BedrockStandIn() as bedrock:
+        root = Path(tempfile.mkdtemp(prefix="ak-disk-", dir="/tmp"))
+        os.chmod(root, 0o755)
+        workspace, home, state = root / "ws", root / "home", root / "state"
+        for path in (workspace, home):
+            path.mkdir()
+        (workspace / "fill.py").write_text(FILL)
+        agent = root / "agent.json"
+        agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Bash"]}))
+        env = {
+            "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
+            "AGENTKIT_MODEL": MODEL,
+            "AGENTKIT_STATE_DIR": str(state),
+            "AGENTKIT_WORKSPACE": str(workspace),
+            "AGENTKIT_SESSION_STORE": f"sqlite:///{state / 'sessions.db'}",
+            "CLAUDE_CONFIG_DIR": str(state / "claude"),
+            "AGENTKIT_AGENT_FILE": str(agent),
+            "AGENTKIT_TURN_TIMEOUT": "200",
+            "AGENTKIT_SANDBOX": "required",
+            "AGENTKIT_TOOL_DISK_MB": str(DISK_MB),
+            "AGENTKIT_WORKSPACE_MAX_BYTES": "0",  # the tool disk needs snapshots off
+            "HOME": str(home),
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+        }
+        try:
+            yield Scene(root, state, workspace, bedrock, env)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def start(scene: Scene, name: str) -> RuntimeServer:
+    prefix = ["unshare", "--uts", "--ipc", "--"] if ROOT else []
+    return RuntimeServer(env=scene.env, log_path=scene.root / f"{name}.log", prefix=prefix).start(timeout=60)
+
+
+def bash(command: str) -> tuple[str, dict[str, Any]]:
+    return "Bash", {"command": command, "description": "disk check"}
+
+
+def turn(scene: Scene, server: RuntimeServer, prompt: str, *replies: Reply) -> dict[str, Any]:
+    scene.bedrock.reset()
+    scene.bedrock.enqueue(*replies)
+    reply = server.invoke(prompt, session=session_id("disk"), timeout=300)
+    logs = "".join(p.read_text(errors="replace")[-1500:] for p in sorted(scene.root.glob("*.log")))
+    assert reply.status == 200 and reply.last["type"] == "result", (reply.events[-3:], logs)
+    assert not reply.last.get("is_error"), reply.last
+    return scene.bedrock.model_requests[-1].body
+
+
+def context_text(body: dict[str, Any]) -> str:
+    return json.dumps(body["messages"])
+
+
+def test_a_command_filling_its_disk_loses_no_turn(scene: Scene) -> None:
+    server = start(scene, "first")
+    try:
+        first = bash("python3 fill.py --free fill-ws.bin TMPDIR/fill-tmp.bin HOME/fill-home.bin")
+        again = bash("python3 fill.py fill-again.bin")  # and full it stays: its output cannot even be kept
+        after = bash("echo still-answering")
+        ids = ["toolu_disk_first", "toolu_disk_again", "toolu_disk_echo"]
+        body = turn(
+            scene,
+            server,
+            "turn one: fill the disk",
+            *(
+                Reply.message(ToolUse(*call, id=i))
+                for call, i in zip((first, again, after), ids, strict=True)
+            ),
+            Reply.text("answer one"),
+        )
+        results = {
+            b["tool_use_id"]: json.dumps(b)
+            for r in scene.bedrock.model_requests
+            for b in r.body["messages"][-1]["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        }
+        written = [int(n) for n in re.findall(r"WROTE (\d+)", results["toolu_disk_first"])]
+        errors = re.findall(r"WROTE \d+ (\w+)", results["toolu_disk_first"])
+        print(f"\nwritten per path (MiB): {[n / 2**20 for n in written]}, errors: {errors}")
+        print("refill:", results["toolu_disk_again"][:200], "\necho:", results["toolu_disk_echo"][:200])
+        assert len(written) == 3, results["toolu_disk_first"]
+        # HOME itself is read-only in the sandbox (only ~/.npm/_logs is writable): EROFS there is fine
+        assert errors[:2] == ["ENOSPC", "ENOSPC"] and errors[2] in ("ENOSPC", "EROFS"), errors
+        assert sum(written) <= DISK_MB * 2**20, written
+        # with its disk full the CLI refuses further commands of this process ("Disk full: ... Claude Code's
+        # temporary directory"); the turn itself still answers
+        assert "still-answering" in results["toolu_disk_echo"] or "Disk full" in results["toolu_disk_echo"]
+        # nothing of it on the state volume while the CLI runs
+        on_host = [p for p in scene.state.rglob("fill-*.bin")] + list(Path("/tmp").glob("ak-*/fill-*.bin"))
+        assert on_host == [], on_host
+        body = turn(scene, server, "turn two: still there?", Reply.text("answer two"))
+        assert "turn one" in context_text(body) and "answer one" in context_text(body)
+    finally:
+        server.stop()
+    # the CLI process ended: the workspace is kept for the session (copied back, at most the tool disk's size)
+    kept = sorted(scene.state.glob("workspaces/*/fill-ws.bin"))
+    assert len(kept) == 1 and kept[0].stat().st_size <= DISK_MB * 2**20, kept
+    # a fresh process as on a new microVM: its own state and config dirs, the same session store
+    (scene.root / "vm2").mkdir()
+    scene.env["AGENTKIT_STATE_DIR"] = str(scene.root / "vm2" / "state")
+    scene.env["CLAUDE_CONFIG_DIR"] = str(scene.root / "vm2" / "claude")
+    fresh = start(scene, "second")
+    try:
+        body = turn(scene, fresh, "turn three: after a restart", Reply.text("answer three"))
+        text = context_text(body)
+        for expected in ("turn one", "answer one", "turn two", "answer two", "turn three"):
+            assert expected in text, (expected, text[-2000:])
+    finally:
+        fresh.stop()
