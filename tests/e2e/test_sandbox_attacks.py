@@ -119,7 +119,27 @@ def _tool_venv(root: Path) -> tuple[Path, set[str]]:
     if os.geteuid() != 0:
         return venv, {str(venv), os.path.realpath(sys.base_prefix), *_site_packages()}
     tool = root / "tool-venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(tool)], check=True)
+    same = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if not os.path.exists(same):
+        # The system python is another version (this venv's compiled packages would not load in it): a venv
+        # of its own with the same pytest, installed from pip's cache or the package index.
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(tool)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(tool / "bin" / "python"),
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"pytest=={pytest.__version__}",
+            ],
+            check=True,
+        )
+        return tool, {str(tool)}
+    subprocess.run([same, "-m", "venv", "--without-pip", str(tool)], check=True)
     purelib = subprocess.run(
         [str(tool / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True,
