@@ -12,15 +12,13 @@ counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the va
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -81,56 +79,20 @@ from runtime.env import (
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
+from runtime.setting_fields import (
+    SettingInfo,
+    field_extra,
+    is_inference_profile,
+    is_loopback,
+    on_agentcore,
+    setting,
+    shown_default,
+)
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
-# Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
-_PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
-_ARN_RE = re.compile(
-    r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
-)
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
-
-
-def on_agentcore(env: Mapping[str, str]) -> bool:
-    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
-    (``infra/stack.py``), a local run need not."""
-    return ENV_PLATFORM_VERSION in env
-
-
-def is_inference_profile(model: str) -> bool:
-    """True for an inference profile id (``us.``/``eu.``/``apac.``/``global.`` …) or a Bedrock profile ARN."""
-    return bool(_PROFILE_RE.match(model) or _ARN_RE.match(model))
-
-
-def setting(env: str, default: Any, meaning: str, *, shown: str | None = None, **constraints: Any) -> Any:
-    """Declare a field of :class:`Settings`: read from the variable ``env``, ``default`` when unset.
-
-    ``meaning`` (Markdown) says what it does; ``shown`` is how the reference states the default when the value
-    alone does not say it (a default computed at run time). ``constraints`` are pydantic's (``gt``, ``le``, …).
-    """
-    return Field(default, description=meaning, json_schema_extra={"env": env, "shown": shown}, **constraints)
-
-
-@dataclass(frozen=True)
-class SettingInfo:
-    """One row of the settings reference: field, variable, the default as the docs state it, meaning."""
-
-    field: str
-    env: str
-    default: str
-    meaning: str
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # another host name: it may resolve to anything
 
 
 class Settings(BaseModel):
@@ -482,15 +444,15 @@ class Settings(BaseModel):
     @classmethod
     def env_names(cls) -> dict[str, str]:
         """Field name → the environment variable it is read from, in declaration order."""
-        return {name: _extra(info)["env"] for name, info in cls.model_fields.items()}
+        return {name: field_extra(info)["env"] for name, info in cls.model_fields.items()}
 
     @classmethod
     def reference(cls) -> list[SettingInfo]:
         """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
         rows = []
         for name, info in cls.model_fields.items():
-            extra = _extra(info)
-            shown = extra.get("shown") or _shown(info.default)
+            extra = field_extra(info)
+            shown = extra.get("shown") or shown_default(info.default)
             rows.append(
                 SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
             )
@@ -573,26 +535,6 @@ class Settings(BaseModel):
             self.resolved_state_dir / "cache",
         ):
             path.mkdir(parents=True, exist_ok=True)
-
-
-def _extra(info: Any) -> dict[str, Any]:
-    extra = info.json_schema_extra
-    if not isinstance(extra, dict) or "env" not in extra:
-        raise TypeError("every Settings field is declared with setting(env, default, meaning)")
-    return extra
-
-
-def _shown(default: Any) -> str:
-    """A default value as the reference shows it ("none" when there is none)."""
-    if default is None or default == ():
-        return "none"
-    if isinstance(default, bool):
-        return f"`{int(default)}`"
-    if isinstance(default, float):
-        return f"`{default:g}`"
-    if isinstance(default, Path):
-        return f"`./{default}`" if not default.is_absolute() else f"`{default}`"
-    return f"`{default}`"
 
 
 def _explain(exc: ValidationError) -> str:

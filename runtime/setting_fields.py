@@ -1,0 +1,84 @@
+"""The pieces :class:`runtime.settings.Settings` is declared with: :func:`setting` (a field with its variable,
+default and meaning), the reference row :class:`SettingInfo`, and the small predicates its validators and the
+start-up use. No state; imports nothing of the runtime but the variable names.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from runtime.env import ENV_PLATFORM_VERSION
+
+# Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
+_PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
+_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
+)
+
+
+def on_agentcore(env: Mapping[str, str]) -> bool:
+    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
+    (``infra/stack.py``), a local run need not."""
+    return ENV_PLATFORM_VERSION in env
+
+
+def is_inference_profile(model: str) -> bool:
+    """True for an inference profile id (``us.``/``eu.``/``apac.``/``global.`` …) or a Bedrock profile ARN."""
+    return bool(_PROFILE_RE.match(model) or _ARN_RE.match(model))
+
+
+def setting(env: str, default: Any, meaning: str, *, shown: str | None = None, **constraints: Any) -> Any:
+    """Declare a field of :class:`Settings`: read from the variable ``env``, ``default`` when unset.
+
+    ``meaning`` (Markdown) says what it does; ``shown`` is how the reference states the default when the value
+    alone does not say it (a default computed at run time). ``constraints`` are pydantic's (``gt``, ``le``, …).
+    """
+    return Field(default, description=meaning, json_schema_extra={"env": env, "shown": shown}, **constraints)
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One row of the settings reference: field, variable, the default as the docs state it, meaning."""
+
+    field: str
+    env: str
+    default: str
+    meaning: str
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to anything
+
+
+def field_extra(info: Any) -> dict[str, Any]:
+    """The declaration :func:`setting` attached to a field (its variable and how its default is shown)."""
+    extra = info.json_schema_extra
+    if not isinstance(extra, dict) or "env" not in extra:
+        raise TypeError("every Settings field is declared with setting(env, default, meaning)")
+    return extra
+
+
+def shown_default(default: Any) -> str:
+    """A default value as the reference shows it ("none" when there is none)."""
+    if default is None or default == ():
+        return "none"
+    if isinstance(default, bool):
+        return f"`{int(default)}`"
+    if isinstance(default, float):
+        return f"`{default:g}`"
+    if isinstance(default, Path):
+        return f"`./{default}`" if not default.is_absolute() else f"`{default}`"
+    return f"`{default}`"
