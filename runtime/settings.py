@@ -13,12 +13,11 @@ counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the va
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, ValidationError, model_validator
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -82,20 +81,18 @@ from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
     SettingInfo,
     field_extra,
-    is_inference_profile,
     is_loopback,
     on_agentcore,
     setting,
     shown_default,
 )
+from runtime.settings_checks import SettingsChecks
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
-_ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 
-
-class Settings(BaseModel):
+class Settings(SettingsChecks):
     """Validated runtime settings. Build with :meth:`from_env`; instances are immutable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -340,15 +337,6 @@ class Settings(BaseModel):
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
 
-    @field_validator("prices")
-    @classmethod
-    def _price_overrides(cls, value: str | None) -> str | None:
-        if value:
-            from runtime.observe.costs import load_price_table
-
-            load_price_table(overrides=value)  # raises ValueError with what is wrong
-        return value
-
     @model_validator(mode="after")
     def _tool_disk_without_snapshots(self) -> Settings:
         # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
@@ -359,62 +347,6 @@ class Settings(BaseModel):
                 "patch is read from the host while the CLI works on its tool disk"
             )
         return self
-
-    @field_validator("network_hosts", "network_allowed_cidrs")
-    @classmethod
-    def _network_lists(cls, value: str | None, info: Any) -> str | None:
-        from runtime.guard.egress import parse_networks, parse_pins
-
-        try:
-            (parse_pins if info.field_name == "network_hosts" else parse_networks)(value)
-        except ConfigurationError as exc:
-            raise ValueError(str(exc)) from exc
-        return value
-
-    @field_validator("workspace_s3_uri")
-    @classmethod
-    def _s3_location(cls, value: str | None) -> str | None:
-        if value:
-            from runtime.workspace.s3 import S3Location
-
-            S3Location.parse(value)  # raises ValueError with what is wrong
-        return value
-
-    @field_validator("model", "small_model")
-    @classmethod
-    def _inference_profile(cls, value: str) -> str:
-        if not is_inference_profile(value):
-            raise ValueError(
-                f"{value!r} is not a Bedrock inference profile id or ARN. Claude models on Bedrock are invoked "
-                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' "
-                "or 'global.anthropic.claude-sonnet-4-5-20250929-v1:0' (see the Bedrock console, Cross-region "
-                "inference), or an inference-profile ARN"
-            )
-        return value
-
-    @field_validator("actor_header")
-    @classmethod
-    def _actor_header(cls, value: str | None) -> str | None:
-        if value and not value.lower().startswith(_ACTOR_HEADER_PREFIX):
-            raise ValueError(
-                f"{value!r} does not reach the runtime: AgentCore forwards only 'Authorization' and "
-                "'X-Amzn-Bedrock-AgentCore-Runtime-Custom-*' headers; name one of the latter"
-            )
-        return value
-
-    @field_validator("recall_namespaces", mode="before")
-    @classmethod
-    def _split_namespaces(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
-
-    @field_validator("bedrock_endpoint", "gateway_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value and not re.match(r"^https?://", value):
-            raise ValueError(f"{value!r} must be an http(s) URL")
-        return value.rstrip("/") if value else value
 
     # -- derived paths -------------------------------------------------------------------------------------
 
