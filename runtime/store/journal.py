@@ -127,3 +127,17 @@ class Journal:
                 log.warning("adopted %d undelivered session-store batches from %s", len(batches), path)
                 yield from batches.values()
             path.unlink()
+
+
+def read_transcript_file(path: Path) -> list[Any]:
+    """The entries of the CLI's local transcript file (a torn last line is skipped; no file: none)."""
+    out: list[Any] = []
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    out.append(entry)
+    return out

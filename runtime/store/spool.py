@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import time
 import uuid
@@ -46,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import SessionStoreError
 from runtime.store.codec import dumps_entry
 from runtime.store.compaction import resume_view
-from runtime.store.journal import Batch, Journal
+from runtime.store.journal import Batch, Journal, read_transcript_file
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -67,20 +66,6 @@ DEFAULT_STRICT_DEADLINE_S = 30.0
 
 def _ck(key: SessionKey | SessionListSubkeysKey) -> tuple[str, str, str | None]:
     return (key["project_key"], key["session_id"], key.get("subpath"))  # type: ignore[return-value]
-
-
-def _read_jsonl(path: Path) -> list[Any]:
-    """The entries of a local transcript (a torn last line is skipped)."""
-    out: list[Any] = []
-    if not path.exists():
-        return out
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            with contextlib.suppress(ValueError):
-                entry = json.loads(line)
-                if isinstance(entry, dict):
-                    out.append(entry)
-    return out
 
 
 def _digest(key: SessionKey, entries: list[SessionStoreEntry]) -> str:
@@ -449,7 +434,7 @@ class SpoolingSessionStore:
 
     async def _recover(self, key: SessionKey, path: Path) -> None:
         try:
-            local = await asyncio.to_thread(_read_jsonl, path)
+            local = await asyncio.to_thread(read_transcript_file, path)
             have = await self.load_all(key) or []
             uuids = {e.get("uuid") for e in have if e.get("uuid") is not None}
             bodies = {dumps_entry(e) for e in have if e.get("uuid") is None}
