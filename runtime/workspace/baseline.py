@@ -215,20 +215,7 @@ class Baseline:
         """Withhold each file whose diff is not UTF-8 (a JSON reply cannot carry it), then diff again."""
         bad = []
         for entry in self._raw_diff(base, tree):
-            one = self._git(
-                "diff-tree",
-                "-p",
-                "--binary",
-                "--no-renames",
-                "--no-textconv",
-                "--no-ext-diff",
-                "--no-color",
-                "--full-index",
-                base,
-                tree,
-                "--",
-                entry.path.decode("utf-8"),
-            )
+            one = self._diff_tree(base, tree, entry.path.decode("utf-8"))
             try:
                 one.decode("utf-8")
             except UnicodeDecodeError:
@@ -238,9 +225,10 @@ class Baseline:
         patch = self._diff_tree(base, tree).decode("utf-8")
         return patch, bad
 
-    def _diff_tree(self, base: str, tree: str) -> bytes:
-        """The git-format patch from ``base`` to ``tree``: binary-safe, no renames, no attribute-driven
-        text conversion or external diff (the workspace's own ``.gitattributes`` must not change it)."""
+    def _diff_tree(self, base: str, tree: str, *paths: str) -> bytes:
+        """The git-format patch from ``base`` to ``tree`` (of ``paths`` only, when given): binary-safe, no
+        renames, no attribute-driven text conversion or external diff (the workspace's own ``.gitattributes``
+        must not change it)."""
         return self._git(
             "diff-tree",
             "-p",
@@ -252,6 +240,7 @@ class Baseline:
             "--full-index",
             base,
             tree,
+            *(["--", *paths] if paths else []),
         )
 
     def _git(
