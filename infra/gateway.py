@@ -25,6 +25,7 @@ from constructs import Construct
 
 from infra import lifecycle
 from infra.config import AppConfig
+from infra.trust import agentcore_principal
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent / "functions"
 POWERTOOLS_VERSION = "3.37.0"
@@ -209,24 +210,13 @@ class AgentGateway(Construct):
 
         The L2's default role trusts the service twice, once without conditions, which makes its
         ``aws:SourceAccount``/``aws:SourceArn`` statement moot (confused-deputy protection, IAM user guide
-        "The confused deputy problem"). Gateway ids start with the gateway's name, hence ``<name>*``.
+        "The confused deputy problem"); :func:`infra.trust.agentcore_principal` has no such second statement.
         """
-        stack = cdk.Stack.of(self)
         return iam.Role(
             self,
             "ServiceRole",
             description=f"AgentCore gateway {gateway_name}: invoke its tool targets",
-            assumed_by=iam.ServicePrincipal(
-                "bedrock-agentcore.amazonaws.com",
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="bedrock-agentcore", resource="gateway", resource_name=f"{gateway_name}*"
-                        )
-                    },
-                },
-            ),
+            assumed_by=agentcore_principal(self, resource="gateway", name=gateway_name),
         )
 
     @property

@@ -41,6 +41,7 @@ from infra.command_access import CommandShellLock
 from infra.config import AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
 from infra.image_build import ImageSource
 from infra.model_access import model_access_statements
+from infra.trust import agentcore_principal
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 
@@ -119,17 +120,7 @@ class AgentRuntime(Construct):
             self,
             "ExecutionRole",
             description=f"AgentCore runtime {runtime_name} (least privilege)",
-            assumed_by=iam.ServicePrincipal(
-                "bedrock-agentcore.amazonaws.com",
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="bedrock-agentcore", resource="runtime", resource_name=f"{runtime_name}*"
-                        )
-                    },
-                },
-            ),
+            assumed_by=agentcore_principal(self, resource="runtime", name=runtime_name),
             max_session_duration=cdk.Duration.hours(8),
         )
         self._add_role_statements(
