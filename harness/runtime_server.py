@@ -161,6 +161,14 @@ class RuntimeServer:
         finally:
             conn.close()
 
+    def until_idle(self, timeout: float = 10.0) -> None:
+        """Wait until ``/ping`` says Healthy. A turn's post-reply work (persisting its spend, delivering the
+        spool) runs after its reply and counts as busy, so right after a reply the store may still be written."""
+        deadline = time.monotonic() + timeout
+        while (status := self.ping()["status"]) != "Healthy":
+            assert status == "HealthyBusy" and time.monotonic() < deadline, status
+            time.sleep(0.01)
+
     def invoke(
         self,
         prompt: Any = None,

@@ -129,17 +129,8 @@ def test_concurrent_invocations_on_one_session_are_serialized_in_arrival_order(s
     assert [t["history"] for t in turns] == list(range(5))
 
 
-def until_healthy(server: RuntimeServer) -> None:
-    """Wait until ``/ping`` says Healthy: a turn's post-reply work (persisting its spend) runs after its reply
-    and counts as busy, so right after a reply the status may still be HealthyBusy."""
-    deadline = time.monotonic() + 10
-    while (status := server.ping()["status"]) != "Healthy":
-        assert status == "HealthyBusy" and time.monotonic() < deadline, status
-        time.sleep(0.01)
-
-
 def test_ping_reports_healthy_busy_while_a_turn_runs(server: RuntimeServer) -> None:
-    until_healthy(server)  # the previous tests' turns are done
+    server.until_idle()  # the previous tests' turns are done
     t = threading.Thread(
         target=server.invoke, args=("[slow:1200] busy",), kwargs={"session": session_id("busy")}
     )
@@ -150,7 +141,7 @@ def test_ping_reports_healthy_busy_while_a_turn_runs(server: RuntimeServer) -> N
         time.sleep(0.01)
     assert server.ping()["status"] == "HealthyBusy"  # the turn is inside its 1.2 s wait
     t.join()
-    until_healthy(server)
+    server.until_idle()
 
 
 def test_tool_use_through_sdk_mcp_server_streams_progress_events(server: RuntimeServer) -> None:
