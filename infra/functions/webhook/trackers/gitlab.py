@@ -49,6 +49,7 @@ from .base import (
     BadRequestError,
     Decision,
     InboundRequest,
+    Intent,
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
@@ -151,6 +152,7 @@ class GitLabTracker(TrackerAdapter):
         api_url: str = "https://gitlab.com/api/v4",
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
+        fix_label: str = "",
         bot_username: str = "",
         min_access_level: int = DEVELOPER,
         project_ids: str | Collection[int] = (),
@@ -171,6 +173,7 @@ class GitLabTracker(TrackerAdapter):
             webhook_secret=webhook_secret,
             token=token,
             trigger_mention=trigger_mention,
+            fix_label=fix_label,
             max_body_bytes=max_body_bytes,
             http_timeout=http_timeout,
             post_attempts=post_attempts,
@@ -248,9 +251,12 @@ class GitLabTracker(TrackerAdapter):
             if labels is not None
             else set()
         )
-        by_label = bool(self.trigger_label) and self.trigger_label in added
-        by_mention = attrs.action == "open" and self._mentions_markdown(attrs.description or "")
-        if not by_label and not by_mention:
+        # The fix label wins over the trigger label when one event adds both (one run, the larger one).
+        by_label = {self._label_intent(name) for name in added}
+        intent: Intent | None = "fix" if "fix" in by_label else "answer" if "answer" in by_label else None
+        if intent is None and attrs.action == "open":
+            intent = self._markdown_intent(attrs.description or "")
+        if intent is None:
             return Decision("ignored", reason=f"issue {attrs.action or 'event'} without the trigger")
         if self._is_own(ev.user.username):
             return Decision("ignored", reason="sent by the bot itself")
@@ -271,6 +277,7 @@ class GitLabTracker(TrackerAdapter):
                 delivery_id=delivery,
                 event=f"issue.{attrs.action or 'update'}",
                 html_url=attrs.url or f"{ev.project.web_url}/-/issues/{attrs.iid}",
+                intent=intent,
             ),
         )
 
@@ -287,7 +294,8 @@ class GitLabTracker(TrackerAdapter):
             return Decision("ignored", reason="note authored by the bot itself or by the system")
         if note.internal or ev.issue.confidential:
             return Decision("ignored", reason="internal notes and confidential issues are not answered")
-        if not self._mentions_markdown(note.note):
+        intent = self._markdown_intent(note.note)
+        if intent is None:
             return Decision("ignored", reason="note does not mention the agent")
         refused = self._refuse_non_member(ev.project.id, ev.user)
         if refused:
@@ -308,6 +316,7 @@ class GitLabTracker(TrackerAdapter):
                 delivery_id=delivery,
                 event="note.create",
                 html_url=issue_url,
+                intent=intent,
             ),
         )
 
