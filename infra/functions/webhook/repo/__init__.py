@@ -1,0 +1,30 @@
+"""Repository work for the webhook worker: snapshot in, patch applied in Python, change proposed.
+
+- :mod:`.snapshot`: a tracker's repository archive → the runtime's workspace snapshot + a file view;
+- :mod:`.patch_apply`: the runtime's git-format patch → file changes (strict, pure Python);
+- :mod:`.github_repo`, :mod:`.gitlab_repo`: fetch a snapshot; commit the changes to a branch and open a
+  draft pull/merge request (or only push the branch), through the tracker's REST API.
+
+See ``docs/webhook.md`` ("Changes as pull requests") for the APIs and token scopes.
+"""
+
+from .errors import ChangeConflict, PatchRefused, SnapshotError, SnapshotTooLarge
+from .files import FileChange, FileEntry, git_blob_sha
+from .patch_apply import apply_patch
+from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack, write_snapshot
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ChangeConflict",
+    "FileChange",
+    "FileEntry",
+    "PatchRefused",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotLimits",
+    "SnapshotTooLarge",
+    "apply_patch",
+    "git_blob_sha",
+    "repack",
+    "write_snapshot",
+]
