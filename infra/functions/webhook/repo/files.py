@@ -73,12 +73,14 @@ class FileEntry:
 
 @dataclass(frozen=True)
 class FileChange:
-    """One change to commit. ``content`` and ``mode`` are ``None`` for a delete."""
+    """One change to commit. ``content`` and ``mode`` are ``None`` for a delete; ``old_mode`` is the mode
+    in the snapshot (``None`` for a create)."""
 
     path: str
     action: ChangeAction
     content: bytes | None = None
     mode: str | None = None
+    old_mode: str | None = None
 
 
 def git_blob_sha(data: bytes) -> str:

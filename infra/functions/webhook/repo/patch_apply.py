@@ -401,11 +401,11 @@ def _diff_views(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry])
     for path in sorted(set(before) | set(after)):
         old, new = before.get(path), after.get(path)
         if new is None:
-            changes.append(FileChange(path, "delete"))
+            changes.append(FileChange(path, "delete", old_mode=old.mode if old else None))
         elif old is None:
             changes.append(FileChange(path, "create", new.data, new.mode))
         elif old != new:
-            changes.append(FileChange(path, "update", new.data, new.mode))
+            changes.append(FileChange(path, "update", new.data, new.mode, old.mode))
     return changes
 
 
