@@ -200,3 +200,27 @@ def build_trackers(
                 max_age_seconds=idempotency_ttl_seconds(env),
             )
     return built
+
+
+def token_providers(
+    env: Mapping[str, str] | None = None, *, secrets_client: Any
+) -> dict[str, Callable[[], str]]:
+    """The GitHub / GitLab token providers of the enabled trackers (fix jobs fetch and push with them)."""
+    env = os.environ if env is None else env
+    secrets = SecretReader(env, secrets_client)
+    names = enabled_trackers(env)
+    out: dict[str, Callable[[], str]] = {}
+    if "github" in names:
+        out["github"] = secrets.token(GITHUB_TOKEN_SECRET_NAME)
+    if "gitlab" in names:
+        out["gitlab"] = secrets.token(GITLAB_TOKEN_SECRET_NAME)
+    return out
+
+
+def api_urls(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The GitHub and GitLab REST API roots (``GITHUB_API_URL``, ``GITLAB_API_URL``)."""
+    env = os.environ if env is None else env
+    return {
+        "github": env.get(GITHUB_API_URL, "https://api.github.com"),
+        "gitlab": env.get(GITLAB_API_URL, "https://gitlab.com/api/v4"),
+    }
