@@ -3,7 +3,7 @@
 Request body (``POST /invocations``)::
 
     {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
-     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?}
+     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?, "async": bool = false, "job": {"id": str, "context": {}}?}
 
 Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
 at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
@@ -49,6 +49,7 @@ from runtime.errors import (
     PromptTooLarge,
     WorkspaceTooLarge,
 )
+from runtime.jobs.protocol import JobSpec
 from runtime.json_guard import JsonTooDeep
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -226,6 +227,17 @@ class InvocationRequest(BaseModel):
     max_budget_usd: float | None = Field(default=None, gt=0)
     metadata: dict[str, str] = Field(default_factory=dict)
     workspace: WorkspaceSnapshot | None = None
+    #: ``"async": true``: answer ``202`` at once and report through SQS (:mod:`runtime.jobs`); needs ``job``.
+    async_: bool = Field(default=False, alias="async")
+    job: JobSpec | None = None
+
+    @model_validator(mode="after")
+    def _job_with_async(self) -> InvocationRequest:
+        if self.async_ and self.job is None:
+            raise ValueError('"async": true needs "job": {"id": "<your job id>", "context": {...}}')
+        if self.job is not None and not self.async_:
+            raise ValueError('"job" is only for asynchronous invocations: add "async": true')
+        return self
 
     @field_validator("prompt")
     @classmethod
@@ -290,10 +302,15 @@ def _explain(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in error["loc"]) or "body"
         if error["type"] == "extra_forbidden" and loc.startswith("workspace."):
             problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
+        elif error["type"] == "extra_forbidden" and loc.startswith("job."):
+            problems.append(f"unknown field '{loc}' (allowed in job: id, context)")
         elif error["type"] == "extra_forbidden":
             problems.append(
-                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace)"
+                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace, "
+                "async, job)"
             )
+        elif loc == "body" and error["type"] == "value_error":
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
         elif error["type"] == "missing":
             problems.append(f"'{loc}' is required")
         else:

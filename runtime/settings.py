@@ -40,6 +40,8 @@ from runtime.env import (
     ENV_GATEWAY_URL,
     ENV_HOST,
     ENV_IDLE_TIMEOUT,
+    ENV_JOB_EVENTS_QUEUE_URL,
+    ENV_JOB_PROGRESS_SECONDS,
     ENV_MAX_BUDGET_USD,
     ENV_MAX_PROMPT_CHARS,
     ENV_MAX_QUEUED,
@@ -68,6 +70,7 @@ from runtime.env import (
     ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_MAX_BYTES,
     ENV_WORKSPACE_MAX_FILE_BYTES,
     ENV_WORKSPACE_MAX_FILES,
@@ -186,6 +189,23 @@ class Settings(SettingsChecks):
         "largest snapshot archive read from S3",
         gt=0,
         shown="100 MiB",
+    )
+    job_events_queue_url: str | None = setting(
+        ENV_JOB_EVENTS_QUEUE_URL,
+        None,
+        'SQS queue URL for asynchronous jobs\' progress and result events (`sqs:SendMessage`); unset: `"async": '
+        "true` is refused with `400 jobs_not_configured` (docs/http-api.md#asynchronous-jobs)",
+        shown="unset: jobs off",
+    )
+    job_progress_s: float = setting(
+        ENV_JOB_PROGRESS_SECONDS, 10.0, "least seconds between two progress events of one job", gt=0
+    )
+    workspace_bucket: str | None = setting(
+        ENV_WORKSPACE_BUCKET,
+        None,
+        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<job id>/patch.diff`; "
+        "`s3:PutObject` there)",
+        shown="unset: such a result is `result_too_large`",
     )
     metrics: Literal["emf", "cloudwatch", "off"] = setting(
         ENV_METRICS,

@@ -76,9 +76,17 @@ class SettingsChecks(BaseModel):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("bedrock_endpoint", "gateway_url", check_fields=False)
+    @field_validator("bedrock_endpoint", "gateway_url", "job_events_queue_url", check_fields=False)
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value and not re.match(r"^https?://", value):
             raise ValueError(f"{value!r} must be an http(s) URL")
         return value.rstrip("/") if value else value
+
+    @field_validator("workspace_bucket", check_fields=False)
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        # S3's bucket naming rules, in short (General purpose bucket naming rules, Amazon S3 user guide).
+        if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (a name, not an s3:// URI)")
+        return value

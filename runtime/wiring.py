@@ -39,6 +39,7 @@ from runtime.workspace.s3 import S3Location, S3Snapshots
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
+    from runtime.jobs.service import Jobs
     from runtime.store.recall import MemoryRecall
     from runtime.store.spool import SpoolingSessionStore
 
@@ -56,6 +57,8 @@ class Services:
     #: Store writes accepted and not yet delivered: ``/ping`` stays busy while this is above 0, so AgentCore
     #: does not reap the microVM whose disk holds the only copy (docs/reliability.md).
     pending_writes: Callable[[], int] = lambda: 0
+    #: Asynchronous jobs (``AGENTKIT_JOB_EVENTS_QUEUE_URL`` set), else None.
+    jobs: Jobs | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -176,6 +179,27 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         runner=runner,
         aclose=aclose_dependencies,
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
+        jobs=_jobs(settings, clock),
+    )
+
+
+def _jobs(settings: Settings, clock: Callable[[], float]) -> Jobs | None:
+    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, results
+    kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
+    if not settings.job_events_queue_url:
+        return None
+    from runtime.jobs.outbox import Outbox
+    from runtime.jobs.service import Jobs
+    from runtime.jobs.sink import S3Patches, SqsEvents
+
+    return Jobs(
+        events=SqsEvents(client=aws.sqs_client(settings.aws_region), queue_url=settings.job_events_queue_url),
+        outbox=Outbox(settings.resolved_state_dir / "jobs" / "outbox"),
+        patches=S3Patches(client=aws.s3_client(settings.aws_region), bucket=settings.workspace_bucket)
+        if settings.workspace_bucket
+        else None,
+        progress_s=settings.job_progress_s,
+        clock=clock,
     )
 
 
