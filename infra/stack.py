@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import lifecycle, nag
@@ -33,6 +34,7 @@ from infra.image_build import image_source
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
+from infra.webhook_fix import create_job_events_queue
 from infra.workspaces import WorkspaceBucket
 from runtime.env import (
     ENV_ACTOR_HEADER,
@@ -41,6 +43,7 @@ from runtime.env import (
     ENV_AWS_REGION,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
+    ENV_JOB_EVENTS_QUEUE_URL,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
@@ -51,6 +54,7 @@ from runtime.env import (
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_S3_URI,
 )
 
@@ -129,19 +133,28 @@ class AgentKitStack(cdk.Stack):
             if config.workspace_bucket
             else None
         )
-        self.agent = AgentRuntime(
-            self,
-            "Agent",
-            config=config,
-            image=image,
-            environment=runtime_environment(
-                config,
-                memory_id=self.memory.memory_id,
-                gateway_url=self.gateway.gateway_url if self.gateway else None,
-                region=self.region,
-                workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
-            ),
+        # The webhook's fix jobs run as asynchronous jobs: the runtime reports them on this queue (infra/webhook_fix.py).
+        self.job_events = (
+            create_job_events_queue(self, removal_policy=lifecycle.removal_policy(config.settings))
+            if config.webhook.enabled
+            else None
         )
+        environment = runtime_environment(
+            config,
+            memory_id=self.memory.memory_id,
+            gateway_url=self.gateway.gateway_url if self.gateway else None,
+            region=self.region,
+            workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
+        )
+        if self.job_events is not None:
+            environment[ENV_JOB_EVENTS_QUEUE_URL] = self.job_events.queue_url
+            if self.workspaces is not None:  # patches too large for a message go there (jobs/<id>/patch.diff)
+                environment[ENV_WORKSPACE_BUCKET] = self.workspaces.bucket.bucket_name
+        self.agent = AgentRuntime(self, "Agent", config=config, image=image, environment=environment)
+        if self.job_events is not None:
+            self.job_events.grant_send_messages(self.agent.role)
+            if self.workspaces is not None:
+                self._grant_patch_upload(self.workspaces)
         if self.workspaces is not None:
             self.workspaces.grant_read(self.agent.role)
         self.memory.grant_runtime(self.agent.role)
@@ -153,6 +166,22 @@ class AgentKitStack(cdk.Stack):
         self.optional_constructs = self._compose_optional(config)
         self._outputs(config)
         nag.acknowledge_stack(self)
+
+    def _grant_patch_upload(self, workspaces: WorkspaceBucket) -> None:
+        """``s3:PutObject`` on ``<bucket>/jobs/*``: where the runtime puts a job's patch too large for a message."""
+        bucket = workspaces.bucket
+        self.agent.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects("jobs/*")])
+        )
+        bucket_id = self.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
+        nag.acknowledge(
+            self.agent.role,
+            [
+                nag.iam5(
+                    f"<{bucket_id}.Arn>/jobs/*", "Each job's patch gets its own key under jobs/<job id>/."
+                )
+            ],
+        )
 
     def _compose_optional(self, config: AppConfig) -> dict[str, Construct]:
         """Build the webhook / CI-access constructs when their flags are on."""
@@ -167,6 +196,8 @@ class AgentKitStack(cdk.Stack):
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
                 props=WebhookProps.from_config(config),
+                job_events_queue=self.job_events,
+                workspaces=self.workspaces,
             )
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps

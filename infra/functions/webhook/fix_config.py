@@ -17,32 +17,17 @@ Raises :class:`trackers.TrackerConfigError` (a 500-class configuration error) on
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 import wiring
 from trackers import TrackerConfigError
+from trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
-PrMode = Literal["draft_pr", "branch"]
-PR_MODES: tuple[PrMode, ...] = ("draft_pr", "branch")
 #: Inline snapshots travel base64-encoded in the InvokeAgentRuntime body; bigger ones go through S3.
 DEFAULT_INLINE_SNAPSHOT_MAX_BYTES = 6 * 1024 * 1024
-_JIRA_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_GITLAB_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 _S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[A-Za-z0-9_.-]+/)*)$")
-
-
-@dataclass(frozen=True)
-class RepoTarget:
-    """Where a change goes: a GitHub repository (``owner/repo``) or a GitLab project (id and path)."""
-
-    tracker: Literal["github", "gitlab"]
-    repository: str
-    project_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,40 +44,6 @@ class FixSettings:
         """``(bucket, prefix)`` of :attr:`workspace_s3_uri`, or ``None`` when not set."""
         match = _S3_URI.match(self.workspace_s3_uri)
         return (match.group(1), match.group(2)) if match else None
-
-
-def parse_jira_repositories(raw: str) -> dict[str, RepoTarget]:
-    """``JIRA_REPOSITORIES`` → project key → target. Raises :class:`TrackerConfigError`."""
-    if not raw.strip():
-        return {}
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise TrackerConfigError(f"{wiring.JIRA_REPOSITORIES} is not valid JSON: {exc.msg}") from None
-    if not isinstance(doc, dict):
-        raise TrackerConfigError(f"{wiring.JIRA_REPOSITORIES} must be a JSON object: project key → target")
-    out: dict[str, RepoTarget] = {}
-    for key, target in doc.items():
-        where = f"{wiring.JIRA_REPOSITORIES}[{key!r}]"
-        if not isinstance(key, str) or not _JIRA_KEY.match(key):
-            raise TrackerConfigError(f"{where}: a Jira project key is upper case, e.g. PROJ")
-        if not isinstance(target, dict):
-            raise TrackerConfigError(f"{where} must be an object with tracker and repository")
-        tracker, repository = target.get("tracker"), str(target.get("repository") or "")
-        if tracker == "github":
-            if not _GITHUB_REPO.match(repository):
-                raise TrackerConfigError(f"{where}.repository must be owner/repo")
-            out[key] = RepoTarget("github", repository)
-        elif tracker == "gitlab":
-            project_id = target.get("project_id")
-            if isinstance(project_id, bool) or not isinstance(project_id, int) or project_id <= 0:
-                raise TrackerConfigError(f"{where}.project_id must be the GitLab project's numeric id")
-            if not _GITLAB_PATH.match(repository):
-                raise TrackerConfigError(f"{where}.repository must be the project's path, e.g. group/project")
-            out[key] = RepoTarget("gitlab", repository, str(project_id))
-        else:
-            raise TrackerConfigError(f"{where}.tracker must be 'github' or 'gitlab', not {tracker!r}")
-    return out
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
@@ -116,7 +67,9 @@ def fix_settings(env: Mapping[str, str]) -> FixSettings:
         raise TrackerConfigError(f"{wiring.WORKSPACE_S3_URI}={uri!r} must look like s3://bucket/prefix/")
     return FixSettings(
         pr_mode=mode,  # type: ignore[arg-type]
-        jira_repositories=parse_jira_repositories(env.get(wiring.JIRA_REPOSITORIES, "")),
+        jira_repositories=parse_jira_repositories(
+            env.get(wiring.JIRA_REPOSITORIES, ""), setting=wiring.JIRA_REPOSITORIES
+        ),
         workspace_s3_uri=uri,
         inline_snapshot_max_bytes=int(
             _number(env, wiring.INLINE_SNAPSHOT_MAX_BYTES, DEFAULT_INLINE_SNAPSHOT_MAX_BYTES, minimum=0)
@@ -124,3 +77,6 @@ def fix_settings(env: Mapping[str, str]) -> FixSettings:
         progress_min_seconds=_number(env, wiring.PROGRESS_MIN_SECONDS, 20.0, minimum=0),
         job_lease_seconds=_number(env, wiring.JOB_LEASE_SECONDS, 300.0, minimum=30),
     )
+
+
+__all__ = ["PR_MODES", "FixSettings", "PrMode", "RepoTarget", "fix_settings", "parse_jira_repositories"]

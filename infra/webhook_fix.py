@@ -1,0 +1,160 @@
+"""The fix-job part of the issue webhook (:class:`infra.webhook.IssueWebhook`): the runtime's events queue, the
+reporter Lambda that consumes it, and the extra grants fix jobs need.
+
+Fix jobs run as asynchronous jobs of the runtime: the worker hands the turn over and returns; the runtime sends
+progress and one result per job to the **events queue** (``AGENTKIT_JOB_EVENTS_QUEUE_URL``, SSE, TLS only, with a
+DLQ); the **reporter** (``reporter.handler``) edits the progress comment and opens the draft pull/merge request.
+
+IAM, least privilege:
+
+* worker — ``bedrock-agentcore:StopRuntimeSession`` on the runtime ARN and its endpoint (``/agent stop``; the
+  Service Authorization Reference lists the ``runtime`` and ``runtime-endpoint`` resource types for it);
+  ``s3:PutObject`` on ``<bucket>/<stage>/jobs/*`` (snapshots over the inline cap) when a workspace bucket is set;
+* reporter — consume the events queue; ``dynamodb:GetItem/UpdateItem`` on the table for ``reply#*`` keys;
+  ``secretsmanager:GetSecretValue`` on the token secrets; ``s3:GetObject`` on ``<bucket>/jobs/*`` (patches too
+  large for a message, where the runtime puts them);
+* the runtime's role (:meth:`FixJobs.grant_runtime`) — ``sqs:SendMessage`` on the events queue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import nag
+
+if TYPE_CHECKING:
+    from infra.webhook import IssueWebhook
+    from infra.webhook_props import Checked, WebhookProps
+    from infra.workspaces import WorkspaceBucket
+
+#: The reporter edits a comment and opens a pull request per result: a few API calls, well under this.
+REPORTER_TIMEOUT = cdk.Duration.minutes(3)
+#: How long a result being reported blocks its duplicate (reporter/fix_jobs ``JOB_LEASE_SECONDS``): longer than a
+#: reporter can run.
+JOB_LEASE_SECONDS = 300
+#: Events are kept this long: a runtime job may run up to AgentCore's 8-hour session lifetime.
+EVENTS_RETENTION = cdk.Duration.days(4)
+
+
+def create_job_events_queue(
+    scope: Construct, *, removal_policy: cdk.RemovalPolicy, max_receive_count: int = 5
+) -> sqs.Queue:
+    """The queue the runtime sends job events to (``JobEvents``, SSE, TLS only) with its DLQ
+    (``JobEventsDeadLetters``, 14 days): a result the reporter fails on every delivery waits there."""
+    dead = sqs.Queue(
+        scope,
+        "JobEventsDeadLetters",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=cdk.Duration.days(14),
+        removal_policy=removal_policy,
+    )
+    return sqs.Queue(
+        scope,
+        "JobEvents",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        # Six times the reporter's timeout, as AWS recommends for SQS event sources.
+        visibility_timeout=cdk.Duration.seconds(6 * int(REPORTER_TIMEOUT.to_seconds())),
+        retention_period=EVENTS_RETENTION,
+        dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=max_receive_count),
+        removal_policy=removal_policy,
+    )
+
+
+def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:
+    """The fix-job settings the worker and the reporter share (``WORKSPACE_S3_URI`` with a workspace bucket)."""
+    env = dict(checked.fix_env)
+    if workspaces is not None:
+        env["WORKSPACE_S3_URI"] = workspaces.uri
+    return env
+
+
+def add_fix_jobs(
+    hook: IssueWebhook,
+    props: WebhookProps,
+    *,
+    runtime_arn: str,
+    tracker_env: dict[str, str],
+    fix_env: dict[str, str],
+    job_events_queue: sqs.IQueue | None,
+    workspaces: WorkspaceBucket | None,
+) -> None:
+    """Create (or take) the events queue and the reporter; grant the worker stop and snapshot upload."""
+    if job_events_queue is None:
+        job_events_queue = create_job_events_queue(
+            hook, removal_policy=props.removal_policy, max_receive_count=props.max_receive_count + 2
+        )
+    hook.job_events_queue = job_events_queue
+    hook.worker.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["bedrock-agentcore:StopRuntimeSession"],
+            resources=[
+                runtime_arn,
+                f"{runtime_arn}/runtime-endpoint/{props.runtime_endpoint_name or 'DEFAULT'}",
+            ],
+        )
+    )
+    base = hook.lambda_base
+    environment: dict[str, Any] = {
+        **base.environment,
+        **tracker_env,
+        **fix_env,
+        "POWERTOOLS_SERVICE_NAME": "webhook-reporter",
+        "IDEMPOTENCY_TABLE": hook.table.table_name,
+        "JOB_LEASE_SECONDS": str(JOB_LEASE_SECONDS),
+    }
+    hook.reporter = hook.function(
+        "Reporter",
+        base,
+        props,
+        handler="reporter.handler",
+        timeout=REPORTER_TIMEOUT,
+        description="Issue webhook reporter: fix job progress and results onto the issue, the draft pull request",
+        environment=environment,
+    )
+    hook.reporter.add_event_source(
+        event_sources.SqsEventSource(job_events_queue, batch_size=1, report_batch_item_failures=True)
+    )
+    for _hook_secret, token in hook.secrets.values():
+        token.grant_read(hook.reporter)
+    hook.reporter.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            resources=[hook.table.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}},
+        )
+    )
+    if workspaces is not None:
+        bucket = workspaces.bucket
+        hook.worker.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{workspaces.prefix}jobs/*")]
+            )
+        )
+        hook.reporter.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects("jobs/*")])
+        )
+        stack = cdk.Stack.of(hook)
+        bucket_id = stack.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
+        for fn, key in ((hook.worker, f"{workspaces.prefix}jobs/*"), (hook.reporter, "jobs/*")):
+            nag.acknowledge(
+                fn.role,  # type: ignore[arg-type]
+                [
+                    nag.iam5(
+                        f"<{bucket_id}.Arn>/{key}",
+                        "Each job's snapshot or patch has its own key under jobs/.",
+                    )
+                ],
+            )
+
+
+def grant_runtime(queue: sqs.IQueue, role: iam.IRole) -> None:
+    """The runtime may send job events (``sqs:SendMessage``) to ``queue``, nothing else of it."""
+    queue.grant_send_messages(role)
