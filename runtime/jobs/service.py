@@ -42,12 +42,11 @@ from runtime.jobs.protocol import (
     EVENT_VERSION,
     SQS_MAX_MESSAGE_BYTES,
     JobAccepted,
-    JobSpec,
     ProgressMessage,
     ResultMessage,
 )
 from runtime.jobs.sink import EventsUnavailable, S3Patches, SqsEvents
-from runtime.protocol import Failure, TurnItem
+from runtime.protocol import Failure, JobSpec, TurnItem
 from runtime.sessions import TurnRequest
 
 logger = logging.getLogger(__name__)

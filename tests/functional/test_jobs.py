@@ -20,7 +20,14 @@ import pytest
 
 from harness.archives import tar_gz
 from harness.flaky_proxy import FlakyProxy
-from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, free_port, read_log, session_id
+from harness.runtime_server import (
+    SESSION_HEADER,
+    RuntimeServer,
+    fake_cli_server,
+    free_port,
+    read_log,
+    session_id,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -154,7 +161,9 @@ def test_a_job_is_accepted_at_once_then_reports_progress_and_one_result_last(
     progress = [m for m in messages if m["kind"] == "progress"]
     assert progress, messages
     assert progress[0]["tool_calls"] == 1 and progress[0]["last_tool"] == "Read"
-    assert progress[-1]["tool_calls"] == 2 and progress[-1]["cost_usd"] > 0, [(p["seq"], p["tool_calls"], p["elapsed_s"], p["cost_usd"]) for p in progress]
+    assert progress[-1]["tool_calls"] == 2 and progress[-1]["cost_usd"] > 0, [
+        (p["seq"], p["tool_calls"], p["elapsed_s"], p["cost_usd"]) for p in progress
+    ]
     assert all(p["elapsed_s"] >= 0 for p in progress)
     for message in messages:
         assert message["v"] == 1 and message["session_id"] == sid and message["context"] == CONTEXT
