@@ -119,6 +119,7 @@ class Jobs:
         self._finished: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._in_flight: set[Path] = set()
         self._resender: asyncio.Task[None] | None = None
+        self._started = False
 
     @property
     def unsettled(self) -> int:
@@ -127,6 +128,9 @@ class Jobs:
 
     def start(self) -> None:
         """Re-send what an earlier process left in the outbox (idempotent; call on the worker loop)."""
+        if self._started:
+            return
+        self._started = True
         if self.outbox.count:
             logger.warning("job outbox: %d result(s) from before wait to be sent", self.outbox.count)
             self._kick()

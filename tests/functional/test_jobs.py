@@ -325,3 +325,17 @@ def test_bad_job_requests_are_refused_before_anything_runs(
     assert reply.status == 400 and reply.body["code"] == "invalid_request", reply.body
     assert needle in reply.body["message"]
     assert not turns(tmp_path, "hello")
+
+
+def test_a_job_may_run_longer_than_a_turn_and_its_own_timeout_ends_it(
+    tmp_path: Path, queue: str, moto_server: str, inbox: Inbox
+) -> None:
+    with job_server(tmp_path, queue, moto_server, AGENTKIT_TURN_TIMEOUT="1", AGENTKIT_JOB_TIMEOUT="3") as srv:
+        sync = srv.invoke("[slow:1500] sync", session=session_id("job-sync-timeout"), stream=False)
+        assert sync.status == 504 and sync.body["code"] == "turn_timeout", sync.body
+        assert submit(srv, session_id("job-long"), "long-1", "[slow:1500] job").status == 202
+        assert inbox.result("long-1")["result"]["type"] == "result"
+        assert submit(srv, session_id("job-too-long"), "long-2", "[slow:5000] job").status == 202
+        result = inbox.result("long-2")["result"]
+        assert result["code"] == "turn_timeout" and "within 3 s" in result["message"], result
+        assert isinstance(result["cost_usd"], float)
