@@ -6,7 +6,8 @@ Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSIO
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
 session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount, with ``workspace_bucket``
 ``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``), with the webhook ``AGENTKIT_JOB_EVENTS_QUEUE_URL`` (the job events
-queue, ``infra.job_events``, created for the webhook to consume) and, with both, ``AGENTKIT_WORKSPACE_BUCKET``.
+queue, ``infra.job_events``, created for the webhook to consume) and ``AGENTKIT_JOB_TIMEOUT`` (the session's maximum
+lifetime less :data:`JOB_RESULT_MARGIN_S`), with the bucket too ``AGENTKIT_WORKSPACE_BUCKET``.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
@@ -44,6 +45,7 @@ from runtime.env import (
     ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
     ENV_JOB_EVENTS_QUEUE_URL,
+    ENV_JOB_TIMEOUT,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
@@ -59,6 +61,8 @@ from runtime.env import (
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: Seconds a job's turn leaves of the session's maximum lifetime: time to send its result before the microVM ends.
+JOB_RESULT_MARGIN_S = 300
 
 
 def runtime_environment(
@@ -105,6 +109,10 @@ def runtime_environment(
         env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
     if job_events_queue_url:
         env[ENV_JOB_EVENTS_QUEUE_URL] = job_events_queue_url
+        # AgentCore ends a session's microVM at its maximum lifetime: a job's turn ends a margin before, so its result
+        # (turn_timeout, with its cost) is still sent. Earlier turns of the session use part of that lifetime too.
+        lifetime_s = config.settings.max_lifetime_hours * 3600
+        env[ENV_JOB_TIMEOUT] = str(max(60, lifetime_s - JOB_RESULT_MARGIN_S))
         if job_patch_bucket:
             env[ENV_WORKSPACE_BUCKET] = job_patch_bucket
     return env

@@ -87,6 +87,8 @@ def test_the_runtime_may_only_send_to_it_and_put_job_patches(optional: Synth) ->
     env = runtime_of(optional)["Properties"]["EnvironmentVariables"]
     assert env["AGENTKIT_JOB_EVENTS_QUEUE_URL"] == {"Ref": main_id}
     assert env["AGENTKIT_WORKSPACE_BUCKET"] == {"Ref": bucket_id}
+    # The dev stage's sessions live 2 hours (cdk.json): a job's turn ends 5 minutes before, so its result is sent.
+    assert optional.config.settings.max_lifetime_hours == 2 and env["AGENTKIT_JOB_TIMEOUT"] == "6900"
 
 
 def test_job_patches_expire_with_the_messages_that_name_them(optional: Synth) -> None:
@@ -110,10 +112,11 @@ def test_what_the_stack_sets_for_jobs_parses_through_the_runtime_settings(option
     resolved = {
         "AGENTKIT_JOB_EVENTS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/AgentKit-dev-JobEvents",
         "AGENTKIT_WORKSPACE_BUCKET": "agentkit-dev-workspacesbucket-abc123",
+        "AGENTKIT_JOB_TIMEOUT": env["AGENTKIT_JOB_TIMEOUT"],
     }
     assert set(resolved) <= set(env)
     settings = Settings.from_env(resolved)
-    assert settings.job_events_queue_url and settings.workspace_bucket
+    assert settings.job_events_queue_url and settings.workspace_bucket and settings.job_timeout_s == 6900
 
 
 def test_off_without_the_webhook(dev: Synth) -> None:
