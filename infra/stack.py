@@ -5,7 +5,9 @@ Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSIO
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
 session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount, with ``workspace_bucket``
-``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``).
+``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``), with the webhook ``AGENTKIT_JOB_EVENTS_QUEUE_URL`` (the job events
+queue, ``infra.job_events``, created for the webhook to consume) and ``AGENTKIT_JOB_TIMEOUT`` (the session's maximum
+lifetime less :data:`JOB_RESULT_MARGIN_S`), with the bucket too ``AGENTKIT_WORKSPACE_BUCKET``.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
@@ -24,17 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import lifecycle, nag
 from infra.config import AppConfig
 from infra.gateway import AgentGateway
 from infra.image_build import image_source
+from infra.job_events import JobEvents
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
-from infra.webhook_fix import create_job_events_queue
 from infra.workspaces import WorkspaceBucket
 from runtime.env import (
     ENV_ACTOR_HEADER,
@@ -44,6 +45,7 @@ from runtime.env import (
     ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
     ENV_JOB_EVENTS_QUEUE_URL,
+    ENV_JOB_TIMEOUT,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
@@ -59,6 +61,8 @@ from runtime.env import (
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: Seconds a job's turn leaves of the session's maximum lifetime: time to send its result before the microVM ends.
+JOB_RESULT_MARGIN_S = 300
 
 
 def runtime_environment(
@@ -68,6 +72,8 @@ def runtime_environment(
     gateway_url: str | None,
     region: str,
     workspace_s3_uri: str | None = None,
+    job_events_queue_url: str | None = None,
+    job_patch_bucket: str | None = None,
 ) -> dict[str, str]:
     """The container's environment variables for ``config`` (no local-only settings)."""
     env = {
@@ -101,6 +107,14 @@ def runtime_environment(
         env[ENV_GATEWAY_URL] = gateway_url
     if workspace_s3_uri:
         env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
+    if job_events_queue_url:
+        env[ENV_JOB_EVENTS_QUEUE_URL] = job_events_queue_url
+        # AgentCore ends a session's microVM at its maximum lifetime: a job's turn ends a margin before, so its result
+        # (turn_timeout, with its cost) is still sent. Earlier turns of the session use part of that lifetime too.
+        lifetime_s = config.settings.max_lifetime_hours * 3600
+        env[ENV_JOB_TIMEOUT] = str(max(60, lifetime_s - JOB_RESULT_MARGIN_S))
+        if job_patch_bucket:
+            env[ENV_WORKSPACE_BUCKET] = job_patch_bucket
     return env
 
 
@@ -133,30 +147,34 @@ class AgentKitStack(cdk.Stack):
             if config.workspace_bucket
             else None
         )
-        # The webhook's fix jobs run as asynchronous jobs: the runtime reports them on this queue (infra/webhook_fix.py).
+        # Jobs report through a queue the webhook consumes: created with the webhook (its only consumer in the kit),
+        # before the runtime, whose environment names it. A stack without the webhook refuses "async" requests.
         self.job_events = (
-            create_job_events_queue(self, removal_policy=lifecycle.removal_policy(config.settings))
+            JobEvents(self, "JobEvents", removal_policy=lifecycle.removal_policy(config.settings))
             if config.webhook.enabled
             else None
         )
-        environment = runtime_environment(
-            config,
-            memory_id=self.memory.memory_id,
-            gateway_url=self.gateway.gateway_url if self.gateway else None,
-            region=self.region,
-            workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
+        self.agent = AgentRuntime(
+            self,
+            "Agent",
+            config=config,
+            image=image,
+            environment=runtime_environment(
+                config,
+                memory_id=self.memory.memory_id,
+                gateway_url=self.gateway.gateway_url if self.gateway else None,
+                region=self.region,
+                workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
+                job_events_queue_url=self.job_events.queue_url if self.job_events else None,
+                job_patch_bucket=self.workspaces.bucket.bucket_name if self.workspaces else None,
+            ),
         )
-        if self.job_events is not None:
-            environment[ENV_JOB_EVENTS_QUEUE_URL] = self.job_events.queue_url
-            if self.workspaces is not None:  # patches too large for a message go there (jobs/<id>/patch.diff)
-                environment[ENV_WORKSPACE_BUCKET] = self.workspaces.bucket.bucket_name
-        self.agent = AgentRuntime(self, "Agent", config=config, image=image, environment=environment)
-        if self.job_events is not None:
-            self.job_events.grant_send_messages(self.agent.role)
-            if self.workspaces is not None:
-                self._grant_patch_upload(self.workspaces)
         if self.workspaces is not None:
             self.workspaces.grant_read(self.agent.role)
+        if self.job_events is not None:
+            self.job_events.grant_send(self.agent.role)
+            if self.workspaces is not None:
+                self.workspaces.grant_put_job_patches(self.agent.role)
         self.memory.grant_runtime(self.agent.role)
         if self.gateway is not None:
             self.gateway.grant_invoke(self.agent.role)
@@ -166,22 +184,6 @@ class AgentKitStack(cdk.Stack):
         self.optional_constructs = self._compose_optional(config)
         self._outputs(config)
         nag.acknowledge_stack(self)
-
-    def _grant_patch_upload(self, workspaces: WorkspaceBucket) -> None:
-        """``s3:PutObject`` on ``<bucket>/jobs/*``: where the runtime puts a job's patch too large for a message."""
-        bucket = workspaces.bucket
-        self.agent.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects("jobs/*")])
-        )
-        bucket_id = self.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
-        nag.acknowledge(
-            self.agent.role,
-            [
-                nag.iam5(
-                    f"<{bucket_id}.Arn>/jobs/*", "Each job's patch gets its own key under jobs/<job id>/."
-                )
-            ],
-        )
 
     def _compose_optional(self, config: AppConfig) -> dict[str, Construct]:
         """Build the webhook / CI-access constructs when their flags are on."""
@@ -196,7 +198,7 @@ class AgentKitStack(cdk.Stack):
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
                 props=WebhookProps.from_config(config),
-                job_events_queue=self.job_events,
+                job_events_queue=self.job_events.queue if self.job_events else None,
                 workspaces=self.workspaces,
             )
         if config.github_oidc.enabled and config.github_oidc.repository:

@@ -13,7 +13,7 @@ IAM, least privilege:
 * reporter — consume the events queue; ``dynamodb:GetItem/UpdateItem`` on the table for ``reply#*`` keys;
   ``secretsmanager:GetSecretValue`` on the token secrets; ``s3:GetObject`` on ``<bucket>/jobs/*`` (patches too
   large for a message, where the runtime puts them);
-* the runtime's role (:meth:`FixJobs.grant_runtime`) — ``sqs:SendMessage`` on the events queue.
+* the runtime's role — ``sqs:SendMessage`` on the events queue (``infra/job_events.py``, granted by the stack).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
 
 from infra import nag
+from infra.job_events import RETENTION
+from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from infra.webhook import IssueWebhook
@@ -38,34 +39,6 @@ REPORTER_TIMEOUT = cdk.Duration.minutes(3)
 #: How long a result being reported blocks its duplicate (reporter/fix_jobs ``JOB_LEASE_SECONDS``): longer than a
 #: reporter can run.
 JOB_LEASE_SECONDS = 300
-#: Events are kept this long: a runtime job may run up to AgentCore's 8-hour session lifetime.
-EVENTS_RETENTION = cdk.Duration.days(4)
-
-
-def create_job_events_queue(
-    scope: Construct, *, removal_policy: cdk.RemovalPolicy, max_receive_count: int = 5
-) -> sqs.Queue:
-    """The queue the runtime sends job events to (``JobEvents``, SSE, TLS only) with its DLQ
-    (``JobEventsDeadLetters``, 14 days): a result the reporter fails on every delivery waits there."""
-    dead = sqs.Queue(
-        scope,
-        "JobEventsDeadLetters",
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-        retention_period=cdk.Duration.days(14),
-        removal_policy=removal_policy,
-    )
-    return sqs.Queue(
-        scope,
-        "JobEvents",
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-        # Six times the reporter's timeout, as AWS recommends for SQS event sources.
-        visibility_timeout=cdk.Duration.seconds(6 * int(REPORTER_TIMEOUT.to_seconds())),
-        retention_period=EVENTS_RETENTION,
-        dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=max_receive_count),
-        removal_policy=removal_policy,
-    )
 
 
 def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:
@@ -88,8 +61,27 @@ def add_fix_jobs(
 ) -> None:
     """Create (or take) the events queue and the reporter; grant the worker stop and snapshot upload."""
     if job_events_queue is None:
-        job_events_queue = create_job_events_queue(
-            hook, removal_policy=props.removal_policy, max_receive_count=props.max_receive_count + 2
+        # A webhook outside the kit's stack gets its own queue (the stack passes infra/job_events.py's, whose
+        # output would clash between two webhooks of one stack): the same properties, for this reporter.
+        dead = sqs.Queue(
+            hook,
+            "JobEventsDeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=RETENTION,
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
+            removal_policy=props.removal_policy,
+        )
+        job_events_queue = sqs.Queue(
+            hook,
+            "JobEvents",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=cdk.Duration.seconds(6 * int(REPORTER_TIMEOUT.to_seconds())),
+            retention_period=RETENTION,
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=dead, max_receive_count=5),
+            removal_policy=props.removal_policy,
         )
     hook.job_events_queue = job_events_queue
     hook.worker.add_to_role_policy(
@@ -138,23 +130,15 @@ def add_fix_jobs(
                 actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{workspaces.prefix}jobs/*")]
             )
         )
-        hook.reporter.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects("jobs/*")])
+        assert hook.reporter.role is not None and hook.worker.role is not None
+        workspaces.grant_read_job_patches(hook.reporter.role)
+        bucket_id = cdk.Stack.of(hook).get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
+        nag.acknowledge(
+            hook.worker.role,
+            [
+                nag.iam5(
+                    f"<{bucket_id}.Arn>/{workspaces.prefix}jobs/*",
+                    "Each fix job's snapshot gets its own key under the stage's jobs/ prefix.",
+                )
+            ],
         )
-        stack = cdk.Stack.of(hook)
-        bucket_id = stack.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
-        for fn, key in ((hook.worker, f"{workspaces.prefix}jobs/*"), (hook.reporter, "jobs/*")):
-            nag.acknowledge(
-                fn.role,  # type: ignore[arg-type]
-                [
-                    nag.iam5(
-                        f"<{bucket_id}.Arn>/{key}",
-                        "Each job's snapshot or patch has its own key under jobs/.",
-                    )
-                ],
-            )
-
-
-def grant_runtime(queue: sqs.IQueue, role: iam.IRole) -> None:
-    """The runtime may send job events (``sqs:SendMessage``) to ``queue``, nothing else of it."""
-    queue.grant_send_messages(role)

@@ -49,7 +49,6 @@ from runtime.errors import (
     PromptTooLarge,
     WorkspaceTooLarge,
 )
-from runtime.jobs.protocol import JobSpec
 from runtime.json_guard import JsonTooDeep
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
@@ -214,6 +213,44 @@ class WorkspaceSnapshot(BaseModel):
             raise InvalidWorkspace(
                 "workspace.tar_gz_b64 is not valid base64; send the tar.gz archive base64-encoded"
             ) from None
+
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+#: The largest ``job.context``, as compact UTF-8 JSON: it is echoed in every event of the job.
+MAX_CONTEXT_BYTES = 4096
+
+
+class JobSpec(BaseModel):
+    """The request's ``job``: an id of the caller's choosing and an opaque context echoed in every event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(min_length=1, max_length=128)
+    context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id_charset(cls, value: str) -> str:
+        if not JOB_ID_RE.match(value):
+            raise ValueError("must be 1-128 characters of letters, digits and '.', '_', ':', '-'")
+        if not value.strip("."):  # "." and ".." would name a directory in the patch's S3 key
+            raise ValueError("must not consist of dots only")
+        return value
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(encode_context(value))
+        if size > MAX_CONTEXT_BYTES:
+            raise ValueError(
+                f"is {size} bytes as JSON; at most {MAX_CONTEXT_BYTES}: send ids to look things up, not the things"
+            )
+        return value
+
+
+def encode_context(context: dict[str, Any]) -> bytes:
+    """``job.context`` as its size is counted: compact JSON, UTF-8."""
+    return json.dumps(context, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class InvocationRequest(BaseModel):

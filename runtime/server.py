@@ -198,6 +198,8 @@ class Runtime:
                 max_budget_usd=call.request.max_budget_usd,
                 metadata=call.request.metadata,
                 trace_headers=call.trace_headers,
+                # Nobody waits for a job's reply: it may run as long as AGENTKIT_JOB_TIMEOUT, not a caller's turn.
+                timeout_s=self.settings.job_timeout_s if call.request.job is not None else None,
             )
             services.runner.check_request(turn)
             key = claude_session_id(call.session_id, call.actor)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, ValidationError
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -42,6 +42,7 @@ from runtime.env import (
     ENV_IDLE_TIMEOUT,
     ENV_JOB_EVENTS_QUEUE_URL,
     ENV_JOB_PROGRESS_SECONDS,
+    ENV_JOB_TIMEOUT,
     ENV_MAX_BUDGET_USD,
     ENV_MAX_PROMPT_CHARS,
     ENV_MAX_QUEUED,
@@ -196,6 +197,14 @@ class Settings(SettingsChecks):
         'SQS queue URL for asynchronous jobs\' progress and result events (`sqs:SendMessage`); unset: `"async": '
         "true` is refused with `400 jobs_not_configured` (docs/http-api.md#asynchronous-jobs)",
         shown="unset: jobs off",
+    )
+    job_timeout_s: float = setting(
+        ENV_JOB_TIMEOUT,
+        7200.0,
+        "seconds the turn of an asynchronous job may take (instead of `AGENTKIT_TURN_TIMEOUT`; at most AgentCore's "
+        "8-hour session lifetime)",
+        gt=0,
+        le=28_800,
     )
     job_progress_s: float = setting(
         ENV_JOB_PROGRESS_SECONDS, 10.0, "least seconds between two progress events of one job", gt=0
@@ -356,17 +365,6 @@ class Settings(SettingsChecks):
         "`v1`: answer `/ping` at once and warm up in the background; `v2`: warm up fully before listening "
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
-
-    @model_validator(mode="after")
-    def _tool_disk_without_snapshots(self) -> Settings:
-        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
-        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
-        if self.tool_disk_mb > 0 and self.workspace_max_bytes > 0:
-            raise ValueError(
-                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
-                "patch is read from the host while the CLI works on its tool disk"
-            )
-        return self
 
     # -- derived paths -------------------------------------------------------------------------------------
 

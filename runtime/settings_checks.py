@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, field_validator, model_validator
 
+from runtime.env import ENV_TOOL_DISK_MB, ENV_WORKSPACE_MAX_BYTES
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import is_inference_profile
 
@@ -90,3 +91,14 @@ class SettingsChecks(BaseModel):
         if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
             raise ValueError(f"{value!r} is not an S3 bucket name (a name, not an s3:// URI)")
         return value
+
+    @model_validator(mode="after")
+    def _tool_disk_without_snapshots(self) -> Any:
+        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
+        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
+        if getattr(self, "tool_disk_mb", 0) > 0 and getattr(self, "workspace_max_bytes", 0) > 0:
+            raise ValueError(
+                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
+                "patch is read from the host while the CLI works on its tool disk"
+            )
+        return self

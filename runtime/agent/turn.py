@@ -155,13 +155,14 @@ class Turn:
         """Send the prompt and emit the reply's events until its ``ResultMessage``.
 
         Raises:
-            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT``.
+            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT`` (or the request's own timeout).
             AgentProcessError: the CLI exited or closed its output before the result.
         """
         client = self.process.client
         result: ResultMessage | None = None
+        timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
         try:
-            async with asyncio.timeout(self.settings.turn_timeout_s), self._interrupt_when_abandoned():
+            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
                 try:
                     await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
                 except (CLIConnectionError, ProcessError) as exc:
@@ -175,7 +176,7 @@ class Turn:
             self._count_aborted(span)
             self.observer.invocation_error("turn_timeout")
             raise TurnTimeout(
-                f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
+                f"the turn did not finish within {timeout_s:.0f} s and was stopped. "
                 "The session stays usable: send the next turn, or narrow the task."
             ) from None
         except CLIGone as exc:

@@ -42,12 +42,11 @@ from runtime.jobs.protocol import (
     EVENT_VERSION,
     SQS_MAX_MESSAGE_BYTES,
     JobAccepted,
-    JobSpec,
     ProgressMessage,
     ResultMessage,
 )
 from runtime.jobs.sink import EventsUnavailable, S3Patches, SqsEvents
-from runtime.protocol import Failure, TurnItem
+from runtime.protocol import Failure, JobSpec, TurnItem
 from runtime.sessions import TurnRequest
 
 logger = logging.getLogger(__name__)
@@ -120,6 +119,7 @@ class Jobs:
         self._finished: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._in_flight: set[Path] = set()
         self._resender: asyncio.Task[None] | None = None
+        self._started = False
 
     @property
     def unsettled(self) -> int:
@@ -128,6 +128,9 @@ class Jobs:
 
     def start(self) -> None:
         """Re-send what an earlier process left in the outbox (idempotent; call on the worker loop)."""
+        if self._started:
+            return
+        self._started = True
         if self.outbox.count:
             logger.warning("job outbox: %d result(s) from before wait to be sent", self.outbox.count)
             self._kick()

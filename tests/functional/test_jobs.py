@@ -20,7 +20,14 @@ import pytest
 
 from harness.archives import tar_gz
 from harness.flaky_proxy import FlakyProxy
-from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, free_port, read_log, session_id
+from harness.runtime_server import (
+    SESSION_HEADER,
+    RuntimeServer,
+    fake_cli_server,
+    free_port,
+    read_log,
+    session_id,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -154,7 +161,9 @@ def test_a_job_is_accepted_at_once_then_reports_progress_and_one_result_last(
     progress = [m for m in messages if m["kind"] == "progress"]
     assert progress, messages
     assert progress[0]["tool_calls"] == 1 and progress[0]["last_tool"] == "Read"
-    assert progress[-1]["tool_calls"] == 2 and progress[-1]["cost_usd"] > 0, [(p["seq"], p["tool_calls"], p["elapsed_s"], p["cost_usd"]) for p in progress]
+    assert progress[-1]["tool_calls"] == 2 and progress[-1]["cost_usd"] > 0, [
+        (p["seq"], p["tool_calls"], p["elapsed_s"], p["cost_usd"]) for p in progress
+    ]
     assert all(p["elapsed_s"] >= 0 for p in progress)
     for message in messages:
         assert message["v"] == 1 and message["session_id"] == sid and message["context"] == CONTEXT
@@ -316,3 +325,17 @@ def test_bad_job_requests_are_refused_before_anything_runs(
     assert reply.status == 400 and reply.body["code"] == "invalid_request", reply.body
     assert needle in reply.body["message"]
     assert not turns(tmp_path, "hello")
+
+
+def test_a_job_may_run_longer_than_a_turn_and_its_own_timeout_ends_it(
+    tmp_path: Path, queue: str, moto_server: str, inbox: Inbox
+) -> None:
+    with job_server(tmp_path, queue, moto_server, AGENTKIT_TURN_TIMEOUT="1", AGENTKIT_JOB_TIMEOUT="3") as srv:
+        sync = srv.invoke("[slow:1500] sync", session=session_id("job-sync-timeout"), stream=False)
+        assert sync.status == 504 and sync.body["code"] == "turn_timeout", sync.body
+        assert submit(srv, session_id("job-long"), "long-1", "[slow:1500] job").status == 202
+        assert inbox.result("long-1")["result"]["type"] == "result"
+        assert submit(srv, session_id("job-too-long"), "long-2", "[slow:5000] job").status == 202
+        result = inbox.result("long-2")["result"]
+        assert result["code"] == "turn_timeout" and "within 3 s" in result["message"], result
+        assert isinstance(result["cost_usd"], float)
