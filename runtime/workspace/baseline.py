@@ -137,7 +137,10 @@ class Baseline:
         """Stage the work tree in a throw-away index and diff it against the snapshot."""
         base = (self.git_dir / _BASE_FILE).read_text().strip()
         index = self.git_dir / "turn-index"
-        shutil.copyfile(self.git_dir / "index", index)
+        # copy2 keeps the index's time: git re-reads a file whose stat data matches only when the file is not
+        # older than the index ("racy git"); a fresh time would hide a same-size edit made in the recording's
+        # second (tests/unit/test_workspace_patch.py).
+        shutil.copy2(self.git_dir / "index", index)
         try:
             env = {"GIT_INDEX_FILE": str(index)}
             self._git("add", "--all", "--", ".", env=env)

@@ -24,6 +24,7 @@ CHANGE_MODES: tuple[ChangeMode, ...] = ("pull_request", "branch")
 CHANGE_TRAILER = "Agentkit-Change"
 DEFAULT_BRANCH_PREFIX = "agent/"
 _BRANCH_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,40}$")
+_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,13 @@ class ChangeRequest:
     mode: ChangeMode = "pull_request"
 
     def __post_init__(self) -> None:
+        if (
+            not _BRANCH.match(self.branch)
+            or ".." in self.branch
+            or "//" in self.branch
+            or self.branch.endswith((".lock", "/", "."))
+        ):
+            raise ValueError(f"branch {self.branch!r} is not a plain branch name (letters, digits, . _ - /)")
         if self.mode not in CHANGE_MODES:
             raise ValueError(f"change mode {self.mode!r} is not one of {', '.join(CHANGE_MODES)}")
         if not re.fullmatch(r"[0-9a-f]{40}", self.base_sha):

@@ -102,7 +102,7 @@ class GitHubRepo:
 
     def resolve(self, ref: str) -> tuple[str, str]:
         """``(commit id, root tree id)`` of ``ref`` (a branch, tag or commit id)."""
-        doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref)}")
+        doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
         return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
 
     def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
@@ -142,7 +142,9 @@ class GitHubRepo:
 
     def _existing_branch(self, request: ChangeRequest, changes: Sequence[FileChange]) -> str | None:
         """The branch head when the branch holds exactly this change; ``None`` when there is no branch."""
-        ref = self.rest.call("GET", f"{self._base}/git/ref/heads/{quote(request.branch)}", allow_404=True)
+        ref = self.rest.call(
+            "GET", f"{self._base}/git/ref/heads/{quote(request.branch, keep_slashes=True)}", allow_404=True
+        )
         if ref is None:
             return None
         head = str(ref["object"]["sha"])

@@ -233,6 +233,8 @@ def _settle_paths(s: _FilePatch) -> None:
             s.old_path = s.old_path or old
         if s.kind != "delete":
             s.new_path = s.new_path or new
+    if s.kind == "modify" and not (s.hunks or s.binary or s.old_mode != s.new_mode):
+        raise PatchRefused(f"{s.header!r} changes nothing (no hunks, no mode change)")
     if s.kind == "create":
         s.old_path = None
     if s.kind == "delete":

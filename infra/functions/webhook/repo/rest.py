@@ -159,6 +159,7 @@ class Rest:
         raise TrackerApiError(f"{self.service} redirected more than {MAX_REDIRECTS} times from {path}")
 
 
-def quote(value: str) -> str:
-    """A path segment, every ``/`` and special character escaped (branch names hold slashes)."""
-    return urllib.parse.quote(value, safe="")
+def quote(value: str, *, keep_slashes: bool = False) -> str:
+    """A path segment with special characters escaped; ``/`` too unless ``keep_slashes`` (GitLab wants a
+    branch name's slashes escaped in one segment, GitHub's ref paths take them as they are)."""
+    return urllib.parse.quote(value, safe="/" if keep_slashes else "")

@@ -99,6 +99,8 @@ def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repack
             comment = tar.pax_headers.get("comment")
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
+    if not reader.files:
+        raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
     reader.check_links()
     archive = write_snapshot(reader.files)
     if len(archive) > limits.max_archive_bytes:
