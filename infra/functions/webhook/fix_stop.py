@@ -37,7 +37,7 @@ NOT_FOUND = "ResourceNotFoundException"
 
 def stopped_text(state: JobState, by: str) -> str:
     cost = f"${state.cost_so_far:.4f}" if state.cost_so_far is not None else "n/a"
-    ran = f" after {state.elapsed_s:.0f}s" if state.elapsed_s else ""
+    ran = f" after {state.elapsed_s:.0f}s" if state.elapsed_s >= 1 else ""
     calls = f", {state.tool_calls} tool calls" if state.tool_calls else ""
     return f"Stopped by @{by}{ran}{calls}. Cost so far: {cost}. No pull request was opened."
 
