@@ -296,7 +296,9 @@ def test_stop_mid_run_opens_nothing_and_a_second_stop_answers_once(world: Simple
     item = job_item(world, "gh-")
     assert item["status"]["S"] == "stopped" and item["stopped_by"]["S"]
     comments = list(world.github.comments.values())
-    assert comments[0]["body"].startswith("Stopped by `@carol`") and "Cost so far: $0.0" in comments[0]["body"]
+    assert (
+        comments[0]["body"].startswith("Stopped by `@carol`") and "Cost so far: $0.0" in comments[0]["body"]
+    )
     # The runtime reports the stopped turn; the reporter opens nothing for it.
     pump_events(world, until="result")
     assert not world.github.pulls

@@ -57,6 +57,12 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 _PATCH_URI = re.compile(r"^s3://([^/]+)/(jobs/([A-Za-z0-9._:-]{1,128})/patch\.diff)$")
 
 
+class PatchLocationRefused(WebhookError):
+    """A result names a patch object outside ``s3://<workspace bucket>/jobs/<its job id>/patch.diff``."""
+
+    code, http_status = "patch_location_refused", 422
+
+
 class JobEvent(BaseModel):
     """One message of the events queue (the runtime's job event contract, version 1)."""
 
@@ -280,7 +286,7 @@ class Reporter:
         match = _PATCH_URI.match(str(uri))
         location = self.deps.settings.s3_location
         if match is None or location is None or match.group(1) != location[0] or match.group(3) != ev.job_id:
-            raise TrackerConfigError(
+            raise PatchLocationRefused(
                 f"patch_s3_uri {str(uri)[:200]!r} is not this job's patch in the workspace bucket"
             )
         body = self.deps.s3.get_object(Bucket=match.group(1), Key=match.group(2))["Body"].read()
