@@ -186,22 +186,18 @@ def run_worker(world: SimpleNamespace) -> None:
         world.aws.sqs.delete_message(QueueUrl=world.tasks, ReceiptHandle=msg["ReceiptHandle"])
 
 
-def pump_events(
-    world: SimpleNamespace, *, until: str, timeout: float = 30.0, duplicate: bool = False
-) -> list[str]:
-    """Feed the events queue to the reporter (one record per invocation) until an event of kind ``until`` was
-    handled; with ``duplicate`` every result is delivered twice. Returns what the reporter did, in order."""
-    done: list[str] = []
+def pump_events(world: SimpleNamespace, *, until: str, timeout: float = 30.0) -> list[tuple[str, str]]:
+    """Feed the events queue to the reporter (one record per invocation, deleted once handled, as Lambda does)
+    until an event of kind ``until`` was handled. Returns the ``(kind, body)`` of each, in order."""
+    done: list[tuple[str, str]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = world.aws.sqs.receive_message(QueueUrl=world.events, MaxNumberOfMessages=10, WaitTimeSeconds=0)
         for msg in got.get("Messages", []):
-            kind = json.loads(msg["Body"])["kind"]
-            for _ in range(2 if duplicate and kind == "result" else 1):
-                assert reporter.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
-                done.append(kind)
+            assert reporter.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+            done.append((json.loads(msg["Body"])["kind"], msg["Body"]))
             world.aws.sqs.delete_message(QueueUrl=world.events, ReceiptHandle=msg["ReceiptHandle"])
-        if until in done:
+        if any(kind == until for kind, _ in done):
             return done
         time.sleep(0.1)
     raise AssertionError(f"no {until} event within {timeout}s (handled: {done})")
@@ -258,12 +254,16 @@ def test_github_comment_becomes_one_draft_pull_request_with_exactly_the_change(
     assert body["workspace"]["tar_gz_b64"] and body["job"]["context"]["base_sha"] == world.github.base_commit
     [progress] = world.github.comments.values()
     assert progress["body"].startswith("Working on it")
-    handled = pump_events(world, until="result", duplicate=True)
-    assert handled.count("result") == 2  # delivered twice ...
-    [pull] = world.github.pulls  # ... reported once
+    [result] = [body for kind, body in pump_events(world, until="result") if kind == "result"]
+    [reported] = world.github.comments.values()
+    edits = reported["edits"]
+    # SQS delivers the result again (at least once): nothing more happens.
+    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}
+    [pull] = world.github.pulls
     assert pull["draft"] is True and pull["base"]["ref"] == "main"
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
-    [final] = world.github.comments.values()  # the same comment, edited into the answer
+    [final] = world.github.comments.values()  # the same comment, edited into the answer once
+    assert final["edits"] == edits
     assert pull["html_url"] in final["body"] and "cost $" in final["body"]
     item = job_item(world, "gh-")
     assert item["status"]["S"] == "done" and item["pr_url"]["S"] == pull["html_url"]
@@ -300,8 +300,10 @@ def test_stop_mid_run_opens_nothing_and_a_second_stop_answers_once(world: Simple
         comments[0]["body"].startswith("Stopped by `@carol`") and "Cost so far: $0.0" in comments[0]["body"]
     )
     # The runtime reports the stopped turn; the reporter opens nothing for it.
-    pump_events(world, until="result")
+    [(_, result)] = [e for e in pump_events(world, until="result") if e[0] == "result"]
+    assert json.loads(result)["result"]["code"] == "stopped"
     assert not world.github.pulls
+    assert next(iter(world.github.comments.values()))["body"] == comments[0]["body"]  # still says "stopped"
     # A second stop finds nothing running: one short comment, once, even when delivered twice.
     assert call(github_comment("/agent stop", 203)[0])[1]["status"] == "queued"
     out = world.aws.sqs.receive_message(QueueUrl=world.tasks)
