@@ -8,7 +8,8 @@ Environment (names in :mod:`wiring`):
                              issue of an unmapped project gets a short comment instead of a job
   WORKSPACE_S3_URI           ``s3://bucket/prefix/`` the runtime reads snapshots from (its
                              ``AGENTKIT_WORKSPACE_S3_URI``); snapshots over INLINE_SNAPSHOT_MAX_BYTES go there
-  INLINE_SNAPSHOT_MAX_BYTES  largest snapshot sent inside the invocation (default 6 MiB)
+  INLINE_SNAPSHOT_MAX_BYTES  largest snapshot sent inside the invocation when WORKSPACE_S3_URI is set (default
+                             6 MiB); without it every snapshot goes inline, up to the runtime's own cap
   PROGRESS_MIN_SECONDS       reporter: at most one progress edit per this many seconds (default 20)
   JOB_LEASE_SECONDS          reporter: how long a result being reported blocks a duplicate (default 300)
 
@@ -25,7 +26,9 @@ import wiring
 from trackers import TrackerConfigError
 from trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
-#: Inline snapshots travel base64-encoded in the InvokeAgentRuntime body; bigger ones go through S3.
+#: Inline snapshots travel base64-encoded (4/3) in the InvokeAgentRuntime body, and the worker holds the archive,
+#: its base64 and the JSON body at once next to the snapshot's file view: with a workspace bucket, bigger ones go
+#: through S3 and the worker's memory stays small.
 DEFAULT_INLINE_SNAPSHOT_MAX_BYTES = 6 * 1024 * 1024
 _S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[A-Za-z0-9_.-]+/)*)$")
 

@@ -97,7 +97,7 @@ class FixDeps:
     repos: RepoSource
     comments: ProgressComments
     settings: FixSettings
-    #: An ``s3`` client, for snapshots over the inline cap (``None``: those fail with ``snapshot_too_large``).
+    #: An ``s3`` client, for snapshots over the inline cap (``None``: every snapshot goes inline).
     s3: Any = None
     clock: Callable[[], float] = time.time
 
@@ -162,15 +162,12 @@ def resolve_target(task: AgentTask, settings: FixSettings) -> RepoTarget:
 
 
 def workspace_field(fx: FixDeps, fetched: FetchedRepo, key: str) -> dict[str, Any]:
-    """``{"tar_gz_b64": ...}`` inline, or ``{"s3_uri": ...}`` after an upload for a large snapshot."""
-    if len(fetched.archive) <= fx.settings.inline_snapshot_max_bytes:
-        return {"tar_gz_b64": base64.b64encode(fetched.archive).decode()}
+    """``{"tar_gz_b64": ...}`` inline, or ``{"s3_uri": ...}`` after an upload when the snapshot is over
+    ``INLINE_SNAPSHOT_MAX_BYTES`` and a workspace bucket is set. Without a bucket every snapshot goes inline: the
+    runtime's own cap (``AGENTKIT_WORKSPACE_MAX_BYTES``) then decides, with a clear ``workspace_too_large``."""
     location = fx.settings.s3_location
-    if location is None or fx.s3 is None:
-        raise FixRefused(
-            "snapshot_too_large",
-            f"snapshot of {len(fetched.archive)} bytes is over INLINE_SNAPSHOT_MAX_BYTES and no WORKSPACE_S3_URI is set",
-        )
+    if len(fetched.archive) <= fx.settings.inline_snapshot_max_bytes or location is None or fx.s3 is None:
+        return {"tar_gz_b64": base64.b64encode(fetched.archive).decode()}
     bucket, prefix = location
     object_key = f"{prefix}jobs/{key}/workspace.tar.gz"
     fx.s3.put_object(Bucket=bucket, Key=object_key, Body=fetched.archive, ContentType="application/gzip")

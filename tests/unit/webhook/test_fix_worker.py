@@ -152,3 +152,24 @@ def test_without_fix_support_the_task_fails_instead_of_answering(
     monkeypatch.setattr(deps, "fix", None)
     assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert not setup.runtime.requests
+
+
+def test_a_snapshot_over_the_inline_cap_goes_through_the_workspace_bucket(
+    setup: SimpleNamespace, monkeypatch: Any
+) -> None:
+    import boto3
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="kit-ws")
+    fx = worker._get_deps().fix.fx  # type: ignore[union-attr]
+    monkeypatch.setattr(fx, "s3", s3)
+    monkeypatch.setattr(
+        fx, "settings", FixSettings(workspace_s3_uri="s3://kit-ws/dev/", inline_snapshot_max_bytes=10)
+    )
+    body, key = fix_task()
+    accept(setup, key)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    workspace = json.loads(setup.runtime.requests[0]["body"])["workspace"]
+    assert workspace == {"s3_uri": f"s3://kit-ws/dev/jobs/{key}/workspace.tar.gz"}
+    archive = s3.get_object(Bucket="kit-ws", Key=f"dev/jobs/{key}/workspace.tar.gz")["Body"].read()
+    assert archive[:2] == b"\x1f\x8b"  # the gzip snapshot itself
