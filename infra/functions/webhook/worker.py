@@ -1,6 +1,10 @@
 """Webhook worker Lambda (SQS): run one agent turn per task and post the answer on the issue.
 
-For each SQS record (an :class:`trackers.AgentTask` as JSON, from any tracker) the worker:
+Each SQS record is an :class:`trackers.AgentTask` as JSON, from any tracker. Its ``intent`` decides: ``fix``
+starts an asynchronous fix job and returns (:mod:`fix_worker`; the result is reported by :mod:`reporter`),
+``stop`` stops the issue's running job (:mod:`fix_stop`), ``answer`` (below) runs one turn and posts the reply.
+
+For an answer the worker:
 
 1. renders the prompt (:func:`trackers.render_prompt`);
 2. calls ``bedrock-agentcore`` ``InvokeAgentRuntime`` with body ``{"prompt": ..., "stream": false}``,
@@ -58,12 +62,15 @@ Environment (tracker variables: see :mod:`wiring`):
   REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
   TURN_LEASE_SECONDS            how long a claimed turn blocks a duplicate delivery (default 900)
   SECRET_MAX_AGE_SECONDS        default 300
+  PR_MODE, JIRA_REPOSITORIES, WORKSPACE_S3_URI, INLINE_SNAPSHOT_MAX_BYTES  fix jobs (:mod:`fix_config`)
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
 
 IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``;
 ``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets (never the webhook secrets); ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table (``reply#*`` keys); ``sqs:ReceiveMessage/DeleteMessage/
-GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray put.
+GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray put; for fix jobs
+``bedrock-agentcore:StopRuntimeSession`` on the runtime ARN and its endpoint (``/agent stop``) and
+``s3:PutObject`` on ``<WORKSPACE_S3_URI>jobs/*`` (large snapshots).
 """
 
 from __future__ import annotations
