@@ -57,7 +57,7 @@ def setup(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
         replies = ReplyStore(client=aws.ddb, table_name="idem")
         deps = worker.WorkerDeps(
             trackers={"github": adapter},
-            invoker=None,  # type: ignore[arg-type]  (a stop never invokes)
+            invoker=None,  # type: ignore[arg-type] # a stop never invokes
             stopper=Stopper(
                 client=client,
                 runtime_arn=RUNTIME_ARN,
