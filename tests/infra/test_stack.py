@@ -77,6 +77,7 @@ def test_runtime_environment(dev: Synth) -> None:
     assert "GatewayUrl" in dumps(env["AGENTKIT_GATEWAY_URL"])
     assert env["AWS_REGION"] == {"Ref": "AWS::Region"}
     assert (env["AGENTKIT_AGENT_PROFILE"], env["AGENTKIT_SANDBOX"]) == ("readonly", "required")
+    assert env["AGENTKIT_STAGE"] == "dev"  # attribution in each Bedrock call's request metadata
 
 
 def _resolve(value: Any) -> str:
