@@ -202,6 +202,12 @@ class AgentKitStack(cdk.Stack):
         cdk.CfnOutput(self, "DashboardUrl", value=self.observability.dashboard_url, description="Dashboard")
         cdk.CfnOutput(
             self,
+            "UsageLogGroup",
+            value=self.agent.usage_logs.log_group_name,
+            description="The runtime's USAGE_LOGS: vCPU-hours and GB-hours per session (agentkit cost --by session)",
+        )
+        cdk.CfnOutput(
+            self,
             "InvokeCommand",
             description="Ready-to-paste invocation",
             value=cdk.Fn.join(

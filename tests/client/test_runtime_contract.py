@@ -69,3 +69,30 @@ def test_client_and_runtime_do_not_import_each_other() -> None:
     assert "runtime" not in client and "agentkit" in client
     assert client - {"agentkit", "boto3", "botocore", "urllib3"} <= set(__import__("sys").stdlib_module_names)
     assert "agentkit" not in _imports(ROOT / "runtime")
+
+
+def test_the_clients_price_table_is_the_runtimes() -> None:
+    """The client prices compute and Memory with its copy of the kit's price table: same figures, same dates and
+    sources, same Regions, so ``agentkit cost`` and the runtime never disagree on a price."""
+    from dataclasses import asdict
+
+    from agentkit.data import prices as copy
+    from runtime.observe import prices as table
+
+    assert {r: asdict(p) for r, p in copy.AGENTCORE_PRICES.items()} == {
+        r: asdict(p) for r, p in table.DEFAULT_PRICES.agentcore.items()
+    }
+    assert (
+        table.DEFAULT_PRICES.agentcore_as_of,
+        table.DEFAULT_PRICES.agentcore_source,
+    ) == (copy.AGENTCORE_PRICES_AS_OF, copy.AGENTCORE_PRICES_SOURCE)
+    assert (
+        table.DEFAULT_PRICES.as_of,
+        table.DEFAULT_PRICES.source,
+    ) == (copy.MODEL_PRICES_AS_OF, copy.MODEL_PRICES_SOURCE)
+    assert copy.AGENTCORE_REFERENCE_REGION == table.AGENTCORE_REFERENCE_REGION
+    for region in ("us-east-1", "eu-north-1", None):
+        assert asdict(copy.agentcore_prices(region)[0]) == asdict(
+            table.DEFAULT_PRICES.agentcore_for(region)[0]
+        )
+        assert copy.agentcore_prices(region)[1] == table.DEFAULT_PRICES.agentcore_for(region)[1]
