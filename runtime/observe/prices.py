@@ -46,7 +46,7 @@ PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and pub
 # for US West (Oregon) a published six-day Cost Explorer export matched the same two Runtime rates to the cent.
 # Any other Region falls back to us-east-1's figures and the reports say so ("unchecked for <region>").
 AGENTCORE_PRICES_AS_OF = "2026-11-25"
-AGENTCORE_PRICES_SOURCE = "https://aws.amazon.com/bedrock/agentcore/pricing/"
+AGENTCORE_PRICES_SOURCE = "aws.amazon.com/bedrock/agentcore/pricing (list prices)"
 AGENTCORE_REFERENCE_REGION = "us-east-1"
 
 

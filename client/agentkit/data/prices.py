@@ -13,7 +13,7 @@ from dataclasses import dataclass
 MODEL_PRICES_AS_OF = "2026-11-22"
 MODEL_PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and public summaries)"
 AGENTCORE_PRICES_AS_OF = "2026-11-25"
-AGENTCORE_PRICES_SOURCE = "https://aws.amazon.com/bedrock/agentcore/pricing/"
+AGENTCORE_PRICES_SOURCE = "aws.amazon.com/bedrock/agentcore/pricing (list prices)"
 AGENTCORE_REFERENCE_REGION = "us-east-1"
 
 
