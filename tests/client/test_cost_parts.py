@@ -304,3 +304,19 @@ def test_by_session_from_a_local_run_counts_each_sessions_memory(tmp_path: Path)
     (today,) = data["parts"]
     assert today["memory_events"] == 7
     assert data["total_usd"] == pytest.approx(today["model_usd"] + today["memory_usd"])
+
+
+def test_a_local_run_without_agentcore_memory_shows_memory_as_not_measured(tmp_path: Path) -> None:
+    """A SQLite-backed run writes no Memory documents: Memory is "n/a", not a $0.0000 line."""
+    emf = tmp_path / "metrics.emf.jsonl"
+    with emf.open("w") as stream:
+        sink = EmfMetrics(namespace="AgentCoreClaudeKit", agent="agentkit", stream=stream, now=NOW.timestamp)
+        cost = compute_turn_cost(
+            {SONNET: {"inputTokens": 1000, "outputTokens": 100}}, None, default_model=SONNET
+        )
+        sink.record_turn(TurnRecord(model=SONNET, cost=cost, invocation_latency_ms=10.0, session_id="rt-a"))
+        asyncio.run(sink.close())
+    out = io.StringIO()
+    assert main(["cost", "--local", str(emf), "--by", "session"], stdout=out, now=lambda: NOW) == 0
+    parts = out.getvalue().split("Cost in parts")[1]
+    assert "0.0000 " not in parts and parts.count("n/a") >= 4  # compute and Memory, session and period rows

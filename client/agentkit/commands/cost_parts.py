@@ -4,7 +4,7 @@ Per period (the budget's figure): model from ``CostUSD``, compute from the runti
 runtime is known), Memory from the runtime's ``MemoryEventsWritten`` / ``MemoryRetrievals``. Per session
 (``--by session``): from CloudWatch, model from the runtime's turn log lines and compute from its USAGE_LOGS (the
 metric sink keeps no per-session Memory counts: ``n/a``); from a local EMF file, model and Memory (a local run has
-no AgentCore compute: ``n/a``). :mod:`agentkit.data.agentcore_usage` says where each figure comes from.
+no AgentCore compute: ``n/a``; nor Memory when it used a SQLite store, which writes no Memory documents). :mod:`agentkit.data.agentcore_usage` says where each figure comes from.
 
 IAM actions: ``cloudformation:DescribeStacks`` (``--stack``), ``cloudwatch:GetMetricData``, and with
 ``--by session`` ``logs:StartQuery`` and ``logs:GetQueryResults``.
@@ -83,10 +83,13 @@ def local_parts(
 ) -> tuple[list[Breakdown], list[Breakdown]]:
     """``(per period, per session)`` from a local run's EMF documents (compute: not measured)."""
     price, _ = prices.agentcore_prices(region)
-    memory = memory_by_session(samples, period)
-    memory_total: dict[Slot, Memory] = defaultdict(Memory)
-    for (start, _key), used in memory.items():
-        memory_total[(start, ALL)] += used
+    # No Memory document at all: the run used no AgentCore Memory (a SQLite store), so Memory is not measured.
+    memory: dict[Slot, Memory] | None = memory_by_session(samples, period) or None
+    memory_total: dict[Slot, Memory] | None = None
+    if memory is not None:
+        memory_total = defaultdict(Memory)
+        for (start, _key), used in memory.items():
+            memory_total[(start, ALL)] += used
     totals = combine(model=_by_period(rows, period), compute=None, memory=memory_total, prices=price)
     if by != "session":
         return totals, []

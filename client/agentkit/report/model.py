@@ -226,7 +226,7 @@ def from_samples(
             combine(
                 model=daily_model_cost(hourly),
                 compute=None,
-                memory=memory_by_session(samples, "day"),
+                memory=memory_by_session(samples, "day") or None,  # none: no AgentCore Memory (SQLite)
                 prices=prices.agentcore_prices(region)[0],
             ),
             "day",
