@@ -62,11 +62,12 @@ def describe(region: str | None) -> dict[str, object]:
 def footer(region: str | None) -> str:
     """One line naming the price table's dates and sources (and a Region whose prices were not checked)."""
     _, checked = agentcore_prices(region)
-    note = (
-        ""
-        if checked
-        else f"; AgentCore prices unchecked for {region or 'this Region'}, {AGENTCORE_REFERENCE_REGION}'s used"
-    )
+    if checked:
+        note = f" for {region}"
+    elif region:
+        note = f"; AgentCore prices unchecked for {region}, {AGENTCORE_REFERENCE_REGION}'s used"
+    else:
+        note = f" for {AGENTCORE_REFERENCE_REGION} (no Region given)"
     return (
         f"list prices: model tokens as of {MODEL_PRICES_AS_OF} ({MODEL_PRICES_SOURCE}); AgentCore as of "
         f"{AGENTCORE_PRICES_AS_OF} ({AGENTCORE_PRICES_SOURCE}){note}. Only the bill is authoritative."
