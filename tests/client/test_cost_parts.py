@@ -24,6 +24,7 @@ from moto import mock_aws
 
 from agentkit.cli import main
 from agentkit.data import prices as client_prices
+from agentkit.data.agentcore_usage import TURN_COST_QUERY, USAGE_QUERY
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, EmfMetrics, TurnRecord
 from tests.client.test_cli_aws import Factory
@@ -180,17 +181,28 @@ def test_without_a_runtime_compute_is_not_measured_rather_than_zero() -> None:
     assert today["total_usd"] == pytest.approx(model)
 
 
+def test_the_usage_query_reads_the_fields_nested_as_delivered_and_flat_as_documented() -> None:
+    for nested, flat in (
+        ("attributes.session.id", "session.id"),
+        ("metrics.agent.runtime.vcpu.hours.used", "agent.runtime.vcpu.hours.used"),
+        ("metrics.agent.runtime.memory.gb_hours.used", "agent.runtime.memory.gb_hours.used"),
+    ):
+        assert f"coalesce(`{nested}`, `{flat}`)" in USAGE_QUERY
+
+
 def test_a_region_without_checked_prices_says_so() -> None:
     prices, checked = client_prices.agentcore_prices("ap-south-2")
     assert not checked and prices == client_prices.AGENTCORE_PRICES[client_prices.AGENTCORE_REFERENCE_REGION]
     assert "unchecked for ap-south-2" in client_prices.footer("ap-south-2")
 
 
-def _insights(logs: Any, stub: Stubber, *, group: str, rows: list[dict[str, str]], query_id: str) -> None:
+def _insights(
+    logs: Any, stub: Stubber, *, group: str, query: str, rows: list[dict[str, str]], query_id: str
+) -> None:
     stub.add_response(
         "start_query",
         {"queryId": query_id},
-        {"logGroupName": group, "startTime": ANY, "endTime": ANY, "queryString": ANY},
+        {"logGroupName": group, "startTime": ANY, "endTime": ANY, "queryString": query},
     )
     stub.add_response("get_query_results", {"status": "Running", "results": []}, {"queryId": query_id})
     stub.add_response(
@@ -215,6 +227,7 @@ def test_by_session_from_the_runtimes_usage_logs_and_turn_lines() -> None:
         logs,
         stub,
         group="usage-group",
+        query=USAGE_QUERY,
         query_id="q1",
         rows=[
             {"sid": "sess-a", "day": day, "vcpu_hours": "0.2", "gb_hours": "4"},
@@ -225,6 +238,7 @@ def test_by_session_from_the_runtimes_usage_logs_and_turn_lines() -> None:
         logs,
         stub,
         group="/aws/bedrock-agentcore/runtimes/agentkit_dev-AbCdEf1234-dev",
+        query=TURN_COST_QUERY,
         query_id="q2",
         rows=[{"sid": "sess-a", "day": day, "cost_usd": f"{model:.6f}"}],
     )

@@ -96,3 +96,25 @@ def test_the_clients_price_table_is_the_runtimes() -> None:
             table.DEFAULT_PRICES.agentcore_for(region)[0]
         )
         assert copy.agentcore_prices(region)[1] == table.DEFAULT_PRICES.agentcore_for(region)[1]
+
+
+def test_the_per_session_cost_query_parses_the_runtimes_turn_line() -> None:
+    """``agentkit cost --by session`` reads model cost per session from the line the runtime logs per turn."""
+    import re
+
+    from agentkit.data.agentcore_usage import TURN_COST_QUERY
+    from runtime.observe.metrics.base import turn_cost_line
+
+    cost = compute_turn_cost({SONNET: {"inputTokens": 1234, "outputTokens": 56}}, None, default_model=SONNET)
+    line = turn_cost_line(
+        metrics.TurnRecord(
+            model=SONNET, cost=cost, invocation_latency_ms=1.0, session_id="rt-42", caller='team "blue"'
+        )
+    )
+    (parse,) = [p for p in TURN_COST_QUERY.splitlines() if p.startswith("| parse @message ")]
+    pattern = parse.removeprefix("| parse @message ").strip("/").replace("(?<", "(?P<")
+    match = re.search(pattern, line)
+    assert match is not None, line
+    assert match["sid"] == "rt-42" and abs(float(match["cost"]) - cost.total_cost_usd) < 1e-6
+    (marker,) = re.findall(r"like /(.*)/", TURN_COST_QUERY)
+    assert re.search(marker, line)

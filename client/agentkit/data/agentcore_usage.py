@@ -41,9 +41,10 @@ USAGE_QUERY = "\n".join(
     [
         "fields coalesce(`attributes.session.id`, `session.id`) as sid,",
         "  coalesce(`metrics.agent.runtime.vcpu.hours.used`, `agent.runtime.vcpu.hours.used`) as vcpu,",
-        "  coalesce(`metrics.agent.runtime.memory.gb_hours.used`, `agent.runtime.memory.gb_hours.used`) as gb",
+        "  coalesce(`metrics.agent.runtime.memory.gb_hours.used`, `agent.runtime.memory.gb_hours.used`) as gb,",
+        "  datefloor(@timestamp, 1d) as day",
         "| filter ispresent(sid)",
-        "| stats sum(vcpu) as vcpu_hours, sum(gb) as gb_hours by sid, datefloor(@timestamp, 1d) as day",
+        "| stats sum(vcpu) as vcpu_hours, sum(gb) as gb_hours by sid, day",
     ]
 )
 #: Logs Insights: model cost per session and day from the runtime's turn lines (runtime/observe/metrics).
@@ -52,7 +53,8 @@ TURN_COST_QUERY = "\n".join(
         r"filter @message like /agentkit[.]turn_cost /",
         r'| parse @message /agentkit\.turn_cost session="(?<sid>(?:[^"\\]|\\.)*)" '
         r'caller="(?<caller>(?:[^"\\]|\\.)*)" cost_usd=(?<cost>[0-9.]+)/',
-        "| stats sum(cost) as cost_usd by sid, datefloor(@timestamp, 1d) as day",
+        "| fields datefloor(@timestamp, 1d) as day",
+        "| stats sum(cost) as cost_usd by sid, day",
     ]
 )
 MAX_WAIT_S = 120.0
