@@ -58,7 +58,7 @@ def test_a_global_profiles_regionless_model_arn_is_allowed() -> None:
 
 # --- model lifecycle -------------------------------------------------------------------------------------------
 
-MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+MODEL = "anthropic.claude-haiku-4-5-20251001-v1:0"  # no provider retirement announced (PROVIDER_RETIREMENTS)
 
 
 @pytest.mark.parametrize(
