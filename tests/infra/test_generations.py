@@ -159,3 +159,13 @@ def test_prod_retains_what_the_generation_renames(prod: Synth) -> None:
     for resource in prod.raw["Resources"].values():
         if resource["Type"] in ("AWS::BedrockAgentCore::Memory", "AWS::BedrockAgentCore::Gateway"):
             assert resource.get("DeletionPolicy") == "Retain", resource["Type"]
+
+
+def test_a_command_line_override_sets_the_generation_of_the_stage_being_synthesized() -> None:
+    """``-c generation=3`` (the CLI hands a string over) applies to the stage being synthesized."""
+    config = load_config(base_context()["agentkit"], stage="prod", overrides={"generation": "3"})
+    assert (config.names.memory, config.names.gateway, config.names.secret_prefix) == (
+        "agentkit_prod_memory_g3",
+        "agentkit-prod-tools-g3",
+        "agentkit-prod-g3",
+    )
