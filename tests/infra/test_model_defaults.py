@@ -44,3 +44,11 @@ def test_each_default_has_a_product_id_and_a_price(profile: str) -> None:
     assert foundation_model in MARKETPLACE_PRODUCT_IDS, f"{foundation_model}: no AWS Marketplace product id"
     canonical = parse_model(profile).canonical
     assert canonical in DEFAULT_PRICES.prices, f"{profile}: no price in runtime/observe/costs.py"
+
+
+def test_a_listed_model_gets_subscribe_under_its_product_id() -> None:
+    """A model of the built-in table needs no ``marketplace_product_ids`` entry (Opus 4.6: its Bedrock model card)."""
+    from infra.model_access import product_ids
+
+    found, missing = product_ids(["global.anthropic.claude-opus-4-6-v1", "us.anthropic.claude-opus-9-9-v1"])
+    assert (found, missing) == (["prod-5ukwuglpt66kg"], ["anthropic.claude-opus-9-9-v1"])
