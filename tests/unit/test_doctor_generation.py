@@ -172,3 +172,41 @@ def test_the_generation_is_read_from_the_stages_settings(tmp_path: Path) -> None
 def test_a_bad_generation_is_refused_with_the_key_and_the_allowed_values(tmp_path: Path, bad: object) -> None:
     with pytest.raises(doctor.DoctorConfigError, match=r"stages\.prod\.generation .*from 1 to 999"):
         doctor.load_doctor_config(write_cdk_json(tmp_path, bad), "prod")
+
+
+def test_bumping_the_generation_of_a_live_stack_collides_with_an_older_leftover(aws: None) -> None:
+    """The stack owns generation 1's memory and gateway; generation 2's names are taken by what an earlier
+    destroy retained: the deploy would create them, so it fails (owning *a* memory is not owning this one)."""
+    agentcore = agentcore_with(
+        memories=["agentkit_prod_memory-Nowabcdefg", "agentkit_prod_memory_g2-Oldabcdefg"],
+        gateways=[
+            ("agentkit-prod-tools", "agentkit-prod-tools-nowabcdefg"),
+            ("agentkit-prod-tools-g2", "agentkit-prod-tools-g2-oldabcdefg"),
+        ],
+    )
+    stack = doctor.StackView(
+        "AgentKit-prod",
+        True,
+        {
+            "AWS::BedrockAgentCore::Memory": (
+                f"arn:aws:bedrock-agentcore:{REGION}:123456789012:memory/agentkit_prod_memory-Nowabcdefg",
+            ),
+            "AWS::BedrockAgentCore::Gateway": ("agentkit-prod-tools-nowabcdefg",),
+        },
+    )
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    result = doctor.check_name_collisions(agentcore, secrets, config(stage="prod", generation=2), stack)
+    assert result.status == "fail", result.line()
+    assert "agentkit_prod_memory_g2-Oldabcdefg" in result.detail and "Nowabcdefg" not in result.detail
+    assert 'set "generation": 3' in result.fix
+
+
+def test_a_new_trackers_secret_collides_though_the_stack_owns_other_secrets(aws: None) -> None:
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    owned = secrets.create_secret(Name="agentkit-prod/github-token", SecretString="x")["ARN"]
+    secrets.create_secret(Name="agentkit-prod/gitlab-token", SecretString="x")  # retained by an earlier stack
+    stack = doctor.StackView("AgentKit-prod", True, {"AWS::SecretsManager::Secret": (owned,)})
+    cfg = config(stage="prod", webhook_trackers=("github", "gitlab"))
+    result = doctor.check_name_collisions(agentcore_with(memories=[], gateways=[]), secrets, cfg, stack)
+    assert result.status == "fail", result.line()
+    assert "secret agentkit-prod/gitlab-token" in result.detail and "github-token" not in result.detail

@@ -182,6 +182,15 @@ def _delete_command(kind: str, identifier: str, region: str) -> str:
     )
 
 
+def _name_of(physical_id: str) -> str:
+    """The resource name in a physical id: AgentCore ids are ``<name>-<10 characters>`` (alone or ending an ARN),
+    secret ARNs end ``:secret:<name>-<6 characters>``."""
+    tail = (
+        physical_id.split(":secret:", 1)[1] if ":secret:" in physical_id else physical_id.rsplit("/", 1)[-1]
+    )
+    return tail.rsplit("-", 1)[0]
+
+
 #: What the stack creates for each kind of name, to tell whether a deploy would create one (and collide).
 _TYPES = {
     "runtime": "AWS::BedrockAgentCore::Runtime",
@@ -215,7 +224,9 @@ def check_name_collisions(
     listed = ", ".join(
         f"{kind} {label} ({ident})" if kind != "secret" else f"secret {label}" for kind, label, ident in taken
     )
-    blocking = [t for t in taken if not stack.owns(_TYPES[t[0]])]
+    # The deploy creates a resource of a name the stack does not own yet (a first deploy, a new tracker's secrets,
+    # or a bumped generation): that one collides. A stray beside the stack's own of the same name does not.
+    blocking = [t for t in taken if t[1] not in {_name_of(pid) for pid in stack.owns(_TYPES[t[0]])}]
     status: Status = "fail" if blocking else "warn"
     fixes = []
     if any(kind != "runtime" for kind, _, _ in blocking):
