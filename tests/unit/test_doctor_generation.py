@@ -174,31 +174,36 @@ def test_a_bad_generation_is_refused_with_the_key_and_the_allowed_values(tmp_pat
         doctor.load_doctor_config(write_cdk_json(tmp_path, bad), "prod")
 
 
-def test_bumping_the_generation_of_a_live_stack_collides_with_an_older_leftover(aws: None) -> None:
-    """The stack owns generation 1's memory and gateway; generation 2's names are taken by what an earlier
-    destroy retained: the deploy would create them, so it fails (owning *a* memory is not owning this one)."""
-    agentcore = agentcore_with(
-        memories=["agentkit_prod_memory-Nowabcdefg", "agentkit_prod_memory_g2-Oldabcdefg"],
-        gateways=[
-            ("agentkit-prod-tools", "agentkit-prod-tools-nowabcdefg"),
-            ("agentkit-prod-tools-g2", "agentkit-prod-tools-g2-oldabcdefg"),
-        ],
-    )
+def test_bumping_the_generation_of_a_live_stack_fails_and_names_the_deployed_one() -> None:
+    """The stack holds generation 2's memory and gateway; a configuration at generation 3 would replace the memory
+    (its Name is create-only in the CloudFormation schema) and rename the gateway in place."""
     stack = doctor.StackView(
         "AgentKit-prod",
         True,
         {
             "AWS::BedrockAgentCore::Memory": (
-                f"arn:aws:bedrock-agentcore:{REGION}:123456789012:memory/agentkit_prod_memory-Nowabcdefg",
+                f"arn:aws:bedrock-agentcore:{REGION}:123456789012:memory/agentkit_prod_memory_g2-Nowabcdefg",
             ),
-            "AWS::BedrockAgentCore::Gateway": ("agentkit-prod-tools-nowabcdefg",),
+            "AWS::BedrockAgentCore::Gateway": ("agentkit-prod-tools-g2-nowabcdefg",),
         },
     )
-    secrets = boto3.client("secretsmanager", region_name=REGION)
-    result = doctor.check_name_collisions(agentcore, secrets, config(stage="prod", generation=2), stack)
+    client, stub = stubbed("bedrock-agentcore-control")  # nothing is listed: the stack alone decides
+    with stub:
+        result = doctor.check_name_collisions(client, None, config(stage="prod", generation=3), stack)
     assert result.status == "fail", result.line()
-    assert "agentkit_prod_memory_g2-Oldabcdefg" in result.detail and "Nowabcdefg" not in result.detail
-    assert 'set "generation": 3' in result.fix
+    assert "memory agentkit_prod_memory_g2, gateway agentkit-prod-tools-g2" in result.detail
+    assert "agentkit_prod_memory_g3" in result.detail and "replace the memory" in result.detail
+    assert 'set "generation": 2 under agentkit.stages.prod' in result.fix
+
+
+def test_the_deployed_generation_is_no_rename() -> None:
+    stack = doctor.StackView(
+        "AgentKit-prod", True, {"AWS::BedrockAgentCore::Memory": ("agentkit_prod_memory_g2-Nowabcdefg",)}
+    )
+    assert doctor.deployed._renamed(config(stage="prod", generation=2), stack) == []
+    assert doctor.deployed._renamed(config(stage="prod"), stack) == [
+        ("memory", "agentkit_prod_memory_g2", "agentkit_prod_memory")
+    ]
 
 
 def test_a_new_trackers_secret_collides_though_the_stack_owns_other_secrets(aws: None) -> None:

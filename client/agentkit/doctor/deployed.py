@@ -9,6 +9,7 @@ IAM actions (read-only): ``cloudformation:ListStackResources``, ``xray:GetTraceS
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -191,6 +192,26 @@ def _name_of(physical_id: str) -> str:
     return tail.rsplit("-", 1)[0]
 
 
+def _renamed(config: DoctorConfig, stack: StackView) -> list[tuple[str, str, str]]:
+    """``(kind, deployed name, configured name)`` of the memory and gateway the stack holds under another name than
+    ``config``'s generation gives them."""
+    found = []
+    for kind, wanted in (
+        ("memory", config.memory_name),
+        ("gateway", config.gateway_name if config.gateway else ""),
+    ):
+        names = sorted({_name_of(pid) for pid in stack.owns(_TYPES[kind])})
+        if wanted and names and wanted not in names:
+            found.append((kind, names[0], wanted))
+    return found
+
+
+def _generation_of(name: str) -> int:
+    """The generation in a memory or gateway name (infra/names.py): ``..._g<n>`` / ``...-g<n>``, else 1."""
+    match = re.search(r"[_-]g(\d+)$", name)
+    return int(match.group(1)) if match else 1
+
+
 #: What the stack creates for each kind of name, to tell whether a deploy would create one (and collide).
 _TYPES = {
     "runtime": "AWS::BedrockAgentCore::Runtime",
@@ -208,6 +229,18 @@ def check_name_collisions(
     that is a failure, with the stage's next free ``generation`` (infra/names.py) and the commands that delete
     them instead; a same-named resource beside one the stack owns is only a warning."""
     name = "name-collisions"
+    renamed = _renamed(config, stack)
+    if renamed:
+        deployed = _generation_of(renamed[0][1])
+        return CheckResult(
+            name,
+            "fail",
+            f"stack {stack.name} holds {', '.join(f'{kind} {old}' for kind, old, _ in renamed)}, but generation "
+            f"{config.generation} names it {', '.join(new for _, _, new in renamed)}: the deploy would replace the "
+            "memory (a new, empty one) and rename the gateway away from its role's trust",
+            f'set "generation": {deployed} under agentkit.stages.{config.stage} in cdk.json (a new generation is for '
+            "a stage that is not deployed: docs/deploy.md, 'Destroy and redeploy a retained stage')",
+        )
     owned = frozenset(pid for ids in stack.resources.values() for pid in ids)
     try:
         existing = list_existing(agentcore, secrets, config)
