@@ -118,7 +118,8 @@ def check_model_access(bedrock: Any, model_id: str) -> CheckResult:
 PROVIDER_RETIREMENTS: dict[str, tuple[dt.date, str]] = {
     "anthropic.claude-sonnet-4-5-20250929-v1:0": (dt.date(2026, 11, 30), "Anthropic"),
 }
-#: GetFoundationModel's answers for a model id Bedrock does not offer in the Region (retired, or never there).
+#: GetFoundationModel's answers for a model id Bedrock does not offer in the Region (retired, or never there):
+#: two of the errors its botocore model lists (with AccessDenied, InternalServer and Throttling).
 NOT_OFFERED = ("ResourceNotFoundException", "ValidationException")
 SOON = dt.timedelta(days=30)
 
