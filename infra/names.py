@@ -4,9 +4,10 @@ The memory, the gateway and the webhook's secrets need names (the runtime reads 
 them, the trackers' settings point at the secrets), and with ``retain`` they outlive the stack: a deploy after a
 destroy would create them again under the same names and fail on the collision. The stage's ``generation``
 (``stages.<stage>.generation``, default 1) is part of each of these names, so bumping it gives the next deploy a
-fresh set, while generation 1 keeps the names stages were first deployed with (renaming the memory replaces it,
-and its events with it; the gateway is renamed in place). ``agentkit doctor`` (``name-collisions``) finds retained resources of
-the current generation and names the first free one; docs/deploy.md, "Destroy and redeploy a retained stage".
+fresh set, while generation 1 keeps the names stages were first deployed with (renaming the memory replaces
+it, and its events with it; the gateway is renamed in place). ``agentkit doctor`` (``name-collisions``) finds
+retained resources of the current generation and names the first free one; docs/deploy.md, "Destroy and redeploy
+a retained stage".
 
 Why no adoption by import: CloudFormation's automatic import (``cdk deploy --import-existing-resources``)
 needs a primary identifier that is a writable property in the template, and the CloudFormation schemas
