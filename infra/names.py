@@ -13,9 +13,10 @@ Why no adoption by import: CloudFormation's automatic import (``cdk deploy --imp
 needs a primary identifier that is a writable property in the template, and the CloudFormation schemas
 (cfn-lint 1.58, ``primaryIdentifier``/``readOnlyProperties``) make it a read-only one for each of these types:
 ``AWS::BedrockAgentCore::Memory`` ``MemoryArn``, ``AWS::BedrockAgentCore::Gateway`` ``GatewayIdentifier``,
-``AWS::SecretsManager::Secret`` ``Id``. ``cdk import`` takes those identifiers by hand, but an import change set
-adds nothing else, so what they reference (the gateway's role, the memory's key) must already be in the stack,
-which after a destroy it is not.
+``AWS::SecretsManager::Secret`` ``Id``. ``cdk import`` takes those identifiers by hand, but "the only changes
+allowed in an import operation are the addition of new resources being imported" (CDK developer guide, ``cdk
+import``), so what they reference (the gateway's role, the memory's key) must already be in the stack, which after
+a destroy it is not.
 
 The runtime keeps ``<project>_<stage>`` in every generation: it is never retained (it goes with the stack), so
 its name is free again after a destroy, and its ARN, log groups and invoke commands stay what they were.
