@@ -61,6 +61,7 @@ from runtime.env import (
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
+    ENV_STAGE,
     ENV_STATE_DIR,
     ENV_STORE_CALL_TIMEOUT,
     ENV_STORE_STRICT,
@@ -209,6 +210,13 @@ class Settings(SettingsChecks):
     agent_name: str = setting(
         ENV_AGENT_NAME, "agentkit", "the `Agent` metric dimension", min_length=1, max_length=64
     )
+    stage: str | None = setting(
+        ENV_STAGE,
+        None,
+        "the deployment stage (`dev`, `prod`; the stack sets it), sent as `agentkit.stage` in each Bedrock "
+        "call's request metadata so invocation logs can be told apart per stage",
+        max_length=64,
+    )
     model: str = setting(
         ENV_MODEL,
         DEFAULT_MODEL,
@@ -221,7 +229,7 @@ class Settings(SettingsChecks):
         ENV_PRICES,
         None,
         'JSON overrides of the price table, e.g. `{"claude-sonnet-4-5": {"input": 3, "output": 15}}`',
-        shown="the built-in table (`runtime/observe/costs.py`)",
+        shown="the built-in table (`runtime/observe/prices.py`)",
     )
     bedrock_endpoint: str | None = setting(
         ENV_BEDROCK_ENDPOINT,

@@ -25,6 +25,8 @@ EVENTS = frozenset(
         "BudgetExceeded",
         "Disconnected",
         "InvocationErrors",
+        "MemoryEventsWritten",
+        "MemoryRetrievals",
         "SandboxUnavailable",
         "SandboxUnsafe",
         "SessionResumed",
