@@ -137,7 +137,11 @@ class Baseline:
         """Stage the work tree in a throw-away index and diff it against the snapshot."""
         base = (self.git_dir / _BASE_FILE).read_text().strip()
         index = self.git_dir / "turn-index"
-        shutil.copyfile(self.git_dir / "index", index)
+        # copy2 keeps the index's mtime, which git compares with each entry's to find "racily clean" entries: this
+        # git compares file times in whole seconds, so a same-size edit made in the second the snapshot was
+        # recorded looks unchanged by its stat. A copy stamped "now" would hide such an edit from every later
+        # patch; with the recorded mtime git re-reads those entries' content.
+        shutil.copy2(self.git_dir / "index", index)
         try:
             env = {"GIT_INDEX_FILE": str(index)}
             self._git("add", "--all", "--", ".", env=env)
