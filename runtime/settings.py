@@ -58,6 +58,8 @@ from runtime.env import (
     ENV_RECALL_TIMEOUT_MS,
     ENV_SANDBOX,
     ENV_SESSION_BUDGET_USD,
+    ENV_SESSION_MEMORY_MB,
+    ENV_SESSION_PROCESSES,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
@@ -88,6 +90,8 @@ from runtime.setting_fields import (
 )
 from runtime.settings_checks import SettingsChecks
 
+#: The smallest per-session memory limit: the CLI's own ~250 MiB plus room for the commands it runs.
+MIN_SESSION_MEMORY_MB = 512
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
@@ -311,6 +315,20 @@ class Settings(SettingsChecks):
         "Needs `AGENTKIT_WORKSPACE_MAX_BYTES=0` (`docs/security.md`)",
         ge=0,
     )
+    session_memory_mb: int = setting(
+        ENV_SESSION_MEMORY_MB,
+        2048,
+        "MiB of memory one session's CLI process tree (the CLI ~250 MiB, its sandboxes, every command; with a tool "
+        "disk its files too) may use: a cgroup limit where the runtime can create cgroups, else `RLIMIT_DATA` per "
+        "process; `0`: no memory limit. `/ping` shows which (`docs/security.md`)",
+        ge=0,
+    )
+    session_processes: int = setting(
+        ENV_SESSION_PROCESSES,
+        512,
+        "processes and threads one session's CLI process tree may have at once (the CLI itself uses a few dozen)",
+        ge=64,
+    )
     network_hosts: str | None = setting(
         ENV_NETWORK_HOSTS,
         None,
@@ -336,6 +354,16 @@ class Settings(SettingsChecks):
         "`v1`: answer `/ping` at once and warm up in the background; `v2`: warm up fully before listening "
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
+
+    @model_validator(mode="after")
+    def _memory_holds_the_cli(self) -> Settings:
+        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
+        if 0 < self.session_memory_mb < MIN_SESSION_MEMORY_MB:
+            raise ValueError(
+                f"{ENV_SESSION_MEMORY_MB}={self.session_memory_mb} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
+                "needs about 250 MiB; use at least that, or 0 for no memory limit"
+            )
+        return self
 
     @model_validator(mode="after")
     def _tool_disk_without_snapshots(self) -> Settings:

@@ -27,6 +27,8 @@ EVENTS = frozenset(
         "InvocationErrors",
         "SandboxUnavailable",
         "SandboxUnsafe",
+        "SessionLimitHit",
+        "SessionLimitsUnenforced",
         "SessionResumed",
         "SessionStoreDeadLetters",
         "SessionStoreErrors",
