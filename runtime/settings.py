@@ -90,8 +90,10 @@ from runtime.setting_fields import (
 )
 from runtime.settings_checks import SettingsChecks
 
-#: The smallest per-session memory limit: the CLI's own ~250 MiB plus room for the commands it runs.
-MIN_SESSION_MEMORY_MB = 512
+#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
+#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
+#: tests/e2e/test_session_limits.py).
+MIN_SESSION_MEMORY_MB = 768
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
