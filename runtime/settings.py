@@ -314,7 +314,7 @@ class Settings(SettingsChecks):
         0,
         "MiB of one size-limited filesystem (tmpfs: memory) per CLI process for the session's workspace, temp root "
         "and tool `HOME`, so commands cannot fill the volume the transcripts and `sessions.db` are on; `0`: off. "
-        "Needs `AGENTKIT_WORKSPACE_MAX_BYTES=0` (`docs/security.md`)",
+        "Workspace snapshots are unpacked into it and their patch read from it (`docs/security.md`)",
         ge=0,
     )
     session_memory_mb: int = setting(
@@ -364,17 +364,6 @@ class Settings(SettingsChecks):
             raise ValueError(
                 f"{ENV_SESSION_MEMORY_MB}={self.session_memory_mb} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
                 "needs about 250 MiB; use at least that, or 0 for no memory limit"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _tool_disk_without_snapshots(self) -> Settings:
-        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
-        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
-        if self.tool_disk_mb > 0 and self.workspace_max_bytes > 0:
-            raise ValueError(
-                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
-                "patch is read from the host while the CLI works on its tool disk"
             )
         return self
 

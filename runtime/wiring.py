@@ -23,7 +23,7 @@ from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
-from runtime.guard import resources
+from runtime.guard import resources, tool_disk
 from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
@@ -157,7 +157,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
         accounting=accounting,
-        on_client_dropped=lambda session: _release_session(session.claude_session_id),
+        on_client_dropped=lambda session: _release_session(settings, session.claude_session_id),
         clock=clock,
     )
 
@@ -183,10 +183,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
 
 
-def _release_session(claude_session_id: str) -> None:
-    """A session's CLI process is closed: its temp root and its cgroup go."""
+def _release_session(settings: Settings, claude_session_id: str) -> None:
+    """A session's CLI process is closed: its temp root, its cgroup and its tool disk's pid file go."""
     release_session_dirs(claude_session_id)
     resources.release_session_cgroup(claude_session_id)
+    tool_disk.release(settings.resolved_state_dir, claude_session_id)
 
 
 def _sandboxed_definition(
@@ -295,6 +296,10 @@ def _workspaces(settings: Settings) -> Workspaces | None:
     return Workspaces(
         trusted_root=state / "snapshots",
         tree_for=default_tree_for(state),
+        # with a tool disk, the session's workspace is on it while its CLI runs (runtime.guard.tool_disk)
+        view_for=tool_disk.view_for(state, settings.resolved_workspace, default_tree_for(state))
+        if settings.tool_disk_mb > 0
+        else None,
         limits=SnapshotLimits(
             max_archive_bytes=settings.workspace_max_bytes,
             max_unpacked_bytes=settings.workspace_max_unpacked_bytes,

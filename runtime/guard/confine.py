@@ -229,6 +229,9 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path, limits: ResourceLi
         f"{owner}"
         f'{m} --bind "$d/ws" {ws} && {m} --bind "$d/tmp" "$CLAUDE_CODE_TMPDIR" && {m} --bind "$d/home" "$HOME" '
         "|| exit 125; "
+        # Only now, with the tool disk in place, the runtime may find it through this process
+        # (runtime.guard.tool_disk: a workspace snapshot is unpacked into it, the turn's patch read from it).
+        'echo $$ > "$d.pid" || exit 125; '
         # not exec: the workspace is copied back when the CLI ends; SIGTERM is passed on
         # an asynchronous command's stdin is /dev/null unless redirected explicitly: keep the SDK's pipe
         f'exec 3<&0; {run} "$@" <&3 3<&- & pid=$!; exec 3<&-; '
@@ -239,7 +242,7 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path, limits: ResourceLi
         f'{m} -t tmpfs -o remount,ro agentkit-tools "$d" && {m} --bind "$src" "$d/back" && '
         f'{as_cli}/bin/sh -c \'find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} + && '
         f'cp -a "$2/." "$1/"\' sh "$d/back" "$d/ws" || rc=125; '
-        "exit $rc; fi; "
+        'rm -f "$d.pid"; exit $rc; fi; '
         f'if [ -n "${{{var}:-}}" ]; then {m} --bind -- "${var}" {ws} || exit 125; fi; '
         f'exec {run} "$@"'
     )
