@@ -368,6 +368,16 @@ def release_all_session_cgroups() -> None:
             parent.rmdir()
 
 
+def limit_hits_of(claude_session_id: str) -> tuple[dict[str, int], ResourceLimits] | None:
+    """New limit hits of the session's existing cgroup (none is made), with the limits; ``None`` without one."""
+    limits = decided()
+    with _lock:
+        group = _groups.get(claude_session_id)
+    if group is None or limits is None:
+        return None
+    return group.new_hits(), limits
+
+
 def release_session_cgroup(claude_session_id: str) -> None:
     """Remove the session's cgroup (its CLI process is closed)."""
     with _lock:

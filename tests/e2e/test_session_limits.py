@@ -193,3 +193,52 @@ def test_a_memory_hog_stops_at_its_limit_and_everything_else_goes_on(scene: Scen
         assert server.ping()["status"] in ("Healthy", "HealthyBusy")
     finally:
         server.stop()
+
+
+#: Six processes of 180 MiB each (pages touched), held for a few seconds: over the limit together, each under it.
+MANY = (
+    "import subprocess, sys\n"
+    "child = 'import time; b = bytearray(180 * 2**20); b[::4096] = b\"x\" * len(b[::4096]); time.sleep(6)'\n"
+    "ps = [subprocess.Popen([sys.executable, '-c', child]) for _ in range(6)]\n"
+    "print('CODES', [p.wait() for p in ps], flush=True)\n"
+)
+
+
+def test_many_processes_over_the_limit_together(scene: Scene) -> None:
+    """cgroup enforcement counts the session as a whole: the out-of-memory killer ends the largest process, a
+    command's or, when they are many and small, the CLI's own (the turn fails and says why); either way the
+    session's next turn works. rlimit enforcement is per process: each of them is under the limit, so all of them
+    finish (the gap docs/security.md states)."""
+    (scene.root / "ws" / "many.py").write_text(MANY)
+    prefix = ["unshare", "--uts", "--ipc", "--"] if ROOT else []
+    server = RuntimeServer(env=scene.env, log_path=scene.root / "runtime.log", prefix=prefix).start(
+        timeout=60
+    )
+    try:
+        scene.bedrock.reset()
+        scene.bedrock.enqueue(
+            Reply.message(ToolUse(*bash("python3 many.py"), id="toolu_many")), Reply.text("many done")
+        )
+        reply = server.invoke("many processes", session=session_id("many"), timeout=300)
+        enforcement = server.ping()["limits"]["enforcement"]
+        told = json.dumps(reply.last) + request_after(scene, "toolu_many")
+        print(f"\n{enforcement}: {reply.last.get('type')} {tool_result(scene, 'toolu_many')[:200]}")
+        if enforcement.startswith("cgroup"):
+            assert "memory limit" in told, told[-1500:]
+            assert server.ping()["limits"]["hits"]["memory"] >= 1
+        else:
+            assert reply.last["type"] == "result" and "CODES [0, 0, 0, 0, 0, 0]" in tool_result(
+                scene, "toolu_many"
+            )
+        scene.bedrock.reset()  # a reply an ended CLI never asked for
+        turn(
+            scene,
+            server,
+            "many",
+            "and now?",
+            Reply.message(ToolUse(*bash("echo after-many"), id="toolu_after_many")),
+            Reply.text("fine"),
+        )
+        assert "after-many" in tool_result(scene, "toolu_after_many")
+    finally:
+        server.stop()

@@ -179,3 +179,60 @@ def test_a_limit_below_what_the_cli_needs_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="AGENTKIT_SESSION_MEMORY_MB=512 is below 768"):
         Settings.from_env({"AGENTKIT_SESSION_MEMORY_MB": "512"})
     assert Settings.from_env({"AGENTKIT_SESSION_MEMORY_MB": "0"}).session_memory_mb == 0
+
+
+# -- the tool disk as seen from the runtime (runtime.guard.tool_disk) ----------------------------------------------
+
+
+def test_no_live_tool_disk_means_the_host_copy(tmp_path: Path) -> None:
+    from runtime.guard import tool_disk
+
+    host = tmp_path / "workspaces" / "s"
+    view = tool_disk.view_for(tmp_path, Path("/ws"), lambda sid: tmp_path / "workspaces" / sid)
+    assert view("s").files == host and view("s").enter == ()  # no pid file
+    tool_disk.pid_file(tmp_path, "s").parent.mkdir(parents=True)
+    tool_disk.pid_file(tmp_path, "s").write_text(f"{os.getpid()}\n")  # a process in our own mount namespace
+    assert view("s").files == host
+    tool_disk.pid_file(tmp_path, "s").write_text("999999999\n")  # gone
+    assert view("s").files == host
+    tool_disk.release(tmp_path, "s")
+    assert not tool_disk.pid_file(tmp_path, "s").exists()
+
+
+def test_a_live_tool_disk_is_reached_through_the_wrappers_namespace(tmp_path: Path) -> None:
+    """A process in a mount namespace of its own (as the wrapper is) with a tmpfs over the workspace: the view's
+    files path reaches the tmpfs, and a program run with its prefix sees the same directory."""
+    import subprocess
+
+    from runtime.guard import tool_disk
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "on-host").write_text("host")
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    holder = subprocess.Popen(
+        [
+            "unshare",
+            *user,
+            "--mount",
+            "--",
+            "/bin/sh",
+            "-c",
+            f'mount -t tmpfs t "{ws}" && echo in > "{ws}/in-ns"; echo ready; exec sleep 30',
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+        tool_disk.pid_file(tmp_path, "s").parent.mkdir(parents=True)
+        tool_disk.pid_file(tmp_path, "s").write_text(str(holder.pid))
+        view = tool_disk.view_for(tmp_path, ws, lambda sid: tmp_path / "host" / sid)("s")
+        assert sorted(p.name for p in view.files.iterdir()) == ["in-ns"]
+        seen = subprocess.run(
+            [*view.enter, "ls", str(view.tree)], capture_output=True, check=True, timeout=10
+        )
+        assert seen.stdout.split() == [b"in-ns"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(p.name for p in ws.iterdir()) == ["on-host"]
