@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from runtime.errors import AgentProcessError
+
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 
@@ -342,14 +344,25 @@ def decided() -> ResourceLimits | None:
 
 
 def session_cgroup(claude_session_id: str) -> SessionCgroup | None:
-    """The session's cgroup (made at its CLI's start) when cgroups enforce the limits."""
+    """The session's cgroup (made at its CLI's start) when cgroups enforce the limits.
+
+    Raises:
+        AgentProcessError: the cgroup could not be made or its limits written.
+    """
     limits = decided()
     if limits is None or not limits.cgroup:
         return None
     with _lock:
         group = _groups.get(claude_session_id)
     if group is None:
-        group = open_session(limits, claude_session_id)
+        try:
+            group = open_session(limits, claude_session_id)
+        except OSError as exc:
+            # never a CLI outside the limits start-up promised (and /ping shows)
+            raise AgentProcessError(
+                f"could not set up the session's cgroup ({exc}); its CLI was not started. Retry the invocation; "
+                "if it persists, the runtime log says why"
+            ) from exc
         with _lock:
             _groups[claude_session_id] = group
     return group

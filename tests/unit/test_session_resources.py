@@ -236,3 +236,26 @@ def test_a_live_tool_disk_is_reached_through_the_wrappers_namespace(tmp_path: Pa
         holder.kill()
         holder.wait()
     assert sorted(p.name for p in ws.iterdir()) == ["on-host"]
+
+
+def test_a_session_cgroup_that_cannot_be_made_stops_the_cli_start(tmp_path: Path) -> None:
+    from runtime.errors import AgentProcessError
+
+    saved, groups = list(resources._decided), dict(resources._groups)
+    try:
+        missing = tmp_path / "gone"  # the parent cgroup vanished: mkdir of the session's one fails
+        resources.set_decided(ResourceLimits(1024, 512, "cgroup-v2", (missing,)))
+        with pytest.raises(AgentProcessError, match="could not set up the session's cgroup"):
+            resources.session_cgroup("s-broken")
+        assert resources.limit_hits_of("s-broken") is None  # nothing half-made is kept
+        parent = tmp_path / "parent"
+        parent.mkdir()
+        resources.set_decided(ResourceLimits(1024, 512, "cgroup-v2", (parent,)))
+        group = resources.session_cgroup("s-ok")
+        assert group is not None and (parent / "s-ok" / "memory.max").read_text() == str(1024 * MIB)
+        (parent / "s-ok" / "memory.events").write_text("oom_kill 2\n")
+        assert resources.limit_hits_of("s-ok") == ({"memory": 2}, resources.decided())
+    finally:
+        resources._decided[:] = saved
+        resources._groups.clear()
+        resources._groups.update(groups)
