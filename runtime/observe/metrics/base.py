@@ -29,6 +29,8 @@ EVENTS = frozenset(
         "MemoryRetrievals",
         "SandboxUnavailable",
         "SandboxUnsafe",
+        "SessionLimitHit",
+        "SessionLimitsUnenforced",
         "SessionResumed",
         "SessionStoreDeadLetters",
         "SessionStoreErrors",
