@@ -242,7 +242,9 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
     t = synthed["templates"]["literal"]
     [table_id] = t.find_resources("AWS::DynamoDB::Table")
     ddb = [s for s in _policy_statements(t) if "dynamodb:" in json.dumps(s["Action"])]
-    worker = [s for s in ddb if "dynamodb:PutItem" in s["Action"] and "dynamodb:DeleteItem" not in s["Action"]]
+    worker = [
+        s for s in ddb if "dynamodb:PutItem" in s["Action"] and "dynamodb:DeleteItem" not in s["Action"]
+    ]
     receiver = [s for s in ddb if "dynamodb:DeleteItem" in s["Action"]]
     reporter = [s for s in ddb if "dynamodb:PutItem" not in s["Action"]]
     assert len(worker) == 1 and len(receiver) == 1 and len(reporter) == 1
