@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import reporter
 import trackers
-from fix_config import FixSettings
+from fix_config import FixSettings, RepoTarget
 from fix_jobs import DONE, FixJob, JobStore
 from fix_repos import TrackerComments, TrackerRepos
 from repo import git_blob_sha
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, TOKEN, emf_lines, sqs_event
+from tests.unit.webhook.support import CTX, JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, sqs_event
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 OLD, NEW = b"def add(a, b):\n    return a - b\n", b"def add(a, b):\n    return a + b\n"
@@ -206,3 +206,97 @@ def test_a_result_before_the_job_is_recorded_is_retried(aws: SimpleNamespace, wo
     doc = json.loads(event(world, 1, "result"))
     doc["job_id"] = other
     assert deliver(json.dumps(doc)) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+
+
+def test_branch_mode_pushes_the_branch_and_links_create_pr(
+    world: SimpleNamespace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deps = reporter._get_deps()
+    monkeypatch.setattr(deps, "settings", FixSettings(pr_mode="branch"))
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    assert not world.api.pulls
+    [branch] = [name for name in world.api.git.refs if name.startswith("agent/issue-7-")]
+    assert world.api.branch_changes(branch) == {"src/calc.py": ("100644", NEW)}
+    [comment] = world.api.comments.values()
+    assert (
+        f"/compare/main...{branch}?expand=1" in comment["body"]
+        and "create the pull request" in comment["body"]
+    )
+    names = {name for doc in emf_lines(capsys.readouterr().out) for name in doc if name[0].isupper()}
+    assert "PatchesApplied" in names and "PullRequestsOpened" not in names
+
+
+def test_a_fix_on_a_pull_request_starts_from_its_head_and_targets_its_branch(world: SimpleNamespace) -> None:
+    api = world.api
+    head = api.git.commit_files({**FILES, "NOTES.md": ("100644", b"wip\n")}, [api.base_commit], "wip")
+    api.git.refs["feature"] = head
+    api.pulls.append(
+        {
+            "number": 1,
+            "html_url": f"{api.html_url}/pull/1",
+            "state": "open",
+            "draft": False,
+            "title": "wip",
+            "body": "",
+            "head": {"ref": "feature", "sha": head},
+            "base": {"ref": "main"},
+        }
+    )
+    repos = reporter._get_deps().repos
+    fetched = repos.fetch(RepoTarget("github", "octo/kit"), pull_request=1)
+    assert (fetched.commit_sha, fetched.branch, fetched.pr_base) == (head, "feature", "feature")
+    proposal = repos.propose(
+        world.job.model_copy(update={"base_sha": head, "base_branch": "feature", "pr_base": "feature"}),
+        KEY,
+        PATCH,
+        mode="draft_pr",
+        title="t",
+        body="b",
+    )
+    assert proposal is not None
+    pull = api.pulls[-1]
+    assert pull["base"]["ref"] == "feature" and pull["html_url"] == proposal.result.url
+    assert api.branch_changes(pull["head"]["ref"], base=head) == {"src/calc.py": ("100644", NEW)}
+
+
+def test_a_jira_issue_gets_the_pull_request_link_in_its_comment(
+    aws: SimpleNamespace, world: SimpleNamespace, jira_api: Any
+) -> None:
+    jira = trackers.JiraTracker(site_url=JIRA_SITE, api_url=jira_api.url, token=lambda: JIRA_TOKEN)
+    deps = reporter._get_deps()
+    deps.trackers["jira"] = jira
+    deps.comments = TrackerComments(deps.trackers)
+    task = trackers.AgentTask(
+        tracker="jira",
+        repository="OPS",
+        issue_number=3,
+        scope_id="example.atlassian.net",
+        issue_id="10003",
+        title="",
+        author="x",
+        delivery_id="d",
+        event="e",
+    )
+    posted = jira.post_reply(task, "Working on it…")
+    key = "7" * 64
+    doc = world.job.model_copy(
+        update={
+            "tracker": "jira",
+            "repository": "OPS",
+            "issue_number": 3,
+            "issue_id": "10003",
+            "scope_id": "example.atlassian.net",
+            "issue_ref": "OPS-3",
+            "comment_id": str(posted.id),
+            "session_id": "jira-" + "8" * 64,
+        }
+    )
+    assert world.jobs.claim(key)
+    assert world.jobs.started(key, doc, claimed_at=world.jobs.get(key).stored_at)
+    body = json.loads(event(world, 1, "result"))
+    body.update(job_id=key, session_id=doc.session_id, context=doc.model_dump())
+    assert deliver(json.dumps(body)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls  # on the mapped GitHub repository
+    [comment] = jira_api.replies
+    assert comment["issue"] == "OPS-3" and comment["edits"] == 1
+    assert pull["html_url"] in json.dumps(comment["body"])
