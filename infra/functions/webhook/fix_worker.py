@@ -323,7 +323,7 @@ class FixRunner:
             extra={
                 "workspace": workspace_field(self.fx, fetched, key),
                 "async": True,
-                "job": {"id": key, "context": job.context()},
+                "job": {"id": key, "context": self._context(job)},
             },
         )
         if reply.error_code:
@@ -335,6 +335,13 @@ class FixRunner:
         if reply.job_id != key:
             raise FixRefused("malformed_reply", f"the runtime accepted job {reply.job_id!r}, not {key!r}")
         return job
+
+    @staticmethod
+    def _context(job: FixJob) -> dict[str, Any]:
+        try:
+            return job.context()
+        except ValueError as exc:  # a final error: the same task would be as large again
+            raise FixRefused("job_context_too_large", str(exc)) from None
 
     def _say(
         self, issue: IssueRef, tracker: IssueTracker, task: AgentTask, comment_id: str, text: str

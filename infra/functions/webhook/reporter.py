@@ -47,6 +47,7 @@ from invoker import TransientInvokeError
 from pydantic import BaseModel, ConfigDict, Field
 from replies import DEFAULT_REPLY_TTL_SECONDS
 from trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
+from trackers.reply_text import neutralise
 from webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "webhook-reporter")
@@ -242,8 +243,11 @@ class Reporter:
         pr_url, lines = "", [answer, ""]
         proposal = None
         if patch:
-            title = f"Agent fix for {job.issue_ref}: {job.title}"[:250]
-            body = f"{answer}\n\n---\nProposed by the agent for {job.html_url or job.issue_ref}. Review before merging."
+            # The agent's text is steered by the issue's author: made inert as in comments (no mentions, no remote
+            # images, no raw HTML; GitLab quick actions indented), since the pull request is posted as the bot.
+            title = " ".join(f"Agent fix for {job.issue_ref}: {job.title}".split())[:250]
+            summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")[:60_000]
+            body = f"{summary}\n\n---\nProposed by the agent for {job.html_url or job.issue_ref}. Review before merging."
             proposal = self.deps.repos.propose(
                 job, ev.job_id, patch, mode=self.deps.settings.pr_mode, title=title, body=body
             )

@@ -300,3 +300,11 @@ def test_a_jira_issue_gets_the_pull_request_link_in_its_comment(
     [comment] = jira_api.replies
     assert comment["issue"] == "OPS-3" and comment["edits"] == 1
     assert pull["html_url"] in json.dumps(comment["body"])
+
+
+def test_the_pull_request_text_is_made_inert_like_a_comment(world: SimpleNamespace) -> None:
+    text = "Fixed. cc @octo-org/admins ![t](https://evil.example/pixel.png) <img src=x>"
+    result = {"type": "result", "text": text, "cost_usd": 0.1, "duration_ms": 10, "patch": PATCH}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert "`@octo-org/admins`" in pull["body"] and "![" not in pull["body"] and "<img" not in pull["body"]
