@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fix_config import PrMode, RepoTarget
 from fix_jobs import FixJob
@@ -42,6 +43,7 @@ def issue_task(issue: IssueRef) -> AgentTask:
         delivery_id="progress",
         event="progress",
         html_url=issue.html_url,
+        pull_request=issue.pull_request,
     )
 
 
@@ -64,7 +66,11 @@ class TrackerComments:
     def edit(self, issue: IssueRef, comment_id: str, text: str) -> None:
         if not comment_id:
             raise TrackerConfigError("no progress comment to edit")
-        self._adapter(issue.tracker).edit_reply(issue_task(issue), comment_id, text)  # type: ignore[attr-defined]
+        adapter: Any = self._adapter(issue.tracker)
+        if issue.tracker == "gitlab" and issue.pull_request:
+            adapter.edit_reply(issue_task(issue), comment_id, text, noteable="merge_requests")
+        else:
+            adapter.edit_reply(issue_task(issue), comment_id, text)
 
 
 @dataclass(frozen=True)

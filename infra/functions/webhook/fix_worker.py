@@ -48,16 +48,25 @@ class IssueRef:
     issue_number: int
     issue_id: str
     html_url: str = ""
+    #: A pull/merge request rather than an issue (GitLab keeps its notes apart).
+    pull_request: bool = False
 
     @classmethod
     def of_task(cls, task: AgentTask) -> IssueRef:
-        return cls(
-            task.tracker, task.repository, task.scope_id, task.issue_number, task.issue_id, task.html_url
+        fields = (
+            task.tracker,
+            task.repository,
+            task.scope_id,
+            task.issue_number,
+            task.issue_id,
+            task.html_url,
         )
+        return cls(*fields, task.pull_request)
 
     @classmethod
     def of_job(cls, job: FixJob) -> IssueRef:
-        return cls(job.tracker, job.repository, job.scope_id, job.issue_number, job.issue_id, job.html_url)
+        fields = (job.tracker, job.repository, job.scope_id, job.issue_number, job.issue_id, job.html_url)
+        return cls(*fields, job.pull_request)
 
 
 @dataclass(frozen=True)

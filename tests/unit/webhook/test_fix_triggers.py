@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import trackers
 import wiring
 from trackers.triggers import markdown_unquoted, mention_intent, mention_pattern
 
@@ -172,3 +173,19 @@ def test_repository_ids_still_pin_fix_triggers(fix_label: SimpleNamespace) -> No
     payload["repository"]["id"] = GITHUB_REPOSITORY_ID + 1
     status, doc = call(github_event(json.dumps(payload).encode(), event="issue_comment"))
     assert (status, doc["status"]) == (202, "ignored") and not queued(fix_label)
+
+
+def test_gitlab_merge_request_notes_ask_for_fixes_and_stops_but_not_answers(
+    fix_label: SimpleNamespace,
+) -> None:
+    note = fixture("gitlab", "note_on_merge_request")
+    note["object_attributes"]["note"] = "/agent fix the lint errors"
+    task = queued_task(fix_label, gitlab_event(json.dumps(note).encode()))
+    assert (task["intent"], task["pull_request"], task["issue_number"]) == ("fix", True, 1)
+    assert task["html_url"] == "http://example.com/gitlab-org/gitlab-test/merge_requests/1"
+    # GitLab numbers issues and merge requests apart: !1 is not issue #1's conversation.
+    mr = trackers.AgentTask.model_validate(task)
+    assert mr.runtime_session_id != mr.model_copy(update={"pull_request": False}).runtime_session_id
+    note["object_attributes"]["note"] = "/agent why is this slow?"
+    status, doc = call(gitlab_event(json.dumps(note).encode(), **{"idempotency-key": "idem-9"}))
+    assert (status, doc["status"]) == (202, "ignored") and "MergeRequest" in doc["reason"]
