@@ -104,6 +104,21 @@ def _ensure(moto: str, table: str) -> SimpleNamespace:
     return SimpleNamespace(sqs=sqs, ddb=ddb, sm=sm)
 
 
+@pytest.fixture(autouse=True)
+def _lambdas_never_log_a_token(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> Iterator[None]:
+    """The trusted side holds the tokens: its Lambdas' logs (every record with its extra fields, and what they
+    print: EMF) never show one."""
+    yield
+    out = capfd.readouterr()
+    logged = [json.dumps(r.__dict__, default=str) for r in caplog.get_records("call")]
+    assert any("fix job started" in line for line in logged)  # the worker's records were captured here
+    for token in TOKENS:
+        assert token not in out.out and token not in out.err
+        assert not [line for line in logged if token in line]
+
+
 @pytest.fixture
 def world(tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
     table = f"idem-{uuid.uuid4().hex[:8]}"  # one per test: the moto server lives for the whole session
