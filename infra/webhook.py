@@ -5,7 +5,9 @@ Resources: receiver Lambda with one Function URL (auth NONE: no tracker can SigV
 verifies its tracker's signature or token in code) and one path per tracker (``/github`` — also the bare
 URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
 (partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
-enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention.
+enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention; for fix
+jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook_fix.py``, which also
+lists the grants fix jobs add).
 
 Lambda code lives in ``infra/functions/webhook`` and is shipped as a plain asset (no Docker, no pip
 at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from

@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 
 from infra import nag
-from infra.job_events import RETENTION
+from infra.job_events import CONSUMER_TIMEOUT, RETENTION
 from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from infra.webhook_props import Checked, WebhookProps
     from infra.workspaces import WorkspaceBucket
 
-#: The reporter edits a comment and opens a pull request per result: a few API calls, well under this.
-REPORTER_TIMEOUT = cdk.Duration.minutes(3)
+#: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
+#: events queue's visibility timeout is six times it (``infra/job_events.py``'s ``consumer_timeout``).
+REPORTER_TIMEOUT = CONSUMER_TIMEOUT
 #: How long a result being reported blocks its duplicate (reporter/fix_jobs ``JOB_LEASE_SECONDS``): longer than a
 #: reporter can run.
 JOB_LEASE_SECONDS = 300

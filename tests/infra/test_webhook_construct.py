@@ -489,7 +489,7 @@ def test_worker_read_timeout_exceeds_turn_timeout_and_queue_outlasts_lambda(synt
         for q in t.find_resources("AWS::SQS::Queue").values()
         if "RedrivePolicy" in q["Properties"]
     ]
-    assert sorted(visibility) == [6 * 3 * 60, 6 * 14 * 60]  # job events (reporter: 3 min), tasks (worker)
+    assert sorted(visibility) == [6 * 2 * 60, 6 * 14 * 60]  # job events (reporter: 2 min), tasks (worker)
 
 
 def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
