@@ -27,7 +27,7 @@ from repo import (
     apply_patch,
     branch_name,
 )
-from trackers import AgentTask, IssueTracker, TrackerConfigError
+from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
 
 
 def issue_task(issue: IssueRef) -> AgentTask:
@@ -64,13 +64,20 @@ class TrackerComments:
         return CommentRef(id=str(ref.id or ""), url=ref.url)
 
     def edit(self, issue: IssueRef, comment_id: str, text: str) -> None:
-        if not comment_id:
-            raise TrackerConfigError("no progress comment to edit")
+        """Replace the progress comment's text; when it is gone (someone deleted it: 404), post ``text`` as a new
+        comment instead, so a paid result is never lost to a missing comment."""
         adapter: Any = self._adapter(issue.tracker)
-        if issue.tracker == "gitlab" and issue.pull_request:
-            adapter.edit_reply(issue_task(issue), comment_id, text, noteable="merge_requests")
-        else:
-            adapter.edit_reply(issue_task(issue), comment_id, text)
+        try:
+            if not comment_id:
+                raise TrackerApiError("no progress comment to edit", status=404, retryable=False)
+            if issue.tracker == "gitlab" and issue.pull_request:
+                adapter.edit_reply(issue_task(issue), comment_id, text, noteable="merge_requests")
+            else:
+                adapter.edit_reply(issue_task(issue), comment_id, text)
+        except TrackerApiError as exc:
+            if exc.status != 404:
+                raise
+            self.post(issue, text)
 
 
 @dataclass(frozen=True)

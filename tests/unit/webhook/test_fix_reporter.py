@@ -308,3 +308,12 @@ def test_the_pull_request_text_is_made_inert_like_a_comment(world: SimpleNamespa
     assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
     [pull] = world.api.pulls
     assert "`@octo-org/admins`" in pull["body"] and "![" not in pull["body"] and "<img" not in pull["body"]
+
+
+def test_a_deleted_progress_comment_gets_the_answer_as_a_new_comment(world: SimpleNamespace) -> None:
+    world.api.comments.clear()  # someone deleted it while the agent worked
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    [comment] = world.api.comments.values()
+    assert comment["edits"] == 0 and pull["html_url"] in comment["body"]
+    assert world.jobs.get(KEY).status == DONE
