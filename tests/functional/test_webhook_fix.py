@@ -263,11 +263,15 @@ def assert_no_token_reached_the_runtime(world: SimpleNamespace) -> None:
 def test_github_comment_becomes_one_draft_pull_request_with_exactly_the_change(
     world: SimpleNamespace,
 ) -> None:
-    event, raw = github_comment(f"/agent fix the add function {EDIT}")
+    event, raw = github_comment(f"/agent fix the add function {EDIT} [slow:3000]")
     status, doc = call(event)
     assert (status, doc["status"]) == (202, "queued")
     run_worker(world)
-    # The worker's invocation is over; the runtime accepted the job (202) and works on.
+    # The worker's invocation is over before the turn's 3 s of work: the runtime accepted the job (202) and works
+    # on; no result exists yet, it arrives on the events queue later.
+    peek = world.aws.sqs.receive_message(QueueUrl=world.events, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    assert not [m for m in peek.get("Messages", []) if json.loads(m["Body"])["kind"] == "result"]
+    assert job_item(world, "gh-")["status"]["S"] == "job"
     [invocation] = world.plane.calls
     assert invocation["status"] == 202 and invocation["session"].startswith("gh-")
     body = json.loads(invocation["body"])
