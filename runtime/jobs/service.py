@@ -101,6 +101,8 @@ class Jobs:
         patches: where a patch too large for a message goes (None: such a result is ``result_too_large``).
         progress_s: least seconds between two progress events of a job.
         clock: monotonic seconds (elapsed time, throttling). wall: epoch seconds (``at``).
+        on_event: told a metric name when a job is accepted (``JobsAccepted``) or its result waits in the outbox
+            (``JobResultsKept``).
     """
 
     def __init__(
@@ -115,12 +117,14 @@ class Jobs:
         max_message_bytes: int = SQS_MAX_MESSAGE_BYTES,
         retry_first_s: float = RETRY_FIRST_S,
         retry_max_s: float = RETRY_MAX_S,
+        on_event: Callable[[str], None] = lambda name: None,
     ) -> None:
         self.events, self.outbox, self.patches = events, outbox, patches
         self.progress_s = progress_s
         self._clock, self._wall = clock, wall
         self.max_message_bytes = max_message_bytes
         self._retry_first_s, self._retry_max_s = retry_first_s, retry_max_s
+        self._on_event = on_event  # a metric name: JobsAccepted, JobResultsKept
         self._jobs: dict[tuple[str, str], _Job] = {}
         self._finished: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._in_flight: set[Path] = set()
@@ -175,6 +179,7 @@ class Jobs:
             del self._jobs[key]
             raise
         job.task = asyncio.create_task(self._follow(key, job, events), name=f"job-{spec.id[:24]}")
+        self._on_event("JobsAccepted")
         logger.info("job %s accepted on session %s", spec.id, session_id)
         return accepted
 
@@ -275,6 +280,7 @@ class Jobs:
         if sent:
             logger.info("job %s: result sent (%s, seq %d)", job.spec.id, outcome, message["seq"])
         else:
+            self._on_event("JobResultsKept")
             logger.warning(
                 "job %s: result (%s) kept in the outbox; re-sent in the background", job.spec.id, outcome
             )

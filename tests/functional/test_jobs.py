@@ -210,7 +210,15 @@ def test_results_survive_sqs_being_down_in_process_and_across_a_restart(
     port = free_port()  # nothing listens here yet: connections are refused
     dead = f"http://127.0.0.1:{port}"
     outbox = tmp_path / "state" / "jobs" / "outbox"
-    srv = job_server(tmp_path, queue, dead, AWS_ENDPOINT_URL_S3=moto_server).start()
+    emf = tmp_path / "emf.jsonl"
+    srv = job_server(
+        tmp_path,
+        queue,
+        dead,
+        AWS_ENDPOINT_URL_S3=moto_server,
+        AGENTKIT_METRICS="emf",
+        AGENTKIT_EMF_FILE=str(emf),
+    ).start()
     try:
         assert submit(srv, session_id("job-down"), "down-1", "first").status == 202
         deadline = time.monotonic() + 30
@@ -222,6 +230,9 @@ def test_results_survive_sqs_being_down_in_process_and_across_a_restart(
         assert srv.ping()["status"] == "HealthyBusy" and len(list(outbox.glob("*.json"))) == 1
         inbox.poll()
         assert inbox.of("down-1") == []
+        counted = [json.loads(line) for line in emf.read_text().splitlines()]
+        assert [d["JobsAccepted"] for d in counted if "JobsAccepted" in d] == [[1.0]]
+        assert [d["JobResultsKept"] for d in counted if "JobResultsKept" in d] == [[1.0]]
         # SQS comes back on the same address, first answering 503 twice (retried by the client itself).
         with FlakyProxy(moto_server, fail=lambda method, path: True, failures=2, port=port) as proxy:
             result = inbox.result("down-1")

@@ -31,6 +31,8 @@ EVENT_METRICS: tuple[str, ...] = (
     "BudgetExceeded",
     "Disconnected",
     INVOCATION_ERRORS,
+    "JobResultsKept",
+    "JobsAccepted",
     "SandboxUnavailable",
     "SandboxUnsafe",
     "SessionResumed",
