@@ -212,7 +212,8 @@ class Jobs:
         final: TurnItem | None = None
         try:
             while True:
-                delay = job.progress.due_in(self._clock())
+                # Once the turn's last event is in, only the result goes out.
+                delay = job.progress.due_in(self._clock()) if final is None else None
                 if delay == 0:
                     await self._progress(job)
                     continue
