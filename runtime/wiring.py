@@ -165,6 +165,9 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
         restore_hooks.append(restore.on_restore("session store", store.after_restore))
+    jobs = _jobs(settings, clock, on_event=metrics.record_event)
+    if jobs is not None:
+        restore_hooks.append(restore.on_restore("job outbox", jobs.outbox.recount))
 
     async def aclose_dependencies() -> None:
         for remove in restore_hooks:
@@ -179,7 +182,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         runner=runner,
         aclose=aclose_dependencies,
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
-        jobs=_jobs(settings, clock, on_event=metrics.record_event),
+        jobs=jobs,
     )
 
 
