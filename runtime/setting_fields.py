@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from runtime.env import ENV_PLATFORM_VERSION
 
@@ -82,3 +82,14 @@ def shown_default(default: Any) -> str:
     if isinstance(default, Path):
         return f"`./{default}`" if not default.is_absolute() else f"`{default}`"
     return f"`{default}`"
+
+
+def explain(exc: ValidationError, env_names: Mapping[str, str]) -> str:
+    """A settings validation error as one sentence naming each variable (``env_names``: field → variable)."""
+    parts = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        var = env_names.get(field, field)
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{var}: {message}")
+    return "invalid runtime settings: " + "; ".join(parts)

@@ -64,6 +64,7 @@ from runtime.env import (
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
+    ENV_STAGE,
     ENV_STATE_DIR,
     ENV_STORE_CALL_TIMEOUT,
     ENV_STORE_STRICT,
@@ -84,6 +85,7 @@ from runtime.env import (
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
     SettingInfo,
+    explain,
     field_extra,
     is_loopback,
     on_agentcore,
@@ -238,6 +240,13 @@ class Settings(SettingsChecks):
     agent_name: str = setting(
         ENV_AGENT_NAME, "agentkit", "the `Agent` metric dimension", min_length=1, max_length=64
     )
+    stage: str | None = setting(
+        ENV_STAGE,
+        None,
+        "the deployment stage (`dev`, `prod`; the stack sets it), sent as `agentkit.stage` in each Bedrock "
+        "call's request metadata so invocation logs can be told apart per stage",
+        max_length=64,
+    )
     model: str = setting(
         ENV_MODEL,
         DEFAULT_MODEL,
@@ -250,7 +259,7 @@ class Settings(SettingsChecks):
         ENV_PRICES,
         None,
         'JSON overrides of the price table, e.g. `{"claude-sonnet-4-5": {"input": 3, "output": 15}}`',
-        shown="the built-in table (`runtime/observe/costs.py`)",
+        shown="the built-in table (`runtime/observe/prices.py`)",
     )
     bedrock_endpoint: str | None = setting(
         ENV_BEDROCK_ENDPOINT,
@@ -423,7 +432,7 @@ class Settings(SettingsChecks):
         try:
             settings = cls(**values)
         except ValidationError as exc:
-            raise ConfigurationError(_explain(exc)) from None
+            raise ConfigurationError(explain(exc, cls.env_names())) from None
         if settings.sandbox == "off" and on_agentcore(env):
             raise ConfigurationError(
                 f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
@@ -485,14 +494,3 @@ class Settings(SettingsChecks):
             self.resolved_state_dir / "cache",
         ):
             path.mkdir(parents=True, exist_ok=True)
-
-
-def _explain(exc: ValidationError) -> str:
-    env_names = Settings.env_names()
-    parts = []
-    for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
-        var = env_names.get(field, field)
-        message = str(error["msg"]).removeprefix("Value error, ")
-        parts.append(f"{var}: {message}")
-    return "invalid runtime settings: " + "; ".join(parts)

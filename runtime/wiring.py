@@ -99,10 +99,16 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         metrics.record_event("SandboxUnavailable")
     if unsafe:
         metrics.record_event("SandboxUnsafe")
+
+    def memory_usage(metric: str, claude_session_id: str | None) -> None:
+        # What AgentCore Memory bills (events written, retrievals), per Claude session: `agentkit cost` prices it.
+        metrics.record_event(metric, properties={"ClaudeSessionId": claude_session_id})
+
     store = build_store(
         settings,
         on_error=lambda exc: metrics.record_event("SessionStoreErrors"),
         on_event=lambda name: metrics.record_event(name),
+        on_usage=memory_usage,
     )
     memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
@@ -113,6 +119,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             memory_id=settings.memory_id,
             namespaces=list(settings.recall_namespaces),
             timeout_s=settings.recall_timeout_ms / 1000,
+            on_usage=memory_usage,
         )
     observer = Observer(
         metrics=metrics, tracing=Tracing(agent=settings.agent_name), model=settings.model, clock=clock
@@ -254,6 +261,7 @@ def build_store(
     *,
     on_error: Callable[[BaseException], None] | None = None,
     on_event: Callable[[str], None] | None = None,
+    on_usage: Callable[[str, str | None], None] | None = None,
 ) -> SpoolingSessionStore | None:
     """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so accepted writes are journaled first and
     delivered (``AGENTKIT_STORE_WRITE_BEHIND``, ``AGENTKIT_STORE_STRICT``, ``AGENTKIT_STORE_CALL_TIMEOUT``)."""
@@ -270,7 +278,9 @@ def build_store(
         )
     client = aws.agentcore_client(settings.aws_region) if url.startswith("agentcore://") else None
     try:
-        inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client, on_event=on_event)
+        inner = store_from_url(
+            url, state_dir=settings.resolved_state_dir, client=client, on_event=on_event, on_usage=on_usage
+        )
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     return SpoolingSessionStore(

@@ -266,7 +266,10 @@ class AgentTurnRunner:
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
             request_metadata=request_metadata(
-                session_id=session.runtime_session_id, actor=session.actor_id, agent=self.settings.agent_name
+                session_id=session.runtime_session_id,
+                actor=session.actor_id,
+                agent=self.settings.agent_name,
+                stage=self.settings.stage,
             ),
             npm_root_dir=self.npm_root_dir,
         )

@@ -12,7 +12,10 @@ import pytest
 from harness import docs_tables
 from runtime.errors import ERRORS_BY_CODE
 
-EXPECTED = {"http-api.md": {"request", "events", "errors", "job_events"}, "observability.md": {"metrics"}}
+EXPECTED = {
+    "http-api.md": {"request", "events", "errors", "job_events"},
+    "observability.md": {"metrics", "prices"},
+}
 
 
 def test_every_expected_table_is_in_its_page() -> None:

@@ -27,6 +27,8 @@ EVENTS = frozenset(
         "InvocationErrors",
         "JobResultsKept",
         "JobsAccepted",
+        "MemoryEventsWritten",
+        "MemoryRetrievals",
         "SandboxUnavailable",
         "SandboxUnsafe",
         "SessionResumed",
