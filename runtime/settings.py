@@ -61,6 +61,8 @@ from runtime.env import (
     ENV_RECALL_TIMEOUT_MS,
     ENV_SANDBOX,
     ENV_SESSION_BUDGET_USD,
+    ENV_SESSION_MEMORY_MB,
+    ENV_SESSION_PROCESSES,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
@@ -86,12 +88,13 @@ from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
     SettingInfo,
     explain,
+    exposure_warning,
     field_extra,
-    is_loopback,
     on_agentcore,
     setting,
     shown_default,
 )
+from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -203,8 +206,7 @@ class Settings(SettingsChecks):
     job_timeout_s: float = setting(
         ENV_JOB_TIMEOUT,
         7200.0,
-        "seconds the turn of an asynchronous job may take (instead of `AGENTKIT_TURN_TIMEOUT`; at most AgentCore's "
-        "8-hour session lifetime)",
+        "seconds a job's turn may take (not `AGENTKIT_TURN_TIMEOUT`); at most 8 h",
         gt=0,
         le=28_800,
     )
@@ -346,8 +348,22 @@ class Settings(SettingsChecks):
         0,
         "MiB of one size-limited filesystem (tmpfs: memory) per CLI process for the session's workspace, temp root "
         "and tool `HOME`, so commands cannot fill the volume the transcripts and `sessions.db` are on; `0`: off. "
-        "Needs `AGENTKIT_WORKSPACE_MAX_BYTES=0` (`docs/security.md`)",
+        "Workspace snapshots are unpacked into it and their patch read from it (`docs/security.md`)",
         ge=0,
+    )
+    session_memory_mb: int = setting(
+        ENV_SESSION_MEMORY_MB,
+        2048,
+        "MiB of memory one session's CLI process tree (the CLI ~250 MiB, its sandboxes, every command; with a tool "
+        "disk its files too) may use: a cgroup limit where the runtime can create cgroups, else `RLIMIT_DATA` per "
+        "process; `0`: no memory limit. `/ping` shows which (`docs/security.md`)",
+        ge=0,
+    )
+    session_processes: int = setting(
+        ENV_SESSION_PROCESSES,
+        512,
+        "processes and threads one session's CLI process tree may have at once (the CLI itself uses a few dozen)",
+        ge=64,
     )
     network_hosts: str | None = setting(
         ENV_NETWORK_HOSTS,
@@ -442,19 +458,9 @@ class Settings(SettingsChecks):
         return settings
 
     def exposure_warning(self) -> str | None:
-        """The warning to log at start when :attr:`host` is not a loopback address (None when it is).
-
-        The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port
-        can run turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of
-        it (the image sets ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
-        """
-        if is_loopback(self.host):
-            return None
-        return (
-            f"listening on {self.host}, not on loopback: anyone who can reach port {self.port} can run turns "
-            "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
-            f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
-        )
+        """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:
+        :func:`runtime.setting_fields.exposure_warning`)."""
+        return exposure_warning(self.host, self.port)
 
     # -- the CLI's environment -----------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,21 @@ def test_caches_of_test_runs_stay_out_even_when_not_ignored(tmp_path: Path) -> N
     (tree / "node_modules" / "kept.js").write_text("changed\n")  # a tracked file's change is still proposed
     (tree / "app.py").write_text("x = 2\n")
     assert ws.changes("s").changed_files == ["app.py", "node_modules/kept.js"]
+
+
+def test_a_same_size_edit_in_the_second_of_the_snapshot_is_in_every_later_patch(tmp_path: Path) -> None:
+    """Git may compare file times in whole seconds: an edit that keeps the size, made in the second the snapshot
+    was recorded, has the recorded stat. It must still be in the patch when the patch is computed seconds later
+    (on the next turn), not only within that second."""
+    while time.time() % 1 > 0.3:  # start early in a second: install and edit land in the same one
+        time.sleep(0.05)
+    ws = make(tmp_path)
+    app = tmp_path / "workspaces" / "s" / "src" / "app.py"
+    app.write_bytes(app.read_bytes().replace(b"a - b", b"a + b"))  # same size
+    edited = int(os.stat(app).st_mtime)
+    while int(time.time()) == edited:  # the patch is computed in a later second, as on a later turn
+        time.sleep(0.05)
+    for _ in range(2):
+        changes = ws.changes("s")
+        assert changes.changed_files == ["src/app.py"]
+        assert "-    return a - b\n+    return a + b\n" in changes.patch

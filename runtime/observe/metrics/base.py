@@ -31,6 +31,8 @@ EVENTS = frozenset(
         "MemoryRetrievals",
         "SandboxUnavailable",
         "SandboxUnsafe",
+        "SessionLimitHit",
+        "SessionLimitsUnenforced",
         "SessionResumed",
         "SessionStoreDeadLetters",
         "SessionStoreErrors",
