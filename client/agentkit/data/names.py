@@ -37,6 +37,8 @@ EVENT_METRICS: tuple[str, ...] = (
     "MemoryRetrievals",
     "SandboxUnavailable",
     "SandboxUnsafe",
+    "SessionLimitHit",
+    "SessionLimitsUnenforced",
     "SessionResumed",
     "SessionStoreDeadLetters",
     "SessionStoreErrors",
