@@ -7,8 +7,9 @@ Each table sits in a docs page between ``<!-- generated: NAME -->`` and ``<!-- e
     .venv/bin/python -m harness.docs_tables --check  # exit 1 when a page is out of date
 
 Tables: ``request`` (the invocation body, :class:`runtime.protocol.InvocationRequest`), ``events`` (the SSE
-events, the TypedDicts of :mod:`runtime.protocol`), ``errors`` (every error code,
-:data:`runtime.errors.ERRORS_BY_CODE`), ``metrics`` (what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
+events, the TypedDicts of :mod:`runtime.protocol`), ``job_events`` (an asynchronous job's SQS messages,
+:mod:`runtime.jobs.protocol`), ``errors`` (every error code, :data:`runtime.errors.ERRORS_BY_CODE`), ``metrics``
+(what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
 :data:`runtime.observe.prices.DEFAULT_PRICES`).
 """
 
@@ -77,14 +78,28 @@ def request_table() -> str:
         elif field.default is PydanticUndefined or field.default is None:
             default = NONE
         else:
-            default = f"`{field.default!r}`".replace("True", "true")
+            default = f"`{field.default!r}`".replace("True", "true").replace("False", "false")
         rules = []
         for meta in field.metadata:
             for attr, word in (("min_length", "length ≥ {}"), ("gt", "> {}")):
                 if getattr(meta, attr, None) is not None:
                     rules.append(word.format(getattr(meta, attr)))
-        rows.append((f"`{name}`", f"`{_type_name(field.annotation)}`", default, ", ".join(rules) or NONE))
+        shown = field.alias or name  # "async" is a Python keyword: the field is async_, the body says "async"
+        rows.append((f"`{shown}`", f"`{_type_name(field.annotation)}`", default, ", ".join(rules) or NONE))
     return _table(("field", "type", "default", "constraint"), rows)
+
+
+def job_events_table() -> str:
+    """The fields of the SQS messages of an asynchronous job, from the TypedDicts of :mod:`runtime.jobs.protocol`
+    (the envelope first, then each kind's own)."""
+    from runtime.jobs import protocol
+
+    envelope = typing.get_type_hints(protocol.JobEnvelope)
+    rows = [("every message", ", ".join(f"`{key}`: {_type_name(hint)}" for key, hint in envelope.items()))]
+    for kind, message in (("progress", protocol.ProgressMessage), ("result", protocol.ResultMessage)):
+        own = {k: h for k, h in typing.get_type_hints(message).items() if k not in envelope}
+        rows.append((f"`{kind}`", ", ".join(f"`{key}`: {_type_name(hint)}" for key, hint in own.items())))
+    return _table(("`kind`", "fields"), rows)
 
 
 def events_table() -> str:
@@ -187,15 +202,20 @@ TABLES: dict[str, Callable[[], str]] = {
     "request": request_table,
     "events": events_table,
     "errors": errors_table,
+    "job_events": job_events_table,
     "metrics": metrics_table,
     "prices": prices_table,
 }
 
 
+#: A generated block; an empty one (a table just added to a page) ends at its own marker, not at the next block's.
+_BLOCK = r"<!-- generated: (\w+) -->\n(?:(.*?)\n)??" + re.escape(END)
+
+
 def blocks(text: str) -> dict[str, str]:
     """The generated blocks of a page: name → the text between its markers (without them)."""
-    pattern = re.compile(r"<!-- generated: (\w+) -->\n(.*?)\n" + re.escape(END), re.S)
-    return {m.group(1): m.group(2) for m in pattern.finditer(text)}
+    pattern = re.compile(_BLOCK, re.S)
+    return {m.group(1): m.group(2) or "" for m in pattern.finditer(text)}
 
 
 def render(text: str) -> str:
@@ -209,7 +229,7 @@ def render(text: str) -> str:
         name = match.group(1)
         return f"{BEGIN.format(name=name)}\n{TABLES[name]()}\n{END}"
 
-    return re.sub(r"<!-- generated: (\w+) -->\n.*?\n" + re.escape(END), fill, text, flags=re.S)
+    return re.sub(_BLOCK, fill, text, flags=re.S)
 
 
 def pages() -> list[Path]:

@@ -2,6 +2,7 @@
 
 ``FlakyProxy(upstream, fail=lambda method, path: bool, status=503)`` answers matching requests with an AWS-style
 JSON error while ``failures_left > 0``, and forwards everything else to ``upstream`` (e.g. a moto server).
+``port`` fixes its port (default: a free one).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from harness.loopback import LoopbackServer
 
 class FlakyProxy(LoopbackServer):
     def __init__(
-        self, upstream: str, *, fail: Callable[[str, str], bool], failures: int, status: int = 503
+        self,
+        upstream: str,
+        *,
+        fail: Callable[[str, str], bool],
+        failures: int,
+        status: int = 503,
+        port: int = 0,
     ) -> None:
         self.failures_left = failures
         self.failed: list[str] = []
@@ -64,4 +71,4 @@ class FlakyProxy(LoopbackServer):
 
             do_GET = do_POST = do_PUT = do_DELETE = _handle
 
-        super().__init__(Handler)
+        super().__init__(Handler, port=port)

@@ -35,6 +35,8 @@ class LoopbackServer:
         handler: the request handler class.
         poll_interval: how often ``serve_forever`` checks for shutdown.
         daemon_threads: do not wait for running handlers at shutdown (for long streamed replies).
+        port: the port to listen on (default: a free one); a fixed one lets a client be pointed at an address
+            before anything listens there (a dead endpoint that comes back).
     """
 
     def __init__(
@@ -43,8 +45,9 @@ class LoopbackServer:
         *,
         poll_interval: float = 0.5,
         daemon_threads: bool = False,
+        port: int = 0,
     ) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = daemon_threads
         self._thread = threading.Thread(target=self._server.serve_forever, args=(poll_interval,), daemon=True)
 

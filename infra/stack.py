@@ -5,7 +5,9 @@ Runtime container environment (names from :mod:`runtime.env`): ``AGENTKIT_SESSIO
 ``AGENTKIT_MEMORY_ID``, ``AGENTKIT_RECALL_NAMESPACES`` (comma-separated, ``{actorId}`` placeholders),
 ``AGENTKIT_GATEWAY_URL``, ``AGENTKIT_ACTOR_HEADER``, ``AWS_REGION``, ``AGENTKIT_PLATFORM_VERSION`` (always), and with
 session storage ``CLAUDE_CONFIG_DIR`` / ``AGENTKIT_WORKSPACE`` under its mount, with ``workspace_bucket``
-``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``).
+``AGENTKIT_WORKSPACE_S3_URI`` (``infra.workspaces``), with the webhook ``AGENTKIT_JOB_EVENTS_QUEUE_URL`` (the job events
+queue, ``infra.job_events``, created for the webhook to consume) and ``AGENTKIT_JOB_TIMEOUT`` (the session's maximum
+lifetime less :data:`JOB_RESULT_MARGIN_S`), with the bucket too ``AGENTKIT_WORKSPACE_BUCKET``.
 ``AGENTKIT_BEDROCK_ENDPOINT`` is never set.
 
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
@@ -30,6 +32,7 @@ from infra import lifecycle, nag
 from infra.config import AppConfig
 from infra.gateway import AgentGateway
 from infra.image_build import image_source
+from infra.job_events import JobEvents
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
 from infra.runtime import AgentRuntime
@@ -41,6 +44,8 @@ from runtime.env import (
     ENV_AWS_REGION,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
+    ENV_JOB_EVENTS_QUEUE_URL,
+    ENV_JOB_TIMEOUT,
     ENV_MEMORY_ID,
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
@@ -52,10 +57,13 @@ from runtime.env import (
     ENV_SMALL_MODEL,
     ENV_STAGE,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_S3_URI,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: Seconds a job's turn leaves of the session's maximum lifetime: time to send its result before the microVM ends.
+JOB_RESULT_MARGIN_S = 300
 
 
 def runtime_environment(
@@ -65,6 +73,8 @@ def runtime_environment(
     gateway_url: str | None,
     region: str,
     workspace_s3_uri: str | None = None,
+    job_events_queue_url: str | None = None,
+    job_patch_bucket: str | None = None,
 ) -> dict[str, str]:
     """The container's environment variables for ``config`` (no local-only settings)."""
     env = {
@@ -99,6 +109,14 @@ def runtime_environment(
         env[ENV_GATEWAY_URL] = gateway_url
     if workspace_s3_uri:
         env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
+    if job_events_queue_url:
+        env[ENV_JOB_EVENTS_QUEUE_URL] = job_events_queue_url
+        # AgentCore ends a session's microVM at its maximum lifetime: a job's turn ends a margin before, so its result
+        # (turn_timeout, with its cost) is still sent. Earlier turns of the session use part of that lifetime too.
+        lifetime_s = config.settings.max_lifetime_hours * 3600
+        env[ENV_JOB_TIMEOUT] = str(max(60, lifetime_s - JOB_RESULT_MARGIN_S))
+        if job_patch_bucket:
+            env[ENV_WORKSPACE_BUCKET] = job_patch_bucket
     return env
 
 
@@ -131,6 +149,18 @@ class AgentKitStack(cdk.Stack):
             if config.workspace_bucket
             else None
         )
+        # Jobs report through a queue the webhook consumes: created with the webhook (its only consumer in the kit),
+        # before the runtime, whose environment names it. A stack without the webhook refuses "async" requests.
+        self.job_events = (
+            JobEvents(
+                self,
+                "JobEvents",
+                consumer_timeout=_webhook_worker_timeout(config),
+                removal_policy=lifecycle.removal_policy(config.settings),
+            )
+            if config.webhook.enabled
+            else None
+        )
         self.agent = AgentRuntime(
             self,
             "Agent",
@@ -142,10 +172,16 @@ class AgentKitStack(cdk.Stack):
                 gateway_url=self.gateway.gateway_url if self.gateway else None,
                 region=self.region,
                 workspace_s3_uri=self.workspaces.uri if self.workspaces else None,
+                job_events_queue_url=self.job_events.queue_url if self.job_events else None,
+                job_patch_bucket=self.workspaces.bucket.bucket_name if self.workspaces else None,
             ),
         )
         if self.workspaces is not None:
             self.workspaces.grant_read(self.agent.role)
+        if self.job_events is not None:
+            self.job_events.grant_send(self.agent.role)
+            if self.workspaces is not None:
+                self.workspaces.grant_put_job_patches(self.agent.role)
         self.memory.grant_runtime(self.agent.role)
         if self.gateway is not None:
             self.gateway.grant_invoke(self.agent.role)
@@ -221,3 +257,11 @@ class AgentKitStack(cdk.Stack):
                 ],
             ),
         )
+
+
+def _webhook_worker_timeout(config: AppConfig) -> cdk.Duration:
+    """The webhook worker's timeout: the longest any of the webhook's functions takes, so either may consume the job
+    events (Lambda refuses an SQS event source whose visibility timeout is shorter than the function's timeout)."""
+    from infra.webhook_props import DEFAULT_WORKER_TIMEOUT, WebhookProps
+
+    return WebhookProps.from_config(config).worker_timeout or DEFAULT_WORKER_TIMEOUT

@@ -4,7 +4,8 @@ Retries: botocore's ``standard`` mode with :data:`MAX_ATTEMPTS` attempts in all 
 for every service. botocore's ``retries`` config: ``total_max_attempts`` counts the first call, ``max_attempts``
 does not (docstring of ``botocore.config.Config``). Timeouts differ by use: metrics must never hold a turn, so
 CloudWatch gets shorter ones than AgentCore. Endpoint overrides come from boto3's own variables
-(``AWS_ENDPOINT_URL_CLOUDWATCH``, ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``, ``AWS_ENDPOINT_URL_S3``).
+(``AWS_ENDPOINT_URL_CLOUDWATCH``, ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE``, ``AWS_ENDPOINT_URL_S3``,
+``AWS_ENDPOINT_URL_SQS``).
 
 Snapshots (AgentCore Runtime V2 restores every session from one memory image, see ``docs/platform.md``):
 botocore resolves credentials when a client is created and keeps them, with its connection pool, for the
@@ -31,7 +32,7 @@ from typing import Any
 MAX_ATTEMPTS = 4
 RETRY_MODE = "standard"
 #: The services the runtime's clients talk to (what :func:`warm` loads).
-SERVICES = ("bedrock-agentcore", "cloudwatch")
+SERVICES = ("bedrock-agentcore", "cloudwatch", "sqs")
 
 _loader_lock = threading.Lock()
 _loader: Any = None
@@ -159,6 +160,12 @@ def s3_client(region: str | None) -> Any:
     """S3 (``GetObject`` of workspace snapshots, :mod:`runtime.workspace.s3`): a snapshot of up to
     ``AGENTKIT_WORKSPACE_MAX_S3_BYTES`` may take a while to read."""
     return _client("s3", region, connect_timeout=5, read_timeout=60)
+
+
+def sqs_client(region: str | None) -> Any:
+    """SQS (``SendMessage`` of job events, :mod:`runtime.jobs.sink`): a send is small; what the retries cannot
+    deliver is kept on disk and sent again later, so a call never waits long."""
+    return _client("sqs", region, connect_timeout=3, read_timeout=10)
 
 
 def session(region: str | None) -> Any:

@@ -54,6 +54,13 @@ ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
 #: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
 ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"
 ENV_WORKSPACE_MAX_S3_BYTES = "AGENTKIT_WORKSPACE_MAX_S3_BYTES"
+#: Asynchronous jobs (:mod:`runtime.jobs`): the SQS queue their progress and result events go to (unset: jobs off),
+#: the least time between two progress events of one job, how long a job's turn may take, and the bucket a patch
+#: too large for one message goes to.
+ENV_JOB_EVENTS_QUEUE_URL = "AGENTKIT_JOB_EVENTS_QUEUE_URL"
+ENV_JOB_PROGRESS_SECONDS = "AGENTKIT_JOB_PROGRESS_SECONDS"
+ENV_JOB_TIMEOUT = "AGENTKIT_JOB_TIMEOUT"
+ENV_WORKSPACE_BUCKET = "AGENTKIT_WORKSPACE_BUCKET"
 ENV_AWS_REGION = "AWS_REGION"
 ENV_CLAUDE_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_SANDBOX = "AGENTKIT_SANDBOX"

@@ -77,6 +77,29 @@ class PatchTooLarge(WorkspaceError):
     http_status = 422
 
 
+class JobsNotConfigured(InvalidRequest):
+    """An invocation asked for an asynchronous job (``"async": true``) but this runtime has no events queue
+    (``AGENTKIT_JOB_EVENTS_QUEUE_URL`` is unset; HTTP 400)."""
+
+    code = "jobs_not_configured"
+
+
+class JobStopped(AgentKitError):
+    """A job's turn was stopped (the local stop route, or SIGTERM at shutdown) before it finished; only in a job's
+    result event, which carries what the turn cost so far (HTTP 503)."""
+
+    code = "stopped"
+    http_status = 503
+
+
+class JobResultTooLarge(AgentKitError):
+    """A job's result does not fit one SQS message even with its patch moved to S3, or its patch is too large and
+    no workspace bucket is configured; only in a job's result event (HTTP 422)."""
+
+    code = "result_too_large"
+    http_status = 422
+
+
 class BudgetExceeded(AgentKitError):
     """A turn, invocation or session budget is exhausted (HTTP 402)."""
 

@@ -3,7 +3,7 @@
 Request body (``POST /invocations``)::
 
     {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
-     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?}
+     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?, "async": bool = false, "job": {"id": str, "context": {}}?}
 
 Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
 at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
@@ -215,6 +215,44 @@ class WorkspaceSnapshot(BaseModel):
             ) from None
 
 
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+#: The largest ``job.context``, as compact UTF-8 JSON: it is echoed in every event of the job.
+MAX_CONTEXT_BYTES = 4096
+
+
+class JobSpec(BaseModel):
+    """The request's ``job``: an id of the caller's choosing and an opaque context echoed in every event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(min_length=1, max_length=128)
+    context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id_charset(cls, value: str) -> str:
+        if not JOB_ID_RE.match(value):
+            raise ValueError("must be 1-128 characters of letters, digits and '.', '_', ':', '-'")
+        if not value.strip("."):  # "." and ".." would name a directory in the patch's S3 key
+            raise ValueError("must not consist of dots only")
+        return value
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(encode_context(value))
+        if size > MAX_CONTEXT_BYTES:
+            raise ValueError(
+                f"is {size} bytes as JSON; at most {MAX_CONTEXT_BYTES}: send ids to look things up, not the things"
+            )
+        return value
+
+
+def encode_context(context: dict[str, Any]) -> bytes:
+    """``job.context`` as its size is counted: compact JSON, UTF-8."""
+    return json.dumps(context, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 class InvocationRequest(BaseModel):
     """A validated invocation body."""
 
@@ -226,6 +264,17 @@ class InvocationRequest(BaseModel):
     max_budget_usd: float | None = Field(default=None, gt=0)
     metadata: dict[str, str] = Field(default_factory=dict)
     workspace: WorkspaceSnapshot | None = None
+    #: ``"async": true``: answer ``202`` at once and report through SQS (:mod:`runtime.jobs`); needs ``job``.
+    async_: bool = Field(default=False, alias="async")
+    job: JobSpec | None = None
+
+    @model_validator(mode="after")
+    def _job_with_async(self) -> InvocationRequest:
+        if self.async_ and self.job is None:
+            raise ValueError('"async": true needs "job": {"id": "<your job id>", "context": {...}}')
+        if self.job is not None and not self.async_:
+            raise ValueError('"job" is only for asynchronous invocations: add "async": true')
+        return self
 
     @field_validator("prompt")
     @classmethod
@@ -290,10 +339,15 @@ def _explain(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in error["loc"]) or "body"
         if error["type"] == "extra_forbidden" and loc.startswith("workspace."):
             problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
+        elif error["type"] == "extra_forbidden" and loc.startswith("job."):
+            problems.append(f"unknown field '{loc}' (allowed in job: id, context)")
         elif error["type"] == "extra_forbidden":
             problems.append(
-                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace)"
+                f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace, "
+                "async, job)"
             )
+        elif loc == "body" and error["type"] == "value_error":
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
         elif error["type"] == "missing":
             problems.append(f"'{loc}' is required")
         else:

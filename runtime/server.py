@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +31,8 @@ from starlette.routing import Route
 
 from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
-from runtime.env import DEFAULT_MAX_PROMPT_CHARS
-from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest
+from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
+from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured
 from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.loop_bridge import LoopStream, start_on
@@ -173,6 +173,8 @@ class Runtime:
 
                         factory = build_services
                     self.services = await asyncio.to_thread(factory, self.settings)
+                    if self.services.jobs is not None:  # results an earlier process could not send
+                        self.services.jobs.start()
         return self.services
 
     async def answer(self, call: Invocation) -> Response | AsyncIterator[TurnItem]:
@@ -180,6 +182,13 @@ class Runtime:
         start, the JSON reply of a non-streaming turn, or the events of a streaming one."""
         restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
         try:
+            job = call.request.job
+            if job is not None and not self.settings.job_events_queue_url:
+                raise JobsNotConfigured(
+                    f"this runtime runs no asynchronous jobs: {ENV_JOB_EVENTS_QUEUE_URL} is unset. Set it to the SQS "
+                    'queue for job events (the stack does with its webhook), or invoke without "async" and wait '
+                    "for the reply"
+                )
             services = await self._services()
             from runtime.sessions import TurnRequest
 
@@ -197,17 +206,32 @@ class Runtime:
                 max_budget_usd=call.request.max_budget_usd,
                 metadata=call.request.metadata,
                 trace_headers=call.trace_headers,
+                # Nobody waits for a job's reply: it may run as long as AGENTKIT_JOB_TIMEOUT, not a caller's turn.
+                timeout_s=self.settings.job_timeout_s if call.request.job is not None else None,
             )
-            call.disconnect.add(set_on_loop(asyncio.get_running_loop(), turn.abandoned))
             services.runner.check_request(turn)
             key = claude_session_id(call.session_id, call.actor)
-            events = await services.registry.invoke(
-                key=key,
-                runtime_session_id=call.session_id,
-                claude_session_id=key,
-                actor_id=call.actor,
-                request=turn,
-            )
+
+            def submit() -> Awaitable[AsyncIterator[TurnItem]]:
+                return services.registry.invoke(
+                    key=key,
+                    runtime_session_id=call.session_id,
+                    claude_session_id=key,
+                    actor_id=call.actor,
+                    request=turn,
+                )
+
+            if job is not None:  # the caller does not wait: its leaving does not interrupt the turn
+                jobs = services.jobs
+                if jobs is None:  # unreachable with the setting set: wiring builds jobs from it
+                    raise JobsNotConfigured(f"asynchronous jobs are off ({ENV_JOB_EVENTS_QUEUE_URL})")
+                jobs.start()
+                accepted = await jobs.accept(
+                    job, session_key=key, session_id=call.session_id, request=turn, submit=submit
+                )
+                return JSONResponse(accepted, status_code=202)
+            call.disconnect.add(set_on_loop(asyncio.get_running_loop(), turn.abandoned))
+            events = await submit()
         except AgentKitError as exc:
             return refuse(exc, call.session_id)
         if call.request.stream:
@@ -229,13 +253,19 @@ class Runtime:
     async def close(self) -> None:
         if self.services is not None:
             await self.services.registry.close_all()
+            if self.services.jobs is not None:  # the closed turns' jobs send (or keep) their stopped results
+                await self.services.jobs.close()
             await self.services.aclose()
 
     @property
     def busy(self) -> bool:
-        """A turn is running, or store writes are still only on this microVM's disk."""
+        """A turn is running, or store writes or job results are still only on this microVM's disk."""
         services = self.services
-        return services is not None and (services.registry.active_turns > 0 or services.pending_writes() > 0)
+        return services is not None and (
+            services.registry.active_turns > 0
+            or services.pending_writes() > 0
+            or (services.jobs is not None and services.jobs.unsettled > 0)
+        )
 
 
 def build_app(

@@ -70,6 +70,11 @@ class TurnRequest:
     #: The one disconnect signal: the HTTP edge sets it when the caller leaves before the reply is complete;
     #: the turn reads it (skipped while queued, interrupted while running; :mod:`runtime.agent.turn`).
     abandoned: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Told the turn's running cost (USD, priced from its streamed usage) after each model call, and what an
+    #: aborted turn cost: an asynchronous job reports it in its progress (:mod:`runtime.jobs.service`).
+    on_cost: Callable[[float], None] | None = None
+    #: Seconds this turn may take, when not ``AGENTKIT_TURN_TIMEOUT`` (an asynchronous job's, ``AGENTKIT_JOB_TIMEOUT``).
+    timeout_s: float | None = None
 
 
 class Connection(Protocol):

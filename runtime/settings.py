@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, ValidationError
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -40,6 +40,9 @@ from runtime.env import (
     ENV_GATEWAY_URL,
     ENV_HOST,
     ENV_IDLE_TIMEOUT,
+    ENV_JOB_EVENTS_QUEUE_URL,
+    ENV_JOB_PROGRESS_SECONDS,
+    ENV_JOB_TIMEOUT,
     ENV_MAX_BUDGET_USD,
     ENV_MAX_PROMPT_CHARS,
     ENV_MAX_QUEUED,
@@ -71,6 +74,7 @@ from runtime.env import (
     ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_MAX_BYTES,
     ENV_WORKSPACE_MAX_FILE_BYTES,
     ENV_WORKSPACE_MAX_FILES,
@@ -83,18 +87,16 @@ from runtime.env import (
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
     SettingInfo,
+    explain,
+    exposure_warning,
     field_extra,
-    is_loopback,
     on_agentcore,
     setting,
     shown_default,
 )
+from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
 
-#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
-#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
-#: tests/e2e/test_session_limits.py).
-MIN_SESSION_MEMORY_MB = 768
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
@@ -193,6 +195,30 @@ class Settings(SettingsChecks):
         "largest snapshot archive read from S3",
         gt=0,
         shown="100 MiB",
+    )
+    job_events_queue_url: str | None = setting(
+        ENV_JOB_EVENTS_QUEUE_URL,
+        None,
+        'SQS queue URL for asynchronous jobs\' progress and result events (`sqs:SendMessage`); unset: `"async": '
+        "true` is refused with `400 jobs_not_configured` (docs/http-api.md#asynchronous-jobs)",
+        shown="unset: jobs off",
+    )
+    job_timeout_s: float = setting(
+        ENV_JOB_TIMEOUT,
+        7200.0,
+        "seconds a job's turn may take (not `AGENTKIT_TURN_TIMEOUT`); at most 8 h",
+        gt=0,
+        le=28_800,
+    )
+    job_progress_s: float = setting(
+        ENV_JOB_PROGRESS_SECONDS, 10.0, "least seconds between two progress events of one job", gt=0
+    )
+    workspace_bucket: str | None = setting(
+        ENV_WORKSPACE_BUCKET,
+        None,
+        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<job id>/patch.diff`; "
+        "`s3:PutObject` there)",
+        shown="unset: such a result is `result_too_large`",
     )
     metrics: Literal["emf", "cloudwatch", "off"] = setting(
         ENV_METRICS,
@@ -365,16 +391,6 @@ class Settings(SettingsChecks):
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
 
-    @model_validator(mode="after")
-    def _memory_holds_the_cli(self) -> Settings:
-        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
-        if 0 < self.session_memory_mb < MIN_SESSION_MEMORY_MB:
-            raise ValueError(
-                f"{ENV_SESSION_MEMORY_MB}={self.session_memory_mb} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
-                "needs about 250 MiB; use at least that, or 0 for no memory limit"
-            )
-        return self
-
     # -- derived paths -------------------------------------------------------------------------------------
 
     @property
@@ -432,7 +448,7 @@ class Settings(SettingsChecks):
         try:
             settings = cls(**values)
         except ValidationError as exc:
-            raise ConfigurationError(_explain(exc)) from None
+            raise ConfigurationError(explain(exc, cls.env_names())) from None
         if settings.sandbox == "off" and on_agentcore(env):
             raise ConfigurationError(
                 f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
@@ -442,19 +458,9 @@ class Settings(SettingsChecks):
         return settings
 
     def exposure_warning(self) -> str | None:
-        """The warning to log at start when :attr:`host` is not a loopback address (None when it is).
-
-        The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port
-        can run turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of
-        it (the image sets ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
-        """
-        if is_loopback(self.host):
-            return None
-        return (
-            f"listening on {self.host}, not on loopback: anyone who can reach port {self.port} can run turns "
-            "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
-            f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
-        )
+        """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:
+        :func:`runtime.setting_fields.exposure_warning`)."""
+        return exposure_warning(self.host, self.port)
 
     # -- the CLI's environment -----------------------------------------------------------------------------
 
@@ -494,14 +500,3 @@ class Settings(SettingsChecks):
             self.resolved_state_dir / "cache",
         ):
             path.mkdir(parents=True, exist_ok=True)
-
-
-def _explain(exc: ValidationError) -> str:
-    env_names = Settings.env_names()
-    parts = []
-    for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
-        var = env_names.get(field, field)
-        message = str(error["msg"]).removeprefix("Value error, ")
-        parts.append(f"{var}: {message}")
-    return "invalid runtime settings: " + "; ".join(parts)

@@ -9,10 +9,15 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
+from runtime.env import ENV_SESSION_MEMORY_MB
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import is_inference_profile
 
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
+#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
+#: tests/e2e/test_session_limits.py).
+MIN_SESSION_MEMORY_MB = 768
 
 
 class SettingsChecks(BaseModel):
@@ -76,9 +81,28 @@ class SettingsChecks(BaseModel):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("bedrock_endpoint", "gateway_url", check_fields=False)
+    @field_validator("bedrock_endpoint", "gateway_url", "job_events_queue_url", check_fields=False)
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value and not re.match(r"^https?://", value):
             raise ValueError(f"{value!r} must be an http(s) URL")
         return value.rstrip("/") if value else value
+
+    @field_validator("workspace_bucket", check_fields=False)
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        # S3's bucket naming rules, in short (General purpose bucket naming rules, Amazon S3 user guide).
+        if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (a name, not an s3:// URI)")
+        return value
+
+    @field_validator("session_memory_mb", check_fields=False)
+    @classmethod
+    def _memory_holds_the_cli(cls, value: int) -> int:
+        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
+        if 0 < value < MIN_SESSION_MEMORY_MB:
+            raise ValueError(
+                f"{ENV_SESSION_MEMORY_MB}={value} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
+                "needs about 250 MiB; use at least that, or 0 for no memory limit"
+            )
+        return value

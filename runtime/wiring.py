@@ -40,6 +40,7 @@ from runtime.workspace.s3 import S3Location, S3Snapshots
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
+    from runtime.jobs.service import Jobs
     from runtime.store.recall import MemoryRecall
     from runtime.store.spool import SpoolingSessionStore
 
@@ -57,6 +58,8 @@ class Services:
     #: Store writes accepted and not yet delivered: ``/ping`` stays busy while this is above 0, so AgentCore
     #: does not reap the microVM whose disk holds the only copy (docs/reliability.md).
     pending_writes: Callable[[], int] = lambda: 0
+    #: Asynchronous jobs (``AGENTKIT_JOB_EVENTS_QUEUE_URL`` set), else None.
+    jobs: Jobs | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -173,6 +176,9 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
         restore_hooks.append(restore.on_restore("session store", store.after_restore))
+    jobs = _jobs(settings, clock, on_event=metrics.record_event)
+    if jobs is not None:
+        restore_hooks.append(restore.on_restore("job outbox", jobs.outbox.recount))
 
     async def aclose_dependencies() -> None:
         for remove in restore_hooks:
@@ -187,6 +193,28 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         runner=runner,
         aclose=aclose_dependencies,
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
+        jobs=jobs,
+    )
+
+
+def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:
+    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, results
+    kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
+    if not settings.job_events_queue_url:
+        return None
+    from runtime.jobs.outbox import Outbox
+    from runtime.jobs.service import Jobs
+    from runtime.jobs.sink import S3Patches, SqsEvents
+
+    return Jobs(
+        events=SqsEvents(client=aws.sqs_client(settings.aws_region), queue_url=settings.job_events_queue_url),
+        outbox=Outbox(settings.resolved_state_dir / "jobs" / "outbox"),
+        patches=S3Patches(client=aws.s3_client(settings.aws_region), bucket=settings.workspace_bucket)
+        if settings.workspace_bucket
+        else None,
+        progress_s=settings.job_progress_s,
+        clock=clock,
+        on_event=on_event,
     )
 
 

@@ -11,8 +11,8 @@ A turn is one invocation on a warm session: a prompt in, events out. The session
 2. **stream**: the prompt goes out as one stream-json user message (never a string: string prompts close stdin
    and break SDK MCP tools and hooks); SDK messages become ``text`` / ``tool_use`` / ``tool_result`` events;
    each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
-   caller leaves (``request.abandoned``, set by the HTTP edge). Sending and reading both run within the turn
-   timeout.
+   caller leaves (``request.abandoned``, set by the HTTP edge); the running cost goes to ``request.on_cost`` (an
+   asynchronous job's progress). Sending and reading both run within the turn timeout.
 3. **settle**: in a session that works on a workspace snapshot, the workspace's change becomes the result's
    ``patch`` and ``changed_files`` (:mod:`runtime.workspace`); the ``ResultMessage`` becomes the ``result`` event,
    or an error that reports what the turn cost; its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
@@ -156,13 +156,14 @@ class Turn:
         """Send the prompt and emit the reply's events until its ``ResultMessage``.
 
         Raises:
-            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT``.
+            TurnTimeout: the turn did not finish within ``AGENTKIT_TURN_TIMEOUT`` (or the request's own timeout).
             AgentProcessError: the CLI exited or closed its output before the result.
         """
         client = self.process.client
         result: ResultMessage | None = None
+        timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
         try:
-            async with asyncio.timeout(self.settings.turn_timeout_s), self._interrupt_when_abandoned():
+            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
                 try:
                     await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
                 except (CLIConnectionError, ProcessError) as exc:
@@ -176,7 +177,7 @@ class Turn:
             self._count_aborted(span)
             self.observer.invocation_error("turn_timeout")
             raise TurnTimeout(
-                f"the turn did not finish within {self.settings.turn_timeout_s:.0f} s and was stopped. "
+                f"the turn did not finish within {timeout_s:.0f} s and was stopped. "
                 "The session stays usable: send the next turn, or narrow the task."
             ) from None
         except CLIGone as exc:
@@ -284,6 +285,7 @@ class Turn:
         self.running_cost += compute_turn_cost(
             None, usage, default_model=self.settings.model, table=self.prices
         ).total_cost_usd
+        self._tell_cost(self.running_cost)
         if self.budget is not None and self.running_cost >= self.budget and not self.budget_hit:
             self.budget_hit = True
             logger.info(
@@ -335,6 +337,14 @@ class Turn:
             f"{delay / 1000:.1f} s" if isinstance(delay, int | float) else "a moment",
         )
 
+    def _tell_cost(self, usd: float) -> None:
+        """Pass the turn's cost so far to whoever asked (an asynchronous job's progress); never raises."""
+        if self.request.on_cost is not None:
+            try:
+                self.request.on_cost(usd)
+            except Exception:
+                logger.exception("the turn's cost listener failed")
+
     def _mark_first_token(self) -> None:
         if self.ttft_ms is None:
             self.ttft_ms = (self.clock() - self.started) * 1000
@@ -351,6 +361,7 @@ class Turn:
             )
             latency_ms = (self.clock() - self.started) * 1000
             self.observer.turn_aborted(span, self.session, self.request, cost=cost, latency_ms=latency_ms)
+            self._tell_cost(cost.total_cost_usd)
             if cost.total_cost_usd > 0:
                 self.session.account.add(cost.total_cost_usd, turns=0)
                 self.session.account.persist_soon()

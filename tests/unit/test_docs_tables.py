@@ -12,7 +12,10 @@ import pytest
 from harness import docs_tables
 from runtime.errors import ERRORS_BY_CODE
 
-EXPECTED = {"http-api.md": {"request", "events", "errors"}, "observability.md": {"metrics", "prices"}}
+EXPECTED = {
+    "http-api.md": {"request", "events", "errors", "job_events"},
+    "observability.md": {"metrics", "prices"},
+}
 
 
 def test_every_expected_table_is_in_its_page() -> None:
@@ -109,3 +112,12 @@ def test_the_cdk_settings_table_names_every_config_field_and_only_those() -> Non
         if stage_cell in line
     )
     assert set(StageConfig.model_fields) <= set(re.findall(r"`([a-z_0-9]+)`", row))
+
+
+def test_an_empty_block_is_filled_without_swallowing_the_next_one() -> None:
+    """A table just added to a page has no rows yet: rendering fills it and leaves the blocks after it alone."""
+    text = "a\n<!-- generated: errors -->\n<!-- end generated -->\nb\n<!-- generated: job_events -->\nold\n<!-- end generated -->\n"
+    assert docs_tables.blocks(text) == {"errors": "", "job_events": "old"}
+    rendered = docs_tables.render(text)
+    assert "\nb\n" in rendered and rendered.count("<!-- generated: ") == 2
+    assert docs_tables.blocks(rendered)["errors"] == docs_tables.errors_table()
