@@ -280,6 +280,23 @@ def time_to_healthy(
         proc.wait()
 
 
+def until_pinged(proc: subprocess.Popen[bytes], port: int, log_path: Path) -> RuntimeServer:
+    """Poll ``GET /ping`` of the runtime ``proc`` (every 5 ms) until it answers; a client for it.
+
+    Raises:
+        RuntimeError: the process exited first (with the end of its log).
+    """
+    server = RuntimeServer(env={}, log_path=log_path.with_name("unused.log"), port=port)
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"runtime exited: {log_path.read_text()[-2000:]}")
+        try:
+            if server.ping()["status"]:
+                return server
+        except OSError:
+            time.sleep(0.005)
+
+
 __all__ = [
     "HELLO_APP",
     "MODEL",
@@ -300,6 +317,7 @@ __all__ = [
     "sdk_turn",
     "start_server",
     "time_to_healthy",
+    "until_pinged",
     "verdict",
     "warm_turn",
     "write_hello_app",

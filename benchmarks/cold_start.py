@@ -43,6 +43,7 @@ from _harness import (
     median,
     runtime_process_env,
     time_to_healthy,
+    until_pinged,
     verdict,
     write_hello_app,
 )
@@ -128,15 +129,7 @@ def first_turn_ours(setup: CliSetup, collector: OtlpCollector, i: int) -> tuple[
         image_argv(dockerfile_cmd()), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        server = RuntimeServer(env={}, log_path=setup.tmp / "unused.log", port=port)
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"runtime exited: {(setup.tmp / f'first-{i}.log').read_text()[-2000:]}")
-            try:
-                if server.ping()["status"]:
-                    break
-            except OSError:
-                time.sleep(0.005)
+        server = until_pinged(proc, port, setup.tmp / f"first-{i}.log")
         prompt = setup.text_turn()
         t0 = time.perf_counter()
         reply = server.invoke(prompt, session=session_id(f"first-{i}"))

@@ -48,6 +48,7 @@ from _harness import (
     per_call_query,
     runtime_process_env,
     time_to_healthy,
+    until_pinged,
     verdict,
 )
 from cold_start import first_turn_bare, image_argv, image_env
@@ -153,15 +154,7 @@ def first_reply_v1(setup: CliSetup, collector: OtlpCollector, i: int) -> float:
         image_argv(dockerfile_cmd()), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        server = RuntimeServer(env={}, log_path=setup.tmp / "unused.log", port=port)
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"runtime exited: {(setup.tmp / f'v1-{i}.log').read_text()[-2000:]}")
-            try:
-                if server.ping()["status"]:
-                    break
-            except OSError:
-                time.sleep(0.005)
+        server = until_pinged(proc, port, setup.tmp / f"v1-{i}.log")
         reply = server.invoke(setup.text_turn(), session=session_id(f"v1-{i}"))
         done = time.perf_counter()
         if reply.status != 200 or reply.last.get("type") != "result":

@@ -8,7 +8,8 @@ Each table sits in a docs page between ``<!-- generated: NAME -->`` and ``<!-- e
 
 Tables: ``request`` (the invocation body, :class:`runtime.protocol.InvocationRequest`), ``events`` (the SSE
 events, the TypedDicts of :mod:`runtime.protocol`), ``errors`` (every error code,
-:data:`runtime.errors.ERRORS_BY_CODE`), ``metrics`` (what :class:`runtime.observe.metrics.base.BaseMetrics` emits).
+:data:`runtime.errors.ERRORS_BY_CODE`), ``metrics`` (what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
+:data:`runtime.observe.prices.DEFAULT_PRICES`).
 """
 
 from __future__ import annotations
@@ -143,11 +144,51 @@ def metrics_table() -> str:
     return _table(("metric", "unit", "dimensions", "per"), list(rows.values()))
 
 
+def prices_table() -> str:
+    """The kit's price table (:data:`runtime.observe.prices.DEFAULT_PRICES`): model tokens, then AgentCore."""
+    from runtime.observe.prices import DEFAULT_PRICES
+
+    table = DEFAULT_PRICES
+    rows: list[tuple[str, ...]] = []
+    for key, price in sorted(table.prices.items()):
+        regional = (
+            f", x{price.regional_multiplier:g} on geographic profiles"
+            if price.regional_multiplier != 1
+            else ""
+        )
+        rows.append(
+            (
+                f"`{key}`",
+                f"${price.input:g} in / ${price.output:g} out / ${price.cache_read:g} cache read / "
+                f"${price.cache_write_5m:g} cache write (5 min) per million tokens{regional}",
+                "all",
+                f"{table.as_of}, {table.source}",
+            )
+        )
+    dated = f"{table.agentcore_as_of}, {table.agentcore_source}"
+    for region, ac in sorted(table.agentcore.items()):
+        rows += [
+            (what, price, f"`{region}`", dated)
+            for what, price in (
+                ("Runtime CPU", f"${ac.vcpu_hour:g} per vCPU-hour"),
+                ("Runtime memory", f"${ac.gb_hour:g} per GB-hour"),
+                ("Memory, short-term", f"${ac.memory_event * 1000:g} per 1,000 events"),
+                ("Memory, long-term retrieval", f"${ac.memory_retrieval * 1000:g} per 1,000 retrievals"),
+                (
+                    "Memory, long-term storage",
+                    f"${ac.memory_record_month * 1000:g} per 1,000 records a month",
+                ),
+            )
+        ]
+    return _table(("what", "list price (USD)", "Region", "as of, source"), rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "request": request_table,
     "events": events_table,
     "errors": errors_table,
     "metrics": metrics_table,
+    "prices": prices_table,
 }
 
 

@@ -29,6 +29,7 @@ from pydantic import (
 
 # ConfigError lives below this module and infra.overrides (which both raise it); importable from here too.
 from infra.errors import ConfigError as ConfigError
+from infra.names import MAX_GENERATION, StageNames
 from infra.overrides import apply_overrides
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 
@@ -78,6 +79,8 @@ class StageConfig(_Model):
     idle_timeout_minutes: int = Field(ge=1, le=480)
     max_lifetime_hours: int = Field(ge=1, le=8)
     memory_event_expiry_days: int = Field(ge=7, le=365)
+    # Part of the retained resources' names (infra.names): bump it to redeploy after a destroy of a retain stage.
+    generation: int = Field(default=1, ge=1, le=MAX_GENERATION)
 
 
 class JwtAuthConfig(_Model):
@@ -378,6 +381,11 @@ class AppConfig(_Model):
     @property
     def resource_prefix(self) -> str:
         return f"{self.project_name}-{self.stage}"
+
+    @property
+    def names(self) -> StageNames:
+        """The names of what the stage retains (memory, gateway, secrets), with its ``generation``."""
+        return StageNames(self.project_name, self.stage, self.settings.generation)
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -8,8 +8,7 @@ Three sources, each queried only with a metric name + dimension set its emitter 
   roll-up. Totals read the roll-up (:func:`agent_metric`); breakdowns use ``SEARCH`` on the detailed set, so
   every model and tool shows up without being listed here.
 * AgentCore's runtime metrics, namespace ``AWS/Bedrock-AgentCore`` (:func:`runtime_metric`): Invocations,
-  Throttles, SystemErrors, UserErrors, Latency, SessionCount, and the billed compute CPUUsed-vCPUHours and
-  MemoryUsed-GBHours ("AgentCore generated runtime observability
+  Throttles, SystemErrors, UserErrors, Latency, SessionCount ("AgentCore generated runtime observability
   data", https://docs.aws.amazon.com/bedrock-agentcore/latest/devguide/observability-runtime-metrics.html).
   They carry ``Operation=InvokeAgentRuntime``, ``Resource=<runtime ARN>`` and ``Name=<runtime name>::<endpoint
   name>`` (the same Operation/Resource/Name triple AgentCore documents for its gateway metrics,
@@ -17,6 +16,14 @@ Three sources, each queried only with a metric name + dimension set its emitter 
   the runtime's shape as aws-cdk-lib's ``Runtime.metric*`` helpers write it, aws/aws-cdk#38486). Those helpers
   hard-code the ``DEFAULT`` endpoint, which nobody here calls: every caller uses the stage's endpoint, so the
   metrics are built for it.
+* AgentCore's billed compute, same namespace, a different shape (:func:`compute_metric`): ``CPUUsed-vCPUHours``
+  and ``MemoryUsed-GBHours`` with the dimension sets ``Service``; ``Service, Resource``; ``Service, Resource,
+  Name`` where ``Service`` is ``AgentCore.Runtime``, ``Resource`` the runtime ARN and ``Name``
+  ``<runtime>::<endpoint>`` (same page, "Resource usage metrics and logs"; no ``Operation``). The dashboard reads
+  ``Service, Resource``: the whole runtime, every endpoint, as the bill counts it. They "may be delayed by up to
+  60 minutes". Priced with the kit's price table (``runtime/observe/prices.py``) in :func:`cost_parts`, beside
+  the model's ``CostUSD`` and the Memory calls the runtime counts (``MemoryEventsWritten``,
+  ``MemoryRetrievals``).
 * the webhook's metrics (same namespace, Powertools EMF): ``IssueCostUSD`` … with dimensions ``Tracker`` and
   ``service``; plotted per configured tracker.
 
@@ -36,6 +43,8 @@ from collections.abc import Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 
+from runtime.observe.prices import AgentCorePrices
+
 AGENTCORE_NAMESPACE = "AWS/Bedrock-AgentCore"
 INVOKE_OPERATION = "InvokeAgentRuntime"
 RUNTIME_METRICS = (
@@ -45,12 +54,12 @@ RUNTIME_METRICS = (
     "UserErrors",
     "Latency",
     "SessionCount",
-    # What AgentCore bills the runtime for: active vCPU-hours and peak-memory GB-hours (AgentCore developer guide,
-    # runtime observability metrics; pricing: per second of CPU used and of peak memory, 128 MB minimum).
-    "CPUUsed-vCPUHours",
-    "MemoryUsed-GBHours",
 )
+#: What AgentCore bills the runtime for: active vCPU-hours and peak-memory GB-hours (pricing: per second of CPU
+#: used and of peak memory so far, 128 MB minimum; runtime/observe/prices.py).
 COMPUTE_METRICS = ("CPUUsed-vCPUHours", "MemoryUsed-GBHours")
+COMPUTE_SERVICE = "AgentCore.Runtime"
+MEMORY_USAGE_METRICS = ("MemoryEventsWritten", "MemoryRetrievals")  # runtime/store/agentcore_ids.py
 FIVE_MINUTES = cdk.Duration.minutes(5)
 HOUR = cdk.Duration.hours(1)
 DAY = cdk.Duration.days(1)
@@ -88,6 +97,65 @@ def runtime_metric(
         period=period,
         label=label,
     )
+
+
+def compute_metric(
+    name: str,
+    *,
+    runtime_arn: str,
+    statistic: str = "Sum",
+    period: cdk.Duration = DAY,
+    label: str | None = None,
+) -> cw.Metric:
+    """A billed-compute metric of the whole runtime (dimensions ``Service``, ``Resource``; module docstring)."""
+    if name not in COMPUTE_METRICS:
+        raise ValueError(f"{name!r} is not an AgentCore compute metric ({', '.join(COMPUTE_METRICS)})")
+    return cw.Metric(
+        namespace=AGENTCORE_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"Service": COMPUTE_SERVICE, "Resource": runtime_arn},
+        statistic=statistic,
+        period=period,
+        label=label or name,
+    )
+
+
+def cost_parts(
+    *,
+    model: cw.IMetric,
+    compute: Sequence[cw.IMetric],
+    memory: Sequence[cw.IMetric],
+    prices: AgentCorePrices,
+    period: cdk.Duration = DAY,
+) -> dict[str, cw.MathExpression]:
+    """USD per period of each part and their total: ``model`` (``CostUSD``), ``compute`` (vCPU-hours, GB-hours)
+    and ``memory`` (events written, retrievals), the last two priced with ``prices``; a missing point is 0."""
+    cpu, gb = compute
+    events, retrievals = memory
+    parts = {
+        "model": cw.MathExpression(
+            expression="FILL(m, 0)", using_metrics={"m": model}, label="model", period=period
+        ),
+        "compute": cw.MathExpression(
+            expression=f"FILL(cpu, 0) * {prices.vcpu_hour!r} + FILL(gb, 0) * {prices.gb_hour!r}",
+            using_metrics={"cpu": cpu, "gb": gb},
+            label="Runtime compute",
+            period=period,
+        ),
+        "memory": cw.MathExpression(
+            expression=f"FILL(ev, 0) * {prices.memory_event!r} + FILL(rt, 0) * {prices.memory_retrieval!r}",
+            using_metrics={"ev": events, "rt": retrievals},
+            label="Memory",
+            period=period,
+        ),
+    }
+    parts["total"] = cw.MathExpression(
+        expression="mo + co + me",
+        using_metrics={"mo": parts["model"], "co": parts["compute"], "me": parts["memory"]},
+        label="total",
+        period=period,
+    )
+    return parts
 
 
 def agent_metric(

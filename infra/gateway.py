@@ -141,8 +141,8 @@ class AgentGateway(Construct):
     """An MCP Gateway with an explicit authorizer, optionally with the invoice tools target.
 
     Args:
-        config: the validated app config. Read here: ``project_name`` and ``stage`` (the gateway's name,
-            ``<project>-<stage>-tools``), ``gateway.authorizer`` (``iam``: SigV4 with the caller's IAM identity,
+        config: the validated app config. Read here: ``names.gateway`` (the gateway's name,
+            ``<project>-<stage>-tools``, with the stage's generation: :mod:`infra.names`), ``gateway.authorizer`` (``iam``: SigV4 with the caller's IAM identity,
             or ``jwt``), ``gateway.jwt`` (issuer settings for ``jwt``), ``gateway.invoices_tool`` (add the sample
             invoice tools target) and the stage's ``removal_policy`` and ``log_retention_days``.
     """
@@ -169,7 +169,7 @@ class AgentGateway(Construct):
             authorizer_config = agentcore.GatewayAuthorizer.using_aws_iam()
         else:
             raise ValueError(f"gateway authorizer {authorizer!r} is not one of: iam, jwt")
-        gateway_name = f"{config.project_name}-{config.stage}-tools"
+        gateway_name = config.names.gateway
         self.role = self._service_role(gateway_name)
         self.gateway = agentcore.Gateway(
             self,

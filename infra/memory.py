@@ -56,8 +56,8 @@ class AgentMemory(Construct):
     """A ``Memory`` with semantic, summary and user-preference strategies.
 
     Args:
-        config: the validated app config. Read here: ``project_name`` and ``stage`` (the memory's name,
-            ``<project>_<stage>_memory``), the stage's ``memory_event_expiry_days`` (how long short-term events,
+        config: the validated app config. Read here: ``names.memory`` (the memory's name,
+            ``<project>_<stage>_memory``, with the stage's generation: :mod:`infra.names`), the stage's ``memory_event_expiry_days`` (how long short-term events,
             the transcripts, are kept) and ``removal_policy`` (the memory and the key), and
             ``memory.customer_managed_key`` (encrypt with a new KMS key, rotation on, instead of an AWS-owned key).
     """
@@ -70,7 +70,7 @@ class AgentMemory(Construct):
         config: AppConfig,
     ) -> None:
         super().__init__(scope, construct_id)
-        name = f"{config.project_name}_{config.stage}_memory"
+        name = config.names.memory
         removal = lifecycle.removal_policy(config.settings)
         self.key: kms.Key | None = None
         if config.memory.customer_managed_key:

@@ -35,7 +35,13 @@ from infra.config import inference_profile_parts
 
 #: Foundation model id → AWS Marketplace product id, from AWS's product-id table (see module docstring; the
 #: newest models are listed on their model cards). Extend with ``agentkit.marketplace_product_ids``.
+#: Opus 4.6: product id from its Bedrock model card ("Marketplace product ID",
+#: docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-opus-4-6.html), model id from
+#: Anthropic's Bedrock page ("Base Bedrock model ID", platform.claude.com/docs/en/build-with-claude/
+#: claude-on-amazon-bedrock). Opus 4.7's card gives prod-d2ik6zgct5hxi, but no primary source at hand gives its
+#: Bedrock model id, so it is not listed (add it with marketplace_product_ids).
 MARKETPLACE_PRODUCT_IDS: dict[str, str] = {
+    "anthropic.claude-opus-4-6-v1": "prod-5ukwuglpt66kg",
     "anthropic.claude-sonnet-4-5-20250929-v1:0": "prod-mxcfnwvpd6kb4",
     "anthropic.claude-haiku-4-5-20251001-v1:0": "prod-xdkflymybwmvi",
     "anthropic.claude-sonnet-4-20250514-v1:0": "prod-4pmewlybdftbs",

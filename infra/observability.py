@@ -10,10 +10,12 @@ metric never arrives stays INSUFFICIENT_DATA, not OK); daily model spend (``Cost
 every model) above the stage's budget.
 
 The dashboard opens on the last 7 days: spend today and this month against the daily budget, cost per day
-with the budget line, tokens, cache hits, invocations/errors, latencies (runtime, agent, time to first token), the runtime's billed
-compute (vCPU-hours, GB-hours per day),
-turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs Insights table of
-the sessions and callers that cost most.
+with the budget line, cost per day in parts (model tokens + Runtime compute + Memory, priced with the kit's
+price table, ``runtime/observe/prices.py``) and their total against the budget, tokens, cache hits,
+invocations/errors, latencies (runtime, agent, time to first token), the runtime's billed compute (vCPU-hours,
+GB-hours per day), turns, budget hits, tools, session resumes, the webhook's cost per issue tracker, and a Logs
+Insights table of the sessions and callers that cost most. The daily cost alarm stays on ``CostUSD`` alone:
+compute arrives up to 60 minutes late, so an alarm on the total would judge an incomplete day.
 
 Transaction Search (``observability.transaction_search``) is account- and Region-wide: it creates
 ``AWS::XRay::TransactionSearchConfig`` and the logs resource policy that lets X-Ray write spans to the
@@ -40,13 +42,17 @@ from infra.dashboard import (
     DAY,
     FIVE_MINUTES,
     HOUR,
+    MEMORY_USAGE_METRICS,
     TOKEN_METRICS,
     agent_metric,
     calendar_spend,
+    compute_metric,
+    cost_parts,
     cost_table_query,
     runtime_metric,
     search,
 )
+from runtime.observe.prices import DEFAULT_PRICES
 
 DEFAULT_RANGE = cdk.Duration.days(7)
 
@@ -226,6 +232,7 @@ class AgentObservability(Construct):
             ),
         )
         budget_line = cw.HorizontalAnnotation(value=self.budget, label=f"daily budget ${self.budget:g}")
+        self._cost_parts_row(budget_line)
         self.dashboard.add_widgets(
             cw.GraphWidget(
                 title="Cost USD per day (all models, and by model)",
@@ -236,6 +243,32 @@ class AgentObservability(Construct):
             cw.GraphWidget(
                 title="Cost USD per hour by model",
                 left=[self._search(["Model"], "CostUSD", "Sum", HOUR)],
+                width=12,
+            ),
+        )
+
+    def _cost_parts_row(self, budget_line: cw.HorizontalAnnotation) -> None:
+        """Cost per day in parts: model tokens + Runtime compute + Memory, and their total against the budget."""
+        region = cdk.Stack.of(self).region
+        prices, _checked = DEFAULT_PRICES.agentcore_for(None if cdk.Token.is_unresolved(region) else region)
+        parts = cost_parts(
+            model=self.daily_cost,
+            compute=[compute_metric(name, runtime_arn=self._runtime_arn) for name in COMPUTE_METRICS],
+            memory=[self._total(name, "Sum", DAY) for name in MEMORY_USAGE_METRICS],
+            prices=prices,
+        )
+        dated = f"list prices as of {DEFAULT_PRICES.agentcore_as_of}"
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title=f"Cost USD per day in parts: model + Runtime compute + Memory ({dated})",
+                left=[parts["model"], parts["compute"], parts["memory"]],
+                stacked=True,
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Cost USD per day, all parts, and the daily budget (compute lags up to 60 min)",
+                left=[parts["total"]],
+                left_annotations=[budget_line],
                 width=12,
             ),
         )
@@ -285,21 +318,10 @@ class AgentObservability(Construct):
             ),
         )
         # The runtime's own bill beside the model's: CostUSD counts tokens only.
-        compute = [
-            runtime_metric(
-                name,
-                runtime_name=self._runtime_name,
-                runtime_arn=self._runtime_arn,
-                endpoint=self.endpoint_name,
-                statistic="Sum",
-                period=DAY,
-                label=name,
-            )
-            for name in COMPUTE_METRICS
-        ]
+        compute = [compute_metric(name, runtime_arn=self._runtime_arn) for name in COMPUTE_METRICS]
         self.dashboard.add_widgets(
             cw.GraphWidget(
-                title=f"Runtime compute per day, as billed: vCPU-hours and GB-hours (endpoint {self.endpoint_name})",
+                title="Runtime compute per day, as billed: vCPU-hours and GB-hours (the whole runtime)",
                 left=[compute[0]],
                 right=[compute[1]],
                 width=24,

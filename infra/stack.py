@@ -50,6 +50,7 @@ from runtime.env import (
     ENV_SANDBOX,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
+    ENV_STAGE,
     ENV_WORKSPACE,
     ENV_WORKSPACE_S3_URI,
 )
@@ -78,6 +79,7 @@ def runtime_environment(
         ENV_SANDBOX: config.sandbox,
         ENV_AWS_REGION: region,
         ENV_PLATFORM_VERSION: config.platform_version,
+        ENV_STAGE: config.stage,
     }
     if config.session_storage_mount:
         # The warm cache on session storage: the CLI's config dir (its session files) and the workspace. The state
@@ -198,6 +200,12 @@ class AgentKitStack(cdk.Stack):
                     description="Load samples: python -m infra.functions.invoices.load_sample_data",
                 )
         cdk.CfnOutput(self, "DashboardUrl", value=self.observability.dashboard_url, description="Dashboard")
+        cdk.CfnOutput(
+            self,
+            "UsageLogGroup",
+            value=self.agent.usage_logs.log_group_name,
+            description="The runtime's USAGE_LOGS: vCPU-hours and GB-hours per session (agentkit cost --by session)",
+        )
         cdk.CfnOutput(
             self,
             "InvokeCommand",

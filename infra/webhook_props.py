@@ -81,7 +81,8 @@ class WebhookProps:
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
         """The stack's webhook: ``agentkit.webhook``, the stage's endpoint, log retention and removal policy,
-        and secrets under ``<project>-<stage>/`` (stages in one account never share one)."""
+        and secrets under ``<project>-<stage>/`` (with the stage's generation, :mod:`infra.names`; stages in one account
+        never share one)."""
         hook = config.webhook
         return cls(
             runtime_endpoint_name=config.stage,
@@ -98,7 +99,7 @@ class WebhookProps:
             jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
             if hook.jira.site_url
             else None,
-            name_prefix=config.resource_prefix,
+            name_prefix=config.names.secret_prefix,
             create_secrets=hook.create_secrets,
             metrics_namespace=config.metrics_namespace,
             log_retention=lifecycle.log_retention(config.settings),

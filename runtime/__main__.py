@@ -163,6 +163,10 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout=SHUTDOWN_TIMEOUT_S)
             _flush_traces()
+            # atexit hooks never run here (see _flush_traces): the sessions' cgroups go now
+            from runtime.guard.resources import release_all_session_cgroups
+
+            release_all_session_cgroups()
             logging.getLogger(__name__).info("shutdown complete: every Claude session closed")
         except Exception as exc:  # shutdown must finish
             logging.getLogger(__name__).warning("error while closing sessions: %s", exc)

@@ -11,6 +11,9 @@
   :meth:`~AgentCoreAdapter.request_context` exposes it.
 - ``_ensure_worker_loop()`` is the event loop async entrypoints run on; :meth:`~AgentCoreAdapter.worker_loop`
   exposes it (the warm clients live there, and shutdown must close them on the loop that owns them).
+- ``_handle_ping(request)`` is the ``GET /ping`` route: :class:`AgentCoreAdapter` adds the fields of
+  :meth:`~AgentCoreAdapter.ping_details` to the base app's answer (``status`` and ``time_of_last_update`` stay as
+  the base app computes them; AgentCore reads ``status``).
 - ``_last_status_update_time`` is the ``time_of_last_update`` ``/ping`` reports, set when the app is built;
   :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.restore`).
 
@@ -25,13 +28,14 @@ set-up writes each line once.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 
 class AgentCoreAdapter(BedrockAgentCoreApp):
@@ -52,6 +56,22 @@ class AgentCoreAdapter(BedrockAgentCoreApp):
     def request_context(self, request: Request) -> RequestContext:
         """bedrock-agentcore's context of ``request`` (session id, forwarded headers), its context variables set."""
         return self._build_request_context(request)
+
+    def ping_details(self) -> dict[str, Any]:
+        """Fields added to ``/ping``'s answer (none by default). Must not raise: ``/ping`` is the health check."""
+        return {}
+
+    def _handle_ping(self, request: Request) -> Response:
+        response: Response = super()._handle_ping(request)
+        try:
+            details = self.ping_details()
+            if not details:
+                return response
+            body = json.loads(bytes(response.body))
+            return JSONResponse({**details, **body}, status_code=response.status_code)
+        except Exception:  # the health answer itself must never fail over an extra field
+            logging.getLogger(__name__).exception("could not add details to /ping")
+            return response
 
     def reset_ping_clock(self) -> None:
         """Make ``/ping``'s ``time_of_last_update`` now (a restored process would report the image's time)."""

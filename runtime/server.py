@@ -104,6 +104,14 @@ class AgentKitApp(AgentCoreAdapter):
             )
         await self._guard(scope, receive, send)
 
+    def ping_details(self) -> dict[str, Any]:
+        """``limits``: each session's memory and process limits and how they are enforced
+        (:mod:`runtime.guard.resources`), once start-up has decided them (``docs/http-api.md``)."""
+        from runtime.guard import resources
+
+        limits = resources.decided()
+        return {"limits": limits.describe()} if limits is not None else {}
+
     def http_routes(self) -> dict[str, frozenset[str]]:
         """Path → methods of every HTTP route the app serves (read on the first request, so routes added after
         ``build_app``, such as the local ``/stopruntimesession``, are known to the HTTP edge too)."""

@@ -58,9 +58,12 @@ from runtime.env import (
     ENV_RECALL_TIMEOUT_MS,
     ENV_SANDBOX,
     ENV_SESSION_BUDGET_USD,
+    ENV_SESSION_MEMORY_MB,
+    ENV_SESSION_PROCESSES,
     ENV_SESSION_STORE,
     ENV_SMALL_MODEL,
     ENV_SPANS_FILE,
+    ENV_STAGE,
     ENV_STATE_DIR,
     ENV_STORE_CALL_TIMEOUT,
     ENV_STORE_STRICT,
@@ -88,6 +91,10 @@ from runtime.setting_fields import (
 )
 from runtime.settings_checks import SettingsChecks
 
+#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
+#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
+#: tests/e2e/test_session_limits.py).
+MIN_SESSION_MEMORY_MB = 768
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
@@ -209,6 +216,13 @@ class Settings(SettingsChecks):
     agent_name: str = setting(
         ENV_AGENT_NAME, "agentkit", "the `Agent` metric dimension", min_length=1, max_length=64
     )
+    stage: str | None = setting(
+        ENV_STAGE,
+        None,
+        "the deployment stage (`dev`, `prod`; the stack sets it), sent as `agentkit.stage` in each Bedrock "
+        "call's request metadata so invocation logs can be told apart per stage",
+        max_length=64,
+    )
     model: str = setting(
         ENV_MODEL,
         DEFAULT_MODEL,
@@ -221,7 +235,7 @@ class Settings(SettingsChecks):
         ENV_PRICES,
         None,
         'JSON overrides of the price table, e.g. `{"claude-sonnet-4-5": {"input": 3, "output": 15}}`',
-        shown="the built-in table (`runtime/observe/costs.py`)",
+        shown="the built-in table (`runtime/observe/prices.py`)",
     )
     bedrock_endpoint: str | None = setting(
         ENV_BEDROCK_ENDPOINT,
@@ -308,8 +322,22 @@ class Settings(SettingsChecks):
         0,
         "MiB of one size-limited filesystem (tmpfs: memory) per CLI process for the session's workspace, temp root "
         "and tool `HOME`, so commands cannot fill the volume the transcripts and `sessions.db` are on; `0`: off. "
-        "Needs `AGENTKIT_WORKSPACE_MAX_BYTES=0` (`docs/security.md`)",
+        "Workspace snapshots are unpacked into it and their patch read from it (`docs/security.md`)",
         ge=0,
+    )
+    session_memory_mb: int = setting(
+        ENV_SESSION_MEMORY_MB,
+        2048,
+        "MiB of memory one session's CLI process tree (the CLI ~250 MiB, its sandboxes, every command; with a tool "
+        "disk its files too) may use: a cgroup limit where the runtime can create cgroups, else `RLIMIT_DATA` per "
+        "process; `0`: no memory limit. `/ping` shows which (`docs/security.md`)",
+        ge=0,
+    )
+    session_processes: int = setting(
+        ENV_SESSION_PROCESSES,
+        512,
+        "processes and threads one session's CLI process tree may have at once (the CLI itself uses a few dozen)",
+        ge=64,
     )
     network_hosts: str | None = setting(
         ENV_NETWORK_HOSTS,
@@ -338,13 +366,12 @@ class Settings(SettingsChecks):
     )
 
     @model_validator(mode="after")
-    def _tool_disk_without_snapshots(self) -> Settings:
-        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
-        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
-        if self.tool_disk_mb > 0 and self.workspace_max_bytes > 0:
+    def _memory_holds_the_cli(self) -> Settings:
+        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
+        if 0 < self.session_memory_mb < MIN_SESSION_MEMORY_MB:
             raise ValueError(
-                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
-                "patch is read from the host while the CLI works on its tool disk"
+                f"{ENV_SESSION_MEMORY_MB}={self.session_memory_mb} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
+                "needs about 250 MiB; use at least that, or 0 for no memory limit"
             )
         return self
 

@@ -23,6 +23,7 @@ from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
+from runtime.guard import resources, tool_disk
 from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
@@ -96,10 +97,19 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         metrics.record_event("SandboxUnavailable")
     if unsafe:
         metrics.record_event("SandboxUnsafe")
+    limits = resources.decided()
+    if limits is not None and limits.enforcement == "none":
+        metrics.record_event("SessionLimitsUnenforced", properties=limits.describe())
+
+    def memory_usage(metric: str, claude_session_id: str | None) -> None:
+        # What AgentCore Memory bills (events written, retrievals), per Claude session: `agentkit cost` prices it.
+        metrics.record_event(metric, properties={"ClaudeSessionId": claude_session_id})
+
     store = build_store(
         settings,
         on_error=lambda exc: metrics.record_event("SessionStoreErrors"),
         on_event=lambda name: metrics.record_event(name),
+        on_usage=memory_usage,
     )
     memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
@@ -110,6 +120,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             memory_id=settings.memory_id,
             namespaces=list(settings.recall_namespaces),
             timeout_s=settings.recall_timeout_ms / 1000,
+            on_usage=memory_usage,
         )
     observer = Observer(
         metrics=metrics, tracing=Tracing(agent=settings.agent_name), model=settings.model, clock=clock
@@ -153,7 +164,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         max_queued=settings.max_queued,
         max_sessions=settings.max_sessions or default_max_sessions(),
         accounting=accounting,
-        on_client_dropped=lambda session: release_session_dirs(session.claude_session_id),
+        on_client_dropped=lambda session: _release_session(settings, session.claude_session_id),
         clock=clock,
     )
 
@@ -179,6 +190,13 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
 
 
+def _release_session(settings: Settings, claude_session_id: str) -> None:
+    """A session's CLI process is closed: its temp root, its cgroup and its tool disk's pid file go."""
+    release_session_dirs(claude_session_id)
+    resources.release_session_cgroup(claude_session_id)
+    tool_disk.release(settings.resolved_state_dir, claude_session_id)
+
+
 def _sandboxed_definition(
     settings: Settings, definition: AgentDefinitionSpec
 ) -> tuple[AgentDefinitionSpec, SandboxStatus]:
@@ -186,7 +204,7 @@ def _sandboxed_definition(
     from dataclasses import replace
 
     from runtime.agent.orphan_guard import bundled_cli
-    from runtime.guard.confine import PROCESS_LIMIT, cli_confinement, sweep_stale_temp_roots
+    from runtime.guard.confine import cli_confinement, sweep_stale_temp_roots
     from runtime.guard.profiles import probe_sandbox
 
     sweep_stale_temp_roots()  # left by a runtime that was killed before it could close its sessions
@@ -194,6 +212,13 @@ def _sandboxed_definition(
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
     confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    limits = resources.decide(
+        settings.session_memory_mb,
+        settings.session_processes,
+        wrapped=confined.confinement.wraps,
+        prlimit=confined.confinement.prlimit is not None,
+    )
+    resources.set_decided(limits)
     if confined.problem and settings.sandbox == "off":
         # Explicitly unsandboxed: commands already run on the host without isolation; the drop was best effort.
         logger.warning("commands run as root without OS isolation: %s", confined.problem)
@@ -202,15 +227,25 @@ def _sandboxed_definition(
         status = replace(status, blocked=confined.problem)
     elif confined.confinement.drops:
         logger.info(
-            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces, one workspace and at most "
-            "%d processes per session",
+            "runtime is root: the CLI runs as uid %s in its own IPC and UTS namespaces, one workspace per session",
             confined.confinement.run_as,
-            PROCESS_LIMIT,
         )
     elif confined.confinement.own_namespaces:
+        logger.info("the CLI runs in its own user, IPC and UTS namespaces, one workspace per session")
+    memory = f"{limits.memory_mb} MiB" if limits.memory_mb else "no memory limit"
+    if limits.enforcement == "none":
+        logger.warning(
+            "session limits: NOT enforced (the CLI is not started through the confinement wrapper): %s, %d "
+            "processes configured",
+            memory,
+            limits.processes,
+        )
+    else:
         logger.info(
-            "the CLI runs in its own user, IPC and UTS namespaces, one workspace and at most %d processes per session",
-            PROCESS_LIMIT,
+            "session limits: %s, %d processes per session, enforced by %s",
+            memory,
+            limits.processes,
+            limits.enforcement,
         )
     if settings.sandbox == "off":
         logger.warning("sandbox: OFF (AGENTKIT_SANDBOX=off): agent commands run without OS isolation")
@@ -226,6 +261,7 @@ def build_store(
     *,
     on_error: Callable[[BaseException], None] | None = None,
     on_event: Callable[[str], None] | None = None,
+    on_usage: Callable[[str, str | None], None] | None = None,
 ) -> SpoolingSessionStore | None:
     """The session store named by ``AGENTKIT_SESSION_STORE``, wrapped so accepted writes are journaled first and
     delivered (``AGENTKIT_STORE_WRITE_BEHIND``, ``AGENTKIT_STORE_STRICT``, ``AGENTKIT_STORE_CALL_TIMEOUT``)."""
@@ -242,7 +278,9 @@ def build_store(
         )
     client = aws.agentcore_client(settings.aws_region) if url.startswith("agentcore://") else None
     try:
-        inner = store_from_url(url, state_dir=settings.resolved_state_dir, client=client, on_event=on_event)
+        inner = store_from_url(
+            url, state_dir=settings.resolved_state_dir, client=client, on_event=on_event, on_usage=on_usage
+        )
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     return SpoolingSessionStore(
@@ -268,6 +306,10 @@ def _workspaces(settings: Settings) -> Workspaces | None:
     return Workspaces(
         trusted_root=state / "snapshots",
         tree_for=default_tree_for(state),
+        # with a tool disk, the session's workspace is on it while its CLI runs (runtime.guard.tool_disk)
+        view_for=tool_disk.view_for(state, settings.resolved_workspace, default_tree_for(state))
+        if settings.tool_disk_mb > 0
+        else None,
         limits=SnapshotLimits(
             max_archive_bytes=settings.workspace_max_bytes,
             max_unpacked_bytes=settings.workspace_max_unpacked_bytes,

@@ -19,6 +19,7 @@ from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfi
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import bundled_cli, helper_path_env, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
+from runtime.guard import resources, tool_disk
 from runtime.guard.confine import (
     ENV_SESSION_DISK,
     ENV_SESSION_DISK_MB,
@@ -115,13 +116,17 @@ def build_options(
         state = settings.resolved_state_dir
         own = session_workspace(state, workspace, claude_session_id, confinement)
         env[ENV_SESSION_WORKSPACE] = str(own)
+        limits = resources.decided()
+        group = resources.session_cgroup(claude_session_id)
+        if group is not None:  # the wrapper moves the CLI's process tree into it before anything runs
+            env[resources.ENV_SESSION_CGROUPS] = group.procs_env
         if settings.tool_disk_mb > 0:
             # the wrapper mounts the session's size-limited tool disk here (runtime.guard.confine)
-            mount_point = state / "tool-disk" / claude_session_id
+            mount_point = tool_disk.mount_point(state, claude_session_id)
             mount_point.mkdir(parents=True, exist_ok=True, mode=0o700)
             env[ENV_SESSION_DISK] = str(mount_point)
             env[ENV_SESSION_DISK_MB] = str(settings.tool_disk_mb)
-        cli_path = cli_wrapper(cli, state / "bin", confinement, workspace)
+        cli_path = cli_wrapper(cli, state / "bin", confinement, workspace, limits)
     else:
         cli_path = parent_death_wrapper(settings.cli_path, settings.resolved_state_dir / "bin")
     return ClaudeAgentOptions(

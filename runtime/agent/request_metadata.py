@@ -4,8 +4,8 @@ Bedrock Runtime's ``InvokeModel`` and ``InvokeModelWithResponseStream`` take ``r
 holding a JSON object of key-value pairs "that you can use to filter invocation logs" (botocore's
 ``bedrock-runtime`` model, shape ``RequestMetadataJson``, at most 8,500 characters; ``Converse`` takes the same
 pairs as a map: at most 16, keys 1-256 and values 0-256 characters of ``[a-zA-Z0-9\\s:_@$#=/+,-.]``). With the
-runtime session, the caller and the agent in it, Bedrock's model-invocation logs can be joined to the kit's
-sessions and cost lines.
+runtime session, the caller, the agent and the stage in it, Bedrock's model-invocation logs can be joined to
+the kit's sessions and cost lines, and one stage's calls told from another's in a shared account.
 
 The Claude Code CLI makes the Bedrock calls; it adds the headers listed in ``ANTHROPIC_CUSTOM_HEADERS``
 (``Name: Value``, one per line) to each model request, so the runtime sets that variable per CLI process (one
@@ -32,12 +32,17 @@ def _clean(value: str) -> str:
     return _REFUSED.sub("_", value)[:MAX_VALUE]
 
 
-def request_metadata(*, session_id: str, actor: str | None, agent: str) -> dict[str, str]:
+def request_metadata(
+    *, session_id: str, actor: str | None, agent: str, stage: str | None = None
+) -> dict[str, str]:
     """The pairs sent with each model call: ``agentkit.session``, ``agentkit.agent`` and, when known,
-    ``agentkit.actor``, each cleaned to Bedrock's character set and length."""
+    ``agentkit.actor`` and ``agentkit.stage`` (``AGENTKIT_STAGE``, set by the stack), each cleaned to Bedrock's
+    character set and length."""
     pairs = {"agentkit.session": _clean(session_id), "agentkit.agent": _clean(agent)}
     if actor:
         pairs["agentkit.actor"] = _clean(actor)
+    if stage:
+        pairs["agentkit.stage"] = _clean(stage)
     return pairs
 
 

@@ -46,8 +46,10 @@ from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
 from runtime.errors import AgentProcessError, InvalidWorkspace, SessionStoreError, TurnTimeout
+from runtime.guard import resources
 from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
+from runtime.guard.limit_hook import make_limit_hook
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
 from runtime.observe.observer import Observer
@@ -266,7 +268,10 @@ class AgentTurnRunner:
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
             request_metadata=request_metadata(
-                session_id=session.runtime_session_id, actor=session.actor_id, agent=self.settings.agent_name
+                session_id=session.runtime_session_id,
+                actor=session.actor_id,
+                agent=self.settings.agent_name,
+                stage=self.settings.stage,
             ),
             npm_root_dir=self.npm_root_dir,
         )
@@ -317,6 +322,23 @@ class AgentTurnRunner:
     def _hooks_for(self, session: WarmSession[CliProcess]) -> dict[str, list[HookMatcher]]:
         """The observer's tool hooks and, for a known caller, long-term memory recall on each prompt."""
         hooks = self.deps.observer.tool_hooks()
+        group = resources.session_cgroup(session.claude_session_id)
+        limits = resources.decided()
+        if group is not None and limits is not None:
+            # after the telemetry hooks: a limit hit is said to the model with the tool's own result
+            observer, runtime_session_id = self.deps.observer, session.runtime_session_id
+
+            def on_hit(limit: str, times: int, limits: resources.ResourceLimits) -> None:
+                value = limits.memory_mb if limit == "memory" else limits.processes
+                observer.session_limit_hit(
+                    runtime_session_id, limit, times, enforcement=limits.enforcement, limit_value=value
+                )
+
+            after = HookMatcher(
+                matcher=None, hooks=[cast(HookCallback, make_limit_hook(group, limits, on_hit))]
+            )
+            for event in ("PostToolUse", "PostToolUseFailure"):
+                hooks.setdefault(event, []).append(after)
         memory = self.deps.memory
         if memory is not None and session.actor_id is not None:
             from runtime.store.recall import make_recall_hook

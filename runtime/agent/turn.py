@@ -58,6 +58,7 @@ from runtime.errors import (
     SessionStoreError,
     TurnTimeout,
 )
+from runtime.guard import resources
 from runtime.observe.costs import PriceTable, compute_turn_cost
 from runtime.observe.observer import Observer
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
@@ -182,8 +183,8 @@ class Turn:
             self._count_aborted(span)
             self.observer.invocation_error("agent_process_error")
             raise AgentProcessError(
-                f"the Claude Code CLI exited before finishing the turn ({exc.reason}). The session "
-                "reconnects on the next invocation; retry it."
+                f"the Claude Code CLI exited before finishing the turn ({exc.reason}).{self._limit_hit()} The "
+                "session reconnects on the next invocation; retry it."
             ) from None
         except asyncio.CancelledError:  # shutdown: what the turn spent so far still counts
             self._count_aborted(span)
@@ -193,6 +194,27 @@ class Turn:
         if result is None:  # unreachable: guarded raises when the stream ends without a result
             raise AgentProcessError("the turn ended without a result; retry the invocation")
         return result
+
+    def _limit_hit(self) -> str:
+        """Why the CLI died, when its session hit its memory limit: the kernel's out-of-memory killer picks the
+        largest process of the session's cgroup, which is the CLI itself when many smaller processes fill it."""
+        found = resources.limit_hits_of(self.session.claude_session_id)
+        if found is None or "memory" not in found[0]:
+            return ""
+        hits, limits = found
+        for limit, times in hits.items():
+            value = limits.memory_mb if limit == "memory" else limits.processes
+            self.observer.session_limit_hit(
+                self.session.runtime_session_id,
+                limit,
+                times,
+                enforcement=limits.enforcement,
+                limit_value=value,
+            )
+        return (
+            f" The session's memory limit ({limits.memory_mb} MiB for the agent and all its commands) was reached "
+            "and the system ended the agent's own process: use less memory in commands."
+        )
 
     async def _translate(self, message: Message) -> None:
         """One SDK message → the events it means (and the pricing of each finished model call)."""

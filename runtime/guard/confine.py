@@ -27,8 +27,10 @@ The runtime starts the CLI through a wrapper script (:func:`wrapper_script`, uti
   ``<CLAUDE_CODE_TMPDIR>/claude-<uid>/`` and falls back to one ``/tmp/claude-<uid>`` shared by every session when
   that path is too long for an ``AF_UNIX`` address. Removed when the CLI process is closed
   (:func:`release_session_dirs`), at exit, or, after a crash, by the next start (:func:`sweep_stale_temp_roots`).
-- **A process limit per CLI process tree** (:data:`PROCESS_LIMIT`, ``prlimit`` inside the CLI's own user
-  namespace): a fork bomb in one session stops there, and other sessions' CLIs still start.
+- **A process limit per CLI process tree** (``AGENTKIT_SESSION_PROCESSES``, ``prlimit`` inside the CLI's own user
+  namespace): a fork bomb in one session stops there, and other sessions' CLIs still start. Memory and, where
+  cgroups can be used, processes too are limited per session as :mod:`runtime.guard.resources` decides: the
+  wrapper first moves itself into the session's cgroups (``AGENTKIT_SESSION_CGROUPS``), or adds ``RLIMIT_DATA``.
 - ``--pdeathsig=KILL``: the CLI dies with the runtime. setpriv sets it after changing the uid (a uid change clears
   it, prctl(2)); every step of the wrapper ``exec``s, so the runtime stays the CLI's parent.
 
@@ -50,6 +52,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.guard.resources import MOVE_INTO_CGROUPS, ResourceLimits
+
 logger = logging.getLogger(__name__)
 
 #: The unprivileged user the CLI runs as when the runtime is root: the image's ``agent`` user (see Dockerfile).
@@ -59,7 +63,8 @@ TEMP_BASE = "/tmp"  # noqa: S108 - private 0700 directories made by mkdtemp, rem
 #: The longest ``<CLAUDE_CODE_TMPDIR>/claude-<uid>`` the CLI accepts before falling back to a shared directory.
 CLI_TMP_PREFIX_LIMIT = 44
 #: Processes and threads one CLI process tree (the CLI, its sandboxes, every command) may have at once
-#: (``RLIMIT_NPROC`` in the CLI's own user namespace). The CLI itself uses a few dozen threads.
+#: (``RLIMIT_NPROC`` in the CLI's own user namespace) when no setting says otherwise
+#: (``AGENTKIT_SESSION_PROCESSES``). The CLI itself uses a few dozen threads.
 PROCESS_LIMIT = 512
 WRAPPER_PREFIX = "claude-wrapper"
 
@@ -154,9 +159,11 @@ ENV_SESSION_DISK = "AGENTKIT_SESSION_DISK"
 ENV_SESSION_DISK_MB = "AGENTKIT_SESSION_DISK_MB"
 
 
-def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
-    """The wrapper that starts ``cli``: new namespaces (mount, IPC, UTS; a user namespace when not root), the
-    session's workspace bound over ``workspace``, then the CLI as an unprivileged user with parent-death KILL."""
+def wrapper_script(c: Confinement, cli: str, workspace: Path, limits: ResourceLimits | None = None) -> str:
+    """The wrapper that starts ``cli``: into the session's cgroups (when ``limits`` uses them), new namespaces
+    (mount, IPC, UTS; a user namespace when not root), the session's workspace bound over ``workspace``, then the
+    CLI as an unprivileged user with parent-death KILL, under the process (and, with rlimit enforcement, data)
+    limit."""
     assert c.setpriv is not None and c.unshare is not None and c.wraps
     q = shlex.quote
     mount = shutil.which("mount") or "/bin/mount"
@@ -167,7 +174,10 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
     # per-uid limit one session's fork bomb would starve every other session of the same uid (both measured:
     # tests/e2e/test_sandbox_escapes.py, docs/security.md).
     own_userns = [c.unshare, "--user", f"--map-user={uid}", f"--map-group={gid}", "--"]
-    limit = [c.prlimit, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}", "--"] if c.prlimit else []
+    nproc = limits.processes if limits is not None else PROCESS_LIMIT
+    data = limits.data_rlimit_bytes if limits is not None else None
+    rlimits = [f"--nproc={nproc}:{nproc}", *([f"--data={data}:{data}"] if data else [])]
+    limit = [c.prlimit, *rlimits, "--"] if c.prlimit else []
     start = [*own_userns, *limit, c.setpriv, "--pdeathsig=KILL", "--", cli]
     if c.run_as is not None:
         outer = [c.unshare, "--mount", "--ipc", "--uts", "--"]
@@ -219,6 +229,9 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
         f"{owner}"
         f'{m} --bind "$d/ws" {ws} && {m} --bind "$d/tmp" "$CLAUDE_CODE_TMPDIR" && {m} --bind "$d/home" "$HOME" '
         "|| exit 125; "
+        # Only now, with the tool disk in place, the runtime may find it through this process
+        # (runtime.guard.tool_disk: a workspace snapshot is unpacked into it, the turn's patch read from it).
+        'echo $$ > "$d.pid" || exit 125; '
         # not exec: the workspace is copied back when the CLI ends; SIGTERM is passed on
         # an asynchronous command's stdin is /dev/null unless redirected explicitly: keep the SDK's pipe
         f'exec 3<&0; {run} "$@" <&3 3<&- & pid=$!; exec 3<&-; '
@@ -229,13 +242,16 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path) -> str:
         f'{m} -t tmpfs -o remount,ro agentkit-tools "$d" && {m} --bind "$src" "$d/back" && '
         f'{as_cli}/bin/sh -c \'find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} + && '
         f'cp -a "$2/." "$1/"\' sh "$d/back" "$d/ws" || rc=125; '
-        "exit $rc; fi; "
+        'rm -f "$d.pid"; exit $rc; fi; '
         f'if [ -n "${{{var}:-}}" ]; then {m} --bind -- "${var}" {ws} || exit 125; fi; '
         f'exec {run} "$@"'
     )
     # parent-death KILL on the shell too: it stays the CLI's parent while it waits to copy the workspace back
     guard = [c.setpriv, "--pdeathsig=KILL", "--"]
-    return f'#!/bin/sh\nexec {" ".join(q(a) for a in [*outer, *guard])} /bin/sh -c {q(body)} sh "$@"\n'
+    # Into the session's cgroups first, while the wrapper still has the runtime's rights over them: every process
+    # of the tree is inside from its start and none can move itself out.
+    move = f"{MOVE_INTO_CGROUPS}\n" if limits is not None and limits.cgroup else ""
+    return f'#!/bin/sh\n{move}exec {" ".join(q(a) for a in [*outer, *guard])} /bin/sh -c {q(body)} sh "$@"\n'
 
 
 def _run_wrapped(c: Confinement, workspace: Path, argv: list[str], timeout_s: float) -> tuple[bool, str]:
@@ -254,9 +270,15 @@ def _run_wrapped(c: Confinement, workspace: Path, argv: list[str], timeout_s: fl
         return done.returncode == 0, done.stderr.decode(errors="replace").strip()
 
 
-def cli_wrapper(cli: str, directory: Path, confinement: Confinement, workspace: Path) -> str:
+def cli_wrapper(
+    cli: str,
+    directory: Path,
+    confinement: Confinement,
+    workspace: Path,
+    limits: ResourceLimits | None = None,
+) -> str:
     """A script that starts ``cli`` as :func:`wrapper_script` says (only when ``confinement.wraps``)."""
-    content = wrapper_script(confinement, cli, workspace)
+    content = wrapper_script(confinement, cli, workspace, limits)
     script = directory / f"{WRAPPER_PREFIX}-{confinement.run_as if confinement.drops else 'ns'}"
     directory.mkdir(parents=True, exist_ok=True)
     if not script.is_file() or script.read_text() != content:

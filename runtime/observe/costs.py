@@ -3,7 +3,7 @@
 Why not the SDK's ``ResultMessage.total_cost_usd``? It is the CLI's own estimate and is known to
 underreport on Bedrock when prompt-cache tokens are involved, and it ignores the regional-profile premium.
 This module prices the result's per-model ``model_usage`` (falling back to ``usage``) with
-:data:`DEFAULT_PRICES`; the SDK figure is kept beside it as a second number by the caller.
+:data:`DEFAULT_PRICES` (the kit's price table, :mod:`runtime.observe.prices`); the SDK figure is kept beside it as a second number by the caller.
 
 Shapes priced (claude-agent-sdk 0.2.187, ``claude_agent_sdk/types.py``):
 
@@ -34,82 +34,37 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from runtime.env import ENV_PRICES
+from runtime.observe.prices import (
+    DEFAULT_PRICES,
+    PRICES_AS_OF,
+    PRICES_SOURCE,
+    REGIONAL_PREMIUM,
+    ModelPrice,
+    PriceTable,
+)
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "PRICES_AS_OF",
+    "PRICES_SOURCE",
+    "REGIONAL_PREMIUM",
+    "ModelPrice",
+    "PriceTable",
+    "TurnCost",
+    "TurnCostTracker",
+    "compute_turn_cost",
+    "load_price_table",
+]
 
 logger = logging.getLogger(__name__)
 
 Route = Literal["global", "regional"]
 
-# --- Price table ----------------------------------------------------------------------------------
-# Prices in USD per million tokens, Amazon Bedrock on-demand, taken 2026-11-22 from:
-#   * AWS, "Global cross-Region inference" (Bedrock user guide, docs.aws.amazon.com/bedrock/latest/
-#     userguide/global-cross-region-inference.html): global profiles cost ~10 % less than geographic
-#     cross-Region profiles, for input and output tokens.
-#   * Anthropic model overview pages (platform.claude.com/docs/.../models/*/overview): Opus 4.5 $5/$25,
-#     5m cache write $6.25, 1h cache write $10, cache read $0.50; Opus 4/4.1 $15/$75.
-#   * Public summaries of the Amazon Bedrock pricing page (e.g. clauder-navi.com/en/bedrock-claude-cost,
-#     2026): Sonnet 4.x $3/$15, Haiku 4.5 $1/$5, Opus 4.5+ $5/$25; from the 4.5 generation on, regional
-#     endpoints (geographic profiles such as us./eu./apac./jp./au. and in-Region ids) are priced 10 % above
-#     global ones; cache write 1.25x input (5-minute TTL), 2x input (1-hour TTL), cache read 0.1x input.
-# Re-check https://aws.amazon.com/bedrock/pricing/ when models change; override with AGENTKIT_PRICES.
-PRICES_AS_OF = "2026-11-22"
-PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and public summaries)"
-
-REGIONAL_PREMIUM = 1.10  # geographic / in-Region price relative to global, 4.5 generation and later
 GLOBAL_PREFIX = "global"
 # The first segment of a cross-Region inference profile id (``us.``, ``eu.``, ``apac.``, ``jp.``, ``au.``,
 # ``us-gov.`` ...): anything other than ``global.`` is a geographic profile and gets the regional price.
 
 _FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read", "regional_multiplier")
-
-
-@dataclass(frozen=True, slots=True)
-class ModelPrice:
-    """USD per million tokens for one model, at the *global* route. ``regional_multiplier`` scales every rate
-    for geographic/in-Region routes."""
-
-    input: float
-    output: float
-    cache_write_5m: float
-    cache_write_1h: float
-    cache_read: float
-    regional_multiplier: float = 1.0
-
-    @classmethod
-    def from_base(cls, input: float, output: float, *, regional_multiplier: float = 1.0) -> ModelPrice:
-        """Derive the cache rates from the input rate (5m write 1.25x, 1h write 2x, read 0.1x)."""
-        return cls(
-            input=input,
-            output=output,
-            cache_write_5m=round(input * 1.25, 6),
-            cache_write_1h=round(input * 2.0, 6),
-            cache_read=round(input * 0.1, 6),
-            regional_multiplier=regional_multiplier,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class PriceTable:
-    """Prices keyed by canonical model name (``claude-sonnet-4-5``) or an exact model id / ARN (overrides)."""
-
-    prices: Mapping[str, ModelPrice]
-    as_of: str = PRICES_AS_OF
-    source: str = PRICES_SOURCE
-
-
-_R = REGIONAL_PREMIUM
-DEFAULT_PRICES = PriceTable(
-    prices={
-        "claude-opus-4": ModelPrice.from_base(15.0, 75.0),
-        "claude-opus-4-1": ModelPrice.from_base(15.0, 75.0),
-        "claude-opus-4-5": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-opus-4-6": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-opus-4-7": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-sonnet-4": ModelPrice.from_base(3.0, 15.0),
-        "claude-sonnet-4-5": ModelPrice.from_base(3.0, 15.0, regional_multiplier=_R),
-        "claude-sonnet-4-6": ModelPrice.from_base(3.0, 15.0, regional_multiplier=_R),
-        "claude-haiku-4-5": ModelPrice.from_base(1.0, 5.0, regional_multiplier=_R),
-    }
-)
 
 
 # --- Model id parsing -----------------------------------------------------------------------------
@@ -219,7 +174,7 @@ def load_price_table(
     prices = dict(base.prices)
     for key, spec in overrides.items():
         prices[str(key)] = _parse_price(str(key), spec)
-    return PriceTable(prices=prices, as_of=f"{base.as_of} + overrides", source=base.source)
+    return replace(base, prices=prices, as_of=f"{base.as_of} + overrides")
 
 
 # --- Cost computation -----------------------------------------------------------------------------

@@ -240,6 +240,24 @@ class Observer:
         """The caller left before its turn's reply was complete (the turn was skipped or interrupted)."""
         self.metrics.record_event("Disconnected", properties={"session_id": runtime_session_id})
 
+    def session_limit_hit(
+        self, runtime_session_id: str, limit: str, times: int, *, enforcement: str, limit_value: int
+    ) -> None:
+        """A command of the session hit its memory or process limit (``runtime.guard.limit_hook``)."""
+        logger.warning(
+            "session %s hit its %s limit (%d, enforced by %s) %d time(s): the command was stopped, the session goes on",
+            runtime_session_id,
+            limit,
+            limit_value,
+            enforcement,
+            times,
+        )
+        self.metrics.record_event(
+            "SessionLimitHit",
+            value=times,
+            properties={"limit": limit, "session_id": runtime_session_id, "enforcement": enforcement},
+        )
+
     def store_error(self, operation: str, exc: BaseException) -> None:
         logger.warning("session store %s failed: %s", operation, exc)
         self.metrics.record_event("SessionStoreErrors", properties={"operation": operation})

@@ -67,6 +67,7 @@ from runtime.store.agentcore_ids import (
     MAX_PAGE_SIZE,
     MAX_PAYLOAD_ITEMS,
     MEMORY_ID_RE,
+    UsageMeter,
     actor_id_for,
     escape_id,
     session_id_for,
@@ -110,6 +111,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         clock: seconds since the epoch (injectable for tests).
         on_event: called with a metric name when something is worth counting (``SessionStoreLateWrites``);
             must not raise.
+        on_usage: told about each ``CreateEvent`` that succeeded (``MemoryEventsWritten`` and the Claude session
+            it was for): what AgentCore bills short-term memory by.
 
     Raises:
         ValueError: a malformed memory id or size parameter.
@@ -127,6 +130,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         page_size: int | None = None,
         clock: Callable[[], float] = time.time,
         on_event: Callable[[str], None] | None = None,
+        on_usage: UsageMeter | None = None,
     ) -> None:
         if not MEMORY_ID_RE.match(memory_id):
             raise ValueError(
@@ -147,6 +151,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         self._page_size = page_size
         self._clock = clock
         self._on_event = on_event
+        self._on_usage = on_usage
         self._keys: dict[tuple[str, str, str | None], KeyCache] = {}
         self._plans: dict[str, BatchPlan] = {}
         #: Ids of batches delivered lately: a retry that overlapped a call still running in its thread
@@ -195,8 +200,10 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
             if not token:
                 return events
 
-    def _create(self, actor_id: str, session_id: str, items: list[dict[str, Any]], token: str) -> None:
-        self._call(
+    def _create(
+        self, actor_id: str, session_id: str, items: list[dict[str, Any]], token: str, *, owner: str | None
+    ) -> Any:
+        response = self._call(
             "create_event",
             actorId=actor_id,
             sessionId=session_id,
@@ -205,6 +212,8 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
             extractionMode="SKIP",
             clientToken=token,
         )
+        self._count_event(owner)
+        return response
 
     def _lock(self, ck: tuple[str, str, str | None]) -> threading.Lock:
         """Per-key lock, taken in the worker thread (works whichever event loop calls the store)."""
@@ -275,7 +284,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         seq = int(self._clock() * 1e9)
         item = {**op, "s": f"{seq:020d}", "t": int(self._clock() * 1000)}
         token = hashlib.sha256(json.dumps([project_key, item], sort_keys=True).encode()).hexdigest()
-        self._create(actor_id_for(project_key), INDEX_SESSION_ID, [item], token)
+        self._create(actor_id_for(project_key), INDEX_SESSION_ID, [item], token, owner=op.get("sid"))
 
     # ------------------------------------------------------------------ writing
     def _append_sync(
@@ -315,7 +324,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         )
         token = hashlib.sha256(f"{actor}|{session}|".encode() + dumps_entry(item).encode()).hexdigest()
         try:
-            self._create(actor, session, [item], token)
+            self._create(actor, session, [item], token, owner=key["session_id"])
         except SessionStoreError as exc:
             log.warning("could not store the epoch claim of session %s: %s", key["session_id"], exc)
 
@@ -399,7 +408,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
                     {"k": "sum", "s": items[-1]["s"], "ep": cache.epoch, "t": now_ms, "d": folded["data"]}
                 )
             token = hashlib.sha256(f"{actor}|{session}|".encode() + dumps_entry(items).encode()).hexdigest()
-            self._create(actor, session, items, token)
+            self._create(actor, session, items, token, owner=key["session_id"])
             plan.sent += 1
             cache.summary = plan.summaries.get(index, cache.summary)
             cache.uuids.update(e["uuid"] for e in done if e.get("uuid") is not None)

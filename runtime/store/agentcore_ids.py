@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 
 from botocore.exceptions import ClientError
 
@@ -90,3 +91,13 @@ def wrap_client_error(exc: BaseException, action: str) -> SessionStoreError:
     return SessionStoreError(
         f"AgentCore Memory {action} failed: {exc}", aws_code=type(exc).__name__, retryable=True
     )
+
+
+#: The metric each billed Memory call is counted under (AgentCore bills short-term memory per event created and
+#: long-term memory per retrieval; ``runtime/observe/prices.py``).
+MEMORY_EVENTS_WRITTEN = "MemoryEventsWritten"
+MEMORY_RETRIEVALS = "MemoryRetrievals"
+
+#: Told about each billed Memory call that succeeded: the metric name and the Claude session it was made for
+#: (None for writes no one session owns). Must not raise; failures are logged by the caller.
+UsageMeter = Callable[[str, "str | None"], None]

@@ -1,4 +1,5 @@
-"""Per-session state on AgentCore Memory (``get_state`` / ``put_state``), mixed into the session store.
+"""Per-session state on AgentCore Memory (``get_state`` / ``put_state``) and the count of billed writes, mixed
+into the session store.
 
 State that must outlive a microVM (e.g. the session's cumulative cost) is one blob item ``{"k": "state",
 "s": seq, "d": state}`` under actorId ``agentkit-state``, sessionId ``t-<esc(session_id)>``; the newest
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime.errors import SessionStoreError
-from runtime.store.agentcore_ids import STATE_ACTOR_ID, session_id_for
+from runtime.store.agentcore_ids import MEMORY_EVENTS_WRITTEN, STATE_ACTOR_ID, UsageMeter, session_id_for
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +28,22 @@ class MemoryStateMixin:
 
     _clock: Callable[[], float]
     _state_events: dict[str, list[str]]
+    _on_usage: UsageMeter | None
 
     def _call(self, action: str, **kwargs: Any) -> Any:  # pragma: no cover - provided by the store
         raise NotImplementedError
 
     def _list_all(self, actor_id: str, session_id: str) -> list[dict[str, Any]]:  # pragma: no cover
         raise NotImplementedError
+
+    def _count_event(self, owner: str | None) -> None:
+        """One billed ``CreateEvent`` for the Claude session ``owner`` (a retried batch whose event had landed
+        is counted again: AgentCore deduplicates it by ``clientToken``, so the count errs high, never low)."""
+        if self._on_usage is not None:
+            try:
+                self._on_usage(MEMORY_EVENTS_WRITTEN, owner)
+            except Exception:  # a metrics failure must not fail the write
+                log.exception("on_usage callback raised")
 
     def _get_state_sync(self, session_id: str) -> dict[str, Any] | None:
         events = self._list_all(STATE_ACTOR_ID, session_id_for(session_id))
@@ -64,6 +75,7 @@ class MemoryStateMixin:
             extractionMode="SKIP",
             clientToken=token,
         )
+        self._count_event(session_id)
         self._state_events[session_id] = [response["event"]["eventId"]]
         for event_id in previous:  # keep the state session short; a leftover only costs one more item to read
             try:

@@ -11,21 +11,26 @@ from pathlib import Path
 from typing import Any
 
 from runtime.store.agentcore import MEMORY_ID_RE, AgentCoreMemorySessionStore
-from runtime.store.agentcore_ids import MAX_PAGE_SIZE
+from runtime.store.agentcore_ids import MAX_PAGE_SIZE, UsageMeter
 from runtime.store.sqlite import SqliteSessionStore
 
 __all__ = ["store_from_url"]
 
 
 def store_from_url(
-    url: str, *, state_dir: Path, client: Any = None, on_event: Callable[[str], None] | None = None
+    url: str,
+    *,
+    state_dir: Path,
+    client: Any = None,
+    on_event: Callable[[str], None] | None = None,
+    on_usage: UsageMeter | None = None,
 ) -> SqliteSessionStore | AgentCoreMemorySessionStore:
     """Build the store named by ``AGENTKIT_SESSION_STORE``.
 
     Accepted: ``sqlite:///abs/path.db`` (absolute path), ``agentcore://<memory-id or memory ARN>``, or an
     empty string for the default SQLite file ``<state_dir>/sessions.db``. ``client`` (a boto3
-    ``bedrock-agentcore`` client) and ``on_event`` (metric names such as ``SessionStoreLateWrites``) are only
-    used by the AgentCore store, which reads 100 events per ``ListEvents`` call (the service's maximum; its
+    ``bedrock-agentcore`` client), ``on_event`` (metric names such as ``SessionStoreLateWrites``) and ``on_usage``
+    (each billed ``CreateEvent``) are only used by the AgentCore store, which reads 100 events per ``ListEvents`` call (the service's maximum; its
     default of 20 made a 20,000-entry session take 169 calls before its first turn).
 
     Raises:
@@ -49,7 +54,7 @@ def store_from_url(
                 "'<name>-<10 alphanumerics>' (or a memory ARN)"
             )
         return AgentCoreMemorySessionStore(
-            memory_id, client=client, page_size=MAX_PAGE_SIZE, on_event=on_event
+            memory_id, client=client, page_size=MAX_PAGE_SIZE, on_event=on_event, on_usage=on_usage
         )
     raise ValueError(
         f"AGENTKIT_SESSION_STORE={url!r}: unsupported store URL; use sqlite:///abs/path.db or agentcore://<memory-id>"

@@ -32,6 +32,8 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.store.agentcore_ids import MEMORY_EVENTS_WRITTEN, MEMORY_RETRIEVALS, UsageMeter
+
 log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 100_000
@@ -73,6 +75,8 @@ class MemoryRecall:
         timeout_s: time budget of one :meth:`recall`.
         max_chars: upper bound of the returned context.
         on_error: called with each failure (must not raise); failures are also logged.
+        on_usage: told about each billed call that succeeded, with the Claude session it was for:
+            ``MemoryRetrievals`` per ``RetrieveMemoryRecords``, ``MemoryEventsWritten`` per ``CreateEvent``.
 
     Raises:
         ValueError: empty memory id, bad placeholder, or out-of-range numbers.
@@ -88,6 +92,7 @@ class MemoryRecall:
         timeout_s: float = 0.3,
         max_chars: int = 4000,
         on_error: Callable[[BaseException], None] | None = None,
+        on_usage: UsageMeter | None = None,
     ) -> None:
         if not memory_id:
             raise ValueError("memory_id must not be empty")
@@ -108,6 +113,7 @@ class MemoryRecall:
         self.timeout_s = timeout_s
         self.max_chars = max_chars
         self._on_error = on_error
+        self._on_usage = on_usage
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max(2, 2 * len(self.namespaces)), thread_name_prefix="recall"
         )
@@ -120,18 +126,26 @@ class MemoryRecall:
             except Exception:
                 log.exception("on_error callback raised")
 
+    def _count(self, metric: str, session_id: str) -> None:
+        if self._on_usage is not None:
+            try:
+                self._on_usage(metric, session_id)
+            except Exception:
+                log.exception("on_usage callback raised")
+
     def namespaces_for(self, *, actor_id: str, session_id: str) -> list[str]:
         """The configured namespaces with placeholders filled (ids mapped as in the module docstring)."""
         actor, session = memory_actor_id(actor_id), memory_session_id(session_id)
         return [ns.replace("{actorId}", actor).replace("{sessionId}", session) for ns in self.namespaces]
 
-    def _retrieve(self, namespace: str, query: str) -> list[dict[str, Any]]:
+    def _retrieve(self, namespace: str, query: str, session_id: str) -> list[dict[str, Any]]:
         response = self.client.retrieve_memory_records(
             memoryId=self.memory_id,
             namespace=namespace,
             searchCriteria={"searchQuery": query[:MAX_QUERY_CHARS], "topK": self.top_k},
             maxResults=self.top_k,
         )
+        self._count(MEMORY_RETRIEVALS, session_id)
         records: list[dict[str, Any]] = response.get("memoryRecordSummaries", [])
         return records
 
@@ -162,7 +176,9 @@ class MemoryRecall:
         loop = asyncio.get_running_loop()
         try:
             namespaces = self.namespaces_for(actor_id=actor_id, session_id=session_id)
-            futures = [loop.run_in_executor(self._pool, self._retrieve, ns, query) for ns in namespaces]
+            futures = [
+                loop.run_in_executor(self._pool, self._retrieve, ns, query, session_id) for ns in namespaces
+            ]
             results = await asyncio.wait_for(
                 asyncio.gather(*futures, return_exceptions=True), timeout=self.timeout_s
             )
@@ -180,7 +196,7 @@ class MemoryRecall:
                 records.extend(result)
         return self._format(records)
 
-    def _record_sync(self, actor: str, session: str, user_text: str, assistant_text: str) -> None:
+    def _record_sync(self, actor: str, session: str, user_text: str, assistant_text: str, owner: str) -> None:
         items: list[dict[str, Any]] = []
         for role, text in (("USER", user_text), ("ASSISTANT", assistant_text)):
             for i in range(0, len(text), MAX_TEXT_CHARS):
@@ -195,6 +211,7 @@ class MemoryRecall:
                 eventTimestamp=datetime.fromtimestamp(time.time(), tz=UTC),
                 payload=items[i : i + MAX_PAYLOAD_ITEMS],
             )
+            self._count(MEMORY_EVENTS_WRITTEN, owner)
 
     async def record_turn(
         self, *, actor_id: str, session_id: str, user_text: str, assistant_text: str
@@ -204,7 +221,7 @@ class MemoryRecall:
             return False
         try:
             actor, session = memory_actor_id(actor_id), memory_session_id(session_id)
-            await asyncio.to_thread(self._record_sync, actor, session, user_text, assistant_text)
+            await asyncio.to_thread(self._record_sync, actor, session, user_text, assistant_text, session_id)
         except Exception as exc:
             self._report(exc, "record_turn")
             return False

@@ -110,9 +110,13 @@ class Baseline:
         withhold: Callable[[str], bool],
         max_patch_bytes: int,
         git: str = "git",
+        enter: Sequence[str] = (),
     ) -> None:
         self.git_dir, self.work_tree = git_dir, work_tree
         self.withhold, self.max_patch_bytes, self.git_path = withhold, max_patch_bytes, git
+        # A command prefix that runs git (and realpath) where ``work_tree`` is the session's workspace: the mount
+        # namespace of a CLI working on its tool disk (runtime.guard.tool_disk); empty: here.
+        self.enter = tuple(enter)
 
     @property
     def recorded(self) -> bool:
@@ -137,9 +141,10 @@ class Baseline:
         """Stage the work tree in a throw-away index and diff it against the snapshot."""
         base = (self.git_dir / _BASE_FILE).read_text().strip()
         index = self.git_dir / "turn-index"
-        # copy2 keeps the index's time: git re-reads a file whose stat data matches only when the file is not
-        # older than the index ("racy git"); a fresh time would hide a same-size edit made in the recording's
-        # second (tests/unit/test_workspace_patch.py).
+        # copy2 keeps the index's mtime, which git compares with each entry's to find "racily clean" entries: this
+        # git compares file times in whole seconds, so a same-size edit made in the second the snapshot was
+        # recorded looks unchanged by its stat. A copy stamped "now" would hide such an edit from every later
+        # patch; with the recorded mtime git re-reads those entries' content.
         shutil.copy2(self.git_dir / "index", index)
         try:
             env = {"GIT_INDEX_FILE": str(index)}
@@ -200,7 +205,7 @@ class Baseline:
             return "secret file name"
         if entry.new_mode == _SYMLINK:
             target = self._git("cat-file", "blob", entry.new_sha).decode("utf-8", "surrogateescape")
-            if not _link_stays_inside(path, target, self.work_tree):
+            if not _link_stays_inside(path, target, self.work_tree, self._realpath):
                 return "symbolic link pointing outside the workspace"
         return None
 
@@ -246,10 +251,25 @@ class Baseline:
             *(["--", *paths] if paths else []),
         )
 
+    def _realpath(self, path: str) -> str:
+        """``os.path.realpath`` where the work tree is (in another mount namespace: ``realpath -m`` run there)."""
+        if not self.enter:
+            return os.path.realpath(path)
+        try:
+            done = subprocess.run(
+                [*self.enter, "realpath", "-m", "--", path],
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise WorkspaceError(f"could not resolve a path in the workspace ({exc})") from exc
+        return done.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
     def _git(
         self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, bare: bool = False
     ) -> bytes:
-        command = [self.git_path]
+        command = [*self.enter, self.git_path]
         for item in _CONFIG:
             command += ["-c", item]
         command += list(args)
@@ -271,7 +291,8 @@ class Baseline:
                 input=stdin,
                 capture_output=True,
                 env=full_env,
-                cwd=self.work_tree if not bare else self.git_dir,
+                # entering another mount namespace sets its own working directory (runtime.guard.tool_disk)
+                cwd=self.work_tree if not bare and not self.enter else self.git_dir,
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
@@ -285,15 +306,17 @@ class Baseline:
         return done.stdout
 
 
-def _link_stays_inside(path: str, target: str, work_tree: Path) -> bool:
+def _link_stays_inside(
+    path: str, target: str, work_tree: Path, realpath: Callable[[str], str] = os.path.realpath
+) -> bool:
     """A symbolic link's target is relative and resolves inside the work tree (textually and on disk)."""
     if not target or target.startswith("/") or "\x00" in target:
         return False
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
     if resolved == ".." or resolved.startswith("../"):
         return False
-    root = os.path.realpath(work_tree)
-    return inside(root, os.path.realpath(os.path.join(root, path)))
+    root = realpath(str(work_tree))
+    return inside(root, realpath(os.path.join(root, path)))
 
 
 def _shown(path: bytes) -> str:

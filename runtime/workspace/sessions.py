@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.errors import InvalidWorkspace
+from runtime.errors import InvalidWorkspace, WorkspaceTooLarge
 from runtime.workspace.archive import SnapshotLimits, Unpacked, unpack
 from runtime.workspace.baseline import Baseline, Changes
 from runtime.workspace.s3 import S3Snapshots
@@ -32,6 +33,21 @@ def default_tree_for(state_dir: Path) -> Callable[[str], Path]:
     :func:`runtime.guard.confine.session_workspace` binds over the configured workspace for a confined CLI, so a
     snapshot unpacked here is what that session's CLI sees."""
     return lambda claude_session_id: state_dir / "workspaces" / claude_session_id
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    """How the runtime reaches a session's workspace: ``files`` for its own file operations, ``tree`` as a program
+    started with the ``enter`` prefix sees the same directory (git, ``realpath``). Both are one path, with no
+    prefix, unless the workspace is inside a running CLI's mount namespace (``runtime.guard.tool_disk``)."""
+
+    files: Path
+    tree: Path
+    enter: tuple[str, ...] = ()
+
+    @classmethod
+    def here(cls, path: Path) -> WorkspaceView:
+        return cls(path, path)
 
 
 class Workspaces:
@@ -47,6 +63,8 @@ class Workspaces:
         on_installed: called with the workspace directory after a snapshot was unpacked into it, e.g. to hand
             it to the user the CLI runs as when that is not the runtime's own user.
         s3: where snapshots too large to send inline are read from; None: inline snapshots only.
+        view_for: where the session's workspace is right now (default: :attr:`tree_for` itself); with a tool
+            disk, inside the session's running CLI (``runtime.guard.tool_disk``).
     """
 
     def __init__(
@@ -59,7 +77,9 @@ class Workspaces:
         withhold: Callable[[str], bool],
         on_installed: Callable[[Path], None] = lambda tree: None,
         s3: S3Snapshots | None = None,
+        view_for: Callable[[str], WorkspaceView] | None = None,
     ) -> None:
+        self.view_for = view_for
         self.s3 = s3
         self.on_installed = on_installed
         self.trusted_root = trusted_root
@@ -68,17 +88,26 @@ class Workspaces:
         self.max_patch_bytes = max_patch_bytes
         self.withhold = withhold
 
-    def baseline(self, claude_session_id: str) -> Baseline:
+    def view(self, claude_session_id: str) -> WorkspaceView:
+        """Where the session's workspace is right now (see :class:`WorkspaceView`)."""
+        if self.view_for is not None:
+            return self.view_for(claude_session_id)
+        return WorkspaceView.here(self.tree_for(claude_session_id))
+
+    def baseline(self, claude_session_id: str, view: WorkspaceView | None = None) -> Baseline:
+        view = view or self.view(claude_session_id)
         return Baseline(
             git_dir=self.trusted_root / claude_session_id / "base.git",
-            work_tree=self.tree_for(claude_session_id),
+            work_tree=view.tree,
             withhold=self.withhold,
             max_patch_bytes=self.max_patch_bytes,
+            enter=view.enter,
         )
 
     def has_snapshot(self, claude_session_id: str) -> bool:
         """Whether the session works on a snapshot (then its cwd is :attr:`tree_for` and turns return patches)."""
-        return self.baseline(claude_session_id).recorded and self.tree_for(claude_session_id).is_dir()
+        view = self.view(claude_session_id)
+        return self.baseline(claude_session_id, view).recorded and view.files.is_dir()
 
     def install(self, claude_session_id: str, archive: bytes) -> Unpacked:
         """Unpack ``archive`` as the session's workspace, replacing what was there, and record it as the snapshot.
@@ -99,17 +128,24 @@ class Workspaces:
         except BaseException:
             _remove(staging)
             raise
-        tree = self.tree_for(claude_session_id)
+        view = self.view(claude_session_id)
+        tree = view.files
         if tree.is_symlink() or (tree.exists() and not tree.is_dir()):
             _remove(staging)
             raise InvalidWorkspace(f"the session's workspace {tree} is not a directory")
         tree.mkdir(parents=True, exist_ok=True, mode=0o755)
+        try:
+            _check_room(tree, staging, unpacked)
+        except BaseException:
+            _remove(staging)
+            raise
         for child in list(tree.iterdir()):
             _remove(child)
         for child in list(staging.iterdir()):
-            os.rename(child, tree / child.name)
+            # a move within one filesystem; onto a session's tool disk (another filesystem) a copy
+            shutil.move(child, tree / child.name)
         _remove(staging)
-        self.baseline(claude_session_id).record()
+        self.baseline(claude_session_id, view).record()
         self.on_installed(tree)
         return unpacked
 
@@ -139,6 +175,44 @@ class Workspaces:
             WorkspaceError: git failed.
         """
         return self.baseline(claude_session_id).changes()
+
+
+#: What a file costs beyond its bytes on the smallest filesystem it may land on (a tmpfs page).
+_BLOCK = 4096
+
+
+def _check_room(tree: Path, staging: Path, unpacked: Unpacked) -> None:
+    """Refuse a snapshot that cannot fit where the session's workspace is (only a session's tool disk, a small
+    filesystem of its own, can be too small) before anything of the current workspace is removed.
+
+    Raises:
+        WorkspaceTooLarge: the snapshot needs more than the free space plus what the current workspace frees.
+    """
+    if os.stat(tree).st_dev == os.stat(staging).st_dev:
+        return  # renamed within one filesystem: no space needed
+    vfs = os.statvfs(tree)
+    freed = sum(
+        (e.stat(follow_symlinks=False).st_size + _BLOCK)
+        for e in _walk(tree)
+        if not e.is_dir(follow_symlinks=False)
+    )
+    need = unpacked.bytes + unpacked.files * _BLOCK
+    room = vfs.f_bavail * vfs.f_frsize + freed
+    if need > room:
+        raise WorkspaceTooLarge(
+            f"the workspace snapshot needs about {need // 2**20} MiB and the session's tool disk has "
+            f"{room // 2**20} MiB for it (AGENTKIT_TOOL_DISK_MB); send a smaller snapshot or raise the tool disk"
+        )
+
+
+def _walk(top: Path) -> list[os.DirEntry[str]]:
+    entries: list[os.DirEntry[str]] = []
+    with os.scandir(top) as it:
+        for entry in it:
+            entries.append(entry)
+            if entry.is_dir(follow_symlinks=False):
+                entries.extend(_walk(Path(entry.path)))
+    return entries
 
 
 def _remove(path: Path) -> None:

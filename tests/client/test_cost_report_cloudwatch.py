@@ -56,9 +56,36 @@ def _write_turns(cloudwatch: Any, turns: list[tuple[dt.datetime, int]]) -> list[
     return costs
 
 
+RUNTIME_ARN = f"arn:aws:bedrock-agentcore:{REGION}:123456789012:runtime/agentkit_dev-AbCdEf1234"
+
+
+def _describe_stack(stub: Stubber) -> None:
+    """``DescribeStacks`` as the kit's stack answers it: the runtime, its stage endpoint, its USAGE_LOGS."""
+    outputs = {
+        "RuntimeArn": RUNTIME_ARN,
+        "RuntimeEndpointArn": f"{RUNTIME_ARN}/runtime-endpoint/dev",
+        "UsageLogGroup": "AgentKit-dev-AgentRuntimeUsageLogs1A2B3C4D-abc",
+    }
+    stub.add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "AgentKit-dev",
+                    "CreationTime": NOW,
+                    "StackStatus": "UPDATE_COMPLETE",
+                    "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in outputs.items()],
+                }
+            ]
+        },
+        {"StackName": "AgentKit-dev"},
+    )
+
+
 def _stack_alarm_client(threshold_alarm: str) -> Any:
     cfn = boto3.client("cloudformation", region_name=REGION)
     stub = Stubber(cfn)
+    _describe_stack(stub)
     stub.add_response(
         "list_stack_resources",
         {
@@ -128,8 +155,14 @@ def test_cost_text_hourly_with_a_budget_from_the_environment() -> None:
     )
     text = out.getvalue()
     assert code == 0
-    hours = [line.split()[1] for line in text.splitlines() if line.startswith(NOW.strftime("%Y-%m-%d"))]
-    assert hours == [(NOW - dt.timedelta(hours=2)).strftime("%H:00"), NOW.strftime("%H:00")]
+    model_table, parts = text.split("Cost in parts")
+    expected = [(NOW - dt.timedelta(hours=2)).strftime("%H:00"), NOW.strftime("%H:00")]
+    for section in (model_table, parts):  # tokens by model, then model + compute + memory per hour
+        hours = [
+            line.split()[1] for line in section.splitlines() if line.startswith(NOW.strftime("%Y-%m-%d"))
+        ]
+        assert hours == expected
+    assert "n/a" in parts  # no runtime named: compute is not measured, not zero
     assert f"today: ${sum(costs):.4f} of the $20.00 daily budget ({100 * sum(costs) / 20:.1f} %)" in text
 
 

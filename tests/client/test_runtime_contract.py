@@ -69,3 +69,52 @@ def test_client_and_runtime_do_not_import_each_other() -> None:
     assert "runtime" not in client and "agentkit" in client
     assert client - {"agentkit", "boto3", "botocore", "urllib3"} <= set(__import__("sys").stdlib_module_names)
     assert "agentkit" not in _imports(ROOT / "runtime")
+
+
+def test_the_clients_price_table_is_the_runtimes() -> None:
+    """The client prices compute and Memory with its copy of the kit's price table: same figures, same dates and
+    sources, same Regions, so ``agentkit cost`` and the runtime never disagree on a price."""
+    from dataclasses import asdict
+
+    from agentkit.data import prices as copy
+    from runtime.observe import prices as table
+
+    assert {r: asdict(p) for r, p in copy.AGENTCORE_PRICES.items()} == {
+        r: asdict(p) for r, p in table.DEFAULT_PRICES.agentcore.items()
+    }
+    assert (
+        table.DEFAULT_PRICES.agentcore_as_of,
+        table.DEFAULT_PRICES.agentcore_source,
+    ) == (copy.AGENTCORE_PRICES_AS_OF, copy.AGENTCORE_PRICES_SOURCE)
+    assert (
+        table.DEFAULT_PRICES.as_of,
+        table.DEFAULT_PRICES.source,
+    ) == (copy.MODEL_PRICES_AS_OF, copy.MODEL_PRICES_SOURCE)
+    assert copy.AGENTCORE_REFERENCE_REGION == table.AGENTCORE_REFERENCE_REGION
+    for region in ("us-east-1", "eu-north-1", None):
+        assert asdict(copy.agentcore_prices(region)[0]) == asdict(
+            table.DEFAULT_PRICES.agentcore_for(region)[0]
+        )
+        assert copy.agentcore_prices(region)[1] == table.DEFAULT_PRICES.agentcore_for(region)[1]
+
+
+def test_the_per_session_cost_query_parses_the_runtimes_turn_line() -> None:
+    """``agentkit cost --by session`` reads model cost per session from the line the runtime logs per turn."""
+    import re
+
+    from agentkit.data.agentcore_usage import TURN_COST_QUERY
+    from runtime.observe.metrics.base import turn_cost_line
+
+    cost = compute_turn_cost({SONNET: {"inputTokens": 1234, "outputTokens": 56}}, None, default_model=SONNET)
+    line = turn_cost_line(
+        metrics.TurnRecord(
+            model=SONNET, cost=cost, invocation_latency_ms=1.0, session_id="rt-42", caller='team "blue"'
+        )
+    )
+    (parse,) = [p for p in TURN_COST_QUERY.splitlines() if p.startswith("| parse @message ")]
+    pattern = parse.removeprefix("| parse @message ").strip("/").replace("(?<", "(?P<")
+    match = re.search(pattern, line)
+    assert match is not None, line
+    assert match["sid"] == "rt-42" and abs(float(match["cost"]) - cost.total_cost_usd) < 1e-6
+    (marker,) = re.findall(r"like /(.*)/", TURN_COST_QUERY)
+    assert re.search(marker, line)

@@ -71,6 +71,7 @@ def server(bedrock: BedrockStandIn) -> Iterator[RuntimeServer]:
             AGENTKIT_METRICS="emf",
             AGENTKIT_EMF_FILE=str(tmp / "metrics.emf.jsonl"),
             AGENTKIT_SESSION_STORE=f"sqlite:///{tmp / 'sessions.db'}",
+            AGENTKIT_STAGE="dev",
         ),
         log_path=tmp / "server.log",
     ).start()
@@ -328,10 +329,11 @@ def test_resume_in_a_fresh_process_from_the_sqlite_store(bedrock, tmp_path):
 
 def test_every_model_call_carries_the_sessions_request_metadata(server, bedrock):
     """The CLI sends ``X-Amzn-Bedrock-Request-Metadata`` (from ``ANTHROPIC_CUSTOM_HEADERS``) with each model
-    call: Bedrock's invocation logs can then be joined to the runtime session and the agent."""
+    call: Bedrock's invocation logs can then be joined to the runtime session, the agent and the stage (the
+    stack sets ``AGENTKIT_STAGE``)."""
     bedrock.enqueue(Reply.text("Noted."))
     sid = session_id("rt-metadata")
     assert_ok(server.invoke("Say noted", session=sid))
     (call,) = bedrock.model_requests
     metadata = json.loads(call.headers["x-amzn-bedrock-request-metadata"])
-    assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid}
+    assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid, "agentkit.stage": "dev"}

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from harness.archives import b64, tar_gz
 from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
 from standins.replies import ToolUse
@@ -64,6 +65,7 @@ class Scene:
     workspace: Path
     bedrock: BedrockStandIn
     env: dict[str, str]
+    last_result: dict[str, Any] | None = None
 
 
 @pytest.fixture
@@ -88,7 +90,6 @@ def scene() -> Iterator[Scene]:
             "AGENTKIT_TURN_TIMEOUT": "200",
             "AGENTKIT_SANDBOX": "required",
             "AGENTKIT_TOOL_DISK_MB": str(DISK_MB),
-            "AGENTKIT_WORKSPACE_MAX_BYTES": "0",  # the tool disk needs snapshots off
             "HOME": str(home),
             "PATH": "/usr/local/bin:/usr/bin:/bin",
         }
@@ -107,10 +108,19 @@ def bash(command: str) -> tuple[str, dict[str, Any]]:
     return "Bash", {"command": command, "description": "disk check"}
 
 
-def turn(scene: Scene, server: RuntimeServer, prompt: str, *replies: Reply) -> dict[str, Any]:
+def turn(
+    scene: Scene,
+    server: RuntimeServer,
+    prompt: str,
+    *replies: Reply,
+    session: str = "disk",
+    snapshot: dict[str, bytes] | None = None,
+) -> dict[str, Any]:
     scene.bedrock.reset()
     scene.bedrock.enqueue(*replies)
-    reply = server.invoke(prompt, session=session_id("disk"), timeout=300)
+    extra = {"workspace": {"tar_gz_b64": b64(tar_gz(list(snapshot.items())))}} if snapshot else None
+    reply = server.invoke(prompt, session=session_id(session), timeout=300, extra=extra)
+    scene.last_result = reply.last
     logs = "".join(p.read_text(errors="replace")[-1500:] for p in sorted(scene.root.glob("*.log")))
     assert reply.status == 200 and reply.last["type"] == "result", (reply.events[-3:], logs)
     assert not reply.last.get("is_error"), reply.last
@@ -174,6 +184,99 @@ def test_a_command_filling_its_disk_loses_no_turn(scene: Scene) -> None:
         body = turn(scene, fresh, "turn three: after a restart", Reply.text("answer three"))
         text = context_text(body)
         for expected in ("turn one", "answer one", "turn two", "answer two", "turn three"):
+            assert expected in text, (expected, text[-2000:])
+    finally:
+        fresh.stop()
+
+
+def tool_results(scene: Scene) -> dict[str, str]:
+    return {
+        b["tool_use_id"]: json.dumps(b)
+        for r in scene.bedrock.model_requests
+        for b in r.body["messages"][-1]["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    }
+
+
+def test_workspace_snapshots_live_on_the_tool_disk_and_a_full_disk_loses_no_turn(scene: Scene) -> None:
+    """Repository work with the tool disk on: the snapshot is the CLI's workspace on its tool disk. A command fills
+    that disk; the turn's patch is read from it, the turn is persisted; a later snapshot sent while the CLI runs
+    lands on the tool disk (not on the state volume); one too large for the tool disk is refused before anything of
+    the workspace is touched; a fresh runtime process resumes every answered turn."""
+    server = start(scene, "snap-first")
+    try:
+        fill = bash("python3 fill.py --free fill.bin")
+        fix = bash(
+            "python3 -c \"import os; os.remove('fill.bin'); open('src.txt', 'a').write('fixed\\\\n'); "
+            "print('fixed-ok')\""
+        )
+        turn(
+            scene,
+            server,
+            "snap turn one: fill the disk, then fix",
+            Reply.message(ToolUse(*fill, id="toolu_snap_fill")),
+            Reply.message(ToolUse(*fix, id="toolu_snap_fix")),
+            Reply.text("snap answer one"),
+            session="snap",
+            snapshot={"fill.py": FILL.encode(), "src.txt": b"original\n"},
+        )
+        results = tool_results(scene)
+        written = [int(n) for n in re.findall(r"WROTE (\d+) ENOSPC", results["toolu_snap_fill"])]
+        assert written and written[0] <= DISK_MB * 2**20, results["toolu_snap_fill"][:400]
+        assert "fixed-ok" in results["toolu_snap_fix"], results["toolu_snap_fix"][:400]
+        result = scene.last_result
+        assert result is not None
+        print(f"\nfilled {written[0] / 2**20:.0f} MiB; patch: {result.get('patch')!r}")
+        assert result["changed_files"] == ["src.txt"] and "+fixed" in result["patch"], result
+        # a snapshot sent to the running CLI lands on its tool disk, not on the state volume
+        turn(
+            scene,
+            server,
+            "snap turn two: a new snapshot",
+            Reply.message(ToolUse(*bash("cat new.txt"), id="toolu_snap_cat")),
+            Reply.text("snap answer two"),
+            session="snap",
+            snapshot={"fill.py": FILL.encode(), "src.txt": b"v2\n", "new.txt": b"second-snapshot\n"},
+        )
+        assert "second-snapshot" in tool_results(scene)["toolu_snap_cat"]
+        assert scene.last_result is not None and scene.last_result["patch"] == ""
+        assert not list(scene.state.glob("workspaces/*/new.txt")), (
+            "the live snapshot reached the state volume"
+        )
+        # too large for the tool disk (zeros: a tiny archive): refused, the workspace unchanged
+        scene.bedrock.reset()
+        big = server.invoke(
+            "too big",
+            session=session_id("snap"),
+            timeout=120,
+            stream=False,
+            extra={
+                "workspace": {"tar_gz_b64": b64(tar_gz([(f"big{i}.bin", bytes(20 * 2**20)) for i in (1, 2)]))}
+            },
+        )
+        assert big.status == 413 and big.body["code"] == "workspace_too_large", big.body
+        assert "tool disk" in big.body["message"], big.body
+        turn(
+            scene,
+            server,
+            "snap turn three: still the second snapshot?",
+            Reply.message(ToolUse(*bash("cat new.txt"), id="toolu_snap_again")),
+            Reply.text("snap answer three"),
+            session="snap",
+        )
+        assert "second-snapshot" in tool_results(scene)["toolu_snap_again"]
+    finally:
+        server.stop()
+    (scene.root / "vm2").mkdir()
+    scene.env["AGENTKIT_STATE_DIR"] = str(scene.root / "vm2" / "state")
+    scene.env["CLAUDE_CONFIG_DIR"] = str(scene.root / "vm2" / "claude")
+    fresh = start(scene, "snap-second")
+    try:
+        body = turn(
+            scene, fresh, "snap turn four: after a restart", Reply.text("snap answer four"), session="snap"
+        )
+        text = context_text(body)
+        for expected in ("snap turn one", "snap answer one", "snap answer two", "snap answer three"):
             assert expected in text, (expected, text[-2000:])
     finally:
         fresh.stop()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from infra.dashboard import AGENTCORE_NAMESPACE, RUNTIME_METRICS, TURN_COST_PATTERN
+from infra.dashboard import AGENTCORE_NAMESPACE, COMPUTE_METRICS, RUNTIME_METRICS, TURN_COST_PATTERN
 from tests.infra.conftest import ROOT, Synth
 
 pytestmark = pytest.mark.infra
@@ -81,6 +81,9 @@ def drive(sink: Any) -> None:
     facade.budget_exceeded(session.runtime_session_id, "session")
     facade.session_resumed(session.runtime_session_id)
     facade.store_error("load", RuntimeError("store down"))
+    # What the stores' on_usage reports (runtime/wiring.py: one event per billed Memory call).
+    sink.record_event("MemoryEventsWritten", properties={"ClaudeSessionId": "c-1"})
+    sink.record_event("MemoryRetrievals", properties={"ClaudeSessionId": "c-1"})
 
 
 def cloudwatch_emitted() -> set[tuple[str, frozenset[str]]]:
@@ -211,7 +214,7 @@ def test_every_emitted_agent_metric_is_shown(
 
 
 def test_runtime_metrics_watch_the_stage_endpoint(queried: list[Query], optional: Synth) -> None:
-    runtime_queries = [q for q in queried if q[0] == AGENTCORE_NAMESPACE]
+    runtime_queries = [q for q in queried if q[0] == AGENTCORE_NAMESPACE and q[1] not in COMPUTE_METRICS]
     assert {q[1] for q in runtime_queries} >= {"Invocations", "SystemErrors", "Throttles", "Latency"}
     for _, metric, dims, values, where in runtime_queries:
         assert metric in RUNTIME_METRICS, where
@@ -220,6 +223,18 @@ def test_runtime_metrics_watch_the_stage_endpoint(queried: list[Query], optional
     assert "::DEFAULT" not in json.dumps(optional.raw)
     alarms = [q for q in queried if q[0] == AGENTCORE_NAMESPACE and "Endpoint dev" in q[4]]
     assert {q[1] for q in alarms} == {"Invocations", "SystemErrors", "Throttles", "Latency"}
+
+
+def test_billed_compute_is_read_with_the_dimensions_agentcore_documents(queried: list[Query]) -> None:
+    """``CPUUsed-vCPUHours`` / ``MemoryUsed-GBHours`` come as ``Service``; ``Service, Resource``; ``Service,
+    Resource, Name`` with ``Service=AgentCore.Runtime`` (AgentCore developer guide, "AgentCore generated runtime
+    observability data", resource usage metrics), never under the invocation metrics' ``Operation`` set: a
+    query with ``Operation`` is an always-empty series."""
+    compute = [q for q in queried if q[0] == AGENTCORE_NAMESPACE and q[1] in COMPUTE_METRICS]
+    assert {q[1] for q in compute} == set(COMPUTE_METRICS)
+    for _, _metric, dims, values, where in compute:
+        assert dims == {"Service", "Resource"}, where
+        assert values["Service"] == "AgentCore.Runtime", where
 
 
 def webhook_emitted_names() -> set[str]:

@@ -77,6 +77,7 @@ def test_runtime_environment(dev: Synth) -> None:
     assert "GatewayUrl" in dumps(env["AGENTKIT_GATEWAY_URL"])
     assert env["AWS_REGION"] == {"Ref": "AWS::Region"}
     assert (env["AGENTKIT_AGENT_PROFILE"], env["AGENTKIT_SANDBOX"]) == ("readonly", "required")
+    assert env["AGENTKIT_STAGE"] == "dev"  # attribution in each Bedrock call's request metadata
 
 
 def _resolve(value: Any) -> str:
@@ -459,12 +460,59 @@ def test_runtime_alarms_do_not_call_missing_data_ok(dev: Synth) -> None:
 
 
 def test_dashboard_shows_the_runtimes_billed_compute(dev: Synth) -> None:
-    """CostUSD counts model tokens only; AgentCore also bills the runtime's vCPU-hours and GB-hours."""
-    (dashboard,) = resources(dev, "AWS::CloudWatch::Dashboard")
-    body = dumps(dashboard["Properties"]["DashboardBody"])
-    assert "Runtime compute per day, as billed" in body
-    for metric in ("CPUUsed-vCPUHours", "MemoryUsed-GBHours"):
-        assert f'\\"AWS/Bedrock-AgentCore\\",\\"{metric}\\"' in body, metric
+    """CostUSD counts model tokens only; AgentCore also bills the runtime's vCPU-hours and GB-hours, which it
+    publishes under ``Service=AgentCore.Runtime`` and ``Resource=<runtime ARN>`` (no ``Operation``)."""
+    widget = _widget(dev, "Runtime compute per day, as billed")
+    rows = [[f for f in row if not isinstance(f, dict)] for row in widget["metrics"]]
+    assert [r[:2] for r in rows] == [
+        ["AWS/Bedrock-AgentCore", "CPUUsed-vCPUHours"],
+        ["AWS/Bedrock-AgentCore", "MemoryUsed-GBHours"],
+    ]
+    for row in rows:
+        dims = dict(zip(row[2::2], row[3::2], strict=True))
+        assert set(dims) == {"Service", "Resource"} and dims["Service"] == "AgentCore.Runtime", row
+
+
+def _widget(dev: Synth, title_start: str) -> dict[str, Any]:
+    """The dashboard widget whose title starts with ``title_start`` (its ARN tokens read as <TOKEN>)."""
+    from tests.infra.test_metric_contract import dashboard_body
+
+    (widget,) = [
+        w
+        for w in dashboard_body(dev)["widgets"]
+        if w.get("properties", {}).get("title", "").startswith(title_start)
+    ]
+    return widget["properties"]
+
+
+def test_dashboard_prices_each_days_model_compute_and_memory(dev: Synth) -> None:
+    """Cost per day in parts: the model's CostUSD, the runtime's vCPU-hours and GB-hours at the price table's
+    rates, and the Memory calls the runtime counted at theirs; the total beside the daily budget."""
+    from runtime.observe.prices import DEFAULT_PRICES
+
+    prices, _ = DEFAULT_PRICES.agentcore_for("us-east-1")
+    parts = _widget(dev, "Cost USD per day in parts")
+    assert parts["stacked"] is True and DEFAULT_PRICES.agentcore_as_of in parts["title"]
+    expressions = [row[0]["expression"] for row in parts["metrics"] if isinstance(row[0], dict)]
+    assert f"FILL(cpu, 0) * {prices.vcpu_hour!r} + FILL(gb, 0) * {prices.gb_hour!r}" in expressions
+    assert f"FILL(ev, 0) * {prices.memory_event!r} + FILL(rt, 0) * {prices.memory_retrieval!r}" in expressions
+    rows = [
+        [f for f in row if not isinstance(f, dict)]
+        for row in parts["metrics"]
+        if not isinstance(row[0], dict)
+    ]
+    named = {tuple(r[:2]) for r in rows if len(r) >= 2}
+    assert ("AgentCoreClaudeKit", "CostUSD") in named
+    assert {(r[0], r[1]) for r in rows if r[0] != "."} >= {
+        ("AWS/Bedrock-AgentCore", "CPUUsed-vCPUHours"),
+        ("AgentCoreClaudeKit", "MemoryEventsWritten"),
+    }
+    assert all(row[-1].get("period") == 86400 for row in parts["metrics"])  # per day
+    total = _widget(dev, "Cost USD per day, all parts")
+    assert (
+        next(row[0]["expression"] for row in total["metrics"] if isinstance(row[0], dict)) == "mo + co + me"
+    )
+    assert total["annotations"]["horizontal"][0]["value"] == dev.config.settings.daily_budget_usd
 
 
 def test_dashboard_content(dev: Synth) -> None:

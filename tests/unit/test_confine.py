@@ -200,15 +200,9 @@ def test_temp_roots_of_a_runtime_that_is_gone_are_swept(tmp_path: Path) -> None:
         release_session_dirs("named")
 
 
-def test_the_tool_disk_needs_workspace_snapshots_off() -> None:
-    import pytest
-
-    from runtime.errors import ConfigurationError
+def test_the_tool_disk_and_workspace_snapshots_go_together() -> None:
+    """Snapshots are unpacked into, and patches read from, the running CLI's tool disk (runtime.guard.tool_disk)."""
     from runtime.settings import Settings
 
-    with pytest.raises(ConfigurationError, match="AGENTKIT_WORKSPACE_MAX_BYTES=0"):
-        Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
-    assert (
-        Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32", "AGENTKIT_WORKSPACE_MAX_BYTES": "0"}).tool_disk_mb
-        == 32
-    )
+    both = Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
+    assert both.tool_disk_mb == 32 and both.workspace_max_bytes > 0

@@ -12,7 +12,7 @@ import pytest
 from harness import docs_tables
 from runtime.errors import ERRORS_BY_CODE
 
-EXPECTED = {"http-api.md": {"request", "events", "errors"}, "observability.md": {"metrics"}}
+EXPECTED = {"http-api.md": {"request", "events", "errors"}, "observability.md": {"metrics", "prices"}}
 
 
 def test_every_expected_table_is_in_its_page() -> None:

@@ -29,9 +29,13 @@ def test_the_header_is_bedrocks_request_metadata_parameter() -> None:
 def test_pairs_follow_bedrocks_character_set_and_lengths() -> None:
     pattern = re.compile(r"^[a-zA-Z0-9\s:_@$#=/+,\-.]{0,256}$")
     pairs = request_metadata(
-        session_id=SESSION, actor="alice@example.com\r\nX-Evil: 1" + "x" * 300, agent="agentkit"
+        session_id=SESSION,
+        actor="alice@example.com\r\nX-Evil: 1" + "x" * 300,
+        agent="agentkit",
+        stage="prod\nX-Evil: 2",
     )
-    assert set(pairs) == {"agentkit.session", "agentkit.agent", "agentkit.actor"}
+    assert set(pairs) == {"agentkit.session", "agentkit.agent", "agentkit.actor", "agentkit.stage"}
+    assert pairs["agentkit.stage"] == "prod_X-Evil: 2"
     for key, value in pairs.items():
         assert pattern.match(key) and pattern.match(value), (key, value)
         assert "\n" not in value and "\r" not in value
@@ -39,7 +43,8 @@ def test_pairs_follow_bedrocks_character_set_and_lengths() -> None:
         pairs["agentkit.actor"].startswith("alice@example.com__X-Evil: 1")
         and len(pairs["agentkit.actor"]) == 256
     )
-    assert "agentkit.actor" not in request_metadata(session_id=SESSION, actor=None, agent="a")
+    bare = request_metadata(session_id=SESSION, actor=None, agent="a")
+    assert "agentkit.actor" not in bare and "agentkit.stage" not in bare
 
 
 def test_the_cli_gets_one_header_line_with_a_json_object() -> None:

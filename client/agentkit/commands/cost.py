@@ -1,13 +1,21 @@
 """``agentkit cost``: what the agent spent, per day or hour, by model, session or actor, against the budget.
 
-Sources: CloudWatch metrics (default; ``--by model`` only, since sessions and actors are never metric
-dimensions), or ``--local FILE``, the EMF file a local run writes (``AGENTKIT_EMF_FILE``; every ``--by``).
-Tokens are shown by type (input, output, cache read, cache write). The daily budget is ``--budget`` >
-``$AGENTKIT_DAILY_BUDGET_USD`` > the threshold of the stack's daily cost alarm (``--stack``). When today's
-spend is over the budget the command exits 3 (budget exceeded) after printing the table, so CI can gate on it.
+Sources: CloudWatch metrics (default; ``--by model``, or ``--by session`` from the runtime's logs), or
+``--local FILE``, the EMF file a local run writes (``AGENTKIT_EMF_FILE``; every ``--by``). Tokens are shown by
+type (input, output, cache read, cache write). Then the cost in parts, per period and (``--by session``) per
+session: model tokens (the runtime's ``CostUSD``), AgentCore Runtime compute (vCPU-hours and GB-hours from the
+runtime's vended metrics per period, from its ``USAGE_LOGS`` per session; needs the runtime: ``--stack``,
+``--runtime-arn`` or ``$AGENTKIT_RUNTIME_ARN``) and AgentCore Memory (the events and retrievals the runtime
+counted), priced with the kit's dated price table (:mod:`agentkit.data.prices`, the date and source are printed).
+A part that was not measured shows ``n/a`` and adds nothing. What each source covers: docs/observability.md.
+
+The daily budget is ``--budget`` > ``$AGENTKIT_DAILY_BUDGET_USD`` > the threshold of the stack's daily cost
+alarm (``--stack``); today's spend is the *total* of the measured parts. Over the budget the command exits 3
+(budget exceeded) after printing the table, so CI can gate on it.
 
 IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``; with ``--stack`` also
-``cloudformation:ListStackResources`` and ``cloudwatch:DescribeAlarms``.
+``cloudformation:DescribeStacks``, ``cloudformation:ListStackResources`` and ``cloudwatch:DescribeAlarms``; with
+``--by session`` also ``logs:StartQuery`` and ``logs:GetQueryResults``.
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from agentkit.commands.cost_parts import RuntimeRef, cloudwatch_parts, format_parts, local_parts, runtime_ref
 from agentkit.context import Context, table
 from agentkit.data import cloudwatch as cw
+from agentkit.data import prices
 from agentkit.data.emf import read_emf_file
 from agentkit.data.usage import By, CostRow, Period, align, cost_rows, for_agent, totals
 from agentkit.env import (
@@ -26,6 +36,7 @@ from agentkit.env import (
     ENV_AGENT_NAME,
     ENV_DAILY_BUDGET_USD,
     ENV_METRICS_NAMESPACE,
+    ENV_RUNTIME_ARN,
     ENV_STACK,
 )
 from agentkit.errors import ExitCode, aws_error, usage_error
@@ -50,7 +61,16 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", metavar="FILE", help="read a local run's EMF file instead of CloudWatch")
     parser.add_argument("--budget", type=float, metavar="USD", help=f"daily budget (${ENV_DAILY_BUDGET_USD})")
     parser.add_argument(
-        "--stack", metavar="NAME", help=f"read the daily budget from this stack's cost alarm (${ENV_STACK})"
+        "--stack",
+        metavar="NAME",
+        help=f"read the runtime and the daily budget (its cost alarm) from this stack (${ENV_STACK})",
+    )
+    parser.add_argument(
+        "--runtime-arn", metavar="ARN", help=f"the runtime whose compute to add (${ENV_RUNTIME_ARN})"
+    )
+    parser.add_argument("--qualifier", metavar="Q", help="its endpoint, for --by session (the stack's stage)")
+    parser.add_argument(
+        "--usage-log-group", metavar="NAME", help="its USAGE_LOGS log group, for --by session (the stack's)"
     )
     add_metric_options(parser)
     parser.set_defaults(handler=run, usage_parser=parser)
@@ -79,22 +99,43 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     namespace, agent = namespace_and_agent(args, ctx)
     end = ctx.now()
     start = align(end - dt.timedelta(days=args.days - 1), "day")
+    runtime: RuntimeRef | None = None
     if args.local:
         samples = for_agent(read_emf_file(args.local).samples, args.agent or ctx.env.get(ENV_AGENT_NAME))
         rows = cost_rows(samples, by=by, period=period, start=start, end=end + dt.timedelta(microseconds=1))
         source = args.local
+        region = ctx.aws.region
+        totals_rows, session_rows = local_parts(samples, rows, by=by, period=period, region=region)
     else:
-        if by != "model":
+        runtime = runtime_ref(args, ctx)
+        if by == "actor" or (by == "session" and (runtime is None or runtime.usage_log_group is None)):
             raise usage_error(
                 f"--by {by} needs per-turn records: sessions and actors are not CloudWatch metric dimensions. "
-                "Use --local FILE (a local run's EMF file), or the dashboard's top-sessions table"
+                "Use --local FILE (a local run's EMF file), --by session with --stack (the runtime's logs), "
+                "or the dashboard's top-sessions table"
             )
-        client = ctx.aws.client("cloudwatch")
-        rows = _cloudwatch_rows(client, namespace=namespace, agent=agent, start=start, end=end, period=period)
-        source = f"CloudWatch {namespace} Agent={agent}"
+        region = runtime.region if runtime else ctx.aws.region
+        client = ctx.aws.client("cloudwatch", region=region)
+        model_rows = _cloudwatch_rows(
+            client, namespace=namespace, agent=agent, start=start, end=end, period=period
+        )
+        rows = model_rows if by == "model" else []  # per session, the runtime's logs give no tokens
+        totals_rows, session_rows = cloudwatch_parts(
+            ctx,
+            client,
+            model_rows,
+            runtime=runtime,
+            by=by,
+            namespace=namespace,
+            agent=agent,
+            start=start,
+            end=end,
+            period=period,
+        )
+        source = f"CloudWatch {namespace} Agent={agent}" + (f", runtime {runtime.arn}" if runtime else "")
     budget = _budget(args, ctx)
     today = align(end, "day")
-    spent_today = sum(r.cost_usd for r in rows if align(r.start, "day") == today)
+    spent_today = sum(b.total_usd for b in totals_rows if align(b.start, "day") == today)
     cost_total, tokens_total = totals(rows)
     data = {
         "source": source,
@@ -103,15 +144,31 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "start": start,
         "end": end,
         "rows": [r.as_dict() for r in rows],
-        "total_usd": cost_total,
+        "model_total_usd": cost_total,
+        "total_usd": sum(b.total_usd for b in totals_rows),
         "tokens": tokens_total,
+        "parts": [b.as_dict() for b in totals_rows],
+        "sessions": [b.as_dict() for b in session_rows],
+        "prices": prices.describe(region),
         "budget": {
             "daily_usd": budget,
             "today_usd": spent_today,
             "used_percent": (100 * spent_today / budget) if budget else None,
         },
     }
-    ctx.emit(data, lambda: format_cost(rows, period=period, by=by, budget=budget, spent_today=spent_today))
+
+    def text() -> str:
+        model_table = format_cost(rows, period=period, by=by, budget=None, spent_today=0.0) if rows else ""
+        parts = format_parts(totals_rows, session_rows, period=period, region=region)
+        lines = [line for line in (model_table, parts) if line]
+        if budget:
+            lines.append(
+                f"today: ${spent_today:.4f} of the ${budget:.2f} daily budget "
+                f"({100 * spent_today / budget:.1f} %), model + compute + memory"
+            )
+        return "\n\n".join(lines)
+
+    ctx.emit(data, text)
     if budget and spent_today > budget:
         # A pipeline gates on the exit code: over budget is exit 3, as for an invocation stopped by its cap.
         ctx.progress(

@@ -25,6 +25,7 @@ from agentkit.data.usage import for_agent
 from agentkit.env import ENV_AGENT_NAME, ENV_RUNTIME_ARN, ENV_STACK
 from agentkit.errors import AgentkitError, ExitCode, aws_error, usage_error
 from agentkit.report import cloudwatch as cw_report
+from agentkit.report import delivery
 from agentkit.report.html import render
 from agentkit.report.model import ReportData, from_samples, summary
 from agentkit.stack import runtime_log_group
@@ -78,10 +79,20 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def _local(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> ReportData:
     agent = args.agent or ctx.env.get(ENV_AGENT_NAME)
-    samples = for_agent(read_emf_file(args.emf).samples, agent) if args.emf else []
+    everything = read_emf_file(args.emf).samples if args.emf else []
+    samples = for_agent(everything, agent)
     spans = read_span_file(args.spans) if args.spans else []
     source = " + ".join(str(p) for p in (args.emf, args.spans) if p)
-    data = from_samples(samples, spans, title=args.title, source=source, generated=now, session=args.session)
+    data = from_samples(
+        samples,
+        spans,
+        title=args.title,
+        source=source,
+        generated=now,
+        session=args.session,
+        region=ctx.aws.region,
+    )
+    data.delivery = delivery.from_samples(everything)  # the webhook's documents have no Agent dimension
     if not args.emf:
         data.notes.append("no EMF file given (--emf): cost, tokens, latency and tools are empty")
     if not args.spans:
@@ -96,11 +107,12 @@ def _deployed(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> Repor
         raise usage_error(f"--days must be between 1 and {MAX_DAYS}")
     namespace, agent = namespace_and_agent(args, ctx)
     start = (now - dt.timedelta(days=args.days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
-    log_group, region, logs = None, None, None
+    log_group, region, logs, runtime_arn = None, ctx.aws.region, None, None
     if args.runtime_arn or args.stack or ctx.env.get(ENV_RUNTIME_ARN) or ctx.env.get(ENV_STACK):
         target, _stack = resolve_target(args, ctx)
         log_group, region = runtime_log_group(target.runtime_id, target.endpoint), target.region
         logs = ctx.aws.client("logs", region=region)
+        runtime_arn = target.runtime_arn
     try:
         data = cw_report.gather(
             cloudwatch=ctx.aws.client("cloudwatch", region=region),
@@ -113,6 +125,8 @@ def _deployed(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> Repor
             session=args.session,
             title=args.title,
             generated=now,
+            runtime_arn=runtime_arn,
+            region=region,
         )
     except AgentkitError:
         raise

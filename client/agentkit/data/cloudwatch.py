@@ -62,11 +62,12 @@ def get_metric_data(
     queries: Sequence[Query],
     *,
     namespace: str,
-    agent: str,
+    agent: str | None,
     start: dt.datetime,
     end: dt.datetime,
 ) -> dict[Query, list[tuple[dt.datetime, float]]]:
-    """The data points of each query between ``start`` and ``end`` (sorted by time)."""
+    """The data points of each query between ``start`` and ``end`` (sorted by time); each query's dimensions
+    are ``Agent=agent`` (unless None: a metric the agent does not write) and its own."""
     results: dict[Query, list[tuple[dt.datetime, float]]] = {q: [] for q in queries}
     unique = list(results)
     for offset in range(0, len(unique), MAX_QUERIES):
@@ -80,7 +81,7 @@ def get_metric_data(
                             "Namespace": namespace,
                             "MetricName": q.metric,
                             "Dimensions": [
-                                {"Name": names.AGENT, "Value": agent},
+                                *([{"Name": names.AGENT, "Value": agent}] if agent is not None else []),
                                 *({"Name": k, "Value": v} for k, v in q.dimensions),
                             ],
                         },

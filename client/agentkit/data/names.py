@@ -31,6 +31,8 @@ EVENT_METRICS: tuple[str, ...] = (
     "BudgetExceeded",
     "Disconnected",
     INVOCATION_ERRORS,
+    "MemoryEventsWritten",
+    "MemoryRetrievals",
     "SandboxUnavailable",
     "SandboxUnsafe",
     "SessionResumed",
@@ -39,10 +41,15 @@ EVENT_METRICS: tuple[str, ...] = (
     "SessionStoreLateWrites",
 )
 
+# AgentCore Memory usage the runtime counts (one event document per billed call, property ClaudeSessionId)
+MEMORY_EVENTS = "MemoryEventsWritten"
+MEMORY_RETRIEVALS = "MemoryRetrievals"
+
 # EMF properties of a turn's main document (never dimensions)
 PROP_SESSION = "SessionId"
 PROP_CALLER = "Caller"
 PROP_TURN_COST = "TurnCostUSD"
+PROP_CLAUDE_SESSION = "ClaudeSessionId"
 
 #: Short names of the token types, in display order.
 TOKEN_TYPES: dict[str, str] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -79,6 +79,16 @@ class DoctorConfig:
     gateway: bool = True
     webhook_trackers: tuple[str, ...] = ()
     webhook_creates_secrets: bool = True
+    generation: int = 1
+
+    def at(self, generation: int) -> DoctorConfig:
+        """The same settings with another ``stages.<stage>.generation``."""
+        return replace(self, generation=generation)
+
+    @property
+    def _suffix(self) -> str:
+        """``""`` for generation 1, else ``g<n>`` (infra/names.py ``generation_suffix``)."""
+        return "" if self.generation == 1 else f"g{self.generation}"
 
     @property
     def stack_name(self) -> str:
@@ -92,23 +102,30 @@ class DoctorConfig:
 
     @property
     def memory_name(self) -> str:
-        """``<project>_<stage>_memory`` (infra/memory.py)."""
-        return f"{self.project_name}_{self.stage}_memory"
+        """``<project>_<stage>_memory[_g<n>]`` (infra/names.py)."""
+        base = f"{self.project_name}_{self.stage}_memory"
+        return f"{base}_{self._suffix}" if self._suffix else base
 
     @property
     def gateway_name(self) -> str:
-        """``<project>-<stage>-tools`` (infra/gateway.py)."""
-        return f"{self.project_name}-{self.stage}-tools"
+        """``<project>-<stage>-tools[-g<n>]`` (infra/names.py)."""
+        base = f"{self.project_name}-{self.stage}-tools"
+        return f"{base}-{self._suffix}" if self._suffix else base
+
+    @property
+    def secret_prefix(self) -> str:
+        """``<project>-<stage>[-g<n>]`` (infra/names.py)."""
+        base = f"{self.project_name}-{self.stage}"
+        return f"{base}-{self._suffix}" if self._suffix else base
 
     @property
     def secret_names(self) -> tuple[str, ...]:
-        """The secrets the webhook creates: ``<project>-<stage>/<tracker>-webhook-secret`` and ``-token``
+        """The secrets the webhook creates: ``<secret prefix>/<tracker>-webhook-secret`` and ``-token``
         (infra/webhook.py), none when it references existing ones."""
         if not self.webhook_creates_secrets:
             return ()
-        prefix = f"{self.project_name}-{self.stage}"
         return tuple(
-            f"{prefix}/{tracker}-{kind}"
+            f"{self.secret_prefix}/{tracker}-{kind}"
             for tracker in self.webhook_trackers
             for kind in ("webhook-secret", "token")
         )
@@ -140,6 +157,11 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
     stages = raw.pop("stages", {}) or {}
     if stage not in stages:
         raise DoctorConfigError(f"{cdk_json}: no stage {stage!r} (stages: {', '.join(sorted(stages))})")
+    generation = stages[stage].get("generation", 1)
+    if isinstance(generation, bool) or not isinstance(generation, int) or not 1 <= generation <= 999:
+        raise DoctorConfigError(
+            f"{cdk_json}: stages.{stage}.generation is {generation!r}; allowed: a whole number from 1 to 999"
+        )
     merged = {**raw, **(stages[stage].get("overrides") or {})}
     model = merged.get("model", DEFAULT_MODEL)
     extra = merged.get("extra_models", list(DEFAULT_EXTRA_MODELS))
@@ -167,6 +189,7 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
         gateway=bool(gateway.get("enabled", True)),
         webhook_trackers=tuple(webhook.get("trackers", ["github"])) if webhook.get("enabled", False) else (),
         webhook_creates_secrets=bool(webhook.get("create_secrets", True)),
+        generation=generation,
     )
 
 

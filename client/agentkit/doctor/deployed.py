@@ -9,6 +9,7 @@ IAM actions (read-only): ``cloudformation:ListStackResources``, ``xray:GetTraceS
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agentkit.doctor.core import CheckResult, DoctorConfig, error_of
+from agentkit.doctor.core import CheckResult, DoctorConfig, Status, error_of
 
 AGENTCORE_NAMESPACE = "AWS/Bedrock-AgentCore"
 #: The dimension set the dashboard and alarms read (infra/dashboard.py ``runtime_metric``; AWS does not document
@@ -90,53 +91,199 @@ def _items(client: Any, operation: str, key: str) -> Iterator[dict[str, Any]]:
         yield from page.get(key, [])
 
 
-def check_name_collisions(
-    agentcore: Any, secrets: Any, config: DoctorConfig, stack: StackView
-) -> CheckResult:
-    """Resources with the names the stack would create, that the stack does not own: a deploy would fail with
-    a name collision (typically what ``removal_policy: retain`` left after a ``cdk destroy``)."""
-    name = "name-collisions"
-    owned = {pid for ids in stack.resources.values() for pid in ids}
+@dataclass(frozen=True)
+class Existing:
+    """What the account holds that a stage's names could collide with (every generation's)."""
 
-    def outside(identifier: str) -> bool:
-        return not any(
-            identifier == pid or pid.endswith(identifier) or identifier.endswith(pid) for pid in owned
-        )
+    runtimes: tuple[tuple[str, str], ...] = ()  # (name, id)
+    memories: tuple[str, ...] = ()  # ids: the memory's name, a dash and a generated suffix
+    gateways: tuple[tuple[str, str], ...] = ()  # (name, id)
+    secrets: tuple[tuple[str, str], ...] = ()  # (name, ARN), including secrets scheduled for deletion
 
-    found: list[str] = []
-    try:
-        for runtime in _items(agentcore, "list_agent_runtimes", "agentRuntimes"):
-            if runtime.get("agentRuntimeName") == config.runtime_name and outside(runtime["agentRuntimeId"]):
-                found.append(f"runtime {config.runtime_name} ({runtime['agentRuntimeId']})")
-        # Memory ids are the memory's name, a dash and a generated suffix (ListMemories returns no name).
-        for memory in _items(agentcore, "list_memories", "memories"):
-            if str(memory.get("id", "")).startswith(config.memory_name + "-") and outside(memory["id"]):
-                found.append(f"memory {config.memory_name} ({memory['id']})")
-        if config.gateway:
-            for gateway in _items(agentcore, "list_gateways", "items"):
-                if gateway.get("name") == config.gateway_name and outside(gateway["gatewayId"]):
-                    found.append(f"gateway {config.gateway_name} ({gateway['gatewayId']})")
-        if config.secret_names:
-            listed = secrets.get_paginator("list_secrets").paginate(
-                Filters=[{"Key": "name", "Values": [f"{config.project_name}-{config.stage}/"]}]
+    def taken(self, config: DoctorConfig, owned: frozenset[str]) -> list[tuple[str, str, str]]:
+        """``(kind, name, identifier)`` of each resource with one of ``config``'s names that the stack does not
+        own (``owned``: its physical ids; CloudFormation gives a memory's ARN or id, a gateway's id)."""
+
+        def outside(identifier: str) -> bool:
+            return not any(
+                identifier == pid or pid.endswith(identifier) or identifier.endswith(pid) for pid in owned
             )
-            wanted = set(config.secret_names)
-            for page in listed:
-                for secret in page.get("SecretList", []):
-                    if secret.get("Name") in wanted and outside(str(secret.get("ARN", ""))):
-                        found.append(f"secret {secret['Name']}")
+
+        found = [
+            ("runtime", name, rid)
+            for name, rid in self.runtimes
+            if name == config.runtime_name and outside(rid)
+        ]
+        # ListMemories returns no name: a memory's id is its name, a dash and 10 generated characters.
+        found += [
+            ("memory", config.memory_name, mid)
+            for mid in self.memories
+            if mid.startswith(config.memory_name + "-") and outside(mid)
+        ]
+        if config.gateway:
+            found += [
+                ("gateway", name, gid)
+                for name, gid in self.gateways
+                if name == config.gateway_name and outside(gid)
+            ]
+        wanted = set(config.secret_names)
+        found += [("secret", name, arn) for name, arn in self.secrets if name in wanted and outside(arn)]
+        return found
+
+
+def list_existing(agentcore: Any, secrets: Any, config: DoctorConfig) -> Existing:
+    """The account's runtimes, memories, gateways and the stage's secrets (any generation).
+
+    Raises:
+        ClientError, BotoCoreError: a list call failed.
+    """
+    runtimes = tuple(
+        (str(r.get("agentRuntimeName", "")), str(r["agentRuntimeId"]))
+        for r in _items(agentcore, "list_agent_runtimes", "agentRuntimes")
+    )
+    memories = tuple(str(m.get("id", "")) for m in _items(agentcore, "list_memories", "memories"))
+    gateways: tuple[tuple[str, str], ...] = ()
+    if config.gateway:
+        gateways = tuple(
+            (str(g.get("name", "")), str(g["gatewayId"])) for g in _items(agentcore, "list_gateways", "items")
+        )
+    found: list[tuple[str, str]] = []
+    if config.secret_names:
+        # A secret scheduled for deletion keeps its name until the recovery window ends (Secrets Manager
+        # DeleteSecret), so it collides too: IncludePlannedDeletion. The name filter matches the prefix.
+        pages = secrets.get_paginator("list_secrets").paginate(
+            IncludePlannedDeletion=True,
+            Filters=[{"Key": "name", "Values": [f"{config.project_name}-{config.stage}"]}],
+        )
+        for page in pages:
+            found += [(str(x.get("Name", "")), str(x.get("ARN", ""))) for x in page.get("SecretList", [])]
+    return Existing(runtimes, memories, gateways, tuple(found))
+
+
+def free_generation(existing: Existing, config: DoctorConfig) -> int:
+    """The first generation after ``config``'s whose memory, gateway and secret names are all free."""
+    generation = config.generation + 1
+    while generation < 999 and [
+        hit for hit in existing.taken(config.at(generation), frozenset()) if hit[0] != "runtime"
+    ]:
+        generation += 1
+    return generation
+
+
+def _delete_command(kind: str, identifier: str, region: str) -> str:
+    if kind == "memory":
+        return f"aws bedrock-agentcore-control delete-memory --region {region} --memory-id {identifier}"
+    if kind == "gateway":
+        return f"aws bedrock-agentcore-control delete-gateway --region {region} --gateway-identifier {identifier}"
+    if kind == "runtime":
+        return f"aws bedrock-agentcore-control delete-agent-runtime --region {region} --agent-runtime-id {identifier}"
+    return (
+        f"aws secretsmanager delete-secret --region {region} --secret-id {shlex.quote(identifier)} "
+        "--force-delete-without-recovery"
+    )
+
+
+def _name_of(physical_id: str) -> str:
+    """The resource name in a physical id: AgentCore ids are ``<name>-<10 characters>`` (alone or ending an ARN),
+    secret ARNs end ``:secret:<name>-<6 characters>``."""
+    tail = (
+        physical_id.split(":secret:", 1)[1] if ":secret:" in physical_id else physical_id.rsplit("/", 1)[-1]
+    )
+    return tail.rsplit("-", 1)[0]
+
+
+def _renamed(config: DoctorConfig, stack: StackView) -> list[tuple[str, str, str]]:
+    """``(kind, deployed name, configured name)`` of the memory and gateway the stack holds under another name than
+    ``config``'s generation gives them."""
+    found = []
+    for kind, wanted in (
+        ("memory", config.memory_name),
+        ("gateway", config.gateway_name if config.gateway else ""),
+    ):
+        names = sorted({_name_of(pid) for pid in stack.owns(_TYPES[kind])})
+        if wanted and names and wanted not in names:
+            found.append((kind, names[0], wanted))
+    return found
+
+
+def _generation_of(name: str) -> int:
+    """The generation in a memory or gateway name (infra/names.py): ``..._g<n>`` / ``...-g<n>``, else 1."""
+    match = re.search(r"[_-]g(\d+)$", name)
+    return int(match.group(1)) if match else 1
+
+
+#: What the stack creates for each kind of name, to tell whether a deploy would create one (and collide).
+_TYPES = {
+    "runtime": "AWS::BedrockAgentCore::Runtime",
+    "memory": "AWS::BedrockAgentCore::Memory",
+    "gateway": "AWS::BedrockAgentCore::Gateway",
+    "secret": "AWS::SecretsManager::Secret",
+}
+
+
+def check_name_collisions(
+    agentcore: Any, secrets: Any, config: DoctorConfig, stack: StackView, *, region: str = "<region>"
+) -> CheckResult:
+    """Resources with the names the stack would create, that the stack does not own (typically what
+    ``removal_policy: retain`` left after a ``cdk destroy``). A deploy that would create one fails on the name:
+    that is a failure, with the stage's next free ``generation`` (infra/names.py) and the commands that delete
+    them instead; a same-named resource beside one the stack owns is only a warning."""
+    name = "name-collisions"
+    renamed = _renamed(config, stack)
+    if renamed:
+        deployed = _generation_of(renamed[0][1])
+        return CheckResult(
+            name,
+            "fail",
+            f"stack {stack.name} holds {', '.join(f'{kind} {old}' for kind, old, _ in renamed)}, but generation "
+            f"{config.generation} names it {', '.join(new for _, _, new in renamed)}: the deploy would replace the "
+            "memory (a new, empty one) and rename the gateway away from its role's trust",
+            f'set "generation": {deployed} under agentkit.stages.{config.stage} in cdk.json (a new generation is for '
+            "a stage that is not deployed: docs/deploy.md, 'Destroy and redeploy a retained stage')",
+        )
+    owned = frozenset(pid for ids in stack.resources.values() for pid in ids)
+    try:
+        existing = list_existing(agentcore, secrets, config)
     except (ClientError, BotoCoreError) as exc:
         code, message = error_of(exc)
         return CheckResult(name, "warn", f"cannot list the existing resources ({code}: {message})")
-    if found:
+    taken = existing.taken(config, owned)
+    if not taken:
         return CheckResult(
             name,
-            "warn",
-            f"{', '.join(found)} exist outside stack {stack.name}: creating them again fails on the name",
-            "delete them (a retained prod stage: see docs/deploy.md, 'Redeploying a retained stage'), or deploy "
-            "under another agentkit.project_name",
+            "ok",
+            f"no runtime, memory, gateway or secret of generation {config.generation}'s names outside it",
         )
-    return CheckResult(name, "ok", "no runtime, memory, gateway or secret of the stack's names outside it")
+    listed = ", ".join(
+        f"{kind} {label} ({ident})" if kind != "secret" else f"secret {label}" for kind, label, ident in taken
+    )
+    # The deploy creates a resource of a name the stack does not own yet (a first deploy, a new tracker's secrets,
+    # or a bumped generation): that one collides. A stray beside the stack's own of the same name does not.
+    blocking = [t for t in taken if t[1] not in {_name_of(pid) for pid in stack.owns(_TYPES[t[0]])}]
+    status: Status = "fail" if blocking else "warn"
+    fixes = []
+    if any(kind != "runtime" for kind, _, _ in blocking):
+        nxt = free_generation(existing, config)
+        fixes.append(
+            f'set "generation": {nxt} under agentkit.stages.{config.stage} in cdk.json (fresh names for the '
+            f"memory, gateway and secrets; docs/deploy.md, 'Destroy and redeploy a retained stage')"
+        )
+    deletes = [
+        _delete_command(kind, ident if kind != "secret" else label, region)
+        for kind, label, ident in blocking or taken
+    ]
+    fixes.append("or delete them (export what you need first): " + "; ".join(deletes))
+    return CheckResult(
+        name,
+        status,
+        f"{listed} exist outside stack {stack.name} (generation {config.generation}): "
+        + (
+            "creating them again fails on the name"
+            if blocking
+            else "the stack owns its own, these are strays"
+        ),
+        " ".join(fixes),
+    )
 
 
 #: CloudWatch Logs allows 10 account-level resource policies per Region (those without a resourceArn; API

@@ -111,31 +111,67 @@ def check_model_access(bedrock: Any, model_id: str) -> CheckResult:
     )
 
 
+#: Retirements a model provider has announced for models Bedrock may still list as ACTIVE. Bedrock's own dates
+#: (``GetFoundationModel``'s ``modelLifecycle``) are the ones that apply on Bedrock and may differ ("Model
+#: lifecycle", Bedrock user guide); these only make the doctor say that the provider has moved on. Sonnet 4.5:
+#: "deprecated ... retires on November 30, 2026" (Anthropic, platform.claude.com/docs/en/models/sonnet-4-5/overview).
+PROVIDER_RETIREMENTS: dict[str, tuple[dt.date, str]] = {
+    "anthropic.claude-sonnet-4-5-20250929-v1:0": (dt.date(2026, 11, 30), "Anthropic"),
+}
+#: GetFoundationModel's answers for a model id Bedrock does not offer in the Region (retired, or never there):
+#: two of the errors its botocore model lists (with AccessDenied, InternalServer and Throttling).
+NOT_OFFERED = ("ResourceNotFoundException", "ValidationException")
+SOON = dt.timedelta(days=30)
+
+
 def check_lifecycle(bedrock: Any, model_id: str, now: dt.datetime) -> CheckResult:
-    """``GetFoundationModel``'s ``modelLifecycle``: ACTIVE ok, LEGACY a warning (with its dates), past its
-    ``endOfLifeTime`` a failure (botocore ``FoundationModelLifecycle``: status ACTIVE|LEGACY, legacyTime,
-    publicExtendedAccessTime, endOfLifeTime)."""
+    """``GetFoundationModel``'s ``modelLifecycle`` (botocore ``FoundationModelLifecycle``: status ACTIVE|LEGACY,
+    legacyTime, publicExtendedAccessTime, endOfLifeTime): ACTIVE ok, LEGACY a warning with its dates, past its
+    ``endOfLifeTime`` a failure, and a model Bedrock does not know (retired and removed, or a wrong id) a failure.
+    A provider's announced retirement (:data:`PROVIDER_RETIREMENTS`) makes an ACTIVE model a warning, and public
+    extended access (a higher price than the list prices the cost figures use) is named."""
     name = f"model-lifecycle {model_id}"
+    replace = "move agentkit.model / extra_models to an ACTIVE model (Bedrock console → Model catalog)"
     try:
         details = bedrock.get_foundation_model(modelIdentifier=model_id)["modelDetails"]
     except (ClientError, BotoCoreError) as exc:
         code, message = error_of(exc)
+        if code in NOT_OFFERED:
+            return CheckResult(
+                name, "fail", f"Bedrock does not offer it here ({code}: {message}): calls fail", replace
+            )
         return CheckResult(name, "warn", f"cannot read it ({code}: {message})")
     lifecycle = details.get("modelLifecycle") or {}
     status = lifecycle.get("status", "?")
     end = lifecycle.get("endOfLifeTime")
-    replace = "move agentkit.model / extra_models to an ACTIVE model (Bedrock console → Model catalog)"
+    extended = lifecycle.get("publicExtendedAccessTime")
     if isinstance(end, dt.datetime) and end <= now:
         return CheckResult(name, "fail", f"{status}: end of life was {end:%Y-%m-%d}; calls fail", replace)
-    if status == "ACTIVE":
+    notes = []
+    if isinstance(extended, dt.datetime) and extended <= now:
+        notes.append(
+            f"in public extended access since {extended:%Y-%m-%d}: billed above the list prices the cost figures "
+            "use (runtime/observe/costs.py)"
+        )
+    if isinstance(end, dt.datetime) and end - now <= SOON:
+        notes.append(f"end of life in {(end - now).days} days")
+    retirement = PROVIDER_RETIREMENTS.get(model_id)
+    if retirement:
+        day, provider = retirement
+        verb = "retired it on" if day <= now.date() else "retires it on"
+        notes.append(
+            f"{provider} {verb} {day:%Y-%m-%d}; Bedrock's dates (above) are the ones that apply on Bedrock"
+        )
+    if status == "ACTIVE" and not notes:
         return CheckResult(name, "ok", "ACTIVE")
     dates = [
         f"{label} {value:%Y-%m-%d}"
         for label, value in (
             ("legacy since", lifecycle.get("legacyTime")),
-            ("extended access (higher price) from", lifecycle.get("publicExtendedAccessTime")),
+            ("extended access (higher price) from", extended),
             ("end of life", end),
         )
         if isinstance(value, dt.datetime)
     ]
-    return CheckResult(name, "warn", f"{status}" + (f" ({'; '.join(dates)})" if dates else ""), replace)
+    detail = f"{status}" + (f" ({'; '.join(dates)})" if dates else "")
+    return CheckResult(name, "warn", "; ".join([detail, *notes]), replace)

@@ -140,7 +140,9 @@ def _aws_checks(aws: _Clients, config: DoctorConfig, region: str, now: dt.dateti
             aws.client("iam"), config, stack_owns_it=bool(stack.owns("AWS::IAM::OIDCProvider"))
         )
     )
-    results.append(deployed.check_name_collisions(agentcore, aws.client("secretsmanager"), config, stack))
+    results.append(
+        deployed.check_name_collisions(agentcore, aws.client("secretsmanager"), config, stack, region=region)
+    )
     results.append(deployed.check_mmds(agentcore, stack))
     results.append(deployed.check_runtime_metrics(aws.client("cloudwatch"), config, stack))
     results.append(secrets.check_webhook_secrets(aws.client("secretsmanager"), stack))

@@ -9,6 +9,9 @@ turn that used two models shows its main model's tokens.
 Waterfall: span records in ``aws/spans`` (CloudWatch Transaction Search), first those carrying the session
 id, then every span of their traces.
 
+Cost in parts per day: model, the runtime's compute and Memory (:mod:`agentkit.data.agentcore_usage`); the
+webhook's pull requests, patches and stops per tracker (:mod:`agentkit.report.delivery`).
+
 IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``, ``logs:FilterLogEvents``.
 """
 
@@ -18,12 +21,15 @@ import datetime as dt
 import json
 from typing import Any
 
+from agentkit.data import agentcore_usage as acu
 from agentkit.data import cloudwatch as cw
-from agentkit.data import names
+from agentkit.data import names, prices
+from agentkit.data.bill import Memory, combine
 from agentkit.data.emf import parse_emf_lines
 from agentkit.data.spans import Span, parse_span_lines
 from agentkit.data.usage import totals
-from agentkit.report.model import ReportData, TurnRow, pick_trace, top_sessions, turn_rows
+from agentkit.report import delivery
+from agentkit.report.model import ReportData, TurnRow, daily_model_cost, pick_trace, top_sessions, turn_rows
 
 SPANS_LOG_GROUP = "aws/spans"  # CloudWatch Transaction Search destination
 MAX_TRACES = 3
@@ -66,8 +72,11 @@ def gather(
     session: str | None,
     title: str,
     generated: dt.datetime,
+    runtime_arn: str | None = None,
+    region: str | None = None,
 ) -> ReportData:
-    """Report data for ``agent`` between ``start`` and ``end``.
+    """Report data for ``agent`` between ``start`` and ``end``; with ``runtime_arn`` the cost in parts adds the
+    runtime's compute (:mod:`agentkit.data.agentcore_usage`), priced for ``region``.
 
     Raises:
         botocore.exceptions.ClientError / BotoCoreError: CloudWatch refused a metrics call.
@@ -138,6 +147,20 @@ def gather(
                 "(one-time, see docs/deploy.md)"
             )
     trace_session, trace = pick_trace(spans, sessions, wanted)
+    day_end = end.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
+    compute = None
+    if runtime_arn:
+        got = acu.compute_per_period(cloudwatch, runtime_arn=runtime_arn, start=start, end=day_end)
+        compute = {(day, "all"): used for day, used in got.items()}
+    else:
+        notes.append("no --stack/--runtime-arn: the runtime's compute is not in the cost breakdown")
+    used = acu.memory_per_period(cloudwatch, namespace=namespace, agent=agent, start=start, end=day_end)
+    parts = combine(
+        model=daily_model_cost(hourly),
+        compute=compute,
+        memory={(day, "all"): Memory(events, retrievals) for day, (events, retrievals) in used.items()},
+        prices=prices.agentcore_prices(region)[0],
+    )
     return ReportData(
         title=title,
         source=f"CloudWatch {namespace} Agent={agent}",
@@ -157,4 +180,7 @@ def gather(
         errors=errors,
         turn_rows=rows,
         turns_listed_of=turn_count,
+        parts=parts,
+        prices_region=region,
+        delivery=delivery.from_cloudwatch(cloudwatch, namespace=namespace, start=start, end=day_end),
     )

@@ -13,6 +13,7 @@ from html import escape
 
 from agentkit import __version__
 from agentkit.data.spans import Span
+from agentkit.report import panels
 from agentkit.report.model import LATENCY_NOTE, ReportData
 from agentkit.report.svg import ERROR_COLOR, MUTED, OK_COLOR, PALETTE, attr, hbars, label_width, stacked_bars
 
@@ -80,6 +81,7 @@ def render(data: ReportData) -> str:
     body = "".join(
         [
             _overview(data),
+            panels.cost_parts(data),
             _cost_over_time(data),
             _tokens(data),
             _latency(data),
@@ -88,6 +90,7 @@ def render(data: ReportData) -> str:
             _sessions(data),
             _turn_table(data),
             _waterfall(data),
+            panels.delivery(data),
         ]
     )
     return (
@@ -97,7 +100,7 @@ def render(data: ReportData) -> str:
         f"<header><h1>{escape(data.title)}</h1><p>{escape(window)}source: {escape(data.source)}</p></header>"
         f"{notes}<main>{body}</main>"
         f"<footer>agentkit {escape(__version__)} · generated {data.generated:%Y-%m-%d %H:%M:%S} UTC · "
-        "costs are Bedrock list prices computed by the runtime</footer></body></html>\n"
+        "costs are list prices from the kit's price table (the cost panel names its date and source)</footer></body></html>\n"
     )
 
 

@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkit.data import names
+from agentkit.data import names, prices
 from agentkit.data import usage as u
+from agentkit.data.bill import Breakdown, Slot, combine, memory_by_session, per_period
 from agentkit.data.emf import Sample
 from agentkit.data.spans import Span, session_trace, sessions_with_spans
+from agentkit.report.delivery import Delivery
 
 TOP_SESSIONS = 10
 #: Turns the per-turn table lists (the latest ones; the JSON summary says how many there were).
@@ -88,6 +90,9 @@ class ReportData:
     errors: dict[str, float] = field(default_factory=dict)  # InvocationErrors by ErrorCode
     turn_rows: list[TurnRow] = field(default_factory=list)  # the latest TURN_ROWS turns, oldest first
     turns_listed_of: int = 0  # how many turns the documents held (turn_rows may show fewer)
+    parts: list[Breakdown] = field(default_factory=list)  # per day: model + compute + memory
+    prices_region: str | None = None  # whose AgentCore prices priced ``parts``
+    delivery: Delivery = field(default_factory=Delivery)  # the webhook's pull requests, patches, stops
 
     @property
     def total_cost(self) -> float:
@@ -96,6 +101,14 @@ class ReportData:
     @property
     def cache_hit_rate(self) -> float | None:
         return u.cache_hit_rate(self.tokens)
+
+
+def daily_model_cost(hourly: Sequence[u.CostRow]) -> dict[Slot, float]:
+    """Model cost per UTC day (key ``all``) from the hourly rows."""
+    out: dict[Slot, float] = defaultdict(float)
+    for row in hourly:
+        out[(u.align(row.start, "day"), "all")] += row.cost_usd
+    return dict(out)
 
 
 def top_sessions(samples: Sequence[Sample], limit: int = TOP_SESSIONS) -> list[SessionCost]:
@@ -175,8 +188,10 @@ def from_samples(
     source: str,
     generated: dt.datetime,
     session: str | None = None,
+    region: str | None = None,
 ) -> ReportData:
-    """Report data from EMF documents and spans (the local path; also used for EMF read from logs)."""
+    """Report data from EMF documents and spans (the local path; also used for EMF read from logs). Cost in
+    parts: model and Memory from the documents (a local run has no AgentCore compute: not measured)."""
     hourly = u.cost_rows(samples, by="model", period="hour")
     _cost, tokens = u.totals(hourly)
     latency = u.metric_values(samples, names.LATENCY)
@@ -207,6 +222,16 @@ def from_samples(
         errors=u.error_counts(samples),
         turn_rows=rows,
         turns_listed_of=turn_count,
+        parts=per_period(
+            combine(
+                model=daily_model_cost(hourly),
+                compute=None,
+                memory=memory_by_session(samples, "day") or None,  # none: no AgentCore Memory (SQLite)
+                prices=prices.agentcore_prices(region)[0],
+            ),
+            "day",
+        ),
+        prices_region=region,
     )
 
 
@@ -232,4 +257,7 @@ def summary(data: ReportData) -> dict[str, Any]:
         "trace_session": data.trace_session,
         "trace_spans": len(data.trace),
         "notes": data.notes,
+        "cost_parts": [b.as_dict() for b in data.parts],
+        "prices": prices.describe(data.prices_region),
+        "delivery": data.delivery.as_json(),
     }
