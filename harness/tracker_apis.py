@@ -5,7 +5,9 @@ non-member, as GitLab does); ``POST /api/v4/projects/:id/issues/:iid/notes`` nee
 JSON ``{"body": <non-empty string ≤ 1,000,000 chars>}`` (GitLab's note limit) and answers 201 with the note.
 
 ``JiraApi``: ``POST /rest/api/3/issue/:key/comment`` needs the expected ``Authorization`` and a JSON
-``{"body": <valid ADF>}`` (checked with :func:`harness.adf_check.adf_errors`) and answers 201.
+``{"body": <valid ADF>}`` (checked with :func:`harness.adf_check.adf_errors`) and answers 201;
+``PUT /rest/api/3/issue/:key/comment/:id`` edits a comment it made (same checks; 404 for another id) and
+counts the edits in the reply's ``edits``.
 
 Both record every request (``requests``; header names lower-cased) and every accepted reply (``replies``); ``script`` holds
 ``(status, json)`` answers to give first (failure tests). Start with ``start()``, stop with ``stop()``
@@ -58,7 +60,7 @@ class _StandIn(LoopbackServer):
                     return
                 self._answer(*standin.route(request))
 
-            do_GET = do_POST = _handle
+            do_GET = do_POST = do_PUT = _handle
 
         super().__init__(Handler, poll_interval=0.05, daemon_threads=True)
 
@@ -122,6 +124,7 @@ class GitLabApi(_StandIn):
 
 class JiraApi(_StandIn):
     _COMMENT = re.compile(r"^/rest/api/3/issue/([A-Z][A-Z0-9_]*-\d+)/comment$")
+    _EDIT = re.compile(r"^/rest/api/3/issue/([A-Z][A-Z0-9_]*-\d+)/comment/(\d+)$")
 
     def __init__(self, *, authorization: str) -> None:
         super().__init__()
@@ -131,6 +134,9 @@ class JiraApi(_StandIn):
     def route(self, request: dict[str, Any]) -> tuple[int, Any]:
         if request["headers"].get("authorization") != self.authorization:
             return 401, {"errorMessages": ["Client must be authenticated to access this resource."]}
+        edit = self._EDIT.match(request["path"])
+        if request["method"] == "PUT" and edit:
+            return self._edit(request, edit)
         match = self._COMMENT.match(request["path"])
         if request["method"] != "POST" or not match:
             return 404, {"errorMessages": ["Not found"]}
@@ -151,3 +157,21 @@ class JiraApi(_StandIn):
             "id": comment["id"],
             "self": f"{self.url}/rest/api/3/issue/{match.group(1)}/comment/{self.next_id}",
         }
+
+    def _edit(self, request: dict[str, Any], match: re.Match[str]) -> tuple[int, Any]:
+        found = [c for c in self.replies if c["id"] == match.group(2) and c["issue"] == match.group(1)]
+        if not found:
+            return 404, {"errorMessages": ["Can not find a comment for the id"]}
+        try:
+            doc = json.loads(request["body"])
+        except json.JSONDecodeError:
+            return 400, {"errorMessages": ["Unexpected character"]}
+        errors = adf_errors(doc.get("body") if isinstance(doc, dict) else None)
+        if errors:
+            return 400, {
+                "errorMessages": ["Comment body is not valid ADF"],
+                "errors": {"body": "; ".join(errors)},
+            }
+        found[0]["body"] = doc["body"]
+        found[0]["edits"] = found[0].get("edits", 0) + 1
+        return 200, {"id": found[0]["id"], "body": doc["body"]}

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, TrackerConfigError, check_secret_text, check_size
-from .http import post_json
+from .http import post_json, send_json
 from .triggers import markdown_unquoted, may_contain, mention_pattern
 
 
@@ -88,6 +88,21 @@ class TrackerAdapter:
     def _post(self, url: str, payload: Any, *, headers: Mapping[str, str], service: str) -> dict[str, Any]:
         """POST JSON with this adapter's timeout, attempts and sleep (retry policy: :mod:`.http`)."""
         return post_json(
+            url,
+            payload,
+            headers=headers,
+            service=service,
+            attempts=self.post_attempts,
+            timeout=self.http_timeout,
+            sleep=self._sleep,
+        )
+
+    def _send(
+        self, method: str, url: str, payload: Any, *, headers: Mapping[str, str], service: str
+    ) -> dict[str, Any]:
+        """PATCH/PUT JSON (an edit) with this adapter's timeout, attempts and sleep (:func:`.http.send_json`)."""
+        return send_json(
+            method,
             url,
             payload,
             headers=headers,

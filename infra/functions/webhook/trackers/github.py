@@ -284,6 +284,25 @@ class GitHubTracker(TrackerAdapter):
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))
 
+    def edit_reply(self, task: AgentTask, reply_id: int | str, text: str) -> ReplyRef:
+        """Replace the text of comment ``reply_id`` (from :meth:`post_reply`): ``PATCH {api}/repos/{owner}/
+        {repo}/issues/comments/{id}`` with ``{"body"}`` (docs.github.com/rest/issues/comments#update-an-issue-
+        comment). Used for progress: one comment, edited as the run goes. Raises :class:`TrackerApiError`."""
+        token = self._read_token(if_empty="GitHub token secret is empty; put a token into it")
+        url = f"{self.api_url}/repos/{task.repository}/issues/comments/{int(reply_id)}"
+        doc = self._send(
+            "PATCH",
+            url,
+            {"body": text},
+            headers={
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+            },
+            service="GitHub",
+        )
+        return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id", reply_id))
+
 
 def _on_ping(payload: dict[str, object]) -> Decision:
     PingEvent.model_validate(payload)

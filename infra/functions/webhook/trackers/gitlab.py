@@ -359,3 +359,28 @@ class GitLabTracker(TrackerAdapter):
         note_id = doc.get("id")
         link = f"{task.html_url}#note_{note_id}" if task.html_url and note_id is not None else url
         return ReplyRef(url=link, id=note_id)
+
+    def edit_reply(
+        self,
+        task: AgentTask,
+        reply_id: int | str,
+        text: str,
+        *,
+        noteable: Literal["issues", "merge_requests"] = "issues",
+    ) -> ReplyRef:
+        """Replace the text of note ``reply_id``: ``PUT {api}/projects/{id}/{issues|merge_requests}/{iid}/
+        notes/{note_id}`` with ``{"body"}`` (docs.gitlab.com/api/notes, "Modify existing issue note" and
+        "Modify existing merge request note"). Raises :class:`TrackerApiError`."""
+        if noteable not in ("issues", "merge_requests"):
+            raise TrackerConfigError(f"GitLab noteable {noteable!r} is not issues or merge_requests")
+        token = self._read_token(if_empty=_EMPTY_TOKEN)
+        url = f"{self.api_url}/projects/{task.scope_id}/{noteable}/{task.issue_id}/notes/{int(reply_id)}"
+        doc = self._send(
+            "PUT",
+            url,
+            {"body": text},
+            headers={"PRIVATE-TOKEN": token, "Accept": "application/json"},
+            service="GitLab",
+        )
+        link = f"{task.html_url}#note_{reply_id}" if task.html_url else url
+        return ReplyRef(url=link, id=doc.get("id", reply_id))

@@ -4,6 +4,8 @@
 429/5xx answer, or a failure while connecting/sending (``URLError``). A failure *after* the request was
 sent — read timeout, reset, no status line — is not retried, since the comment may exist already; it
 raises a non-retryable :class:`TrackerApiError` with ``status=None``. :func:`get_json` is one attempt.
+:func:`send_json` (PATCH/PUT: editing a comment) retries every failure but a 4xx: sending the same edit
+twice leaves the same comment.
 """
 
 from __future__ import annotations
@@ -79,3 +81,43 @@ def get_json(
         raise TrackerApiError(f"{service} answered {exc.code} on {url}: {detail}", status=exc.code) from None
     except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
         raise TrackerApiError(f"{service} API call to {url} failed: {exc}") from None
+
+
+def send_json(
+    method: str,
+    url: str,
+    payload: Any,
+    *,
+    headers: Mapping[str, str],
+    service: str,
+    attempts: int = 3,
+    timeout: float = 15.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """An idempotent ``method`` (``PATCH``, ``PUT``) with a JSON ``payload``; the JSON answer (``{}`` when
+    empty). Retries 429/5xx and transport failures. Raises :class:`TrackerApiError`."""
+    data = json.dumps(payload).encode()
+    all_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers}
+    last: TrackerApiError | None = None
+    for attempt in range(max(1, attempts)):
+        if attempt:
+            sleep(min(8.0, 0.5 * 2**attempt))
+        req = urllib.request.Request(url, data=data, headers=all_headers, method=method)  # noqa: S310
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
+                doc = json.loads(resp.read() or b"{}")
+                return doc if isinstance(doc, dict) else {}
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode(errors="replace")
+            retryable = exc.code == 429 or exc.code >= 500
+            last = TrackerApiError(
+                f"{service} answered {exc.code} on {method} {url}: {detail}",
+                status=exc.code,
+                retryable=retryable,
+            )
+            if not retryable:
+                raise last from None
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
+            last = TrackerApiError(f"{service} API call {method} {url} failed: {exc}")
+    assert last is not None
+    raise last

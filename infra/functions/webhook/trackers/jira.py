@@ -313,3 +313,22 @@ class JiraTracker(TrackerAdapter):
         comment_id = doc.get("id")
         link = f"{self.site_url}/browse/{key}?focusedCommentId={comment_id}" if comment_id else url
         return ReplyRef(url=link, id=comment_id)
+
+    def edit_reply(self, task: AgentTask, reply_id: int | str, text: str) -> ReplyRef:
+        """Replace comment ``reply_id``: ``PUT {api}/rest/api/3/issue/{key}/comment/{id}`` with
+        ``{"body": <ADF>}`` (developer.atlassian.com, Jira Cloud REST v3, "Update comment"); a body Jira
+        refuses (400) is sent again as plain paragraphs, as :meth:`post_reply` does. Raises
+        :class:`TrackerApiError`."""
+        if not str(reply_id).isdigit():
+            raise TrackerConfigError(f"Jira comment id {reply_id!r} is not numeric")
+        auth = jira_auth_header(self._read_token())
+        key = f"{task.repository}-{task.issue_number}"
+        url = f"{self.api_url}/rest/api/3/issue/{key}/comment/{reply_id}"
+        headers = {"Authorization": auth, "Accept": "application/json"}
+        try:
+            self._send("PUT", url, {"body": markdown_to_adf(text)}, headers=headers, service="Jira")
+        except TrackerApiError as exc:
+            if exc.status != 400:
+                raise
+            self._send("PUT", url, {"body": plain_adf(text)}, headers=headers, service="Jira")
+        return ReplyRef(url=f"{self.site_url}/browse/{key}?focusedCommentId={reply_id}", id=str(reply_id))

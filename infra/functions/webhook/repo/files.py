@@ -1,0 +1,139 @@
+"""The file view of a snapshot and the changes a patch makes to it; the path rules both obey.
+
+A file view maps a clean relative POSIX path to a :class:`FileEntry` (bytes and git mode: ``100644``,
+``100755`` or ``120000`` for a symbolic link, whose bytes are its target). :class:`FileChange` is one
+change to commit: ``create``, ``update`` or ``delete``.
+
+The path rules are the runtime's (``runtime/workspace/archive.py`` for snapshot entries, and the runtime's
+withholding rules in ``runtime/workspace/baseline.py`` for patches): this Lambda ships without the runtime
+package, so they are restated here, and ``tests/unit/webhook/test_repo_files.py`` keeps the secret-name
+rules equal to ``runtime/guard/policy.py``'s.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+MODE_FILE = "100644"
+MODE_EXECUTABLE = "100755"
+MODE_SYMLINK = "120000"
+FILE_MODES = frozenset({MODE_FILE, MODE_EXECUTABLE, MODE_SYMLINK})
+MAX_NAME_BYTES = 4096
+MAX_COMPONENT_BYTES = 255
+
+#: File names the runtime never puts into a patch (matched case-insensitively against the last component).
+SENSITIVE_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    ".npmrc",
+    ".netrc",
+    ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
+    "*.p12",
+    "*.pfx",
+    "id_ecdsa*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    "service-account*.json",
+)
+#: Path endings the runtime never puts into a patch (case-insensitively).
+SENSITIVE_SUFFIXES: tuple[str, ...] = (
+    ".aws/credentials",
+    ".aws/config",
+    ".ssh/authorized_keys",
+    ".docker/config.json",
+    ".kube/config",
+)
+
+ChangeAction = Literal["create", "update", "delete"]
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a snapshot: its bytes (a link's target for ``120000``) and its git mode."""
+
+    data: bytes
+    mode: str = MODE_FILE
+
+    @property
+    def blob_sha(self) -> str:
+        return git_blob_sha(self.data)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One change to commit. ``content`` and ``mode`` are ``None`` for a delete; ``old_mode`` is the mode
+    in the snapshot (``None`` for a create)."""
+
+    path: str
+    action: ChangeAction
+    content: bytes | None = None
+    mode: str | None = None
+    old_mode: str | None = None
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The SHA-1 git gives ``data`` as a blob (``git hash-object``), as the patch's ``index`` line names it."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def is_sensitive_name(path: str) -> bool:
+    """Whether the runtime withholds ``path`` from patches by its name (secret-bearing files)."""
+    name = posixpath.basename(path).lower()
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in SENSITIVE_PATTERNS):
+        return True
+    lowered = path.lower()
+    return any(lowered.endswith("/" + suffix) or lowered == suffix for suffix in SENSITIVE_SUFFIXES)
+
+
+def clean_path(raw: str, error: Callable[[str], Exception], what: str = "entry") -> str:
+    """``raw`` as a clean relative POSIX path, or ``error(message)`` raised saying why not.
+
+    Refused: names that are not UTF-8 (surrogates), over 4096 bytes (255 per part), absolute (POSIX or a
+    Windows drive), with a backslash, NUL or other control character, a ``..`` part, a ``.git`` part, or
+    naming the root itself: the runtime refuses the same in a snapshot.
+    """
+    try:
+        encoded = raw.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = raw.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+        raise error(f"{what} name {shown!r} is not valid UTF-8") from None
+    if len(encoded) > MAX_NAME_BYTES:
+        raise error(f"{what} name {raw[:80]!r}... is longer than {MAX_NAME_BYTES} bytes")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:([/\\]|$)", raw):
+        raise error(f"{what} {raw!r} has an absolute path")
+    if "\\" in raw or re.search(r"[\x00-\x1f\x7f]", raw):
+        raise error(f"{what} {raw!r} contains a backslash or a control character")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if not parts:
+        raise error(f"{what} {raw!r} names the root itself")
+    for part in parts:
+        if part == "..":
+            raise error(f"{what} {raw!r} climbs out of the repository ('..')")
+        if part.lower() == ".git":
+            raise error(f"{what} {raw!r} lies in a .git directory")
+        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
+            raise error(f"{what} {raw[:80]!r} has a name part over {MAX_COMPONENT_BYTES} bytes")
+    return "/".join(parts)
+
+
+def link_stays_inside(path: str, target: str) -> bool:
+    """Whether a symbolic link at ``path`` to ``target`` resolves inside the tree (textually) and not into
+    a ``.git`` directory; absolute and empty targets do not."""
+    if not target or target.startswith("/") or "\x00" in target:
+        return False
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    if resolved == ".." or resolved.startswith("../"):
+        return False
+    return ".git" not in resolved.lower().split("/")

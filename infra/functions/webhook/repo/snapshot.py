@@ -1,0 +1,276 @@
+"""Turn a tracker's repository archive into the runtime's workspace snapshot, and a file view of it.
+
+GitHub (``GET /repos/{o}/{r}/tarball/{ref}``) and GitLab (``GET /projects/:id/repository/archive.tar.gz``)
+both send a tar.gz whose entries sit below one top-level directory (``owner-repo-<sha>/``,
+``project-<ref>-<sha>/``). The runtime wants entries relative to the root (``docs/repository-work.md``,
+"The invocation contract"), so :func:`repack` strips that directory, checks every entry as the runtime
+does (``runtime/workspace/archive.py``), and writes a new tar.gz holding regular files and symbolic links
+only (modes ``0644``/``0755``, owner 0, time 0, so the same tree gives the same bytes).
+
+The archive comes from the tracker, but the repository's content is anyone's who can push to it: names,
+links and sizes are checked before anything is kept, and the decompressed stream is bounded, so a gzip
+bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. Everything is held in memory (the worker Lambda
+has no git and a small ``/tmp``): the limits are sized for the worker's memory.
+
+Raises :class:`repo.errors.SnapshotError` or :class:`repo.errors.SnapshotTooLarge` naming the entry.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .errors import SnapshotError, SnapshotTooLarge
+from .files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry, clean_path, link_stays_inside
+
+MIB = 1024 * 1024
+#: What tar adds around each entry's data (header, padding, long-name and pax records).
+HEADER_ALLOWANCE = 2048
+
+
+@dataclass(frozen=True)
+class SnapshotLimits:
+    """Caps for one repository snapshot.
+
+    ``max_archive_bytes`` is the repacked snapshot's size: keep it at or under the runtime's
+    ``AGENTKIT_WORKSPACE_MAX_BYTES`` (20 MiB by default), or the runtime refuses it. ``max_download_bytes``
+    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (held in memory:
+    keep it well under the worker's memory size); ``max_files`` and ``max_file_bytes`` as the runtime's.
+    """
+
+    max_download_bytes: int = 40 * MIB
+    max_archive_bytes: int = 20 * MIB
+    max_unpacked_bytes: int = 64 * MIB
+    max_files: int = 50_000
+    max_file_bytes: int = 25 * MIB
+
+
+DEFAULT_LIMITS = SnapshotLimits()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A repository at one commit: the runtime's snapshot (``archive``) and the same files in memory.
+
+    ``commit_sha`` is the commit the archive was made from (the base of the change); ``tree_sha`` its root
+    tree when the tracker said (GitHub; the ``base_tree`` of the change), ``ref`` what was asked for.
+    """
+
+    commit_sha: str
+    archive: bytes
+    files: Mapping[str, FileEntry]
+    ref: str = ""
+    tree_sha: str | None = None
+    archive_comment: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Repacked:
+    archive: bytes
+    files: dict[str, FileEntry]
+    #: The pax global header's ``comment`` (``git archive`` writes the commit id there), if any.
+    comment: str | None
+
+
+def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repacked:
+    """Check the tracker's tar.gz ``tarball``, strip its top-level directory, and write the snapshot.
+
+    Raises:
+        SnapshotTooLarge: over a limit of ``limits``.
+        SnapshotError: not a tar.gz archive, entries not below one top-level directory, or an unsafe entry
+            (absolute path, ``..``, ``.git``, not UTF-8, a link leaving the tree, a hard link, a device
+            file or FIFO, a name twice, an entry below a file or link).
+    """
+    if len(tarball) > limits.max_download_bytes:
+        raise SnapshotTooLarge(
+            f"the repository archive is {len(tarball)} bytes; the limit is {limits.max_download_bytes}"
+        )
+    budget = limits.max_unpacked_bytes + HEADER_ALLOWANCE * (limits.max_files + 2)
+    stream = _Bounded(gzip.GzipFile(fileobj=io.BytesIO(tarball)), budget, limits.max_unpacked_bytes)
+    reader = _Reader(limits)
+    try:
+        with tarfile.open(fileobj=stream, mode="r|", errors="surrogateescape") as tar:
+            for member in tar:
+                reader.add(member, tar)
+            comment = tar.pax_headers.get("comment")
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
+    if not reader.files:
+        raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
+    reader.check_links()
+    archive = write_snapshot(reader.files)
+    if len(archive) > limits.max_archive_bytes:
+        raise SnapshotTooLarge(
+            f"the repository's snapshot is {len(archive)} bytes compressed; the limit is "
+            f"{limits.max_archive_bytes} (the runtime's AGENTKIT_WORKSPACE_MAX_BYTES)"
+        )
+    return Repacked(archive=archive, files=reader.files, comment=comment)
+
+
+def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:
+    """The runtime's snapshot format for ``files``: a tar.gz of regular files and links, sorted, owner 0,
+    time 0 (the same files give the same bytes)."""
+    raw = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for path in sorted(files):
+            entry = files[path]
+            info = tarfile.TarInfo(path)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if entry.mode == MODE_SYMLINK:
+                info.type = tarfile.SYMTYPE
+                info.linkname = entry.data.decode("utf-8")
+                info.mode = 0o777
+                tar.addfile(info)
+            else:
+                info.mode = 0o755 if entry.mode == MODE_EXECUTABLE else 0o644
+                info.size = len(entry.data)
+                tar.addfile(info, io.BytesIO(entry.data))
+    return raw.getvalue()
+
+
+class _Bounded(io.RawIOBase):
+    """The decompressed stream, refusing to yield more than ``limit`` bytes (a gzip bomb ends here)."""
+
+    def __init__(self, inner: gzip.GzipFile, limit: int, shown_limit: int) -> None:
+        self._inner, self._left, self._shown = inner, limit, shown_limit
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        want = self._left + 1 if size is None or size < 0 else min(size, self._left + 1)
+        chunk = self._inner.read(want)
+        if len(chunk) > self._left:
+            raise SnapshotTooLarge(f"the repository archive unpacks to more than {self._shown} bytes")
+        self._left -= len(chunk)
+        return chunk
+
+
+class _Reader:
+    """Checks entries one by one and keeps files and links, paths relative to the archive's top directory."""
+
+    def __init__(self, limits: SnapshotLimits) -> None:
+        self.limits = limits
+        self.top: str | None = None
+        self.count = 0
+        self.total = 0
+        self.files: dict[str, FileEntry] = {}
+        self.dirs: set[str] = set()
+
+    def add(self, member: tarfile.TarInfo, tar: tarfile.TarFile) -> None:
+        self.count += 1
+        if self.count > self.limits.max_files:
+            raise SnapshotTooLarge(f"the repository archive has more than {self.limits.max_files} entries")
+        name = self._relative(member)
+        if name is None:
+            return
+        if name in self.files or name in self.dirs:
+            raise SnapshotError(f"repository entry {name!r} appears twice in the archive")
+        self._below_no_file(name)
+        if member.isdir():
+            self.dirs.add(name)
+            return
+        self._parents(name)
+        if member.issym():
+            target = member.linkname
+            try:
+                data = target.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SnapshotError(
+                    f"repository entry {name!r} is a link whose target is not UTF-8"
+                ) from None
+            if not link_stays_inside(name, target):
+                raise SnapshotError(
+                    f"repository entry {name!r} is a symbolic link to {target!r}, which points outside the "
+                    "repository or into .git"
+                )
+            self.files[name] = FileEntry(data, MODE_SYMLINK)
+        elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+            if member.size > self.limits.max_file_bytes:
+                raise SnapshotTooLarge(
+                    f"repository file {name!r} is {member.size} bytes; the limit is {self.limits.max_file_bytes}"
+                )
+            self.total += member.size
+            if self.total > self.limits.max_unpacked_bytes:
+                raise SnapshotTooLarge(
+                    f"the repository archive unpacks to more than {self.limits.max_unpacked_bytes} bytes"
+                )
+            source = tar.extractfile(member)
+            data = source.read() if source is not None else b""
+            self.files[name] = FileEntry(data, MODE_EXECUTABLE if member.mode & 0o111 else MODE_FILE)
+        else:
+            kind = "a hard link" if member.islnk() else f"of tar type {member.type!r} (device, FIFO, ...)"
+            raise SnapshotError(
+                f"repository entry {name!r} is {kind}; only regular files, directories and symbolic links "
+                "are accepted"
+            )
+
+    def _relative(self, member: tarfile.TarInfo) -> str | None:
+        """The entry's path below the top-level directory (``None`` for that directory itself)."""
+        name = clean_path(member.name, SnapshotError, "repository entry")
+        top, _, rest = name.partition("/")
+        if self.top is None:
+            self.top = top
+        if top != self.top:
+            raise SnapshotError(
+                f"repository entry {name!r} is not below the archive's top-level directory {self.top!r}"
+            )
+        if not rest:
+            if not member.isdir():
+                raise SnapshotError(
+                    f"repository entry {name!r} lies outside the archive's top-level directory"
+                )
+            return None
+        return rest
+
+    def _below_no_file(self, name: str) -> None:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            if prefix in self.files:
+                raise SnapshotError(f"repository entry {name!r} lies below the file or link {prefix!r}")
+
+    def _parents(self, name: str) -> None:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            self.dirs.add("/".join(parts[:i]))
+
+    def check_links(self) -> None:
+        """Links were checked one by one; a chain (``a -> .``, ``b -> a/../..``) is resolved once all exist."""
+        for name, entry in self.files.items():
+            if entry.mode == MODE_SYMLINK and resolve_link(self.files, name) is None:
+                raise SnapshotError(
+                    f"repository entry {name!r} is a symbolic link that resolves outside the repository"
+                )
+
+
+def resolve_link(files: Mapping[str, FileEntry], name: str, depth: int = 0) -> str | None:
+    """Where the link ``name`` leads inside ``files`` following other links (``None``: outside, or a loop)."""
+    if depth > 40:
+        return None
+    target = files[name].data.decode("utf-8")
+    parts: list[str] = name.split("/")[:-1]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+        here = "/".join(parts)
+        entry = files.get(here)
+        if entry is not None and entry.mode == MODE_SYMLINK:
+            resolved = resolve_link(files, here, depth + 1)
+            if resolved is None:
+                return None
+            parts = resolved.split("/") if resolved else []
+    return "/".join(parts)

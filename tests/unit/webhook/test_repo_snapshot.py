@@ -1,0 +1,162 @@
+"""Repacking a tracker's repository archive into the runtime's snapshot: real ``git archive`` output in, the
+REAL runtime unpacker (``runtime/workspace/archive.py``) accepting what comes out, hostile archives refused."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from repo import SnapshotError, SnapshotLimits, SnapshotTooLarge, repack
+from repo.files import MODE_EXECUTABLE, MODE_SYMLINK
+
+from runtime.workspace.archive import SnapshotLimits as RuntimeLimits
+from runtime.workspace.archive import unpack
+from tests.unit.webhook.repo_trees import git, view_of, write_tree
+
+RUNTIME = RuntimeLimits(
+    max_archive_bytes=20 << 20, max_unpacked_bytes=200 << 20, max_files=50_000, max_file_bytes=25 << 20
+)
+
+
+def _git_archive(tmp: Path, prefix: str = "octo-app-abc1234/") -> tuple[bytes, str, Path]:
+    work = tmp / "repo"
+    work.mkdir()
+    git(work, "init", "-q")
+    write_tree(
+        work,
+        {
+            "src/app.py": "print('hi')\n",
+            "run.sh": "#!/bin/sh\n",
+            "ü/名前.txt": "x\n",
+            "empty": "",
+            "bin": os.urandom(999),
+        },
+        executable=("run.sh",),
+        links={"docs/app-link.py": "../src/app.py"},
+    )
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "base")
+    sha = git(work, "rev-parse", "HEAD").strip()
+    out = tmp / "a.tgz"
+    git(work, "archive", "--format=tar.gz", f"--prefix={prefix}", "-o", str(out), "HEAD")
+    return out.read_bytes(), sha, work
+
+
+def test_a_git_archive_becomes_a_snapshot_the_runtime_unpacks_to_the_same_tree(tmp_path: Path) -> None:
+    tarball, sha, work = _git_archive(tmp_path)
+    repacked = repack(tarball)
+    assert repacked.comment == sha  # git archive names the commit in the pax global header
+    assert repacked.files == view_of(work)
+    assert repacked.files["run.sh"].mode == MODE_EXECUTABLE
+    assert repacked.files["docs/app-link.py"].mode == MODE_SYMLINK
+    dest = tmp_path / "ws"
+    dest.mkdir()
+    unpacked = unpack(repacked.archive, dest, RUNTIME)
+    assert view_of(dest) == view_of(work)
+    assert unpacked.files == len(repacked.files)
+    with tarfile.open(fileobj=io.BytesIO(repacked.archive)) as tar:
+        names = tar.getnames()
+    assert "src/app.py" in names and not any(n.startswith("octo-app") for n in names)
+
+
+def test_the_same_tree_repacks_to_the_same_bytes(tmp_path: Path) -> None:
+    tarball, _, _ = _git_archive(tmp_path)
+    assert repack(tarball).archive == repack(tarball).archive
+
+
+def _tgz(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return raw.getvalue()
+
+
+def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+def _special(name: str, kind: bytes, link: str = "") -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info, None
+
+
+@pytest.mark.parametrize(
+    ("members", "reason"),
+    [
+        ([_file("top/../../evil")], r"climbs out"),
+        ([_file("/etc/passwd")], r"absolute path"),
+        ([_file("top/a"), _file("other/b")], r"not below the archive's top-level directory"),
+        ([_file("top")], r"outside the archive's top-level directory"),
+        ([_file("top/.git/config")], r"\.git"),
+        ([_file("top/a"), _file("top/a")], r"appears twice"),
+        ([_special("top/l", tarfile.SYMTYPE, "/etc/passwd")], r"points outside"),
+        ([_special("top/l", tarfile.SYMTYPE, "../../x")], r"points outside"),
+        ([_special("top/l", tarfile.SYMTYPE, "x/.git/config")], r"into \.git"),
+        (
+            [_special("top/a", tarfile.SYMTYPE, "."), _special("top/b", tarfile.SYMTYPE, "a/../..")],
+            r"'b' is a symbolic link to 'a/\.\./\.\.'|resolves outside",
+        ),
+        ([_file("top/a"), _special("top/h", tarfile.LNKTYPE, "top/a")], r"hard link"),
+        ([_special("top/fifo", tarfile.FIFOTYPE)], r"device, FIFO"),
+        ([_special("top/dev", tarfile.CHRTYPE)], r"device, FIFO"),
+        ([_special("top/l", tarfile.SYMTYPE, "sub"), _file("top/l/x")], r"below the file or link"),
+        ([_file("top/bad\x01name")], r"control character"),
+    ],
+)
+def test_hostile_archives_are_refused_naming_the_entry(members: list, reason: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(SnapshotError, match=reason):
+        repack(_tgz(*members))
+
+
+def test_a_name_that_is_not_utf8_is_refused() -> None:
+    info = tarfile.TarInfo("top/x")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.GNU_FORMAT, encoding="latin-1") as tar:
+        info.name = "top/caf\xe9"
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(SnapshotError, match="not valid UTF-8"):
+        repack(raw.getvalue())
+
+
+def test_limits_files_bytes_one_file_and_a_gzip_bomb() -> None:
+    small = SnapshotLimits(
+        max_download_bytes=1 << 20,
+        max_archive_bytes=1 << 20,
+        max_unpacked_bytes=10_000,
+        max_files=3,
+        max_file_bytes=4_000,
+    )
+    with pytest.raises(SnapshotTooLarge, match="more than 3 entries"):
+        repack(_tgz(*[_file(f"top/{i}") for i in range(5)]), limits=small)
+    with pytest.raises(SnapshotTooLarge, match="'big' is 5000 bytes"):
+        repack(_tgz(_file("top/big", b"x" * 5000)), limits=small)
+    with pytest.raises(SnapshotTooLarge, match="unpacks to more than 10000 bytes"):
+        repack(
+            _tgz(_file("top/a", b"x" * 3900), _file("top/b", b"y" * 3900), _file("top/c", b"z" * 3900)),
+            limits=small,
+        )
+    raw = io.BytesIO()  # 5 MiB of pax header compressing to a few KiB: stopped on the stream itself
+    with tarfile.open(
+        fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": "A" * (5 << 20)}
+    ) as tar:
+        tar.addfile(tarfile.TarInfo("top/a"))
+    assert len(raw.getvalue()) < 50_000
+    with pytest.raises(SnapshotTooLarge, match="unpacks to more than 10000 bytes"):
+        repack(raw.getvalue(), limits=small)
+    with pytest.raises(SnapshotTooLarge, match="repository archive is"):
+        repack(b"\0" * ((1 << 20) + 1), limits=small)
+
+
+def test_not_a_tar_gz_is_a_clear_error() -> None:
+    with pytest.raises(SnapshotError, match=r"not a valid tar\.gz"):
+        repack(b"<html>rate limited</html>")
+    with pytest.raises(SnapshotError, match="holds no files"):
+        repack(gzip.compress(b"\0" * 10240))  # an empty tar archive
