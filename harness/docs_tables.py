@@ -8,8 +8,8 @@ Each table sits in a docs page between ``<!-- generated: NAME -->`` and ``<!-- e
 
 Tables: ``request`` (the invocation body, :class:`runtime.protocol.InvocationRequest`), ``events`` (the SSE
 events, the TypedDicts of :mod:`runtime.protocol`), ``job_events`` (an asynchronous job's SQS messages,
-:mod:`runtime.jobs.protocol`), ``errors`` (every error code,
-:data:`runtime.errors.ERRORS_BY_CODE`), ``metrics`` (what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
+:mod:`runtime.jobs.protocol`), ``errors`` (every error code, :data:`runtime.errors.ERRORS_BY_CODE`), ``metrics``
+(what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
 :data:`runtime.observe.prices.DEFAULT_PRICES`).
 """
 

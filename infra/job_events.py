@@ -26,7 +26,7 @@ from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept): the job
 #: patches in S3 live as long (``infra/workspaces.py``), so a redriven result still finds its patch.
 RETENTION = cdk.Duration.days(14)
-#: How long a consumer may take for one event unless told: editing a comment, or opening a pull request.
+#: How long a consumer may take for one event unless told (the stack passes the webhook worker's timeout).
 CONSUMER_TIMEOUT = cdk.Duration.minutes(2)
 
 

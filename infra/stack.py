@@ -152,7 +152,12 @@ class AgentKitStack(cdk.Stack):
         # Jobs report through a queue the webhook consumes: created with the webhook (its only consumer in the kit),
         # before the runtime, whose environment names it. A stack without the webhook refuses "async" requests.
         self.job_events = (
-            JobEvents(self, "JobEvents", removal_policy=lifecycle.removal_policy(config.settings))
+            JobEvents(
+                self,
+                "JobEvents",
+                consumer_timeout=_webhook_worker_timeout(config),
+                removal_policy=lifecycle.removal_policy(config.settings),
+            )
             if config.webhook.enabled
             else None
         )
@@ -254,3 +259,11 @@ class AgentKitStack(cdk.Stack):
                 ],
             ),
         )
+
+
+def _webhook_worker_timeout(config: AppConfig) -> cdk.Duration:
+    """The webhook worker's timeout: the longest any of the webhook's functions takes, so either may consume the job
+    events (Lambda refuses an SQS event source whose visibility timeout is shorter than the function's timeout)."""
+    from infra.webhook_props import DEFAULT_WORKER_TIMEOUT, WebhookProps
+
+    return WebhookProps.from_config(config).worker_timeout or DEFAULT_WORKER_TIMEOUT

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from runtime.env import ENV_PLATFORM_VERSION
+from runtime.env import ENV_HOST, ENV_PLATFORM_VERSION
 
 # Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
 _PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
@@ -82,3 +82,30 @@ def shown_default(default: Any) -> str:
     if isinstance(default, Path):
         return f"`./{default}`" if not default.is_absolute() else f"`{default}`"
     return f"`{default}`"
+
+
+def explain(exc: ValidationError, env_names: Mapping[str, str]) -> str:
+    """A settings validation error as one sentence naming each variable (``env_names``: field → variable)."""
+    parts = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        var = env_names.get(field, field)
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{var}: {message}")
+    return "invalid runtime settings: " + "; ".join(parts)
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """The warning to log at start when ``host`` is not a loopback address (None when it is).
+
+    The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port can run
+    turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of it (the image sets
+    ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
+    """
+    if is_loopback(host):
+        return None
+    return (
+        f"listening on {host}, not on loopback: anyone who can reach port {port} can run turns "
+        "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
+        f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
+    )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError, model_validator
+from pydantic import ConfigDict, ValidationError
 
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
@@ -87,18 +87,16 @@ from runtime.env import (
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
     SettingInfo,
+    explain,
+    exposure_warning,
     field_extra,
-    is_loopback,
     on_agentcore,
     setting,
     shown_default,
 )
+from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
 
-#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
-#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
-#: tests/e2e/test_session_limits.py).
-MIN_SESSION_MEMORY_MB = 768
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
@@ -208,8 +206,7 @@ class Settings(SettingsChecks):
     job_timeout_s: float = setting(
         ENV_JOB_TIMEOUT,
         7200.0,
-        "seconds the turn of an asynchronous job may take (instead of `AGENTKIT_TURN_TIMEOUT`; at most AgentCore's "
-        "8-hour session lifetime)",
+        "seconds a job's turn may take (not `AGENTKIT_TURN_TIMEOUT`); at most 8 h",
         gt=0,
         le=28_800,
     )
@@ -394,16 +391,6 @@ class Settings(SettingsChecks):
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
 
-    @model_validator(mode="after")
-    def _memory_holds_the_cli(self) -> Settings:
-        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
-        if 0 < self.session_memory_mb < MIN_SESSION_MEMORY_MB:
-            raise ValueError(
-                f"{ENV_SESSION_MEMORY_MB}={self.session_memory_mb} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
-                "needs about 250 MiB; use at least that, or 0 for no memory limit"
-            )
-        return self
-
     # -- derived paths -------------------------------------------------------------------------------------
 
     @property
@@ -461,7 +448,7 @@ class Settings(SettingsChecks):
         try:
             settings = cls(**values)
         except ValidationError as exc:
-            raise ConfigurationError(_explain(exc)) from None
+            raise ConfigurationError(explain(exc, cls.env_names())) from None
         if settings.sandbox == "off" and on_agentcore(env):
             raise ConfigurationError(
                 f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
@@ -471,19 +458,9 @@ class Settings(SettingsChecks):
         return settings
 
     def exposure_warning(self) -> str | None:
-        """The warning to log at start when :attr:`host` is not a loopback address (None when it is).
-
-        The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port
-        can run turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of
-        it (the image sets ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
-        """
-        if is_loopback(self.host):
-            return None
-        return (
-            f"listening on {self.host}, not on loopback: anyone who can reach port {self.port} can run turns "
-            "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
-            f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
-        )
+        """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:
+        :func:`runtime.setting_fields.exposure_warning`)."""
+        return exposure_warning(self.host, self.port)
 
     # -- the CLI's environment -----------------------------------------------------------------------------
 
@@ -523,14 +500,3 @@ class Settings(SettingsChecks):
             self.resolved_state_dir / "cache",
         ):
             path.mkdir(parents=True, exist_ok=True)
-
-
-def _explain(exc: ValidationError) -> str:
-    env_names = Settings.env_names()
-    parts = []
-    for error in exc.errors():
-        field = str(error["loc"][0]) if error["loc"] else "?"
-        var = env_names.get(field, field)
-        message = str(error["msg"]).removeprefix("Value error, ")
-        parts.append(f"{var}: {message}")
-    return "invalid runtime settings: " + "; ".join(parts)

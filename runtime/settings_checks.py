@@ -7,13 +7,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, field_validator
 
-from runtime.env import ENV_TOOL_DISK_MB, ENV_WORKSPACE_MAX_BYTES
+from runtime.env import ENV_SESSION_MEMORY_MB
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import is_inference_profile
 
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
+#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
+#: tests/e2e/test_session_limits.py).
+MIN_SESSION_MEMORY_MB = 768
 
 
 class SettingsChecks(BaseModel):
@@ -92,13 +96,13 @@ class SettingsChecks(BaseModel):
             raise ValueError(f"{value!r} is not an S3 bucket name (a name, not an s3:// URI)")
         return value
 
-    @model_validator(mode="after")
-    def _tool_disk_without_snapshots(self) -> Any:
-        # Snapshots are unpacked into, and their patch read from, the session's workspace on the host while its
-        # CLI runs; with the tool disk the CLI works on a copy that reaches the host only when it ends.
-        if getattr(self, "tool_disk_mb", 0) > 0 and getattr(self, "workspace_max_bytes", 0) > 0:
+    @field_validator("session_memory_mb", check_fields=False)
+    @classmethod
+    def _memory_holds_the_cli(cls, value: int) -> int:
+        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
+        if 0 < value < MIN_SESSION_MEMORY_MB:
             raise ValueError(
-                f"{ENV_TOOL_DISK_MB} needs workspace snapshots off ({ENV_WORKSPACE_MAX_BYTES}=0): the snapshot's "
-                "patch is read from the host while the CLI works on its tool disk"
+                f"{ENV_SESSION_MEMORY_MB}={value} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
+                "needs about 250 MiB; use at least that, or 0 for no memory limit"
             )
-        return self
+        return value

@@ -176,6 +176,9 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
         restore_hooks.append(restore.on_restore("session store", store.after_restore))
+    jobs = _jobs(settings, clock, on_event=metrics.record_event)
+    if jobs is not None:
+        restore_hooks.append(restore.on_restore("job outbox", jobs.outbox.recount))
 
     async def aclose_dependencies() -> None:
         for remove in restore_hooks:
@@ -190,11 +193,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         runner=runner,
         aclose=aclose_dependencies,
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
-        jobs=_jobs(settings, clock),
+        jobs=jobs,
     )
 
 
-def _jobs(settings: Settings, clock: Callable[[], float]) -> Jobs | None:
+def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:
     """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, results
     kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
     if not settings.job_events_queue_url:
@@ -211,6 +214,7 @@ def _jobs(settings: Settings, clock: Callable[[], float]) -> Jobs | None:
         else None,
         progress_s=settings.job_progress_s,
         clock=clock,
+        on_event=on_event,
     )
 
 

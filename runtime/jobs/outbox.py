@@ -32,12 +32,17 @@ class Outbox:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._lock = threading.Lock()
-        directory.mkdir(parents=True, exist_ok=True)
-        for leftover in directory.glob(
-            "*.tmp"
-        ):  # a write the process did not finish: never renamed, never sent
-            leftover.unlink(missing_ok=True)
-        self._count = len(self.paths())
+        self._count = 0
+        self.recount()
+
+    def recount(self) -> None:
+        """Count what the directory holds (at start, and after a snapshot restore: the disk may not be the one the
+        count was taken on); a write no process finished (``.tmp``: never renamed, never sent) is removed."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            for leftover in self.directory.glob("*.tmp"):
+                leftover.unlink(missing_ok=True)
+            self._count = len(self.paths())
 
     @property
     def count(self) -> int:

@@ -30,9 +30,11 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from runtime.errors import JobStopped, ShuttingDown
 from runtime.jobs.fit import fit_message
@@ -58,6 +60,10 @@ RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 30.0
 #: How long a shutdown waits for the jobs' results to be written and sent.
 CLOSE_TIMEOUT_S = 8.0
+#: Threads for sending events and writing the outbox.
+IO_THREADS = 4
+
+T = TypeVar("T")
 
 
 class _Cost:
@@ -95,6 +101,8 @@ class Jobs:
         patches: where a patch too large for a message goes (None: such a result is ``result_too_large``).
         progress_s: least seconds between two progress events of a job.
         clock: monotonic seconds (elapsed time, throttling). wall: epoch seconds (``at``).
+        on_event: told a metric name when a job is accepted (``JobsAccepted``) or its result waits in the outbox
+            (``JobResultsKept``).
     """
 
     def __init__(
@@ -109,17 +117,22 @@ class Jobs:
         max_message_bytes: int = SQS_MAX_MESSAGE_BYTES,
         retry_first_s: float = RETRY_FIRST_S,
         retry_max_s: float = RETRY_MAX_S,
+        on_event: Callable[[str], None] = lambda name: None,
     ) -> None:
         self.events, self.outbox, self.patches = events, outbox, patches
         self.progress_s = progress_s
         self._clock, self._wall = clock, wall
         self.max_message_bytes = max_message_bytes
         self._retry_first_s, self._retry_max_s = retry_first_s, retry_max_s
+        self._on_event = on_event  # a metric name: JobsAccepted, JobResultsKept
         self._jobs: dict[tuple[str, str], _Job] = {}
         self._finished: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._in_flight: set[Path] = set()
         self._resender: asyncio.Task[None] | None = None
         self._started = False
+        # Its own threads: sends that wait out the client's retries while SQS is down must not take the default
+        # executor's few threads (2 cores: 6) from the rest of the runtime (workspace snapshots, ...).
+        self._executor = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="job-events")
 
     @property
     def unsettled(self) -> int:
@@ -166,6 +179,7 @@ class Jobs:
             del self._jobs[key]
             raise
         job.task = asyncio.create_task(self._follow(key, job, events), name=f"job-{spec.id[:24]}")
+        self._on_event("JobsAccepted")
         logger.info("job %s accepted on session %s", spec.id, session_id)
         return accepted
 
@@ -183,8 +197,13 @@ class Jobs:
                 )
         if self._resender is not None:
             self._resender.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)
         if self.outbox.count:
             logger.warning("job outbox: %d result(s) not sent; sent at the next start", self.outbox.count)
+
+    async def _io(self, call: Callable[..., T], *args: Any) -> T:
+        """Run a blocking call (boto3, disk) on the jobs' threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, partial(call, *args))
 
     # -- one job ------------------------------------------------------------------------------------------------
 
@@ -193,7 +212,8 @@ class Jobs:
         final: TurnItem | None = None
         try:
             while True:
-                delay = job.progress.due_in(self._clock())
+                # Once the turn's last event is in, only the result goes out.
+                delay = job.progress.due_in(self._clock()) if final is None else None
                 if delay == 0:
                     await self._progress(job)
                     continue
@@ -240,7 +260,7 @@ class Jobs:
             "cost_usd": figures.cost_usd,
         }
         try:
-            await asyncio.to_thread(self.events.send, message)
+            await self._io(self.events.send, message)
         except EventsUnavailable as exc:  # the next progress event (or the result) says it again
             logger.warning("job %s: progress event %d not sent: %s", job.spec.id, message["seq"], exc)
 
@@ -253,7 +273,7 @@ class Jobs:
         path = self.outbox.path_for(message)
         self._in_flight.add(path)
         try:
-            await asyncio.to_thread(self.outbox.put, message)
+            await self._io(self.outbox.put, message)
             sent = await self._deliver(path, message)
         finally:
             self._in_flight.discard(path)
@@ -261,6 +281,7 @@ class Jobs:
         if sent:
             logger.info("job %s: result sent (%s, seq %d)", job.spec.id, outcome, message["seq"])
         else:
+            self._on_event("JobResultsKept")
             logger.warning(
                 "job %s: result (%s) kept in the outbox; re-sent in the background", job.spec.id, outcome
             )
@@ -270,10 +291,10 @@ class Jobs:
         """Fit and send a result; removes it from the outbox once SQS has it. False: not sent (kept)."""
         put = self.patches.put if self.patches is not None else None
         try:
-            fitted = await asyncio.to_thread(
-                fit_message, message, limit=self.max_message_bytes, put_patch=put
+            fitted = await self._io(
+                partial(fit_message, message, limit=self.max_message_bytes, put_patch=put)
             )
-            await asyncio.to_thread(self.events.send, fitted)
+            await self._io(self.events.send, fitted)
         except EventsUnavailable as exc:
             logger.warning("job %s: result (seq %d) not sent: %s", message["job_id"], message["seq"], exc)
             return False

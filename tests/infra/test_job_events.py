@@ -54,7 +54,8 @@ def test_the_queue_is_encrypted_tls_only_sized_for_a_result_and_dead_lettered(op
         assert props["SqsManagedSseEnabled"] is True
         assert props["MaximumMessageSize"] == 1_048_576  # what runtime/jobs/protocol.py fits a result into
         assert props["MessageRetentionPeriod"] == 14 * 24 * 3600
-    assert main["VisibilityTimeout"] == 6 * 120
+    # Six times the webhook worker's timeout (14 min by default): either webhook function may consume the events.
+    assert main["VisibilityTimeout"] == 6 * 14 * 60
     for queue_id in (main_id, dlq_id):
         (policy,) = [
             p

@@ -253,3 +253,13 @@ def test_other_errors_keep_their_code_and_carry_cost_usd() -> None:
     refused = _result_of(Failure.of(SessionBusy("busy")), 0.0)
     assert refused["code"] == "session_busy" and refused["cost_usd"] == 0.0
     assert _result_of(None, 0.2)["code"] == "internal_error"
+
+
+def test_the_outbox_recounts_what_its_directory_holds(tmp_path: Path) -> None:
+    """After a snapshot restore the disk need not be the one the count was taken on."""
+    outbox = Outbox(tmp_path)
+    assert outbox.count == 0
+    (tmp_path / "abc-1.json").write_text(json.dumps(_message(_result("p"))))
+    (tmp_path / "abc-2.tmp").write_text("{")
+    outbox.recount()
+    assert outbox.count == 1 and not list(tmp_path.glob("*.tmp"))

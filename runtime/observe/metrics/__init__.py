@@ -11,7 +11,8 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
   ToolDenied for a call the permission policy refused (it is not counted in ToolCalls).
 * events via :meth:`BaseMetrics.record_event`, dimensions ``[Agent, <given>]`` and ``[Agent]``:
   BudgetExceeded, Disconnected, InvocationErrors (``ErrorCode``), SessionResumed, SessionStoreErrors,
-  SessionStoreDeadLetters, SessionStoreLateWrites.
+  SessionStoreDeadLetters, SessionStoreLateWrites, JobsAccepted (an asynchronous job queued), JobResultsKept (a
+  job's result SQS did not take at once: it waits in the outbox, :mod:`runtime.jobs.service`).
 
 Dimensions are restricted to the low-cardinality names in :data:`DIMENSIONS`; session id, caller, Claude
 session id and the SDK's own cost go in as EMF properties (``emf``) or log fields (``cloudwatch``), never

@@ -25,6 +25,8 @@ EVENTS = frozenset(
         "BudgetExceeded",
         "Disconnected",
         "InvocationErrors",
+        "JobResultsKept",
+        "JobsAccepted",
         "MemoryEventsWritten",
         "MemoryRetrievals",
         "SandboxUnavailable",

@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo import ChangeConflict, ChangeRequest, FileChange, GitLabRepo, PatchRefused, apply_patch, branch_name
+from repo import (
+    ChangeConflict,
+    ChangeRequest,
+    FileChange,
+    GitLabRepo,
+    PatchRefused,
+    SnapshotError,
+    apply_patch,
+    branch_name,
+)
 from repo.gitlab_repo import _actions
 from trackers import TrackerApiError
 
@@ -231,3 +240,13 @@ def test_the_standin_needs_the_token_and_the_numeric_project(api: GitLabRepoApi)
     with pytest.raises(TrackerApiError) as caught:
         GitLabRepo(43, token=lambda: TOKEN, api_url=api.api_url, sleep=lambda _s: None).default_branch()
     assert caught.value.status == 404
+
+
+def test_an_archive_of_another_commit_than_asked_is_refused(
+    api: GitLabRepoApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = api.git.commit_files({"x": ("100644", b"x\n")}, [api.base_commit], "other")
+    real = api.git.tarball
+    monkeypatch.setattr(api.git, "tarball", lambda _sha, prefix: real(other, prefix))
+    with pytest.raises(SnapshotError, match="not of commit"):
+        _repo(api).fetch_snapshot()

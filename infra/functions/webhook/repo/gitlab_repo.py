@@ -35,7 +35,7 @@ from typing import Any
 from trackers.base import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
-from .errors import ChangeConflict, PatchRefused, SnapshotTooLarge
+from .errors import ChangeConflict, PatchRefused, SnapshotError, SnapshotTooLarge
 from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange
 from .rest import Rest, quote
 from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack
@@ -128,6 +128,8 @@ class GitLabRepo:
                 raise SnapshotTooLarge(exc.message) from None
             raise
         repacked = repack(tarball, limits=limits)
+        if repacked.comment is not None and repacked.comment != sha:  # git archive names its commit there
+            raise SnapshotError(f"GitLab sent the archive of {repacked.comment}, not of commit {sha}")
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
 
     # ---- the change
