@@ -6,7 +6,14 @@ SigV4 signature (service ``bedrock-agentcore``, the given keys), then forwarded 
 ``X-Amzn-Bedrock-AgentCore-Runtime-Custom-*`` header, as AgentCore does. A container error status is
 *not* relayed as a body: like AgentCore, the stand-in answers HTTP 424 ``RuntimeClientError`` with only
 ``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``.
-Every call is recorded in ``calls`` (path, session id, actor, runtime user id, runtime status).
+Every call is recorded in ``calls`` (path, session id, actor, runtime user id, runtime status, and the raw
+request ``body`` and ``headers`` as received).
+
+``POST /runtimes/{arn}/stopruntimesession`` (boto3 ``StopRuntimeSession``) is checked the same way and
+forwarded to the runtime's local ``POST /stopruntimesession`` with the session id and the identity headers the
+session's invocations carried (AgentCore ends the session's microVM whoever asks; the local route looks the
+session up by its caller). Answers ``200 {"runtimeSessionId", "statusCode": 200}``, or ``404
+ResourceNotFoundException`` when the runtime has no such session. Recorded in ``stops``.
 
 Runtime user id, as AgentCore handles it: a call naming one (``runtimeUserId``, header
 ``X-Amzn-Bedrock-AgentCore-Runtime-User-Id``) needs ``InvokeAgentRuntimeForUser``; here the caller has it unless
@@ -71,6 +78,9 @@ class AgentCoreDataPlane(LoopbackServer):
         for_user_allowed: bool = True,
     ) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.stops: list[dict[str, Any]] = []
+        #: The identity headers each session's last invocation reached the runtime with.
+        self.identity: dict[str, dict[str, str]] = {}
         plane = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,9 +94,46 @@ class AgentCoreDataPlane(LoopbackServer):
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _stop(self, body: bytes) -> None:
+                if not sigv4_ok(self, body, access_key=access_key, secret_key=secret_key, region=region):
+                    self._send(
+                        403,
+                        b'{"message": "signature mismatch"}',
+                        {"x-amzn-errortype": "AccessDeniedException"},
+                    )
+                    return
+                session = self.headers.get(SESSION, "")
+                forward = {
+                    "Content-Type": "application/json",
+                    **plane.identity.get(session, {SESSION: session}),
+                }
+                conn = http.client.HTTPConnection("127.0.0.1", runtime_port, timeout=60)
+                try:
+                    conn.request("POST", "/stopruntimesession", body=b"{}", headers=forward)
+                    resp = conn.getresponse()
+                    resp.read()
+                    status = resp.status
+                finally:
+                    conn.close()
+                plane.stops.append({"path": self.path, "session": session, "status": status})
+                if status == 404:
+                    self._send(
+                        404,
+                        b'{"message": "session not found"}',
+                        {"x-amzn-errortype": "ResourceNotFoundException"},
+                    )
+                    return
+                answer = json.dumps({"runtimeSessionId": session, "statusCode": 200}).encode()
+                self._send(200, answer, {"Content-Type": "application/json", SESSION: session})
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
                 request_id = str(uuid.uuid4())
+                if self.path.startswith("/runtimes/") and self.path.split("?")[0].endswith(
+                    "/stopruntimesession"
+                ):
+                    self._stop(body)
+                    return
                 if not self.path.startswith("/runtimes/") or "/invocations" not in self.path:
                     self._send(
                         404, b'{"message": "not found"}', {"x-amzn-errortype": "ResourceNotFoundException"}
@@ -123,8 +170,11 @@ class AgentCoreDataPlane(LoopbackServer):
                     content_type = resp.getheader("content-type", "application/json")
                 finally:
                     conn.close()
+                plane.identity[forward[SESSION]] = {k: v for k, v in forward.items() if k != "Content-Type"}
                 plane.calls.append(
                     {
+                        "body": body,
+                        "headers": dict(self.headers.items()),
                         "path": self.path,
                         "session": forward[SESSION],
                         "actor": next(

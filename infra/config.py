@@ -173,6 +173,9 @@ class JiraWebhookConfig(_Model):
     trigger_label: str = "agent"
     trigger_mention: str = "/agent"
     bot_account_id: str = ""
+    repositories: dict[str, dict[str, str | int]] = {}
+    """Fix jobs of Jira issues: project key → ``{"tracker": "github", "repository": "owner/repo"}`` or
+    ``{"tracker": "gitlab", "project_id": 5, "repository": "group/project"}`` (checked by the webhook construct)."""
 
 
 class WebhookConfig(_Model):
@@ -195,6 +198,11 @@ class WebhookConfig(_Model):
     any other repository are ignored. Empty: none is served."""
     gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
     jira: JiraWebhookConfig = JiraWebhookConfig()
+    fix_label: str = "agent-fix"
+    """The label that asks the agent for a change (a draft pull/merge request) on every tracker; ``""``: only
+    ``/agent fix …`` does."""
+    pr_mode: Literal["draft_pr", "branch"] = "draft_pr"
+    """``draft_pr``: open a draft pull/merge request; ``branch``: push the branch and link "create PR"."""
 
     @model_validator(mode="after")
     def _trackers_usable(self) -> WebhookConfig:

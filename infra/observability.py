@@ -390,6 +390,8 @@ class AgentObservability(Construct):
                 )
             )
         self.dashboard.add_widgets(*row)
+        if trackers:
+            self.dashboard.add_widgets(*self._fix_widgets(trackers))
         self.dashboard.add_widgets(
             cw.LogQueryWidget(
                 title="Top sessions and callers by cost (turn logs)",
@@ -400,6 +402,38 @@ class AgentObservability(Construct):
                 height=6,
             )
         )
+
+    def _fix_widgets(self, trackers: Sequence[str]) -> list[cw.IWidget]:
+        """Fix jobs of the webhook (reporter and worker, Powertools EMF, ``Tracker`` + ``service``): pull requests
+        opened, patches applied and stops per day, and the average cost of a pull request, per tracker."""
+
+        def per_tracker(metric: str, statistic: str) -> list[cw.IMetric]:
+            return [
+                search(
+                    self.namespace,
+                    ["Tracker", "service"],
+                    metric,
+                    {"Tracker": tracker},
+                    statistic=statistic,
+                    period=DAY,
+                    label=f"{metric} {tracker}",
+                )
+                for tracker in trackers
+            ]
+
+        return [
+            cw.GraphWidget(
+                title="Webhook fixes per day: pull requests opened, patches applied, stops",
+                left=[*per_tracker("PullRequestsOpened", "Sum"), *per_tracker("PatchesApplied", "Sum")],
+                right=per_tracker("Stops", "Sum"),
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Webhook: cost USD per pull request (daily average) by issue tracker",
+                left=per_tracker("PullRequestCostUSD", "Average"),
+                width=12,
+            ),
+        ]
 
     def _enable_transaction_search(self, stack: cdk.Stack) -> None:
         spans_policy = logs.CfnResourcePolicy(

@@ -205,6 +205,8 @@ class AgentKitStack(cdk.Stack):
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
                 props=WebhookProps.from_config(config),
+                job_events_queue=self.job_events.queue if self.job_events else None,
+                workspaces=self.workspaces,
             )
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps

@@ -5,7 +5,9 @@ Resources: receiver Lambda with one Function URL (auth NONE: no tracker can SigV
 verifies its tracker's signature or token in code) and one path per tracker (``/github`` — also the bare
 URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
 (partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
-enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention.
+enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention; for fix
+jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook_fix.py``, which also
+lists the grants fix jobs add).
 
 Lambda code lives in ``infra/functions/webhook`` and is shipped as a plain asset (no Docker, no pip
 at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -50,9 +52,13 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from infra.webhook_fix import add_fix_jobs, fix_environment
 from infra.webhook_props import WebhookProps as WebhookProps
 from infra.webhook_props import check
 from infra.webhook_trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
+
+if TYPE_CHECKING:
+    from infra.workspaces import WorkspaceBucket
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
 WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
@@ -99,10 +105,24 @@ class IssueWebhook(Construct):
     ``Idempotency``, ``Receiver``, ...): a new id makes CloudFormation replace the resource, losing a secret's
     value or the queued jobs, so they stay as first deployed. Resources are created part by part in this
     order (secrets, queue, receiver, worker, outputs), which is also their order in the template.
+
+    Fix jobs (``infra/webhook_fix.py``): ``job_events_queue`` is the queue the runtime sends job events to
+    (created here as ``JobEvents`` when not given; attribute ``job_events_queue``), consumed by ``reporter``;
+    ``workspaces`` the stage's snapshot bucket (large snapshots, large patches).
     """
 
+    reporter: lambda_.Function
+    job_events_queue: sqs.IQueue
+
     def __init__(
-        self, scope: Construct, construct_id: str, *, runtime_arn: str, props: WebhookProps | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        runtime_arn: str,
+        props: WebhookProps | None = None,
+        job_events_queue: sqs.IQueue | None = None,
+        workspaces: WorkspaceBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         props = props or WebhookProps()
@@ -110,15 +130,27 @@ class IssueWebhook(Construct):
         self._warn_unpinned(props, checked.trackers)
         secret_refs = self._secrets(props, checked.trackers)
         self._queue(props, checked.worker_timeout)
-        base = self._lambda_base(props)
+        base = self.lambda_base = self._lambda_base(props)
         self._receiver(props, base, {**checked.receiver_env, **self._secret_env(secret_refs, receiver=True)})
+        tracker_env = {**checked.worker_env, **self._secret_env(secret_refs, receiver=False)}
+        fix_env = fix_environment(checked, workspaces)
         self._worker(
             props,
             base,
-            {**checked.worker_env, **self._secret_env(secret_refs, receiver=False)},
+            {**tracker_env, **fix_env},
             runtime_arn=runtime_arn,
             timeout=checked.worker_timeout,
             read_timeout=checked.read_timeout,
+        )
+        # Fix jobs: the runtime's events queue (taken, or created here) and the reporter consuming it.
+        add_fix_jobs(
+            self,
+            props,
+            runtime_arn=runtime_arn,
+            tracker_env=tracker_env,
+            fix_env=fix_env,
+            job_events_queue=job_events_queue,
+            workspaces=workspaces,
         )
         self._outputs(secret_refs)
 
@@ -403,6 +435,10 @@ class IssueWebhook(Construct):
         cdk.CfnOutput(stack, output_id, value=value, description=description)
 
     # ------------------------------------------------------------------ one Lambda function
+    def function(self, *args: Any, **kwargs: Any) -> lambda_.Function:
+        """:meth:`_function` for the parts built in sibling modules (``infra/webhook_fix.py``)."""
+        return self._function(*args, **kwargs)
+
     def _function(
         self,
         construct_id: str,

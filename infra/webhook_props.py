@@ -5,10 +5,11 @@ anything is created. Per-tracker settings and the Lambda variables they become: 
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
@@ -16,6 +17,8 @@ from aws_cdk import aws_logs as logs
 
 from infra import lifecycle
 from infra.config import AppConfig
+from infra.functions.webhook.trackers.base import TrackerConfigError
+from infra.functions.webhook.trackers.targets import PR_MODES, parse_jira_repositories
 from infra.webhook_trackers import (
     GitHubSettings,
     GitLabSettings,
@@ -77,6 +80,15 @@ class WebhookProps:
     architecture: lambda_.Architecture | None = None
     powertools_layer_arn: str | None = None
     powertools_version: str = POWERTOOLS_VERSION
+    #: Fix jobs (``/agent fix …``): the label that asks for one on every tracker ("": only the command), how the
+    #: change is proposed (``draft_pr`` | ``branch``) and, per Jira project key, the repository a Jira issue's
+    #: fix goes to: ``{"PROJ": {"tracker": "github", "repository": "owner/repo"}}`` or ``{"tracker": "gitlab",
+    #: "project_id": 5, "repository": "group/project"}`` (its tracker must be enabled: its token is used).
+    fix_label: str = "agent-fix"
+    pr_mode: str = "draft_pr"
+    jira_repositories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: At most one progress edit of a fix job's comment per this many seconds.
+    progress_min_seconds: int = 20
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -96,12 +108,17 @@ class WebhookProps:
                 repository_ids=hook.repository_ids,
             ),
             gitlab=GitLabSettings(**hook.gitlab.model_dump()),
-            jira=JiraSettings(**{k: v or "" for k, v in hook.jira.model_dump().items()})
+            jira=JiraSettings(
+                **{k: v or "" for k, v in hook.jira.model_dump(exclude={"repositories"}).items()}
+            )
             if hook.jira.site_url
             else None,
             name_prefix=config.names.secret_prefix,
             create_secrets=hook.create_secrets,
             metrics_namespace=config.metrics_namespace,
+            fix_label=hook.fix_label,
+            pr_mode=hook.pr_mode,
+            jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
             removal_policy=lifecycle.removal_policy(config.settings),
         )
@@ -115,6 +132,7 @@ class Checked(NamedTuple):
     worker_env: dict[str, str]
     worker_timeout: cdk.Duration
     read_timeout: int
+    fix_env: dict[str, str]  # the worker's and the reporter's fix-job settings
 
 
 def check(props: WebhookProps) -> Checked:
@@ -151,4 +169,39 @@ def check(props: WebhookProps) -> Checked:
             f"{POST_REPLY_MARGIN_SECONDS}s), which must exceed the runtime turn timeout of {turn_timeout:.0f}s;"
             " raise worker_timeout or lower AGENTKIT_TURN_TIMEOUT / runtime_turn_timeout"
         )
-    return Checked(enabled, receiver_env, worker_env, worker_timeout, read_timeout)
+    receiver_env["FIX_TRIGGER_LABEL"] = _fix_label(props.fix_label)
+    return Checked(enabled, receiver_env, worker_env, worker_timeout, read_timeout, fix_env(props, enabled))
+
+
+def _fix_label(label: str) -> str:
+    if label != label.strip() or len(label) > 50 or any(c in label for c in ",\n"):
+        raise ValueError(f"fix_label {label!r}: one label name (no commas or surrounding spaces), or ''")
+    return label
+
+
+def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
+    """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS`` for the worker and the reporter. Raises
+    ``ValueError`` on an unknown PR mode, a malformed Jira mapping, or one naming a tracker not enabled."""
+    if props.pr_mode not in PR_MODES:
+        raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
+    if props.progress_min_seconds < 0:
+        raise ValueError("progress_min_seconds must be >= 0")
+    mapping = json.dumps(dict(props.jira_repositories), sort_keys=True) if props.jira_repositories else ""
+    try:
+        targets = parse_jira_repositories(mapping)
+    except TrackerConfigError as exc:
+        raise ValueError(f"jira_repositories: {exc.message}") from None
+    for key, target in targets.items():
+        if target.tracker not in enabled:
+            raise ValueError(
+                f"jira_repositories[{key!r}] goes to {target.tracker}, which is not in trackers: enable it (its"
+                " token opens the pull request) or map the project elsewhere"
+            )
+    if targets and "jira" not in enabled:
+        raise ValueError("jira_repositories is set but 'jira' is not in trackers")
+    # Names of infra/functions/webhook/wiring.py (PR_MODE, JIRA_REPOSITORIES, PROGRESS_MIN_SECONDS).
+    return {
+        "PR_MODE": props.pr_mode,
+        "JIRA_REPOSITORIES": mapping,
+        "PROGRESS_MIN_SECONDS": str(props.progress_min_seconds),
+    }

@@ -172,7 +172,7 @@ def test_function_url_is_public_and_signature_checked_in_code(synthed: dict[str,
 
 def test_queue_sse_tls_and_dlq(synthed: dict[str, Any]) -> None:
     t = synthed["templates"]["literal"]
-    t.resource_count_is("AWS::SQS::Queue", 2)
+    t.resource_count_is("AWS::SQS::Queue", 4)  # tasks and the runtime's job events, each with a DLQ
     for queue in t.find_resources("AWS::SQS::Queue").values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     t.has_resource_properties(
@@ -218,7 +218,8 @@ def test_idempotency_table_pitr_and_ttl(synthed: dict[str, Any]) -> None:
 def test_log_groups_have_retention(synthed: dict[str, Any]) -> None:
     for name, days in (("literal", 30), ("tokens", 7), ("multi", 30)):
         groups = synthed["templates"][name].find_resources("AWS::Logs::LogGroup")
-        assert len(groups) == 2 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
+        # receiver, worker, reporter
+        assert len(groups) == 3 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
 
 
 def test_worker_may_invoke_only_this_runtime_endpoint(synthed: dict[str, Any]) -> None:
@@ -241,9 +242,15 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
     t = synthed["templates"]["literal"]
     [table_id] = t.find_resources("AWS::DynamoDB::Table")
     ddb = [s for s in _policy_statements(t) if "dynamodb:" in json.dumps(s["Action"])]
-    worker = [s for s in ddb if "dynamodb:DeleteItem" not in s["Action"]]
+    worker = [
+        s for s in ddb if "dynamodb:PutItem" in s["Action"] and "dynamodb:DeleteItem" not in s["Action"]
+    ]
     receiver = [s for s in ddb if "dynamodb:DeleteItem" in s["Action"]]
-    assert len(worker) == 1 and len(receiver) == 1
+    reporter = [s for s in ddb if "dynamodb:PutItem" not in s["Action"]]
+    assert len(worker) == 1 and len(receiver) == 1 and len(reporter) == 1
+    # The reporter moves fix jobs' items (reply#<key>) and creates none.
+    assert sorted(reporter[0]["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    assert reporter[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
     [stmt] = worker
     assert sorted(stmt["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
     assert stmt["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
@@ -257,7 +264,7 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
         for q in t.find_resources("AWS::SQS::Queue").values()
         if "RedrivePolicy" not in q["Properties"]
     ]
-    assert dlq == [int(env["REPLY_TTL_SECONDS"])]
+    assert dlq == [int(env["REPLY_TTL_SECONDS"])] * 2  # the tasks' and the job events' DLQs
 
 
 def test_unqualified_worker_targets_default_endpoint(synthed: dict[str, Any]) -> None:
@@ -281,7 +288,8 @@ def test_secrets_are_scoped_per_function(synthed: dict[str, Any]) -> None:
         {"Name": "agentkit/github-webhook-secret", "GenerateSecretString": Match.object_like({})},
     )
     reads = [s for s in _policy_statements(t) if "secretsmanager:GetSecretValue" in s["Action"]]
-    assert len(reads) == 2 and all(isinstance(s["Resource"], dict) and "Ref" in s["Resource"] for s in reads)
+    # receiver: the webhook secret; worker and reporter: the token
+    assert len(reads) == 3 and all(isinstance(s["Resource"], dict) and "Ref" in s["Resource"] for s in reads)
     # By-name references: no secrets created, ARN pattern limited to the name.
     t2 = synthed["templates"]["tokens"]
     t2.resource_count_is("AWS::SecretsManager::Secret", 0)
@@ -481,7 +489,7 @@ def test_worker_read_timeout_exceeds_turn_timeout_and_queue_outlasts_lambda(synt
         for q in t.find_resources("AWS::SQS::Queue").values()
         if "RedrivePolicy" in q["Properties"]
     ]
-    assert visibility == [6 * 14 * 60]
+    assert sorted(visibility) == [6 * 2 * 60, 6 * 14 * 60]  # job events (reporter: 2 min), tasks (worker)
 
 
 def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:

@@ -18,7 +18,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,8 @@ class RuntimeReply:
     error_code: str | None = None
     error_message: str | None = None
     request_id: str | None = None
+    #: Set when the runtime accepted an asynchronous job (``{"type": "job_accepted", "job_id", ...}``).
+    job_id: str | None = None
 
 
 def safe_error_code(code: object) -> str:
@@ -164,6 +166,12 @@ def parse_reply(body: bytes, content_type: str = "application/json") -> RuntimeR
         else:
             code, message = doc.get("code"), doc.get("message") or err
         return RuntimeReply(error_code=str(code or "agent_error"), error_message=str(message or ""))
+    if doc.get("type") == "job_accepted":
+        job_id = doc.get("job_id")
+        if not isinstance(job_id, str) or not job_id:
+            raise RuntimeReplyError("job_accepted reply without a job_id")
+        session = doc.get("session_id")
+        return RuntimeReply(job_id=job_id, session_id=session if isinstance(session, str) else None)
     if "text" not in doc:
         raise RuntimeReplyError(f"runtime reply has no 'text': keys {sorted(doc)[:10]}")
     cost = doc.get("cost_usd")
@@ -206,8 +214,18 @@ class AgentRuntimeInvoker:
         if actor and self.actor_header:
             request.headers[self.actor_header] = actor
 
-    def invoke(self, *, prompt: str, session_id: str, actor: str | None = None) -> RuntimeReply:
+    def invoke(
+        self,
+        *,
+        prompt: str,
+        session_id: str,
+        actor: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> RuntimeReply:
         """One agent turn. Final agent errors come back as a reply with ``error_code`` set.
+
+        ``extra``: more invocation fields (``workspace``, ``async``, ``job``, ...), merged into the body;
+        for an asynchronous job the reply is the runtime's acceptance (``job_id`` set).
 
         Raises:
             TransientInvokeError: the container answered 429 (session busy) or 503 (shutting down,
@@ -223,7 +241,7 @@ class AgentRuntimeInvoker:
             "runtimeSessionId": session_id,
             "contentType": "application/json",
             "accept": "application/json",
-            "payload": json.dumps({"prompt": prompt, "stream": False}).encode(),
+            "payload": json.dumps({"prompt": prompt, "stream": False, **(extra or {})}).encode(),
         }
         if self.qualifier:
             kwargs["qualifier"] = self.qualifier

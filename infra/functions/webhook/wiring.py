@@ -4,7 +4,14 @@ The construct (``infra/webhook.py``) sets these; the receiver gets each enabled 
 (and, for GitLab, the token it needs for the members API), the worker gets the tokens only.
 
 Common: ``TRACKERS`` (comma-separated ``github,gitlab,jira``; default ``github``), ``MAX_BODY_BYTES``,
-``SECRET_MAX_AGE_SECONDS`` (secret cache lifetime, default 300), ``IDEMPOTENCY_TTL_SECONDS``.
+``SECRET_MAX_AGE_SECONDS`` (secret cache lifetime, default 300), ``IDEMPOTENCY_TTL_SECONDS``,
+``FIX_TRIGGER_LABEL`` (receiver: the label that asks for a change on every tracker; empty: only ``/agent fix``).
+
+Fix jobs (worker and reporter; :mod:`fix_config`): ``PR_MODE`` (``draft_pr`` | ``branch``),
+``JIRA_REPOSITORIES`` (JSON: Jira project key → the GitHub repository or GitLab project a fix goes to),
+``WORKSPACE_S3_URI`` (where snapshots over ``INLINE_SNAPSHOT_MAX_BYTES`` are uploaded), ``JOB_EVENTS_QUEUE_URL``
+(the runtime's events queue; reporter), ``PROGRESS_MIN_SECONDS`` (reporter: progress edit throttle),
+``JOB_LEASE_SECONDS``.
 
 GitHub: ``WEBHOOK_SECRET_NAME``, ``GITHUB_TOKEN_SECRET_NAME``, ``GITHUB_API_URL``, ``TRIGGER_LABEL``,
 ``TRIGGER_MENTION``, ``BOT_LOGIN``, ``ALLOWED_ASSOCIATIONS`` (names kept from the GitHub-only release),
@@ -45,6 +52,17 @@ TRACKERS = "TRACKERS"
 MAX_BODY_BYTES = "MAX_BODY_BYTES"
 SECRET_MAX_AGE_SECONDS = "SECRET_MAX_AGE_SECONDS"
 IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+FIX_TRIGGER_LABEL = "FIX_TRIGGER_LABEL"
+PR_MODE = "PR_MODE"
+JIRA_REPOSITORIES = "JIRA_REPOSITORIES"
+WORKSPACE_S3_URI = "WORKSPACE_S3_URI"
+INLINE_SNAPSHOT_MAX_BYTES = "INLINE_SNAPSHOT_MAX_BYTES"
+JOB_EVENTS_QUEUE_URL = "JOB_EVENTS_QUEUE_URL"
+PROGRESS_MIN_SECONDS = "PROGRESS_MIN_SECONDS"
+JOB_LEASE_SECONDS = "JOB_LEASE_SECONDS"
+AGENT_RUNTIME_ARN = "AGENT_RUNTIME_ARN"
+AGENT_RUNTIME_QUALIFIER = "AGENT_RUNTIME_QUALIFIER"
+IDEMPOTENCY_TABLE = "IDEMPOTENCY_TABLE"
 GITHUB_WEBHOOK_SECRET_NAME = "WEBHOOK_SECRET_NAME"
 GITHUB_TOKEN_SECRET_NAME = "GITHUB_TOKEN_SECRET_NAME"
 GITHUB_API_URL = "GITHUB_API_URL"
@@ -136,6 +154,7 @@ def build_trackers(
     secrets = SecretReader(env, secrets_client)
     receiver = role == "receiver"
     max_body = int(env.get(MAX_BODY_BYTES, str(DEFAULT_MAX_BODY_BYTES)))
+    fix_label = env.get(FIX_TRIGGER_LABEL, "")
     built: dict[str, IssueTracker] = {}
     for name in enabled_trackers(env):
         if name == "github":
@@ -145,6 +164,7 @@ def build_trackers(
                 api_url=env.get(GITHUB_API_URL, "https://api.github.com"),
                 trigger_label=env.get(GITHUB_TRIGGER_LABEL, "agent"),
                 trigger_mention=env.get(GITHUB_TRIGGER_MENTION, "/agent"),
+                fix_label=fix_label,
                 bot_login=env.get(GITHUB_BOT_LOGIN, ""),
                 allowed_associations=env.get(
                     GITHUB_ALLOWED_ASSOCIATIONS, ",".join(sorted(DEFAULT_ALLOWED_ASSOCIATIONS))
@@ -160,6 +180,7 @@ def build_trackers(
                 api_url=env.get(GITLAB_API_URL, "https://gitlab.com/api/v4"),
                 trigger_label=env.get(GITLAB_TRIGGER_LABEL, "agent"),
                 trigger_mention=env.get(GITLAB_TRIGGER_MENTION, "/agent"),
+                fix_label=fix_label,
                 bot_username=env.get(GITLAB_BOT_USERNAME, ""),
                 min_access_level=int(env.get(GITLAB_MIN_ACCESS_LEVEL, "30")),
                 project_ids=env.get(GITLAB_PROJECT_IDS, ""),
@@ -173,8 +194,33 @@ def build_trackers(
                 api_url=env.get(JIRA_API_URL, ""),
                 trigger_label=env.get(JIRA_TRIGGER_LABEL, "agent"),
                 trigger_mention=env.get(JIRA_TRIGGER_MENTION, "/agent"),
+                fix_label=fix_label,
                 bot_account_id=env.get(JIRA_BOT_ACCOUNT_ID, ""),
                 max_body_bytes=max_body,
                 max_age_seconds=idempotency_ttl_seconds(env),
             )
     return built
+
+
+def token_providers(
+    env: Mapping[str, str] | None = None, *, secrets_client: Any
+) -> dict[str, Callable[[], str]]:
+    """The GitHub / GitLab token providers of the enabled trackers (fix jobs fetch and push with them)."""
+    env = os.environ if env is None else env
+    secrets = SecretReader(env, secrets_client)
+    names = enabled_trackers(env)
+    out: dict[str, Callable[[], str]] = {}
+    if "github" in names:
+        out["github"] = secrets.token(GITHUB_TOKEN_SECRET_NAME)
+    if "gitlab" in names:
+        out["gitlab"] = secrets.token(GITLAB_TOKEN_SECRET_NAME)
+    return out
+
+
+def api_urls(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The GitHub and GitLab REST API roots (``GITHUB_API_URL``, ``GITLAB_API_URL``)."""
+    env = os.environ if env is None else env
+    return {
+        "github": env.get(GITHUB_API_URL, "https://api.github.com"),
+        "gitlab": env.get(GITLAB_API_URL, "https://gitlab.com/api/v4"),
+    }

@@ -1,6 +1,10 @@
 """Webhook worker Lambda (SQS): run one agent turn per task and post the answer on the issue.
 
-For each SQS record (an :class:`trackers.AgentTask` as JSON, from any tracker) the worker:
+Each SQS record is an :class:`trackers.AgentTask` as JSON, from any tracker. Its ``intent`` decides: ``fix``
+starts an asynchronous fix job and returns (:mod:`fix_worker`; the result is reported by :mod:`reporter`),
+``stop`` stops the issue's running job (:mod:`fix_stop`), ``answer`` (below) runs one turn and posts the reply.
+
+For an answer the worker:
 
 1. renders the prompt (:func:`trackers.render_prompt`);
 2. calls ``bedrock-agentcore`` ``InvokeAgentRuntime`` with body ``{"prompt": ..., "stream": false}``,
@@ -58,12 +62,15 @@ Environment (tracker variables: see :mod:`wiring`):
   REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
   TURN_LEASE_SECONDS            how long a claimed turn blocks a duplicate delivery (default 900)
   SECRET_MAX_AGE_SECONDS        default 300
+  PR_MODE, JIRA_REPOSITORIES, WORKSPACE_S3_URI, INLINE_SNAPSHOT_MAX_BYTES  fix jobs (:mod:`fix_config`)
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
 
 IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``;
 ``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets (never the webhook secrets); ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table (``reply#*`` keys); ``sqs:ReceiveMessage/DeleteMessage/
-GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray put.
+GetQueueAttributes/ChangeMessageVisibility`` on the queue (event source); X-Ray put; for fix jobs
+``bedrock-agentcore:StopRuntimeSession`` on the runtime ARN and its endpoint (``/agent stop``) and
+``s3:PutObject`` on ``<WORKSPACE_S3_URI>jobs/*`` (large snapshots).
 """
 
 from __future__ import annotations
@@ -82,7 +89,13 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
+from fix_config import fix_settings
+from fix_jobs import JobStore
+from fix_repos import TrackerComments, TrackerRepos
+from fix_stop import Stopper
+from fix_worker import FixDeps, FixRunner
 from invoker import (  # noqa: F401  (re-exported: the worker's public names)
     DEFAULT_ACTOR_HEADER,
     DEFAULT_READ_TIMEOUT_SECONDS,
@@ -134,6 +147,10 @@ class WorkerDeps:
     #: How long a ``running`` claim holds: longer than a worker can run (Lambda's 15-minute maximum).
     turn_lease_seconds: int = 900
     clock: Callable[[], float] = time.time
+    #: Fix tasks (``intent`` ``fix``): started as asynchronous jobs (:mod:`fix_worker`); ``None``: refused.
+    fix: FixRunner | None = None
+    #: Stop tasks (``intent`` ``stop``): :mod:`fix_stop`; ``None``: refused.
+    stopper: Stopper | None = None
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
@@ -152,21 +169,61 @@ def deps_from_env() -> WorkerDeps:
         raise RuntimeError("AGENT_RUNTIME_ARN and IDEMPOTENCY_TABLE are required")
     read_timeout = int(os.environ.get("INVOKE_READ_TIMEOUT_SECONDS", str(DEFAULT_READ_TIMEOUT_SECONDS)))
     client = boto3.client("bedrock-agentcore", config=agentcore_client_config(read_timeout=read_timeout))
-    return WorkerDeps(
-        trackers=wiring.build_trackers("worker", secrets_client=boto3.client("secretsmanager")),
-        invoker=AgentRuntimeInvoker(
-            client=client,
-            runtime_arn=arn,
-            qualifier=os.environ.get("AGENT_RUNTIME_QUALIFIER") or None,
-            actor_header=os.environ.get("ACTOR_HEADER", DEFAULT_ACTOR_HEADER),
-            throttle_retries=int(os.environ.get("THROTTLE_RETRIES", str(DEFAULT_THROTTLE_RETRIES))),
+    secrets = boto3.client("secretsmanager")
+    built = wiring.build_trackers("worker", secrets_client=secrets)
+    qualifier = os.environ.get("AGENT_RUNTIME_QUALIFIER") or None
+    ttl = int(os.environ.get("REPLY_TTL_SECONDS", str(DEFAULT_REPLY_TTL_SECONDS)))
+    lease = int(os.environ.get("TURN_LEASE_SECONDS", "900"))
+    ddb = boto3.client("dynamodb")
+    replies = ReplyStore(client=ddb, table_name=table, ttl_seconds=ttl)
+    jobs = JobStore(client=ddb, table_name=table, ttl_seconds=ttl)
+    invoker = AgentRuntimeInvoker(
+        client=client,
+        runtime_arn=arn,
+        qualifier=qualifier,
+        actor_header=os.environ.get("ACTOR_HEADER", DEFAULT_ACTOR_HEADER),
+        throttle_retries=int(os.environ.get("THROTTLE_RETRIES", str(DEFAULT_THROTTLE_RETRIES))),
+    )
+    settings = fix_settings(os.environ)
+    comments = TrackerComments(built)
+    max_prompt_chars = int(os.environ.get("MAX_PROMPT_CHARS", "20000"))
+    fx = FixDeps(
+        jobs=jobs,
+        repos=TrackerRepos(
+            tokens=wiring.token_providers(os.environ, secrets_client=secrets),
+            api_urls=wiring.api_urls(os.environ),
         ),
-        max_prompt_chars=int(os.environ.get("MAX_PROMPT_CHARS", "20000")),
-        turn_lease_seconds=int(os.environ.get("TURN_LEASE_SECONDS", "900")),
-        replies=ReplyStore(
-            client=boto3.client("dynamodb"),
-            table_name=table,
-            ttl_seconds=int(os.environ.get("REPLY_TTL_SECONDS", str(DEFAULT_REPLY_TTL_SECONDS))),
+        comments=comments,
+        settings=settings,
+        s3=boto3.client("s3") if settings.s3_location else None,
+    )
+    return WorkerDeps(
+        trackers=built,
+        invoker=invoker,
+        max_prompt_chars=max_prompt_chars,
+        turn_lease_seconds=lease,
+        replies=replies,
+        fix=FixRunner(
+            fx=fx,
+            invoker=invoker,
+            trackers=built,
+            metrics=metrics,
+            logger=logger,
+            lease_seconds=lease,
+            max_prompt_chars=max_prompt_chars,
+        ),
+        stopper=Stopper(
+            # Stopping is idempotent: botocore's standard retries (not the invoke client's single attempt).
+            client=boto3.client("bedrock-agentcore", config=Config(retries={"mode": "standard"})),
+            runtime_arn=arn,
+            qualifier=qualifier,
+            jobs=jobs,
+            replies=replies,
+            comments=comments,
+            trackers=built,
+            metrics=metrics,
+            logger=logger,
+            lease_seconds=lease,
         ),
     )
 
@@ -398,10 +455,20 @@ def failure_kind(exc: BaseException) -> str:
     return "permanent"
 
 
+def dispatch(task: AgentTask, deps: WorkerDeps, key: str) -> str:
+    """Run ``task`` by its intent: an answer (:func:`process_task`), a fix job or a stop."""
+    if task.intent == "answer":
+        return process_task(task, deps, key=key)
+    runner = deps.fix if task.intent == "fix" else deps.stopper
+    if runner is None:
+        raise TrackerConfigError(f"this worker is not set up for {task.intent} tasks")
+    return runner.run(task, key)
+
+
 def record_handler(record: SQSRecord) -> str:
     task = AgentTask.model_validate_json(record.body)
     try:
-        return process_task(task, _get_deps(), key=task_key(task, record.body))
+        return dispatch(task, _get_deps(), task_key(task, record.body))
     except Exception as exc:
         # The record fails (batchItemFailures): SQS redelivers it, then moves it to the DLQ.
         logger.warning(

@@ -19,6 +19,7 @@ import boto3
 import invoker
 import receiver
 import replies
+import reporter
 import trackers
 import wiring
 import worker
@@ -421,4 +422,4 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
 
 
 #: The Lambda modules, for test packages outside this one (whose imports ruff sorts before ours).
-LAMBDA_MODULES = (invoker, receiver, replies, trackers, wiring, worker)
+LAMBDA_MODULES = (invoker, receiver, replies, reporter, trackers, wiring, worker)

@@ -12,15 +12,24 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, TrackerConfigError, check_secret_text, check_size
+from .base import (
+    DEFAULT_MAX_BODY_BYTES,
+    InboundRequest,
+    Intent,
+    TrackerConfigError,
+    check_secret_text,
+    check_size,
+)
 from .http import post_json, send_json
-from .triggers import markdown_unquoted, may_contain, mention_pattern
+from .triggers import markdown_unquoted, may_contain, mention_intent, mention_pattern
 
 
 class TrackerAdapter:
     """Base of the adapters: secret/token providers, the mention trigger, body limit, posting policy."""
 
     name: str
+    #: The label that asks for a reply (each adapter sets it; empty: no label trigger).
+    trigger_label: str = ""
 
     def __init__(
         self,
@@ -28,6 +37,7 @@ class TrackerAdapter:
         webhook_secret: Callable[[], str] | None,
         token: Callable[[], str] | None,
         trigger_mention: str,
+        fix_label: str = "",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
         post_attempts: int = 3,
@@ -37,6 +47,8 @@ class TrackerAdapter:
         self._token = token
         self._mention = mention_pattern(trigger_mention) if trigger_mention else None
         self._mention_text = trigger_mention
+        #: The label that asks for a change (a draft pull/merge request); empty: only ``/agent fix`` does.
+        self.fix_label = fix_label.strip().lower()
         self.max_body_bytes = max_body_bytes
         self.http_timeout = http_timeout
         self.post_attempts = max(1, post_attempts)
@@ -73,6 +85,20 @@ class TrackerAdapter:
 
         A text that cannot hold the mention at all is not parsed (a substring check first)."""
         return may_contain(text, self._mention_text) and self._mentioned(markdown_unquoted(text))
+
+    def _markdown_intent(self, text: str) -> Intent | None:
+        """What the first mention in Markdown ``text`` (outside quotes and code) asks for; ``None`` when
+        the text does not mention the agent (:func:`.triggers.mention_intent`)."""
+        if self._mention is None or not may_contain(text, self._mention_text):
+            return None
+        return mention_intent(self._mention, markdown_unquoted(text))  # type: ignore[return-value]
+
+    def _label_intent(self, added: str) -> Intent | None:
+        """``fix`` for the fix label, ``answer`` for the trigger label ``trigger``, else ``None``."""
+        name = added.strip().lower()
+        if self.fix_label and name == self.fix_label:
+            return "fix"
+        return "answer" if name and name == self.trigger_label.lower() else None
 
     # ---- outbound
     def _read_token(self, *, if_empty: str = "") -> str:

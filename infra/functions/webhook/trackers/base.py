@@ -27,6 +27,9 @@ from . import json_limits
 from .sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
 
 TrackerName = Literal["github", "gitlab", "jira"]
+#: What a trigger asks for: a reply on the issue, a change proposed as a pull/merge request, or a stop of
+#: the issue's running session (:func:`.triggers.mention_intent`, the fix label).
+Intent = Literal["answer", "fix", "stop"]
 TRACKER_NAMES: tuple[TrackerName, ...] = ("github", "gitlab", "jira")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 #: Hidden marker the GitHub and GitLab replies end with.
@@ -152,6 +155,12 @@ class AgentTask(BaseModel):
     #: Set by the receiver: sha256 hex of the signature-verified body. The worker stores the finished
     #: reply under it, so a redelivered task re-posts that reply instead of running the turn again.
     idempotency_key: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    #: ``answer`` (the reply on the issue, as always), ``fix`` (snapshot in, patch out, a draft pull/merge
+    #: request) or ``stop`` (stop the issue's running session). Tasks queued before it existed answer.
+    intent: Intent = "answer"
+    #: The comment was made on a pull request (GitHub) or merge request (GitLab): ``issue_number`` is its
+    #: number/iid, and a fix starts from its head instead of the default branch.
+    pull_request: bool = False
 
     @field_validator("title", "body", "comment", "author", "issue_author", "html_url", mode="before")
     @classmethod
@@ -173,7 +182,10 @@ class AgentTask(BaseModel):
         a session (the prefix).
         """
         prefix = "gh" if self.tracker == "github" else self.tracker
-        digest = hashlib.sha256(f"{self.scope_id}#{self.issue_id}".encode()).hexdigest()
+        # GitLab numbers issues and merge requests separately (issue 3 and !3 both exist): a merge request's
+        # session is keyed apart. GitHub's pull requests share the issues' numbers, so they need nothing.
+        item = f"mr{self.issue_id}" if self.tracker == "gitlab" and self.pull_request else self.issue_id
+        digest = hashlib.sha256(f"{self.scope_id}#{item}".encode()).hexdigest()
         return f"{prefix}-{digest}"
 
     @property

@@ -19,6 +19,7 @@ from .base import (
     BadRequestError,
     Decision,
     InboundRequest,
+    Intent,
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
@@ -110,6 +111,7 @@ class GitHubTracker(TrackerAdapter):
         token: Callable[[], str] | None = None,
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
+        fix_label: str = "",
         bot_login: str = "",
         allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
         repository_ids: str | Collection[int] = (),
@@ -127,6 +129,7 @@ class GitHubTracker(TrackerAdapter):
             webhook_secret=webhook_secret,
             token=token,
             trigger_mention=trigger_mention,
+            fix_label=fix_label,
             max_body_bytes=max_body_bytes,
             http_timeout=http_timeout,
             post_attempts=post_attempts,
@@ -170,18 +173,16 @@ class GitHubTracker(TrackerAdapter):
         if refused:
             return refused
         self._check_fresh(ev.issue.updated_at)
-        label = self.trigger_label.lower()
+        intent: Intent | None = None
         if ev.action == "labeled":
             # The label added by *this* event; labels already on the issue do not count.
-            triggered = bool(label) and ev.label is not None and ev.label.name.lower() == label
+            intent = self._label_intent(ev.label.name) if ev.label is not None else None
         elif ev.action == "opened":
-            # Only the mention, and only when the issue was not opened with the label: GitHub then
+            # Only the mention, and only when the issue was not opened with a trigger label: GitHub then
             # also sends ``labeled``, and that event is the one that triggers (one run, not two).
-            opened_with_label = bool(label) and any(x.name.lower() == label for x in ev.issue.labels)
-            triggered = not opened_with_label and self._mentions_markdown(ev.issue.body or "")
-        else:
-            triggered = False
-        if not triggered:
+            opened_with_label = any(self._label_intent(x.name) for x in ev.issue.labels)
+            intent = None if opened_with_label else self._markdown_intent(ev.issue.body or "")
+        if intent is None:
             return Decision("ignored", reason=f"issues.{ev.action} without the trigger")
         if self._is_own(ev.sender.login, ev.sender.type):
             return Decision("ignored", reason="sent by the bot itself")
@@ -197,6 +198,7 @@ class GitHubTracker(TrackerAdapter):
             delivery=delivery,
             event=f"issues.{ev.action}",
             html_url=ev.issue.html_url,
+            intent=intent,
         )
 
     def _on_comment(self, ev: IssueCommentEvent, delivery: str) -> Decision:
@@ -209,7 +211,8 @@ class GitHubTracker(TrackerAdapter):
         text = ev.comment.body or ""
         if self._is_own(ev.comment.user.login, ev.comment.user.type) or is_agent_reply(text):
             return Decision("ignored", reason="comment authored by the bot itself")
-        if not self._mentions_markdown(text):
+        intent = self._markdown_intent(text)
+        if intent is None:
             return Decision("ignored", reason="comment does not mention the agent")
         if not self._allowed(ev.comment.author_association):
             return self._not_allowed(ev.comment.author_association)
@@ -221,6 +224,7 @@ class GitHubTracker(TrackerAdapter):
             event="issue_comment.created",
             html_url=ev.comment.html_url or ev.issue.html_url,
             comment=text,
+            intent=intent,
         )
 
     def _check_fresh(self, signed: datetime | None) -> None:
@@ -318,8 +322,11 @@ def _accept(
     event: str,
     html_url: str,
     comment: str | None = None,
+    intent: Intent = "answer",
 ) -> Decision:
-    """Accept a turn on ``issue``: the task with the issue's fields and who triggered it."""
+    """Accept a turn on ``issue``: the task with the issue's fields and who triggered it.
+
+    A comment on a pull request arrives as ``issue_comment`` too, its issue carrying ``pull_request``."""
     return Decision(
         "accepted",
         task=AgentTask(
@@ -335,5 +342,7 @@ def _accept(
             delivery_id=delivery,
             event=event,
             html_url=html_url,
+            intent=intent,
+            pull_request=issue.pull_request is not None,
         ),
     )

@@ -57,6 +57,8 @@ class GitHubIssue(_Model):
     author_association: str = "NONE"
     #: Signed with the body: when the issue last changed (labelling it changes it too).
     updated_at: datetime | None = None
+    #: Present (links to the pull request) when the "issue" is a pull request.
+    pull_request: dict[str, object] | None = None
 
 
 class GitHubComment(_Model):

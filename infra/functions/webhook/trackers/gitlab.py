@@ -49,6 +49,7 @@ from .base import (
     BadRequestError,
     Decision,
     InboundRequest,
+    Intent,
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
@@ -151,6 +152,7 @@ class GitLabTracker(TrackerAdapter):
         api_url: str = "https://gitlab.com/api/v4",
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
+        fix_label: str = "",
         bot_username: str = "",
         min_access_level: int = DEVELOPER,
         project_ids: str | Collection[int] = (),
@@ -171,6 +173,7 @@ class GitLabTracker(TrackerAdapter):
             webhook_secret=webhook_secret,
             token=token,
             trigger_mention=trigger_mention,
+            fix_label=fix_label,
             max_body_bytes=max_body_bytes,
             http_timeout=http_timeout,
             post_attempts=post_attempts,
@@ -248,9 +251,12 @@ class GitLabTracker(TrackerAdapter):
             if labels is not None
             else set()
         )
-        by_label = bool(self.trigger_label) and self.trigger_label in added
-        by_mention = attrs.action == "open" and self._mentions_markdown(attrs.description or "")
-        if not by_label and not by_mention:
+        # The fix label wins over the trigger label when one event adds both (one run, the larger one).
+        by_label = {self._label_intent(name) for name in added}
+        intent: Intent | None = "fix" if "fix" in by_label else "answer" if "answer" in by_label else None
+        if intent is None and attrs.action == "open":
+            intent = self._markdown_intent(attrs.description or "")
+        if intent is None:
             return Decision("ignored", reason=f"issue {attrs.action or 'event'} without the trigger")
         if self._is_own(ev.user.username):
             return Decision("ignored", reason="sent by the bot itself")
@@ -271,6 +277,7 @@ class GitLabTracker(TrackerAdapter):
                 delivery_id=delivery,
                 event=f"issue.{attrs.action or 'update'}",
                 html_url=attrs.url or f"{ev.project.web_url}/-/issues/{attrs.iid}",
+                intent=intent,
             ),
         )
 
@@ -279,35 +286,47 @@ class GitLabTracker(TrackerAdapter):
         if refused:
             return refused
         note = ev.object_attributes
-        if note.noteable_type != "Issue" or ev.issue is None:
+        # Merge request notes may ask for a fix on the merge request's head, or a stop; never for an answer.
+        on_mr = note.noteable_type == "MergeRequest" and ev.merge_request is not None
+        if not on_mr and (note.noteable_type != "Issue" or ev.issue is None):
             return Decision("ignored", reason=f"notes on a {note.noteable_type} are not handled")
         if note.action != "create":
             return Decision("ignored", reason=f"note.{note.action} is not handled")
         if note.system or self._is_own(ev.user.username, note.note):
             return Decision("ignored", reason="note authored by the bot itself or by the system")
-        if note.internal or ev.issue.confidential:
+        if note.internal or (ev.issue is not None and ev.issue.confidential):
             return Decision("ignored", reason="internal notes and confidential issues are not answered")
-        if not self._mentions_markdown(note.note):
+        intent = self._markdown_intent(note.note)
+        if intent is None:
             return Decision("ignored", reason="note does not mention the agent")
+        if on_mr and intent == "answer":
+            return Decision(
+                "ignored", reason="notes on a MergeRequest are not answered (only /agent fix and /agent stop)"
+            )
         refused = self._refuse_non_member(ev.project.id, ev.user)
         if refused:
             return refused
-        issue_url = note.url.split("#", 1)[0] if note.url else f"{ev.project.web_url}/-/issues/{ev.issue.iid}"
+        item = ev.merge_request if on_mr else ev.issue
+        assert item is not None
+        kind = "merge_requests" if on_mr else "issues"
+        issue_url = note.url.split("#", 1)[0] if note.url else f"{ev.project.web_url}/-/{kind}/{item.iid}"
         return Decision(
             "accepted",
             task=AgentTask(
                 tracker="gitlab",
                 repository=ev.project.path_with_namespace,
-                issue_number=ev.issue.iid,
+                issue_number=item.iid,
                 scope_id=str(ev.project.id),
-                issue_id=str(ev.issue.iid),
-                title=ev.issue.title,
-                body=ev.issue.description or "",
+                issue_id=str(item.iid),
+                title=item.title,
+                body=item.description or "",
+                pull_request=on_mr,
                 comment=note.note,
                 author=ev.user.username,
                 delivery_id=delivery,
                 event="note.create",
                 html_url=issue_url,
+                intent=intent,
             ),
         )
 
@@ -345,11 +364,13 @@ class GitLabTracker(TrackerAdapter):
         return format_markdown_reply(text, footer=footer, limit=MAX_NOTE_CHARS, quick_actions=True)
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
-        """``POST {api}/projects/{project id}/issues/{iid}/notes`` (retry policy: :mod:`.http`).
+        """``POST {api}/projects/{project id}/issues/{iid}/notes`` (``merge_requests/{iid}/notes`` for a task on a
+        merge request; retry policy: :mod:`.http`).
 
         By the project's immutable id: a path can be renamed away and taken by another project."""
         token = self._read_token(if_empty=_EMPTY_TOKEN)
-        url = f"{self.api_url}/projects/{task.scope_id}/issues/{task.issue_id}/notes"
+        noteable = "merge_requests" if task.pull_request else "issues"
+        url = f"{self.api_url}/projects/{task.scope_id}/{noteable}/{task.issue_id}/notes"
         doc = self._post(
             url,
             {"body": text},

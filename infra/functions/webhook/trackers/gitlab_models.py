@@ -81,6 +81,12 @@ class NoteIssue(_Model):
     confidential: bool = False
 
 
+class NoteMergeRequest(_Model):
+    iid: int = Field(gt=0)
+    title: str
+    description: str | None = None
+
+
 class NoteHook(_Model):
     """``X-Gitlab-Event: Note Hook`` (comments on commits, merge requests, issues, snippets)."""
 
@@ -89,3 +95,4 @@ class NoteHook(_Model):
     project: GitLabProject
     object_attributes: NoteAttributes
     issue: NoteIssue | None = None
+    merge_request: NoteMergeRequest | None = None

@@ -47,6 +47,7 @@ from .base import (
     AgentTask,
     Decision,
     InboundRequest,
+    Intent,
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
@@ -60,7 +61,7 @@ from .base import (
 )
 from .jira_models import JiraEvent, JiraIssue, JiraUser
 from .reply_text import neutralise
-from .triggers import adf_unquoted, may_contain, wiki_unquoted
+from .triggers import adf_unquoted, may_contain, mention_intent, wiki_unquoted
 
 #: Jira Cloud rejects comment bodies over 32,767 characters; leave room for the ADF structure.
 MAX_COMMENT_CHARS = 20_000
@@ -125,6 +126,7 @@ class JiraTracker(TrackerAdapter):
         api_url: str = "",
         trigger_label: str = "agent",
         trigger_mention: str = "/agent",
+        fix_label: str = "",
         bot_account_id: str = "",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
@@ -141,6 +143,7 @@ class JiraTracker(TrackerAdapter):
             webhook_secret=webhook_secret,
             token=token,
             trigger_mention=trigger_mention,
+            fix_label=fix_label,
             max_body_bytes=max_body_bytes,
             http_timeout=http_timeout,
             post_attempts=post_attempts,
@@ -200,10 +203,15 @@ class JiraTracker(TrackerAdapter):
             bool(self.bot_account_id) and self.bot_account_id in text
         )
 
-    def _mentions(self, unquoted: str) -> bool:
-        if self._mentioned(unquoted):
-            return True
-        return bool(self.bot_account_id) and f"[~accountid:{self.bot_account_id}]" in unquoted
+    def _intent(self, unquoted: str) -> Intent | None:
+        """What the first mention (``trigger_mention`` or an @mention of the bot) asks for, or ``None``."""
+        patterns = [self._mention] if self._mention is not None else []
+        if self.bot_account_id:
+            patterns.append(re.compile(re.escape(f"[~accountid:{self.bot_account_id}]")))
+        found = [(m.start(), p) for p in patterns for m in [p.search(unquoted)] if m is not None]
+        if not found:
+            return None
+        return mention_intent(min(found, key=lambda f: f[0])[1], unquoted)  # type: ignore[return-value]
 
     def _refused(self, user: JiraUser | None) -> Decision | None:
         if user is None:
@@ -221,31 +229,33 @@ class JiraTracker(TrackerAdapter):
         if ev.issue is None:
             return Decision("ignored", reason=f"{ev.webhookEvent} without an issue")
         fields = ev.issue.fields
-        label = self.trigger_label
         if ev.webhookEvent == "jira:issue_created":
-            by_label = bool(label) and label in {x.lower() for x in fields.labels}
-            # Who created it first (cheap): a customer's or an app's description is never parsed.
-            by_mention = (
-                not by_label
-                and self._refused(ev.user) is None
-                and self._may_mention(fields.description)
-                and self._mentions(_text_of(fields.description)[1])
-            )
+            added = {x.lower() for x in fields.labels}
         else:
-            by_mention = False
-            by_label = bool(label) and any(
-                item.field == "labels"
-                and label in (item.toString or "").lower().split()
-                and label not in (item.fromString or "").lower().split()
+            added = {
+                name
                 for item in (ev.changelog.items if ev.changelog else [])
-            )
-        if not by_label and not by_mention:
+                if item.field == "labels"
+                for name in set((item.toString or "").lower().split())
+                - set((item.fromString or "").lower().split())
+            }
+        by_label = {self._label_intent(name) for name in added}
+        intent: Intent | None = "fix" if "fix" in by_label else "answer" if "answer" in by_label else None
+        if (
+            intent is None
+            and ev.webhookEvent == "jira:issue_created"
+            # Who created it first (cheap): a customer's or an app's description is never parsed.
+            and self._refused(ev.user) is None
+            and self._may_mention(fields.description)
+        ):
+            intent = self._intent(_text_of(fields.description)[1])
+        if intent is None:
             return Decision("ignored", reason=f"{ev.webhookEvent} without the trigger")
         refused = self._refused(ev.user)
         if refused:
             return refused
         assert ev.user is not None
-        return Decision("accepted", task=self._task(ev.issue, ev, delivery, author=ev.user))
+        return Decision("accepted", task=self._task(ev.issue, ev, delivery, author=ev.user, intent=intent))
 
     def _on_comment(self, ev: JiraEvent, delivery: str) -> Decision:
         if ev.comment is None or ev.issue is None:
@@ -263,14 +273,23 @@ class JiraTracker(TrackerAdapter):
         text, unquoted = _text_of(ev.comment.body)
         if is_agent_reply(text):
             return Decision("ignored", reason="comment authored by the bot itself")
-        if not self._mentions(unquoted):
+        intent = self._intent(unquoted)
+        if intent is None:
             return Decision("ignored", reason="comment does not mention the agent")
         return Decision(
-            "accepted", task=self._task(ev.issue, ev, delivery, author=ev.comment.author, comment=text)
+            "accepted",
+            task=self._task(ev.issue, ev, delivery, author=ev.comment.author, comment=text, intent=intent),
         )
 
     def _task(
-        self, issue: JiraIssue, ev: JiraEvent, delivery: str, *, author: JiraUser, comment: str | None = None
+        self,
+        issue: JiraIssue,
+        ev: JiraEvent,
+        delivery: str,
+        *,
+        author: JiraUser,
+        comment: str | None = None,
+        intent: Intent = "answer",
     ) -> AgentTask:
         match = _KEY.match(issue.key)
         assert match is not None  # the model's pattern guarantees it
@@ -287,6 +306,7 @@ class JiraTracker(TrackerAdapter):
             delivery_id=delivery,
             event=ev.webhookEvent,
             html_url=f"{self.site_url}/browse/{issue.key}",
+            intent=intent,
         )
 
     # ---- outbound

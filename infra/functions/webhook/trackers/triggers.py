@@ -217,6 +217,27 @@ def mention_pattern(mention: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w/@])" + re.escape(mention) + r"(?![\w-])", re.IGNORECASE)
 
 
+#: What a mention asks for: ``fix`` (work on the repository and propose the change), ``stop`` (stop the
+#: issue's running session) or ``answer`` (anything else: a reply on the issue).
+INTENT_WORDS = ("fix", "stop")
+_NEXT_WORD = re.compile(r"[ \t]*[:,]?[ \t]*([A-Za-z]+)\b")
+
+
+def mention_intent(pattern: re.Pattern[str], unquoted: str) -> str | None:
+    """What the first ``pattern`` mention in ``unquoted`` asks for: the word right after it when it is one
+    of :data:`INTENT_WORDS` (``/agent fix …``, ``/agent stop``), else ``answer``; ``None`` without a mention.
+
+    Only the first unquoted mention counts, so ``/agent why? … /agent fix`` in one comment stays a question:
+    a paid change needs the command where a reader sees it first.
+    """
+    match = pattern.search(unquoted)
+    if match is None:
+        return None
+    word = _NEXT_WORD.match(unquoted, match.end())
+    command = word.group(1).lower() if word else ""
+    return command if command in INTENT_WORDS else "answer"
+
+
 def may_contain(text: str, needle: str) -> bool:
     """Cheap first check before any parsing: can ``text`` hold ``needle`` at all (case-insensitively)?"""
     return bool(needle) and needle.casefold() in text.casefold()

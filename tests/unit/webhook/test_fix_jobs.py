@@ -1,0 +1,139 @@
+"""Fix jobs' state in the reply table (moto DynamoDB): each transition happens once, in order, or not at all."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from fix_jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
+
+KEY = "a" * 64
+SESSION = "gh-" + "b" * 64
+JOB_DOC = FixJob(
+    tracker="github",
+    repository="octo/kit",
+    scope_id="186853002",
+    issue_number=7,
+    issue_id="7",
+    issue_ref="#7",
+    session_id=SESSION,
+    comment_id="1001",
+    target_tracker="github",
+    target_repository="octo/kit",
+    base_branch="main",
+    base_sha="c" * 40,
+    pr_base="main",
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(aws: SimpleNamespace) -> tuple[JobStore, Clock]:
+    clock = Clock()
+    return JobStore(client=aws.ddb, table_name="idem", clock=clock), clock
+
+
+def started(store: JobStore) -> None:
+    assert store.claim(KEY)
+    claim = store.get(KEY)
+    assert claim is not None
+    assert store.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+
+
+def test_a_claim_is_taken_once_and_a_released_one_keeps_its_progress_comment(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, _ = store
+    assert jobs.claim(KEY) and not jobs.claim(KEY)
+    jobs.remember_progress_comment(KEY, comment_id="1001", url="https://x/1001")
+    jobs.release(KEY)
+    assert jobs.claim(KEY)  # claimable again ...
+    state = jobs.get(KEY)
+    assert state is not None and state.progress_comment_id == "1001"  # ... with the comment it posted
+
+
+def test_started_records_the_job_and_points_the_issue_session_at_it(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    assert jobs.claim(KEY)
+    claim = jobs.get(KEY)
+    assert claim is not None
+    assert not jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at - 1)  # another claim's time: not ours
+    assert jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == JOB and state.job == JOB_DOC
+    assert jobs.active_job(SESSION) == KEY
+
+
+def test_progress_is_kept_only_when_newer_and_edits_are_throttled(store: tuple[JobStore, Clock]) -> None:
+    jobs, clock = store
+    started(jobs)
+    assert jobs.record_progress(KEY, seq=2, cost_usd=0.01, tool_calls=1, last_tool="Read", elapsed_s=3)
+    assert not jobs.record_progress(KEY, seq=2, cost_usd=0.01, tool_calls=1, last_tool="Read", elapsed_s=3)
+    assert not jobs.record_progress(KEY, seq=1, cost_usd=0.0, tool_calls=0, last_tool="", elapsed_s=1)
+    assert jobs.take_edit_slot(KEY, min_interval=20) and not jobs.take_edit_slot(KEY, min_interval=20)
+    clock.now += 21
+    assert jobs.take_edit_slot(KEY, min_interval=20)
+    state = jobs.get(KEY)
+    assert state is not None and (state.last_seq, state.cost_so_far, state.tool_calls) == (2, 0.01, 1)
+
+
+def test_a_result_is_reported_once_and_a_dead_reporters_lease_is_taken_over(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, clock = store
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=300)
+    assert not jobs.begin_report(KEY, lease_seconds=300)  # the duplicate delivery
+    clock.now += 301
+    assert jobs.begin_report(KEY, lease_seconds=300)  # its reporter died: taken over
+    assert jobs.finish(KEY, pr_url="https://x/pull/1", cost_usd=0.5, duration_ms=1200)
+    assert not jobs.begin_report(KEY, lease_seconds=300) and not jobs.finish(KEY)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == DONE and state.pr_url == "https://x/pull/1"
+    assert not jobs.record_progress(KEY, seq=9, cost_usd=1, tool_calls=1, last_tool="x", elapsed_s=1)
+
+
+def test_unreport_hands_the_result_back(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=300)
+    jobs.unreport(KEY)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == JOB
+    assert jobs.begin_report(KEY, lease_seconds=300)
+    assert (jobs.get(KEY) or state).status == REPORTING
+
+
+def test_a_stop_wins_over_a_later_result_and_a_second_stop_changes_nothing(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, _ = store
+    started(jobs)
+    assert jobs.record_progress(KEY, seq=1, cost_usd=0.02, tool_calls=2, last_tool="Bash", elapsed_s=40)
+    assert jobs.stop(KEY, by="carol", stop_key="s1")
+    assert not jobs.stop(KEY, by="dave", stop_key="s2")
+    assert not jobs.begin_report(KEY, lease_seconds=300)  # the result after the stop opens nothing
+    state = jobs.get(KEY)
+    assert state is not None and state.status == STOPPED
+    assert (state.stopped_by, state.stop_key, state.cost_so_far) == ("carol", "s1", 0.02)
+
+
+def test_a_job_being_reported_cannot_be_stopped(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=300)
+    assert not jobs.stop(KEY, by="carol", stop_key="s1")
+
+
+def test_context_fits_the_runtimes_limit() -> None:
+    assert len(JOB_DOC.context()) > 5
+    huge = JOB_DOC.model_copy(update={"html_url": "https://x/" + "y" * 5000})
+    with pytest.raises(ValueError, match="4096"):
+        huge.context()

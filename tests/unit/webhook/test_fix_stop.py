@@ -1,0 +1,119 @@
+"""``/agent stop`` on its own: the job is marked stopped once, StopRuntimeSession is called with the issue's
+session, the progress comment says so; a failure is retried without a second stop or comment (moto DynamoDB,
+botocore Stubber for StopRuntimeSession, the GitHub stand-in for comments)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+import trackers
+import worker
+from botocore.stub import Stubber
+from fix_jobs import STOPPED, FixJob, JobStore
+from fix_repos import TrackerComments
+from fix_stop import Stopper
+from replies import ReplyStore
+from webhook_metrics import TrackerMetrics
+
+from harness.github_repo_api import GitHubRepoApi
+from tests.unit.webhook.support import CTX, RUNTIME_ARN, TOKEN, agentcore_client, sqs_event, task_json
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+JOB_KEY = "1" * 64
+
+
+@pytest.fixture
+def setup(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
+    with GitHubRepoApi(token=TOKEN, repository="octo/kit", files={"a": ("100644", b"a\n")}) as api:
+        adapter = trackers.GitHubTracker(token=lambda: TOKEN, api_url=api.url)
+        stop_task = trackers.AgentTask.model_validate_json(task_json(7, comment="/agent stop"))
+        progress = adapter.post_reply(stop_task, "Working on it…")
+        jobs = JobStore(client=aws.ddb, table_name="idem")
+        doc = FixJob(
+            tracker="github",
+            repository="octo/kit",
+            scope_id=stop_task.scope_id,
+            issue_number=7,
+            issue_id="7",
+            issue_ref="#7",
+            session_id=stop_task.runtime_session_id,
+            comment_id=str(progress.id),
+            comment_url=progress.url,
+            target_tracker="github",
+            target_repository="octo/kit",
+            base_branch="main",
+            base_sha="2" * 40,
+            pr_base="main",
+        )
+        assert jobs.claim(JOB_KEY)
+        jobs.remember_progress_comment(JOB_KEY, comment_id=str(progress.id), url=progress.url)
+        assert jobs.started(JOB_KEY, doc, claimed_at=jobs.get(JOB_KEY).stored_at)  # type: ignore[union-attr]
+        jobs.record_progress(JOB_KEY, seq=1, cost_usd=0.0123, tool_calls=2, last_tool="Bash", elapsed_s=42)
+        client = agentcore_client()
+        stub = Stubber(client)
+        replies = ReplyStore(client=aws.ddb, table_name="idem")
+        deps = worker.WorkerDeps(
+            trackers={"github": adapter},
+            invoker=None,  # type: ignore[arg-type] # a stop never invokes
+            stopper=Stopper(
+                client=client,
+                runtime_arn=RUNTIME_ARN,
+                qualifier="dev",
+                jobs=jobs,
+                replies=replies,
+                comments=TrackerComments({"github": adapter}),
+                trackers={"github": adapter},
+                metrics=TrackerMetrics(service="test"),
+                logger=worker.logger,
+            ),
+        )
+        worker.configure(deps)
+        body = json.loads(task_json(7, comment="/agent stop", key="s" * 64))
+        body["intent"] = "stop"
+        yield SimpleNamespace(api=api, jobs=jobs, stub=stub, body=json.dumps(body), session=doc.session_id)
+
+
+def expect_stop(setup: SimpleNamespace, *, error: str | None = None) -> None:
+    """One StopRuntimeSession call on the issue's session and the worker's endpoint (``dev``)."""
+    params = {"agentRuntimeArn": RUNTIME_ARN, "runtimeSessionId": setup.session, "qualifier": "dev"}
+    if error:
+        status = 404 if "NotFound" in error else 403
+        setup.stub.add_client_error(
+            "stop_runtime_session", service_error_code=error, http_status_code=status, expected_params=params
+        )
+    else:
+        setup.stub.add_response(
+            "stop_runtime_session",
+            {"runtimeSessionId": setup.session, "statusCode": 200},
+            expected_params=params,
+        )
+
+
+def test_a_stop_of_a_session_already_gone_still_stops_the_job_once(setup: SimpleNamespace) -> None:
+    expect_stop(setup, error="ResourceNotFoundException")
+    with setup.stub:
+        for _ in range(2):  # delivered twice: the second does nothing (the Stubber has no second answer)
+            assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        setup.stub.assert_no_pending_responses()
+    state = setup.jobs.get(JOB_KEY)
+    assert state.status == STOPPED and state.stopped_by == "bob"
+    [comment] = setup.api.comments.values()
+    assert comment["edits"] == 1
+    assert comment["body"].startswith("Stopped by `@bob` after 42s, 2 tool calls. Cost so far: $0.0123.")
+
+
+def test_a_failed_stop_call_is_retried_and_finishes_its_own_stop(setup: SimpleNamespace) -> None:
+    expect_stop(setup, error="AccessDeniedException")
+    expect_stop(setup)
+    with setup.stub:
+        assert worker.handler(sqs_event(setup.body), CTX) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
+        assert setup.jobs.get(JOB_KEY).status == STOPPED  # recorded first: a late result opens nothing
+        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        setup.stub.assert_no_pending_responses()
+    [comment] = setup.api.comments.values()
+    assert comment["edits"] == 1 and comment["body"].startswith("Stopped by")
