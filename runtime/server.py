@@ -257,8 +257,10 @@ class Runtime:
     async def close(self) -> None:
         if self.services is not None:
             if self.services.retention is not None:  # no sweep while the sessions close
-                await self.services.retention.aclose()
+                await self.services.retention.stop()
             await self.services.registry.close_all()
+            if self.services.retention is not None:  # their closes are their last uses
+                await self.services.retention.aclose()
             if self.services.jobs is not None:  # the closed turns' jobs send (or keep) their stopped results
                 await self.services.jobs.close()
             await self.services.aclose()

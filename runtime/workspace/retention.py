@@ -105,6 +105,7 @@ class Retention:
         self._seen: dict[str, float] = {}  # last uses noted on the loop, written by the next sweep
         self._removing: dict[str, asyncio.Event] = {}
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
         self._lock: asyncio.Lock | None = None
 
     # -- on the event loop --------------------------------------------------------------------------------------
@@ -126,16 +127,21 @@ class Retention:
 
     def start(self) -> None:
         """Sweep now and then every ``interval_s`` (idempotent; call on the loop that owns the sessions)."""
-        if self._task is None:
+        if self._task is None and not self._stopped:
             self._task = asyncio.create_task(self._run(), name="workspace-retention")
 
-    async def aclose(self) -> None:
-        """Stop sweeping (a removal already in its thread completes) and record the last uses noted."""
+    async def stop(self) -> None:
+        """Stop sweeping for good (a removal already under way completes first)."""
+        self._stopped = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def aclose(self) -> None:
+        """Stop sweeping and record the last uses noted since the last sweep (call after the sessions closed)."""
+        await self.stop()
         seen, self._seen = self._seen, {}
         await asyncio.to_thread(self._record, seen)
 
@@ -155,9 +161,14 @@ class Retention:
             due = [(sid, unused) for sid, unused in due if sid not in in_use]
             for sid, _ in due:
                 self._removing[sid] = asyncio.Event()
+            work = asyncio.ensure_future(asyncio.to_thread(self._remove_all, due))
             try:
-                return await asyncio.to_thread(self._remove_all, due)
+                return await asyncio.shield(work)
             finally:
+                if (
+                    not work.done()
+                ):  # cancelled (shutdown): the thread goes on; its sessions wait until it is done
+                    await asyncio.wait({work})
                 for sid, _ in due:
                     self._removing.pop(sid).set()
 
@@ -185,7 +196,7 @@ class Retention:
         if not _is_dir(home):
             if os.path.lexists(home):
                 return  # not a directory the runtime made: leave it alone
-            home.mkdir(parents=True, mode=0o700)
+            home.mkdir(parents=True, exist_ok=True, mode=0o700)  # exist_ok: a snapshot being installed now
         tmp = home / f".{name}.tmp"
         tmp.unlink(missing_ok=True)
         tmp.write_text(f"{value:.3f}\n", encoding="ascii")

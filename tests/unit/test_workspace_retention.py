@@ -216,6 +216,32 @@ async def test_a_turn_waits_for_a_removal_under_way(tmp_path: Path) -> None:
     await sweep
 
 
+async def test_sweeps_run_at_start_and_periodically_until_stopped_and_the_last_uses_are_kept(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    clock = Clock()
+    retention = Retention(state_dir=state, retention_s=DAY, in_use=set, wall=clock, interval_s=0.01)
+    workspaces = workspaces_for(state)
+    snapshot_session(workspaces, retention, OLD)
+    snapshot_session(workspaces, retention, NEW)
+    clock.now += 2 * DAY
+    retention.start()
+    await until(lambda: retention.expired(OLD) and retention.expired(NEW))  # the sweep at start
+    snapshot_session(workspaces, retention, NEW)
+    clock.now += 2 * DAY
+    await until(lambda: retention.expired(NEW))  # a later, periodic one
+    snapshot_session(workspaces, retention, NEW)
+    await retention.stop()
+    retention.start()  # stopped for good (a late invocation at shutdown does not restart it)
+    clock.now += 2 * DAY
+    retention.note_used(NEW)  # e.g. its session closed during shutdown
+    await retention.aclose()
+    await asyncio.sleep(0.05)
+    assert workspaces.has_snapshot(NEW)
+    assert float((state / "snapshots" / NEW / LAST_USED).read_text()) == clock.now
+
+
 async def test_the_runner_tells_a_turn_without_snapshot_to_send_it_again(tmp_path: Path) -> None:
     runner, session = make_runner(tmp_path)
     clock = Clock()
