@@ -39,6 +39,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -235,8 +236,8 @@ class Retention:
         for sid, unused in due:
             try:
                 removed.append(self._remove(sid, unused))
-            except OSError as exc:
-                logger.warning("could not remove the workspace of session %s: %s", sid, exc)
+            except Exception as exc:  # one session's directories must not keep the others from going
+                logger.warning("could not remove the workspace of session %s: %r", sid, exc)
         return removed
 
     def _remove(self, sid: str, unused_s: float) -> Removal:
@@ -283,20 +284,23 @@ def _is_file(path: Path) -> bool:
 
 
 def _usage(path: Path) -> int:
-    """Bytes of disk ``path`` occupies (allocated blocks, as ``du``), without following links."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return 0
-    total = st.st_blocks * 512
-    if not stat.S_ISDIR(st.st_mode):
-        return total
-    try:
-        with os.scandir(path) as entries:
-            children = [Path(e.path) for e in entries]
-    except OSError:
-        return total
-    return total + sum(_usage(child) for child in children)
+    """Bytes of disk ``path`` occupies (allocated blocks, as ``du``), without following links. Iterative: the agent
+    can nest directories deeper than Python's recursion limit."""
+    total, stack = 0, [path]
+    while stack:
+        top = stack.pop()
+        try:
+            st = os.lstat(top)
+        except OSError:
+            continue
+        total += st.st_blocks * 512
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                with os.scandir(top) as entries:
+                    stack.extend(Path(e.path) for e in entries)
+            except OSError:
+                continue
+    return total
 
 
 def _remove_tree(path: Path) -> None:
@@ -307,27 +311,35 @@ def _remove_tree(path: Path) -> None:
     if not _is_dir(path):
         path.unlink()
         return
+    try:
+        _rmtree(path)
+    except PermissionError:
+        # a non-root runtime, and the agent made a directory read-only: open them up first
+        _open_up(path)
+        _rmtree(path)
 
+
+def _rmtree(path: Path) -> None:
     try:
         shutil.rmtree(path)
-    except (
-        PermissionError
-    ):  # a non-root runtime, and the agent made a directory read-only: open them up first
-        _open_up(path)
-        shutil.rmtree(path)
+    except RecursionError:
+        # Python 3.11's rmtree recurses per level and the agent can nest deeper than that; coreutils' rm walks any
+        # depth, never through a link, and stays on this filesystem.
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=True, timeout=600)
 
 
 def _open_up(path: Path) -> None:
     """Make ``path`` and every directory below it the owner's to write (links are not followed: only entries that
     are directories themselves, by ``lstat``, are changed)."""
-    # O_PATH opens a directory its owner may not read; O_NOFOLLOW fails on a link, so nothing is followed; the
-    # chmod goes through the descriptor (/proc/self/fd, proc(5)), not through the name again.
-    fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        os.chmod(f"/proc/self/fd/{fd}", 0o700)
-    finally:
-        os.close(fd)
-    with os.scandir(path) as entries:
-        children = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
-    for child in children:
-        _open_up(child)
+    stack = [path]
+    while stack:
+        top = stack.pop()
+        # O_PATH opens a directory its owner may not read; O_NOFOLLOW fails on a link, so nothing is followed; the
+        # chmod goes through the descriptor (/proc/self/fd, proc(5)), not through the name again.
+        fd = os.open(top, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.chmod(f"/proc/self/fd/{fd}", 0o700)
+        finally:
+            os.close(fd)
+        with os.scandir(top) as entries:
+            stack.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))

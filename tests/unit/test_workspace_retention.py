@@ -17,7 +17,7 @@ from runtime.errors import WorkspaceExpired
 from runtime.guard.policy import is_sensitive_name
 from runtime.sessions import SessionRegistry, TurnRequest
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
-from runtime.workspace.retention import EXPIRED, LAST_USED, MARKER_KEEP_S, Retention, interval_for
+from runtime.workspace.retention import EXPIRED, LAST_USED, MARKER_KEEP_S, Retention, _open_up, interval_for
 from tests.unit.test_sessions import RecordingRunner, _collect, until
 from tests.unit.test_workspace_runner import SID
 from tests.unit.test_workspace_runner import make as make_runner
@@ -170,6 +170,42 @@ async def test_nothing_is_followed_through_a_link(tmp_path: Path) -> None:
     assert not os.path.lexists(state / "workspaces" / NEW) and not os.path.lexists(state / "workspaces" / OLD)
     assert (outside / "keep.txt").read_text() == "not the session's"
     assert removed[[r.claude_session_id for r in removed].index(OLD)].freed_bytes < 1_000_000
+
+
+async def test_a_tree_nested_deeper_than_the_recursion_limit_goes_and_does_not_hold_back_the_others(
+    tmp_path: Path,
+) -> None:
+    retention, workspaces, clock, state = make(tmp_path)
+    snapshot_session(workspaces, retention, OLD)
+    snapshot_session(workspaces, retention, NEW)
+    fd = os.open(state / "workspaces" / OLD, os.O_RDONLY)
+    for _ in range(
+        1500
+    ):  # what an agent's `mkdir -p a/a/a/...` makes; Python 3.11's rmtree recurses per level
+        os.mkdir("a", dir_fd=fd)
+        deeper = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+    clock.now += 2 * DAY
+    removed = await retention.sweep()
+    assert sorted(r.claude_session_id for r in removed) == sorted([OLD, NEW])
+    assert removed[0].freed_bytes > 1500 * 512
+    assert not (state / "workspaces" / OLD).exists() and not (state / "workspaces" / NEW).exists()
+
+
+def test_opening_up_read_only_directories_changes_nothing_through_a_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o500)
+    tree = tmp_path / "tree"
+    (tree / "locked" / "inner").mkdir(parents=True)
+    os.symlink(outside, tree / "locked" / "link")
+    os.chmod(tree / "locked" / "inner", 0o500)
+    os.chmod(tree / "locked", 0o000)
+    _open_up(tree)
+    assert (tree / "locked").stat().st_mode & 0o777 == 0o700
+    assert (tree / "locked" / "inner").stat().st_mode & 0o777 == 0o700
+    assert outside.stat().st_mode & 0o777 == 0o500
 
 
 async def test_other_entries_and_the_empty_tool_disk_mount_point(tmp_path: Path) -> None:
