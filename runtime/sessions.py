@@ -379,7 +379,7 @@ class SessionRegistry(Generic[C]):
     def claude_session_ids_in_use(self) -> set[str]:
         """The Claude session ids of every session warm, busy or still closing its client (their workspaces are in
         use: :mod:`runtime.workspace.retention` leaves them alone)."""
-        return {s.claude_session_id for s in (*self._sessions.values(), *self._open)}
+        return {s.claude_session_id for s in self._open}  # every session in _sessions is in _open too
 
     def _finished(self, session: WarmSession[C]) -> None:
         self._open.discard(session)

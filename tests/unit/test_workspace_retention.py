@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -188,10 +189,13 @@ async def test_a_tree_nested_deeper_than_the_recursion_limit_goes_and_does_not_h
         fd = deeper
     os.close(fd)
     clock.now += 2 * DAY
-    removed = await retention.sweep()
-    assert sorted(r.claude_session_id for r in removed) == sorted([OLD, NEW])
-    assert removed[0].freed_bytes > 1500 * 512
-    assert not (state / "workspaces" / OLD).exists() and not (state / "workspaces" / NEW).exists()
+    try:
+        removed = await retention.sweep()
+        assert sorted(r.claude_session_id for r in removed) == sorted([OLD, NEW])
+        assert removed[0].freed_bytes > 1500 * 512
+        assert not (state / "workspaces" / OLD).exists() and not (state / "workspaces" / NEW).exists()
+    finally:  # pytest's own clean-up of old temp dirs is the same recursive rmtree: never leave the tree behind
+        subprocess.run(["rm", "-rf", "--", str(state / "workspaces")], check=True)
 
 
 def test_opening_up_read_only_directories_changes_nothing_through_a_link(tmp_path: Path) -> None:
