@@ -10,12 +10,18 @@ import logging
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from harness.archives import tar_gz
-from runtime.errors import WorkspaceExpired
+from runtime.errors import SessionBusy, WorkspaceExpired
 from runtime.guard.policy import is_sensitive_name
+from runtime.jobs.outbox import Outbox
+from runtime.jobs.service import Jobs
+from runtime.jobs.sink import SqsEvents
+from runtime.protocol import JobSpec
 from runtime.sessions import SessionRegistry, TurnRequest
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 from runtime.workspace.retention import EXPIRED, LAST_USED, MARKER_KEEP_S, Retention, _open_up, interval_for
@@ -323,3 +329,32 @@ def test_the_sweep_interval_follows_the_retention() -> None:
     assert interval_for(365 * DAY) == 3600.0
     with pytest.raises(ValueError):
         Retention(state_dir=Path("/nonexistent"), retention_s=0, in_use=set)
+
+
+async def test_a_session_with_a_job_counts_as_in_use_from_its_acceptance(tmp_path: Path) -> None:
+    """A job is reserved before its turn is queued on the session: from then on the sweep must leave it alone
+    (wiring adds ``Jobs.session_keys`` to the registry's sessions in use)."""
+    sqs = boto3.client("sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    jobs = Jobs(
+        events=SqsEvents(client=sqs, queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q"),
+        outbox=Outbox(tmp_path / "outbox"),
+        patches=None,
+        progress_s=10,
+    )
+    queued = asyncio.Event()
+
+    async def submit() -> Any:
+        assert jobs.session_keys() == {OLD}  # reserved while the turn is being queued
+        queued.set()
+        raise SessionBusy("full")  # refused: nothing is queued, the reservation goes
+
+    with pytest.raises(SessionBusy):
+        await jobs.accept(
+            JobSpec(id="gh-1"),
+            session_key=OLD,
+            session_id="s" * 40,
+            request=TurnRequest(prompt="x"),
+            submit=submit,
+        )
+    assert queued.is_set() and jobs.session_keys() == set()
+    await jobs.close(timeout_s=1)
