@@ -18,7 +18,8 @@ disk is full. :class:`Retention` removes them once the session has not been used
 - A session that is warm (its CLI process open or closing), busy, or has a job queued or running (``in_use``) is
   never touched, however old its record.
 - Nothing is followed through a symbolic link: a link where a directory should be is removed as a link, and the
-  trees are removed with :func:`shutil.rmtree`, which does not follow links (and uses the fd-based walk on Linux).
+  trees are removed with :func:`shutil.rmtree`, which does not follow links (its fd-based walk on Linux), or past
+  Python's recursion limit with coreutils' ``rm -rf --one-file-system``, which does not either.
 - A removed snapshot session keeps a small marker, ``snapshots/<id>/expired``, so its next turn without a snapshot
   is told to send it again (:class:`runtime.errors.WorkspaceExpired`) instead of quietly running somewhere else;
   a turn with a snapshot works as before (the conversation is in the session store, not in these directories).
@@ -166,9 +167,8 @@ class Retention:
             try:
                 return await asyncio.shield(work)
             finally:
-                if (
-                    not work.done()
-                ):  # cancelled (shutdown): the thread goes on; its sessions wait until it is done
+                if not work.done():
+                    # cancelled (shutdown): the thread goes on, and its sessions' turns wait until it is done
                     await asyncio.wait({work})
                 for sid, _ in due:
                     self._removing.pop(sid).set()
