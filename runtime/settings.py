@@ -81,6 +81,7 @@ from runtime.env import (
     ENV_WORKSPACE_MAX_PATCH_BYTES,
     ENV_WORKSPACE_MAX_S3_BYTES,
     ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    ENV_WORKSPACE_RETENTION_HOURS,
     ENV_WORKSPACE_S3_URI,
     SANDBOX_UNSAFE,
 )
@@ -195,6 +196,13 @@ class Settings(SettingsChecks):
         "largest snapshot archive read from S3",
         gt=0,
         shown="100 MiB",
+    )
+    workspace_retention_hours: float = setting(
+        ENV_WORKSPACE_RETENTION_HOURS,
+        24.0,
+        "hours a session's own workspace and snapshot are kept after its last turn, then removed (`0`: kept "
+        "forever); a turn without a snapshot then gets `410 workspace_expired` (docs/repository-work.md)",
+        ge=0,
     )
     job_events_queue_url: str | None = setting(
         ENV_JOB_EVENTS_QUEUE_URL,
