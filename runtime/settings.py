@@ -87,13 +87,10 @@ from runtime.env import (
 )
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
-    SettingInfo,
     explain,
     exposure_warning,
-    field_extra,
     on_agentcore,
     setting,
-    shown_default,
 )
 from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
@@ -421,25 +418,6 @@ class Settings(SettingsChecks):
         if self.session_store:
             return self.session_store
         return f"sqlite:///{self.resolved_state_dir / 'sessions.db'}"
-
-    # -- the declarations ----------------------------------------------------------------------------------
-
-    @classmethod
-    def env_names(cls) -> dict[str, str]:
-        """Field name → the environment variable it is read from, in declaration order."""
-        return {name: field_extra(info)["env"] for name, info in cls.model_fields.items()}
-
-    @classmethod
-    def reference(cls) -> list[SettingInfo]:
-        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
-        rows = []
-        for name, info in cls.model_fields.items():
-            extra = field_extra(info)
-            shown = extra.get("shown") or shown_default(info.default)
-            rows.append(
-                SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
-            )
-        return rows
 
     # -- construction --------------------------------------------------------------------------------------
 
