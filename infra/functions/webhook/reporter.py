@@ -176,7 +176,9 @@ class Reporter:
             if ev.kind == "progress":
                 return "early"  # the worker records the job right after the runtime's 202
             raise TransientInvokeError("the job's result came before the worker recorded the job")
-        assert state.job is not None
+        if state.job is None:  # stopped (or refused) before the worker prepared a job: nothing was started
+            logger.error("event for a job that never started; dropped", extra={"job_id": ev.job_id})
+            return "unknown"
         if ev.context != state.job.model_dump() or ev.session_id != state.job.session_id:
             logger.error("event does not match the recorded job; dropped", extra={"job_id": ev.job_id})
             return "mismatch"
