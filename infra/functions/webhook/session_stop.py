@@ -51,7 +51,7 @@ def stopped_text(
     if before_start:
         ran = " before the agent started"
     elif cost_usd is None and not elapsed_s:
-        ran = " as the agent started"
+        ran = " while the agent was starting"
     else:
         ran = f" after {elapsed_s:.0f}s" if elapsed_s >= 1 else ""
     calls = f", {tool_calls} tool calls" if tool_calls else ""
