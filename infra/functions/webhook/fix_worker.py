@@ -329,7 +329,9 @@ class FixRunner:
             if now is not None and now.status == RUNNING and now.stored_at == claim.stored_at:
                 # A stop was requested while the runtime was being invoked: stop the job it just accepted.
                 return self._stopped_unstarted(task, now, invoked=True)
-            self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
+            if now is None or now.status == RUNNING:
+                self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
+            # Otherwise the reporter recorded it already, from the job's first event.
         self.metrics.emit("FixJobsStarted", task.tracker)
         self.logger.info(
             "fix job started",
