@@ -113,7 +113,8 @@ def _lambdas_never_log_a_token(
     yield
     out = capfd.readouterr()
     logged = [json.dumps(r.__dict__, default=str) for r in caplog.get_records("call")]
-    assert any("fix job started" in line for line in logged)  # the worker's records were captured here
+    # The worker's records were captured here (a job started, or stopped while it was being started).
+    assert any("fix job started" in line or "fix job stopped before" in line for line in logged)
     for token in TOKENS:
         assert token not in out.out and token not in out.err
         assert not [line for line in logged if token in line]
@@ -411,4 +412,39 @@ def test_a_fix_asked_on_a_pull_request_works_on_its_head_and_proposes_into_its_b
     }
     [comment] = world.github.comments.values()
     assert comment["issue"] == 7 and pull["html_url"] in comment["body"]
+    assert_no_token_reached_the_runtime(world)
+
+
+def test_a_stop_that_lands_while_the_runtime_is_invoked_stops_the_accepted_job(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert call(github_comment(f"/agent fix slowly [read:README.md] [slow:20000] {EDIT}", 501)[0])[0] == 202
+    deps = worker._get_deps()
+    assert deps.fix is not None
+    invoke = deps.fix.invoker.invoke
+
+    def invoke_then_stop(*args: Any, **kwargs: Any) -> Any:
+        reply = invoke(*args, **kwargs)  # the runtime has accepted the job (202) ...
+        # ... and before the worker records it, `/agent stop` arrives and another worker handles it.
+        assert call(github_comment("/agent stop", 502)[0])[0] == 202
+        [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
+        stop = worker.AgentTask.model_validate_json(msg["Body"])
+        worker.dispatch(stop, deps, worker.task_key(stop, msg["Body"]))
+        world.aws.sqs.delete_message(QueueUrl=world.tasks, ReceiptHandle=msg["ReceiptHandle"])
+        return reply
+
+    monkeypatch.setattr(deps.fix.invoker, "invoke", invoke_then_stop)
+    run_worker(world)
+    [accepted] = world.plane.calls
+    [stop] = world.plane.stops  # the worker stopped the session it had just started a job on
+    assert accepted["status"] == 202 and stop["status"] == 200 and stop["session"] == accepted["session"]
+    item = job_item(world, "gh-")
+    assert item["status"]["S"] == "stopped" and item["stopped_by"]["S"] == "carol"
+    [comment] = [str(c["body"]) for c in world.github.comments.values()]  # no "Nothing to stop"
+    assert comment.startswith("Stopped by `@carol` while the agent was starting.")
+    # The runtime reports the stopped turn; the reporter opens nothing for it.
+    [(_, result)] = [e for e in pump_events(world, until="result") if e[0] == "result"]
+    assert json.loads(result)["result"]["code"] == "stopped"
+    assert not world.github.pulls
+    assert next(iter(world.github.comments.values()))["body"] == comment
     assert_no_token_reached_the_runtime(world)
