@@ -54,6 +54,7 @@ ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
 #: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
 ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"
 ENV_WORKSPACE_MAX_S3_BYTES = "AGENTKIT_WORKSPACE_MAX_S3_BYTES"
+ENV_WORKSPACE_RETENTION_HOURS = "AGENTKIT_WORKSPACE_RETENTION_HOURS"
 #: Asynchronous jobs (:mod:`runtime.jobs`): the SQS queue their progress and result events go to (unset: jobs off),
 #: the least time between two progress events of one job, how long a job's turn may take, and the bucket a patch
 #: too large for one message goes to.

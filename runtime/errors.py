@@ -63,6 +63,14 @@ class WorkspaceTooLarge(InvalidWorkspace):
     http_status = 413
 
 
+class WorkspaceExpired(AgentKitError):
+    """The session worked on a workspace snapshot that was removed after it went unused for
+    ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` (HTTP 410); send the snapshot again with the turn, the conversation is kept."""
+
+    code = "workspace_expired"
+    http_status = 410
+
+
 class WorkspaceError(AgentKitError):
     """The runtime could not set up a workspace or compute its patch; the details are in the runtime log (HTTP 500)."""
 

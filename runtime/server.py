@@ -175,6 +175,10 @@ class Runtime:
                     self.services = await asyncio.to_thread(factory, self.settings)
                     if self.services.jobs is not None:  # results an earlier process could not send
                         self.services.jobs.start()
+        if self.services.retention is not None:
+            # idempotent; here, not in wiring: it runs on this loop, which owns the registry it reads, and on
+            # platform V2 only after the restore (the services are built before the snapshot, off this loop)
+            self.services.retention.start()
         return self.services
 
     async def answer(self, call: Invocation) -> Response | AsyncIterator[TurnItem]:
@@ -252,7 +256,11 @@ class Runtime:
 
     async def close(self) -> None:
         if self.services is not None:
+            if self.services.retention is not None:  # no sweep while the sessions close
+                await self.services.retention.stop()
             await self.services.registry.close_all()
+            if self.services.retention is not None:  # their closes are their last uses
+                await self.services.retention.aclose()
             if self.services.jobs is not None:  # the closed turns' jobs send (or keep) their stopped results
                 await self.services.jobs.close()
             await self.services.aclose()

@@ -129,6 +129,7 @@ class WarmSession(Generic[C]):
         max_queued: int,
         on_closed: Callable[[WarmSession[C]], None] = lambda session: None,
         on_client_dropped: Callable[[WarmSession[C]], None] = lambda session: None,
+        on_finished: Callable[[WarmSession[C]], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
@@ -141,6 +142,8 @@ class WarmSession(Generic[C]):
         self._on_closed = on_closed  # tells the owner (the registry) that this session is gone
         #: Called after the client (its CLI process) is closed: the process's private directories go with it.
         self._on_client_dropped = on_client_dropped
+        #: Called once the session's loop has ended and its client is closed: nothing of it runs any more.
+        self._on_finished = on_finished
         self._clock = clock
         #: The session's spend (read, added, persisted) and long-term memory write; survives reconnects.
         self.account = account
@@ -169,6 +172,8 @@ class WarmSession(Generic[C]):
         self.last_used = self._clock()
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"session-{self.key[:12]}")
+            # a callback, not the loop's own finally: it also runs for a task cancelled before it started
+            self._task.add_done_callback(lambda task: self._on_finished(self))
 
     @property
     def idle(self) -> bool:
@@ -328,6 +333,8 @@ class SessionRegistry(Generic[C]):
         max_queued: invocations that may wait on one session.
         max_sessions: warm sessions (CLI processes) kept at most (``AGENTKIT_MAX_SESSIONS``).
         on_client_dropped: called with the session after its client (CLI process) was closed.
+        on_finished: called with a session once it is over (closed, its client too); until then it is in use
+            (:meth:`claude_session_ids_in_use`).
         clock: monotonic seconds, for "least recently used".
     """
 
@@ -340,6 +347,7 @@ class SessionRegistry(Generic[C]):
         max_sessions: int = 32,
         accounting: Accounting | None = None,
         on_client_dropped: Callable[[WarmSession[C]], None] = lambda session: None,
+        on_finished: Callable[[WarmSession[C]], None] = lambda session: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
@@ -351,7 +359,10 @@ class SessionRegistry(Generic[C]):
         self.max_sessions = max_sessions
         self._clock = clock
         self._on_client_dropped = on_client_dropped
+        self._on_finished = on_finished
         self._sessions: dict[str, WarmSession[C]] = {}
+        #: Every session from its creation until its loop ended, including those closing (idle, evicted).
+        self._open: set[WarmSession[C]] = set()
         self._closing: set[asyncio.Task[None]] = set()
 
     @property
@@ -364,6 +375,15 @@ class SessionRegistry(Generic[C]):
 
     def get(self, key: str) -> WarmSession[C] | None:
         return self._sessions.get(key)
+
+    def claude_session_ids_in_use(self) -> set[str]:
+        """The Claude session ids of every session warm, busy or still closing its client (their workspaces are in
+        use: :mod:`runtime.workspace.retention` leaves them alone)."""
+        return {s.claude_session_id for s in self._open}  # every session in _sessions is in _open too
+
+    def _finished(self, session: WarmSession[C]) -> None:
+        self._open.discard(session)
+        self._on_finished(session)
 
     async def invoke(
         self,
@@ -397,9 +417,11 @@ class SessionRegistry(Generic[C]):
                 max_queued=self.max_queued,
                 on_closed=self._forget,
                 on_client_dropped=self._on_client_dropped,
+                on_finished=self._finished,
                 clock=self._clock,
             )
             self._sessions[key] = session
+            self._open.add(session)
         session.submit(request)
         return _drain(request.events)
 

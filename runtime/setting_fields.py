@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from runtime.env import ENV_HOST, ENV_PLATFORM_VERSION
 
@@ -109,3 +109,24 @@ def exposure_warning(host: str, port: int) -> str | None:
         "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
         f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
     )
+
+
+class DeclaredSettings(BaseModel):
+    """What a model declared with :func:`setting` answers about its own declarations."""
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Field name → the environment variable it is read from, in declaration order."""
+        return {name: field_extra(info)["env"] for name, info in cls.model_fields.items()}
+
+    @classmethod
+    def reference(cls) -> list[SettingInfo]:
+        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
+        rows = []
+        for name, info in cls.model_fields.items():
+            extra = field_extra(info)
+            shown = extra.get("shown") or shown_default(info.default)
+            rows.append(
+                SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
+            )
+        return rows

@@ -81,18 +81,16 @@ from runtime.env import (
     ENV_WORKSPACE_MAX_PATCH_BYTES,
     ENV_WORKSPACE_MAX_S3_BYTES,
     ENV_WORKSPACE_MAX_UNPACKED_BYTES,
+    ENV_WORKSPACE_RETENTION_HOURS,
     ENV_WORKSPACE_S3_URI,
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
 from runtime.setting_fields import (
-    SettingInfo,
     explain,
     exposure_warning,
-    field_extra,
     on_agentcore,
     setting,
-    shown_default,
 )
 from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
@@ -195,6 +193,13 @@ class Settings(SettingsChecks):
         "largest snapshot archive read from S3",
         gt=0,
         shown="100 MiB",
+    )
+    workspace_retention_hours: float = setting(
+        ENV_WORKSPACE_RETENTION_HOURS,
+        24.0,
+        "hours a session's own workspace and snapshot are kept after its last turn, then removed (`0`: kept "
+        "forever); a turn without a snapshot then gets `410 workspace_expired` (docs/repository-work.md)",
+        ge=0,
     )
     job_events_queue_url: str | None = setting(
         ENV_JOB_EVENTS_QUEUE_URL,
@@ -413,25 +418,6 @@ class Settings(SettingsChecks):
         if self.session_store:
             return self.session_store
         return f"sqlite:///{self.resolved_state_dir / 'sessions.db'}"
-
-    # -- the declarations ----------------------------------------------------------------------------------
-
-    @classmethod
-    def env_names(cls) -> dict[str, str]:
-        """Field name → the environment variable it is read from, in declaration order."""
-        return {name: field_extra(info)["env"] for name, info in cls.model_fields.items()}
-
-    @classmethod
-    def reference(cls) -> list[SettingInfo]:
-        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
-        rows = []
-        for name, info in cls.model_fields.items():
-            extra = field_extra(info)
-            shown = extra.get("shown") or shown_default(info.default)
-            rows.append(
-                SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
-            )
-        return rows
 
     # -- construction --------------------------------------------------------------------------------------
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from runtime.env import ENV_SESSION_MEMORY_MB
 from runtime.errors import ConfigurationError
-from runtime.setting_fields import is_inference_profile
+from runtime.setting_fields import DeclaredSettings, is_inference_profile
 
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 #: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
@@ -20,7 +20,7 @@ _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 MIN_SESSION_MEMORY_MB = 768
 
 
-class SettingsChecks(BaseModel):
+class SettingsChecks(DeclaredSettings):
     """Field validators of :class:`runtime.settings.Settings` (the fields are declared there)."""
 
     @field_validator("prices", check_fields=False)

@@ -35,6 +35,7 @@ from runtime.observe.tracing import Tracing
 from runtime.sessions import SessionRegistry, TurnRunner
 from runtime.settings import Settings
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
+from runtime.workspace.retention import Retention
 from runtime.workspace.s3 import S3Location, S3Snapshots
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class Services:
     pending_writes: Callable[[], int] = lambda: 0
     #: Asynchronous jobs (``AGENTKIT_JOB_EVENTS_QUEUE_URL`` set), else None.
     jobs: Jobs | None = None
+    #: The sweep of unused sessions' workspaces (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` > 0), else None; the server
+    #: starts it on the loop that owns the sessions.
+    retention: Retention | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -129,6 +133,17 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         metrics=metrics, tracing=Tracing(agent=settings.agent_name), model=settings.model, clock=clock
     )
     accounting = Accounting(store=store, memory=memory, on_store_error=observer.store_error)
+    jobs = _jobs(settings, clock, on_event=metrics.record_event)
+    retention = (
+        Retention(
+            state_dir=settings.resolved_state_dir,
+            retention_s=settings.workspace_retention_hours * 3600,
+            # late-bound: the registry is built below, and both are used only once the server runs
+            in_use=lambda: registry.claude_session_ids_in_use() | (jobs.session_keys() if jobs else set()),
+        )
+        if settings.workspace_retention_hours > 0
+        else None
+    )
     extra_servers: dict[str, McpServerConfig] = {}
     if settings.gateway_url:
         from runtime.agent.gateway_tools import build_gateway_mcp_server
@@ -158,6 +173,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         memory=memory,
         extra_mcp_servers=extra_servers,
         workspaces=_workspaces(settings),
+        retention=retention,
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -168,6 +184,9 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         max_sessions=settings.max_sessions or default_max_sessions(),
         accounting=accounting,
         on_client_dropped=lambda session: _release_session(settings, session.claude_session_id),
+        on_finished=(lambda session: retention.note_used(session.claude_session_id))
+        if retention is not None
+        else (lambda session: None),
         clock=clock,
     )
 
@@ -176,7 +195,6 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
         restore_hooks.append(restore.on_restore("session store", store.after_restore))
-    jobs = _jobs(settings, clock, on_event=metrics.record_event)
     if jobs is not None:
         restore_hooks.append(restore.on_restore("job outbox", jobs.outbox.recount))
 
@@ -194,6 +212,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         aclose=aclose_dependencies,
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
         jobs=jobs,
+        retention=retention,
     )
 
 

@@ -45,7 +45,14 @@ from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
-from runtime.errors import AgentProcessError, InvalidWorkspace, SessionStoreError, TurnTimeout
+from runtime.env import ENV_WORKSPACE_RETENTION_HOURS
+from runtime.errors import (
+    AgentProcessError,
+    InvalidWorkspace,
+    SessionStoreError,
+    TurnTimeout,
+    WorkspaceExpired,
+)
 from runtime.guard import resources
 from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
@@ -60,6 +67,7 @@ from runtime.settings import Settings
 if TYPE_CHECKING:
     from runtime.store.recall import MemoryRecall
     from runtime.workspace import Changes, Workspaces
+    from runtime.workspace.retention import Retention
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +94,8 @@ class AgentDeps:
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None
     #: Workspaces made from snapshots (repository work, :mod:`runtime.workspace`); None: snapshots refused.
     workspaces: Workspaces | None = None
+    #: Removes the directories of sessions unused for ``AGENTKIT_WORKSPACE_RETENTION_HOURS``; None: kept forever.
+    retention: Retention | None = None
     #: Builds the SDK client for a connect (tests pass a scripted one).
     client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
     #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
@@ -162,29 +172,38 @@ class AgentTurnRunner:
 
     async def prepare(self, session: WarmSession[CliProcess], request: TurnRequest) -> None:
         """Unpack the request's workspace snapshot (inline, or read from S3) as the session's workspace before the
-        turn.
+        turn, and record the session's use for the retention sweep (:mod:`runtime.workspace.retention`).
 
         Raises:
             InvalidWorkspace / WorkspaceTooLarge: the archive is missing, unsafe or too large (the workspace is
                 unchanged).
+            WorkspaceExpired: the session's snapshot was removed after it went unused, and this turn sends none.
             WorkspaceError: the snapshot could not be read or recorded.
         """
-        workspaces = self.deps.workspaces
-        if workspaces is None:
-            return
+        workspaces, retention = self.deps.workspaces, self.deps.retention
         sid = session.claude_session_id
-        if request.workspace_archive is not None:
+        if retention is not None:
+            await retention.settled(sid)  # a removal under way ends before this turn looks at the directories
+        unpacked = None
+        if workspaces is not None and request.workspace_archive is not None:
             unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
-        elif request.workspace_s3_uri is not None:
+        elif workspaces is not None and request.workspace_s3_uri is not None:
             unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
-        else:
-            return
-        logger.info(
-            "session %s: workspace snapshot unpacked (%d entries, %d bytes)",
-            session.runtime_session_id,
-            unpacked.files,
-            unpacked.bytes,
-        )
+        elif retention is not None and retention.expired(sid):
+            raise WorkspaceExpired(
+                f"this session's workspace snapshot was removed after {retention.retention_s / 3600:g} h unused "
+                f"({ENV_WORKSPACE_RETENTION_HOURS}); send the snapshot again with this turn (agentkit invoke "
+                "--workspace DIR) to go on: the conversation is kept"
+            )
+        if retention is not None:
+            await asyncio.to_thread(retention.touch, sid)
+        if unpacked is not None:
+            logger.info(
+                "session %s: workspace snapshot unpacked (%d entries, %d bytes)",
+                session.runtime_session_id,
+                unpacked.files,
+                unpacked.bytes,
+            )
 
     async def workspace_changes(self, session: WarmSession[CliProcess]) -> Changes | None:
         """The session's change against its snapshot (None when it has none).

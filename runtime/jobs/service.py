@@ -139,6 +139,10 @@ class Jobs:
         """Jobs whose result is not yet in SQS: running, or waiting in the outbox."""
         return len(self._jobs) + self.outbox.count
 
+    def session_keys(self) -> set[str]:
+        """The sessions (registry keys: Claude session ids) with a job queued, running or writing its result."""
+        return {session_key for session_key, _ in self._jobs}
+
     def start(self) -> None:
         """Re-send what an earlier process left in the outbox (idempotent; call on the worker loop)."""
         if self._started:

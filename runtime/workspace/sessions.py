@@ -10,7 +10,7 @@ unpacked into) lives under a separate root the agent's sandbox cannot reach:
     <state dir>/snapshots/<claude session id>/incoming  an archive being unpacked
 
 Both are on local disk and outlive the session's warm CLI process (an idle session that comes back finds its
-workspace). Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
+workspace) until :mod:`runtime.workspace.retention` removes them after ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` unused. Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
 Environment variables: none read here (the limits come from :class:`runtime.settings.Settings`).
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from runtime.errors import InvalidWorkspace, WorkspaceTooLarge
 from runtime.workspace.archive import SnapshotLimits, Unpacked, unpack
 from runtime.workspace.baseline import Baseline, Changes
+from runtime.workspace.retention import EXPIRED
 from runtime.workspace.s3 import S3Snapshots
 
 
@@ -146,6 +147,8 @@ class Workspaces:
             shutil.move(child, tree / child.name)
         _remove(staging)
         self.baseline(claude_session_id, view).record()
+        # a snapshot sent after the retention sweep removed the previous one: the session works again
+        (self.trusted_root / claude_session_id / EXPIRED).unlink(missing_ok=True)
         self.on_installed(tree)
         return unpacked
 
