@@ -17,6 +17,11 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
   ``body``, ``draft`` bool; 422 for a second open pull request of a head, for a draft when
   ``drafts_supported`` is false, and when head and base are the same commit);
 - ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters).
+
+A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
+repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
+its commits are reachable here, as GitHub keeps them under ``refs/pull/<n>/head``, but no branch of this
+repository holds them).
 """
 
 from __future__ import annotations
@@ -240,8 +245,47 @@ class GitHubRepoApi(JsonStandIn):
         return 201, {"ref": ref, "object": {"sha": doc["sha"], "type": "commit"}}
 
     # ---- pull requests
+    def open_pull_request(
+        self,
+        branch: str,
+        files: Files,
+        *,
+        number: int | None = None,
+        fork: str | None = None,
+        title: str = "WIP",
+    ) -> dict[str, Any]:
+        """A pull request whose head commit (a child of the default branch's) holds exactly ``files``, from
+        ``branch`` of this repository, or of the repository ``fork`` (``owner/name``). Returns its document."""
+        number = number if number is not None else self._next_pull_number()
+        if any(p["number"] == number for p in self.pulls):
+            raise ValueError(f"pull request #{number} exists")
+        head = self.git.commit_files(dict(files), [self.git.refs[self.default_branch]], title)
+        if fork is None:
+            self.git.refs[branch] = head
+        pull = {
+            "number": number,
+            "html_url": f"{self.html_url}/pull/{number}",
+            "state": "open",
+            "draft": False,
+            "title": title,
+            "body": None,
+            "head": {"ref": branch, "sha": head, "repo": {"full_name": fork or self.repository}},
+            "base": {"ref": self.default_branch},
+        }
+        self.pulls.append(pull)
+        return self._pull_doc(pull)
+
+    def _next_pull_number(self) -> int:
+        return max((p["number"] for p in self.pulls), default=0) + 1
+
+    def pull(self, number: int) -> dict[str, Any]:
+        return next(p for p in self.pulls if p["number"] == number)
+
+    def _own_head(self, pull: dict[str, Any]) -> bool:
+        return bool(self._pull_doc(pull)["head"]["repo"]["full_name"] == self.repository)
+
     def _pull_doc(self, pull: dict[str, Any]) -> dict[str, Any]:
-        return {**pull, "head": {**pull["head"], "repo": {"full_name": self.repository}}}
+        return {**pull, "head": {"repo": {"full_name": self.repository}, **pull["head"]}}
 
     def _list_pulls(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         head = request["query"].get("head", "")
@@ -250,7 +294,9 @@ class GitHubRepoApi(JsonStandIn):
         found = [
             self._pull_doc(p)
             for p in self.pulls
-            if (not head or f"{owner}:{p['head']['ref']}" == head) and (state == "all" or p["state"] == state)
+            if (not head or f"{owner}:{p['head']['ref']}" == head)
+            and (state == "all" or p["state"] == state)
+            and self._own_head(p)
         ]
         return 200, found
 
@@ -268,13 +314,13 @@ class GitHubRepoApi(JsonStandIn):
             }
         if self.git.refs[head] == self.git.refs[base]:
             return 422, {"message": f"No commits between {base} and {head}"}
-        if any(p["head"]["ref"] == head and p["state"] == "open" for p in self.pulls):
+        if any(p["head"]["ref"] == head and p["state"] == "open" and self._own_head(p) for p in self.pulls):
             return 422, {
                 "message": f"A pull request already exists for {self.repository.split('/')[0]}:{head}."
             }
         if doc.get("draft") and not self.drafts_supported:
             return 422, {"message": "Draft pull requests are not supported in this repository."}
-        number = len(self.pulls) + 1
+        number = self._next_pull_number()
         pull = {
             "number": number,
             "html_url": f"{self.html_url}/pull/{number}",
@@ -289,10 +335,10 @@ class GitHubRepoApi(JsonStandIn):
         return 201, self._pull_doc(pull)
 
     def _get_pull(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
-        n = int(m["n"])
-        if not 1 <= n <= len(self.pulls):
+        found = [p for p in self.pulls if p["number"] == int(m["n"])]
+        if not found:
             return 404, {"message": "Not Found"}
-        return 200, self._pull_doc(self.pulls[n - 1])
+        return 200, self._pull_doc(found[0])
 
     # ---- comments
     def _comment_body(self, request: dict[str, Any]) -> str | None:

@@ -113,7 +113,8 @@ def _lambdas_never_log_a_token(
     yield
     out = capfd.readouterr()
     logged = [json.dumps(r.__dict__, default=str) for r in caplog.get_records("call")]
-    assert any("fix job started" in line for line in logged)  # the worker's records were captured here
+    # The worker's records were captured here (a job started, or stopped while it was being started).
+    assert any("fix job started" in line or "fix job stopped before" in line for line in logged)
     for token in TOKENS:
         assert token not in out.out and token not in out.err
         assert not [line for line in logged if token in line]
@@ -337,4 +338,113 @@ def test_stop_mid_run_opens_nothing_and_a_second_stop_answers_once(world: Simple
         assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
     nothing = [c for c in world.github.comments.values() if c["body"].startswith("Nothing to stop")]
     assert len(nothing) == 1 and len(world.plane.stops) == 1
+    assert_no_token_reached_the_runtime(world)
+
+
+class WorkerDied(Exception):
+    """The worker Lambda ended there (timeout or crash): nothing after it ran, SQS redelivers the record."""
+
+
+def test_a_worker_that_died_after_the_runtime_accepted_is_taken_over_without_a_second_turn(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fix_jobs
+
+    monkeypatch.setenv("TURN_LEASE_SECONDS", "0")  # the redelivery comes after the lease
+    record_started = fix_jobs.JobStore.started
+    deaths: list[str] = []
+
+    def dies_once(self: fix_jobs.JobStore, key: str, *args: Any, **kwargs: Any) -> bool:
+        if not deaths:
+            deaths.append(key)
+            raise WorkerDied  # right after the runtime's 202, before the job is recorded
+        return record_started(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(fix_jobs.JobStore, "started", dies_once)
+    event, raw = github_comment(f"/agent fix the add function {EDIT} [slow:1500]", 301)
+    assert call(event)[0] == 202
+    [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
+    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert job_item(world, "gh-")["status"]["S"] == "running"  # what the dead worker left
+    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}  # SQS's redelivery
+    first, again = world.plane.calls
+    assert first["status"] == again["status"] == 202
+    assert json.loads(again["body"])["job"] == json.loads(first["body"])["job"]
+    assert json.loads(first["body"])["job"]["id"] == deaths[0] == hashlib.sha256(raw).hexdigest()
+    events = pump_events(world, until="result")
+    time.sleep(1.0)  # a second turn would send a second result: none comes
+    events += [
+        (json.loads(m["Body"])["kind"], m["Body"])
+        for m in world.aws.sqs.receive_message(QueueUrl=world.events, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
+    ]
+    assert [kind for kind, _ in events].count("result") == 1
+    assert "already accepted; not run again" in world.runtime.log_path.read_text()
+    [pull] = world.github.pulls
+    assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
+    [comment] = world.github.comments.values()  # one progress comment, edited into the answer
+    assert pull["html_url"] in comment["body"]
+    assert job_item(world, "gh-")["status"]["S"] == "done"
+
+
+def test_a_fix_asked_on_a_pull_request_works_on_its_head_and_proposes_into_its_branch(
+    world: SimpleNamespace,
+) -> None:
+    head_calc = b'def add(a, b):\n    """The sum."""\n    return a - b\n'
+    opened = world.github.open_pull_request(
+        "feature/sum", {**FILES, "src/calc.py": ("100644", head_calc)}, number=7, title="Document add"
+    )
+    _, raw = github_comment(f"/agent fix the add function {EDIT}", 401)
+    payload = json.loads(raw)
+    payload["issue"]["pull_request"] = {"url": "https://api.github.example/repos/octo/kit/pulls/7"}
+    body = json.dumps(payload).encode()
+    assert call(github_event(body, event="issue_comment", path="/github", delivery="d-401"))[0] == 202
+    run_worker(world)
+    context = json.loads(world.plane.calls[0]["body"])["job"]["context"]
+    assert context["base_sha"] == opened["head"]["sha"] and context["pr_base"] == "feature/sum"
+    pump_events(world, until="result")
+    [pull] = [p for p in world.github.pulls if p["number"] != 7]
+    assert pull["draft"] is True and pull["base"]["ref"] == "feature/sum"
+    fixed = b'def add(a, b):\n    """The sum."""\n    return a + b\n'  # the head's file, fixed
+    assert world.github.branch_changes(pull["head"]["ref"], opened["head"]["sha"]) == {
+        "src/calc.py": ("100644", fixed)
+    }
+    [comment] = world.github.comments.values()
+    assert comment["issue"] == 7 and pull["html_url"] in comment["body"]
+    assert_no_token_reached_the_runtime(world)
+
+
+def test_a_stop_that_lands_while_the_runtime_is_invoked_stops_the_accepted_job(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert call(github_comment(f"/agent fix slowly [read:README.md] [slow:20000] {EDIT}", 501)[0])[0] == 202
+    deps = worker._get_deps()
+    assert deps.fix is not None
+    invoke = deps.fix.invoker.invoke
+
+    def invoke_then_stop(*args: Any, **kwargs: Any) -> Any:
+        reply = invoke(*args, **kwargs)  # the runtime has accepted the job (202) ...
+        # ... and before the worker records it, `/agent stop` arrives and another worker handles it.
+        assert call(github_comment("/agent stop", 502)[0])[0] == 202
+        [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
+        stop = worker.AgentTask.model_validate_json(msg["Body"])
+        worker.dispatch(stop, deps, worker.task_key(stop, msg["Body"]))
+        world.aws.sqs.delete_message(QueueUrl=world.tasks, ReceiptHandle=msg["ReceiptHandle"])
+        return reply
+
+    monkeypatch.setattr(deps.fix.invoker, "invoke", invoke_then_stop)
+    run_worker(world)
+    [accepted] = world.plane.calls
+    [stop] = world.plane.stops  # the worker stopped the session it had just started a job on
+    assert accepted["status"] == 202 and stop["status"] == 200 and stop["session"] == accepted["session"]
+    item = job_item(world, "gh-")
+    assert item["status"]["S"] == "stopped" and item["stopped_by"]["S"] == "carol"
+    [comment] = [str(c["body"]) for c in world.github.comments.values()]  # no "Nothing to stop"
+    assert comment.startswith("Stopped by `@carol` while the agent was starting.")
+    # The runtime reports the stopped turn; the reporter opens nothing for it.
+    [(_, result)] = [e for e in pump_events(world, until="result") if e[0] == "result"]
+    assert json.loads(result)["result"]["code"] == "stopped"
+    assert not world.github.pulls
+    assert next(iter(world.github.comments.values()))["body"] == comment
     assert_no_token_reached_the_runtime(world)

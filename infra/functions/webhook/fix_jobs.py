@@ -12,12 +12,18 @@ runtime sees is that key), and moves it through its states with conditional writ
 ``released`` (claimable again). Each transition is conditional on the state before it, so of two deliveries
 of one result only one reports it, and a result arriving after a stop finds ``stopped`` and opens nothing.
 
+While ``running``: the worker keeps the job document before it invokes the runtime (:meth:`prepared`), so a
+delivery that takes over the claim of a worker that died (:meth:`adopt`) re-sends the very same job; and
+``/agent stop`` records a stop request on the claim (:meth:`request_stop`), which :meth:`started` refuses to
+pass, so the worker either never starts the job or stops it at once (:meth:`stop_unstarted`).
+
 Attributes: ``status``, ``stored_at``, ``expiration`` (TTL), ``job`` (the :class:`FixJob` as JSON: what the
 reporter needs, and what the runtime is sent as ``job.context``), ``progress_comment_id`` /
 ``progress_comment_url`` (the comment edited as the run goes), ``started_at``, ``last_seq``, ``cost_so_far``,
 ``tool_calls``, ``last_tool``, ``elapsed_s``, ``last_edit_at``, ``report_at``, ``pr_url``, ``cost_usd``,
-``duration_ms``, ``error_code``, ``stopped_by``, ``finished_at``. Next to it, ``reply#session#<runtime session
-id>`` names the issue's newest job (``job_key``), so ``/agent stop`` finds what to stop.
+``duration_ms``, ``error_code``, ``stopped_by``, ``stop_key``, ``stop_requested_by``, ``finished_at``. Next to it,
+``reply#session#<runtime session id>`` names the issue's newest started job (``job_key``) and its newest claim
+(``pending_key``), so ``/agent stop`` finds what to stop, started or not.
 
 IAM: ``dynamodb:GetItem``, ``PutItem``, ``UpdateItem`` on the table, for ``reply#*`` keys only.
 """
@@ -111,6 +117,8 @@ class JobState:
     stopped_by: str = ""
     #: The key of the stop task that stopped it (a retried stop task finishes its own stop).
     stop_key: str = ""
+    #: Who asked ``/agent stop`` while the job was not started yet (``running``): it must not run.
+    stop_requested_by: str = ""
 
 
 def _s(item: dict[str, Any], name: str) -> str:
@@ -210,10 +218,15 @@ class JobStore:
             error_code=_s(item, "error_code"),
             stopped_by=_s(item, "stopped_by"),
             stop_key=_s(item, "stop_key"),
+            stop_requested_by=_s(item, "stop_requested_by"),
         )
 
     def active_job(self, session_id: str) -> str | None:
         """The key of the newest job started on ``session_id`` (an issue's session), or ``None``."""
+        return self.session_jobs(session_id)[0]
+
+    def session_jobs(self, session_id: str) -> tuple[str | None, str | None]:
+        """``(newest started job, newest claim)`` keys of ``session_id`` (an issue's session); either ``None``."""
         try:
             out = self._client.get_item(
                 TableName=self.table_name, Key={"id": {"S": SESSION_PREFIX + session_id}}, ConsistentRead=True
@@ -221,16 +234,35 @@ class JobStore:
         except (ClientError, BotoCoreError) as exc:
             raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
         item = out.get("Item") or {}
-        return _s(item, "job_key") or None
+        return _s(item, "job_key") or None, _s(item, "pending_key") or None
+
+    def _point_session(self, session_id: str, attribute: str, key: str) -> None:
+        """``reply#session#<session_id>``'s ``attribute`` := ``key`` (an UpdateItem: the other pointer stays)."""
+        now = int(self._clock())
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"id": {"S": SESSION_PREFIX + session_id}},
+                UpdateExpression="SET #a = :key, stored_at = :now, expiration = :exp",
+                ExpressionAttributeNames={"#a": attribute},
+                ExpressionAttributeValues={
+                    ":key": {"S": key},
+                    ":now": _num(now),
+                    ":exp": _num(now + self.ttl_seconds),
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ReplyStoreError(f"UpdateItem (session pointer) on {self.table_name} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ worker
-    def claim(self, key: str) -> bool:
-        """Claim ``key`` for one fix job (``running``); ``False`` when another claim or the job exists.
+    def claim(self, key: str, *, session_id: str = "") -> bool:
+        """Claim ``key`` for one fix job (``running``); ``False`` when another claim or the job exists. With
+        ``session_id`` the issue's session names the claim as its newest (``/agent stop`` finds it there).
 
         An UpdateItem, not a PutItem: a claim after a released one keeps the progress comment posted by the
         earlier attempt, so a retried task edits that comment instead of posting a second one."""
         now = int(self._clock())
-        return self._update(
+        claimed = self._update(
             "claim",
             key,
             "SET #s = :running, stored_at = :now, expiration = :exp",
@@ -240,6 +272,70 @@ class JobStore:
                 ":released": {"S": RELEASED},
                 ":now": _num(now),
                 ":exp": _num(now + self.ttl_seconds),
+            },
+        )
+        if claimed and session_id:
+            self._point_session(session_id, "pending_key", key)
+        return claimed
+
+    def adopt(self, key: str, *, claimed_at: int) -> int | None:
+        """Take over the ``running`` claim written at ``claimed_at`` (its worker died: the lease is over). Returns
+        the new claim time, or ``None`` when the claim changed meanwhile (another delivery took it, or it moved
+        on). Everything the dead worker kept (progress comment, job document, a stop request) stays."""
+        now = int(self._clock())
+        if now <= claimed_at:  # the new claim must differ from the old one, or the old worker's writes pass
+            now = claimed_at + 1
+        moved = self._update(
+            "adopt",
+            key,
+            "SET stored_at = :now",
+            "#s = :running AND stored_at = :at",
+            {":now": _num(now), ":running": {"S": RUNNING}, ":at": _num(claimed_at)},
+        )
+        return now if moved else None
+
+    def prepared(self, key: str, job: FixJob, *, claimed_at: int) -> bool:
+        """Keep the job document on the claim before the runtime is invoked, so whoever takes the claim over
+        re-sends exactly this job (same snapshot commit, same ``job.context``). ``False``: not our claim."""
+        return self._update(
+            "prepare",
+            key,
+            "SET job = :doc",
+            "#s = :running AND stored_at = :at",
+            {":doc": {"S": job.model_dump_json()}, ":running": {"S": RUNNING}, ":at": _num(claimed_at)},
+        )
+
+    def request_stop(self, key: str, *, by: str, stop_key: str) -> bool:
+        """``/agent stop`` before the job started: record the request on the ``running`` claim, or on a
+        ``released`` one waiting for its retry (once: the first stop's key is kept). ``False`` when the claim is
+        neither (started, finished) or a stop is already requested by another stop task."""
+        return self._update(
+            "stop request",
+            key,
+            "SET stop_requested_by = :by, stop_key = :sk, stop_requested_at = :now",
+            "#s IN (:running, :released) AND (attribute_not_exists(stop_key) OR stop_key = :sk)",
+            {
+                ":by": {"S": by[:200]},
+                ":sk": {"S": stop_key},
+                ":now": _num(self._clock()),
+                ":running": {"S": RUNNING},
+                ":released": {"S": RELEASED},
+            },
+        )
+
+    def stop_unstarted(self, key: str, *, claimed_at: int) -> bool:
+        """A claim with a stop request → ``stopped`` (the job never ran, or was stopped right after the runtime
+        accepted it). ``False`` when it is not our claim or no stop was requested."""
+        return self._update(
+            "stop unstarted",
+            key,
+            "SET #s = :stopped, stopped_by = stop_requested_by, finished_at = :now",
+            "#s = :running AND stored_at = :at AND attribute_exists(stop_requested_by)",
+            {
+                ":stopped": {"S": STOPPED},
+                ":now": _num(self._clock()),
+                ":running": {"S": RUNNING},
+                ":at": _num(claimed_at),
             },
         )
 
@@ -264,14 +360,15 @@ class JobStore:
         )
 
     def started(self, key: str, job: FixJob, *, claimed_at: int) -> bool:
-        """The runtime accepted the job: ``running`` → ``job`` (only the claim written at ``claimed_at``), and
-        the issue's session now points at this job. ``False`` when the claim is no longer ours."""
+        """The runtime accepted the job: ``running`` → ``job`` (only the claim written at ``claimed_at``, and not
+        when a stop was requested meanwhile), and the issue's session now points at this job. ``False`` when the
+        claim is no longer ours or a stop is requested (read the item to tell)."""
         now = self._clock()
         moved = self._update(
             "start",
             key,
             "SET #s = :job, job = :doc, started_at = :now",
-            "#s = :running AND stored_at = :at",
+            "#s = :running AND stored_at = :at AND attribute_not_exists(stop_requested_by)",
             {
                 ":job": {"S": JOB},
                 ":doc": {"S": job.model_dump_json()},
@@ -281,20 +378,7 @@ class JobStore:
             },
         )
         if moved:
-            try:
-                self._client.put_item(
-                    TableName=self.table_name,
-                    Item={
-                        "id": {"S": SESSION_PREFIX + job.session_id},
-                        "job_key": {"S": key},
-                        "stored_at": _num(int(now)),
-                        "expiration": _num(int(now) + self.ttl_seconds),
-                    },
-                )
-            except (ClientError, BotoCoreError) as exc:
-                raise ReplyStoreError(
-                    f"PutItem (session pointer) on {self.table_name} failed: {exc}"
-                ) from exc
+            self._point_session(job.session_id, "job_key", key)
         return moved
 
     def finish_unstarted(self, key: str, *, error_code: str, claimed_at: int) -> bool:

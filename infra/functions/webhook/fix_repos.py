@@ -138,6 +138,14 @@ class TrackerRepos:
         snap = repo.fetch_snapshot(sha, limits=self.limits)
         return FetchedRepo(archive=snap.archive, commit_sha=snap.commit_sha, branch=ref, pr_base=ref)
 
+    def refetch(self, job: FixJob) -> FetchedRepo:
+        """The snapshot of ``job``'s base commit (a retried start re-sends exactly the job it prepared)."""
+        repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
+        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        return FetchedRepo(
+            archive=snap.archive, commit_sha=snap.commit_sha, branch=job.base_branch, pr_base=job.pr_base
+        )
+
     def propose(
         self, job: FixJob, job_key: str, patch: str, *, mode: PrMode, title: str, body: str
     ) -> Proposal | None:

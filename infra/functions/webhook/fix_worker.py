@@ -6,7 +6,8 @@ A fix task (:attr:`trackers.AgentTask.intent` ``fix``) never waits for the agent
 2. posts ONE progress comment at once ("working…"; a retried task edits the one it posted before);
 3. fetches the repository the change goes to — the issue's own (GitHub, GitLab) or the Jira project's
    mapped one (:mod:`fix_config`) — at its default branch, or at the head of the pull/merge request commented
-   on, with the tracker token, which never leaves this side;
+   on, with the tracker token, which never leaves this side; and keeps the job document on the claim
+   (:meth:`fix_jobs.JobStore.prepared`);
 4. invokes the runtime with ``async: true`` and ``job: {"id": <the task's key>, "context": <FixJob>}`` and
    the snapshot inline (``workspace.tar_gz_b64``) or, over ``INLINE_SNAPSHOT_MAX_BYTES``, uploaded to the
    workspace bucket (``workspace.s3_uri``); the runtime answers 202 at once;
@@ -16,9 +17,23 @@ The result arrives later on the runtime's events queue (:mod:`reporter`). Failur
 cause may pass (throttling, a busy session, the tracker's 5xx) → the claim is released and the record fails
 (SQS retries it, the same progress comment is reused); a final error (no repository mapped, snapshot refused
 or too large, the runtime refusing the job) → the progress comment becomes a short error with its code and
-the task is done. A claim older than the lease (its worker died) is never run again: the comment says so.
+the task is done.
 
-IAM (besides the worker's): ``s3:PutObject`` on ``<WORKSPACE_S3_URI>jobs/*`` when snapshots may go by S3.
+**A worker that died after its claim** (a Lambda timeout or crash; the claim is older than the lease): the
+redelivered task takes the claim over (:meth:`fix_jobs.JobStore.adopt`) and finishes the start: the same
+progress comment, and — when the dead worker had prepared the job, so it may have invoked the runtime — the
+same job document, a snapshot of the same commit and the SAME job id. The runtime accepts a job id its session
+already has (queued, running or recently finished) with the same 202 and no second turn, so the job is paid
+once and recorded once. A retry after a released claim re-sends its prepared job the same way.
+
+**A stop before the job is recorded**: ``/agent stop`` records a request on the claim (:mod:`fix_stop`). The
+worker reads it after claiming and again right before invoking: then it does not start the job; and
+:meth:`fix_jobs.JobStore.started` refuses to record a job with a stop request, so a stop that arrives during
+the invocation makes the worker call ``StopRuntimeSession`` at once. Either way the claim becomes ``stopped``
+and the progress comment is edited once to say so.
+
+IAM (besides the worker's): ``s3:PutObject`` on ``<WORKSPACE_S3_URI>jobs/*`` when snapshots may go by S3;
+``bedrock-agentcore:StopRuntimeSession`` (a stop during the invocation; :mod:`session_stop`).
 """
 
 from __future__ import annotations
@@ -30,8 +45,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fix_config import FixSettings, RepoTarget
-from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobStore
+from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
+from session_stop import stopped_text
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
 from trackers.base import UNTRUSTED_NOTE
 from trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
@@ -99,6 +115,10 @@ class RepoSource(Protocol):
 
     def fetch(self, target: RepoTarget, *, pull_request: int | None) -> FetchedRepo: ...
 
+    def refetch(self, job: FixJob) -> FetchedRepo:
+        """The snapshot of ``job``'s base commit again (a retried start re-sends the job it prepared)."""
+        ...
+
 
 @dataclass
 class FixDeps:
@@ -109,6 +129,19 @@ class FixDeps:
     #: An ``s3`` client, for snapshots over the inline cap (``None``: every snapshot goes inline).
     s3: Any = None
     clock: Callable[[], float] = time.time
+    #: ``StopRuntimeSession`` of a runtime session (:class:`session_stop.SessionStopper`), for a stop that
+    #: arrives while the runtime is being invoked. ``None``: such a stop fails the record (set-up error).
+    stop_session: Callable[[str], None] | None = None
+
+
+class _StopRequested(Exception):
+    """``/agent stop`` asked before the job started (the claim's state carries who)."""
+
+    def __init__(self, state: JobState, *, invoked: bool) -> None:
+        super().__init__("stop requested")
+        self.state = state
+        #: Whether the runtime may have accepted the job (an earlier attempt prepared it, so may have invoked).
+        self.invoked = invoked
 
 
 class FixRefused(WebhookError):
@@ -248,25 +281,30 @@ class FixRunner:
             age = self.fx.clock() - state.stored_at
             if age < self.lease_seconds:
                 raise TransientInvokeError(f"the fix job for this task is being started since {age:.0f}s")
-            # The claimer died after the claim: the runtime may have taken the job. Never start it twice.
-            if jobs.finish_unstarted(key, error_code="turn_interrupted", claimed_at=state.stored_at):
-                self._say(
-                    issue, tracker, task, state.progress_comment_id, error_text("turn_interrupted", key[:16])
-                )
-            return state.progress_comment_url
-        if not jobs.claim(key):
+            # Its worker died after the claim: take the claim over and finish the start (module docstring).
+            if jobs.adopt(key, claimed_at=state.stored_at) is None:
+                raise TransientInvokeError("another delivery took over this fix task")
+            self.logger.warning(
+                "fix task taken over from a worker that died",
+                extra={**log_ctx, "age_s": round(age), "prepared": state.job is not None},
+            )
+        elif not jobs.claim(key, session_id=task.runtime_session_id):
             raise TransientInvokeError("another delivery of this fix task claimed it")
         claim = jobs.get(key)
         assert claim is not None
         comment_id, comment_url = claim.progress_comment_id, claim.progress_comment_url
         try:
+            if claim.stop_requested_by:
+                raise _StopRequested(claim, invoked=claim.job is not None)
             if not comment_id:
                 posted = self.fx.comments.post(
                     issue, tracker.format_reply(WORKING_TEXT, footer=self._footer(task))
                 )
                 comment_id, comment_url = posted.id, posted.url
                 jobs.remember_progress_comment(key, comment_id=comment_id, url=comment_url)
-            job = self._start(task, key, comment_id, comment_url)
+            job = self._start(task, key, claim, comment_id, comment_url)
+        except _StopRequested as stop:
+            return self._stopped_unstarted(task, stop.state, invoked=stop.invoked)
         except FixRefused as exc:
             return self._refuse(
                 task, key, claim.stored_at, comment_id, comment_url, exc.code, exc.message, log_ctx
@@ -287,7 +325,13 @@ class FixRunner:
             jobs.release(key)
             raise
         if not jobs.started(key, job, claimed_at=claim.stored_at):
-            self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
+            now = jobs.get(key)
+            if now is not None and now.status == RUNNING and now.stored_at == claim.stored_at:
+                # A stop was requested while the runtime was being invoked: stop the job it just accepted.
+                return self._stopped_unstarted(task, now, invoked=True)
+            if now is None or now.status == RUNNING:
+                self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
+            # Otherwise the reporter recorded it already, from the job's first event.
         self.metrics.emit("FixJobsStarted", task.tracker)
         self.logger.info(
             "fix job started",
@@ -300,31 +344,44 @@ class FixRunner:
         )
         return comment_url
 
-    def _start(self, task: AgentTask, key: str, comment_id: str, comment_url: str) -> FixJob:
-        target = resolve_target(task, self.fx.settings)
-        pull_request = task.issue_number if task.pull_request and task.tracker != "jira" else None
-        fetched = self.fx.repos.fetch(target, pull_request=pull_request)
-        job = FixJob(
-            tracker=task.tracker,
-            repository=task.repository,
-            scope_id=task.scope_id,
-            issue_number=task.issue_number,
-            issue_id=task.issue_id,
-            issue_ref=task.issue_ref,
-            html_url=task.html_url,
-            title=task.title[:200],
-            author=task.author[:200],
-            session_id=task.runtime_session_id,
-            comment_id=comment_id,
-            comment_url=comment_url,
-            target_tracker=target.tracker,
-            target_repository=target.repository,
-            target_project_id=target.project_id,
-            base_branch=fetched.branch,
-            base_sha=fetched.commit_sha,
-            pr_base=fetched.pr_base,
-            pull_request=pull_request is not None,
-        )
+    def _start(self, task: AgentTask, key: str, claim: JobState, comment_id: str, comment_url: str) -> FixJob:
+        """Prepare (or take the prepared) job, then invoke the runtime unless a stop was requested meanwhile.
+
+        Raises :class:`_StopRequested`, :class:`FixRefused`, ``TransientInvokeError`` and what fetching raises."""
+        job = claim.job
+        if job is None:
+            target = resolve_target(task, self.fx.settings)
+            pull_request = task.issue_number if task.pull_request and task.tracker != "jira" else None
+            fetched = self.fx.repos.fetch(target, pull_request=pull_request)
+            job = FixJob(
+                tracker=task.tracker,
+                repository=task.repository,
+                scope_id=task.scope_id,
+                issue_number=task.issue_number,
+                issue_id=task.issue_id,
+                issue_ref=task.issue_ref,
+                html_url=task.html_url,
+                title=task.title[:200],
+                author=task.author[:200],
+                session_id=task.runtime_session_id,
+                comment_id=comment_id,
+                comment_url=comment_url,
+                target_tracker=target.tracker,
+                target_repository=target.repository,
+                target_project_id=target.project_id,
+                base_branch=fetched.branch,
+                base_sha=fetched.commit_sha,
+                pr_base=fetched.pr_base,
+                pull_request=pull_request is not None,
+            )
+            self._context(job)  # a context too large is refused before it is kept
+            if not self.fx.jobs.prepared(key, job, claimed_at=claim.stored_at):
+                raise TransientInvokeError("the claim of this fix task was taken over")
+        else:
+            fetched = self.fx.repos.refetch(job)
+        now = self.fx.jobs.get(key)
+        if now is not None and now.stop_requested_by:
+            raise _StopRequested(now, invoked=claim.job is not None)
         reply = self.invoker.invoke(
             prompt=render_fix_prompt(task, job, max_chars=self.max_prompt_chars),
             session_id=task.runtime_session_id,
@@ -344,6 +401,36 @@ class FixRunner:
         if reply.job_id != key:
             raise FixRefused("malformed_reply", f"the runtime accepted job {reply.job_id!r}, not {key!r}")
         return job
+
+    def _stopped_unstarted(self, task: AgentTask, state: JobState, *, invoked: bool) -> str:
+        """A stop asked before the job was recorded: stop the runtime session when the job may have been
+        accepted (``invoked``), move the claim to ``stopped`` and say so in the progress comment, once.
+
+        Raises ``TrackerConfigError`` (no session stopper) or the stopper's ``ClientError``: the claim is
+        released and the retry finds the stop request again."""
+        jobs, key = self.fx.jobs, state.key
+        text = stopped_text(
+            state.stop_requested_by, cost_usd=None if invoked else 0.0, before_start=not invoked
+        )
+        try:
+            if invoked:
+                if self.fx.stop_session is None:
+                    raise TrackerConfigError("fix jobs need a StopRuntimeSession client to honour a stop")
+                self.fx.stop_session(task.runtime_session_id)
+            # The comment before the state: a retry after a failure here says it again (the same words), while
+            # the other order could leave a stopped job whose comment still says "working".
+            issue, tracker = IssueRef.of_task(task), self._tracker(task.tracker)
+            url = self._say(issue, tracker, task, state.progress_comment_id, text)
+            if not jobs.stop_unstarted(key, claimed_at=state.stored_at):
+                self.logger.warning("stopped fix task's claim was taken over", extra={"key": key})
+        except Exception:
+            jobs.release(key)
+            raise
+        self.logger.info(
+            "fix job stopped before it started",
+            extra={"key": key, "invoked": invoked, "stopped_by": state.stop_requested_by},
+        )
+        return url or state.progress_comment_url
 
     @staticmethod
     def _context(job: FixJob) -> dict[str, Any]:

@@ -13,7 +13,8 @@ least once; see docs/webhook.md "Fix jobs"). For each record the reporter:
   a branch conflict become a short comment with the error code.
 
 What the message says is checked against the job the worker recorded: the job id must name a started job
-and ``context`` must equal the job's document, so a message nobody on the trusted side started (the events
+(or a claim whose worker kept that job document before invoking: the event proves the runtime accepted it, and
+the job is recorded as started here) and ``context`` must equal the job's document, so a message nobody on the trusted side started (the events
 queue is writable by the runtime) cannot point a token at another repository or issue. A patch too large for
 SQS arrives as ``patch_s3_uri``; it is read only from ``s3://<WORKSPACE_S3 bucket>/jobs/<job id>/patch.diff``.
 
@@ -173,16 +174,36 @@ class Reporter:
             )
             return "unknown"
         if state.status == RUNNING:
+            state = self._record_accepted(ev, state)
+        if state.status == RUNNING:
             if ev.kind == "progress":
                 return "early"  # the worker records the job right after the runtime's 202
             raise TransientInvokeError("the job's result came before the worker recorded the job")
-        assert state.job is not None
+        if state.job is None:  # stopped (or refused) before the worker prepared a job: nothing was started
+            logger.error("event for a job that never started; dropped", extra={"job_id": ev.job_id})
+            return "unknown"
         if ev.context != state.job.model_dump() or ev.session_id != state.job.session_id:
             logger.error("event does not match the recorded job; dropped", extra={"job_id": ev.job_id})
             return "mismatch"
         if ev.kind == "progress":
             return self._progress(ev, state)
         return self._result(ev, state)
+
+    def _record_accepted(self, ev: JobEvent, state: JobState) -> JobState:
+        """An event of the job document the worker kept on its claim before invoking proves the runtime accepted
+        that job: record it as started here, so a worker that died after the runtime's 202 does not hold the
+        result back until its task is redelivered (the task queue's visibility timeout can outlast the events
+        queue's retries). Nothing is recorded for another document, nor when a stop was requested (the worker
+        that takes the claim over stops the job)."""
+        job = state.job
+        if job is None or ev.context != job.model_dump() or ev.session_id != job.session_id:
+            return state
+        if not self.deps.jobs.started(ev.job_id, job, claimed_at=state.stored_at):
+            return state
+        logger.info(
+            "job recorded as started from its own event", extra={"job_id": ev.job_id, "kind": ev.kind}
+        )
+        return self.deps.jobs.get(ev.job_id) or state
 
     def _progress(self, ev: JobEvent, state: JobState) -> str:
         jobs, job = self.deps.jobs, state.job

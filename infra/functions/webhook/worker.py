@@ -197,6 +197,20 @@ def deps_from_env() -> WorkerDeps:
         settings=settings,
         s3=boto3.client("s3") if settings.s3_location else None,
     )
+    stopper = Stopper(
+        # Stopping is idempotent: botocore's standard retries (not the invoke client's single attempt).
+        client=boto3.client("bedrock-agentcore", config=Config(retries={"mode": "standard"})),
+        runtime_arn=arn,
+        qualifier=qualifier,
+        jobs=jobs,
+        replies=replies,
+        comments=comments,
+        trackers=built,
+        metrics=metrics,
+        logger=logger,
+        lease_seconds=lease,
+    )
+    fx.stop_session = stopper.stop_session  # a stop that arrives while the worker invokes the runtime
     return WorkerDeps(
         trackers=built,
         invoker=invoker,
@@ -212,19 +226,7 @@ def deps_from_env() -> WorkerDeps:
             lease_seconds=lease,
             max_prompt_chars=max_prompt_chars,
         ),
-        stopper=Stopper(
-            # Stopping is idempotent: botocore's standard retries (not the invoke client's single attempt).
-            client=boto3.client("bedrock-agentcore", config=Config(retries={"mode": "standard"})),
-            runtime_arn=arn,
-            qualifier=qualifier,
-            jobs=jobs,
-            replies=replies,
-            comments=comments,
-            trackers=built,
-            metrics=metrics,
-            logger=logger,
-            lease_seconds=lease,
-        ),
+        stopper=stopper,
     )
 
 

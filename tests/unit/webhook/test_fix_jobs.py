@@ -137,3 +137,40 @@ def test_context_fits_the_runtimes_limit() -> None:
     huge = JOB_DOC.model_copy(update={"html_url": "https://x/" + "y" * 5000})
     with pytest.raises(ValueError, match="4096"):
         huge.context()
+
+
+def test_a_dead_workers_claim_is_taken_over_once_and_keeps_what_it_kept(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, clock = store
+    assert jobs.claim(KEY, session_id=SESSION)
+    claim = jobs.get(KEY)
+    assert claim is not None
+    jobs.remember_progress_comment(KEY, comment_id="1001", url="https://x/1001")
+    assert jobs.prepared(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.session_jobs(SESSION) == (None, KEY)
+    clock.now += 901
+    taken = jobs.adopt(KEY, claimed_at=claim.stored_at)
+    assert taken is not None and jobs.adopt(KEY, claimed_at=claim.stored_at) is None  # once
+    assert not jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)  # the dead worker's late write fails
+    state = jobs.get(KEY)
+    assert state is not None and (state.job, state.progress_comment_id) == (JOB_DOC, "1001")
+    assert jobs.started(KEY, JOB_DOC, claimed_at=taken)
+    assert jobs.session_jobs(SESSION) == (KEY, KEY)
+
+
+def test_a_stop_request_keeps_a_claim_from_becoming_a_job(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    assert jobs.claim(KEY, session_id=SESSION)
+    claim = jobs.get(KEY)
+    assert claim is not None
+    assert not jobs.stop_unstarted(KEY, claimed_at=claim.stored_at)  # nobody asked
+    assert jobs.request_stop(KEY, by="carol", stop_key="s1")
+    assert jobs.request_stop(KEY, by="carol", stop_key="s1")  # the same stop task again
+    assert not jobs.request_stop(KEY, by="dave", stop_key="s2")  # a second stop
+    assert not jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.stop_unstarted(KEY, claimed_at=claim.stored_at)
+    state = jobs.get(KEY)
+    assert state is not None and (state.status, state.stopped_by, state.stop_key) == (STOPPED, "carol", "s1")
+    assert not jobs.request_stop(KEY, by="carol", stop_key="s1")  # stopped: nothing to request any more
+    assert jobs.active_job(SESSION) is None

@@ -317,3 +317,37 @@ def test_a_deleted_progress_comment_gets_the_answer_as_a_new_comment(world: Simp
     [comment] = world.api.comments.values()
     assert comment["edits"] == 0 and pull["html_url"] in comment["body"]
     assert world.jobs.get(KEY).status == DONE
+
+
+def test_a_result_of_a_prepared_job_whose_worker_died_is_recorded_and_reported_once(
+    world: SimpleNamespace,
+) -> None:
+    other = "8" * 64
+    assert world.jobs.claim(other)
+    claim = world.jobs.get(other)
+    # The worker kept the job on its claim, invoked the runtime and died before recording the 202.
+    assert world.jobs.prepared(other, world.job, claimed_at=claim.stored_at)
+    doc = json.loads(event(world, 2, "result"))
+    doc["job_id"] = other
+    for _ in range(2):
+        assert deliver(json.dumps(doc)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    state = world.jobs.get(other)
+    assert state.status == DONE and state.pr_url == pull["html_url"]
+    assert world.jobs.active_job(world.job.session_id) == other
+
+
+def test_a_prepared_job_is_not_recorded_from_an_event_of_another_document_or_after_a_stop_request(
+    world: SimpleNamespace,
+) -> None:
+    other = "7" * 64
+    assert world.jobs.claim(other)
+    claim = world.jobs.get(other)
+    assert world.jobs.prepared(other, world.job, claimed_at=claim.stored_at)
+    doc = json.loads(event(world, 2, "result"))
+    doc["job_id"], doc["context"]["repository"] = other, "evil/repo"
+    assert deliver(json.dumps(doc)) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert world.jobs.request_stop(other, by="bob", stop_key="s" * 64)
+    doc["context"]["repository"] = "octo/kit"
+    assert deliver(json.dumps(doc)) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert world.jobs.get(other).status == "running" and not world.api.pulls

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -173,3 +174,97 @@ def test_a_snapshot_over_the_inline_cap_goes_through_the_workspace_bucket(
     assert workspace == {"s3_uri": f"s3://kit-ws/dev/jobs/{key}/workspace.tar.gz"}
     archive = s3.get_object(Bucket="kit-ws", Key=f"dev/jobs/{key}/workspace.tar.gz")["Body"].read()
     assert archive[:2] == b"\x1f\x8b"  # the gzip snapshot itself
+
+
+class WorkerDied(Exception):
+    """The Lambda ended right there (timeout or crash): nothing after it ran, the SQS record is redelivered."""
+
+
+def test_a_worker_that_died_after_the_202_is_taken_over_with_the_same_job(
+    setup: SimpleNamespace, monkeypatch: Any
+) -> None:
+    body, key = fix_task()
+    accept(setup, key)
+    fx = worker._get_deps().fix.fx  # type: ignore[union-attr]
+
+    def died(*args: Any, **kwargs: Any) -> bool:
+        raise WorkerDied
+
+    monkeypatch.setattr(setup.jobs, "started", died)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert setup.jobs.get(key).status == "running"  # the claim the dead worker left
+    monkeypatch.undo()
+    # Meanwhile the default branch moved on: the retry still sends the job the runtime may already have.
+    api = setup.api
+    api.git.refs["main"] = api.git.commit_files({"new.txt": ("100644", b"x\n")}, [api.base_commit], "later")
+    # Within the lease the task is still being started: retried later, nothing sent.
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert len(setup.runtime.requests) == 1
+    monkeypatch.setattr(fx, "clock", lambda: time.time() + 901)  # the lease (900 s) is over
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    first, again = (json.loads(r["body"]) for r in setup.runtime.requests)
+    assert again["job"] == first["job"] and again["job"]["id"] == key  # the runtime accepts it idempotently
+    assert again["workspace"] == first["workspace"]  # the same snapshot (of the first base commit)
+    assert first["job"]["context"]["base_sha"] == api.base_commit
+    state = setup.jobs.get(key)
+    assert state.status == JOB and state.job.model_dump() == first["job"]["context"]
+    [comment] = setup.api.comments.values()  # the one progress comment, untouched
+    assert comment["edits"] == 0 and str(comment["id"]) == state.progress_comment_id
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}  # recorded once: nothing more
+    assert len(setup.runtime.requests) == 2
+
+
+def test_a_worker_that_died_before_it_invoked_is_taken_over_and_starts_the_job_once(
+    setup: SimpleNamespace, monkeypatch: Any
+) -> None:
+    body, key = fix_task()
+    accept(setup, key)
+    fx = worker._get_deps().fix.fx  # type: ignore[union-attr]
+
+    def died(*args: Any, **kwargs: Any) -> Any:
+        raise WorkerDied
+
+    monkeypatch.setattr(fx.repos, "fetch", died)  # while fetching the snapshot
+    monkeypatch.setattr(setup.jobs, "release", lambda key: None)  # a dead worker releases nothing
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    monkeypatch.undo()
+    monkeypatch.setattr(fx, "clock", lambda: time.time() + 901)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    [invocation] = setup.runtime.requests
+    assert json.loads(invocation["body"])["job"]["id"] == key
+    assert setup.jobs.get(key).status == JOB
+    [comment] = setup.api.comments.values()
+    assert comment["body"].startswith("Working on it") and comment["edits"] == 0
+
+
+def pr_fix_task(number: int) -> tuple[str, str]:
+    body, key = fix_task(number)
+    doc = json.loads(body)
+    doc["pull_request"] = True
+    return json.dumps(doc), key
+
+
+def test_a_fix_on_a_pull_request_from_a_fork_is_refused_with_a_clear_comment(setup: SimpleNamespace) -> None:
+    setup.api.open_pull_request("patch-1", dict(FILES), number=12, fork="mallory/kit")
+    body, key = pr_fix_task(12)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert not setup.runtime.requests and not setup.api.codeload_requests  # nothing fetched, nothing sent
+    [comment] = setup.api.comments.values()
+    assert comment["issue"] == 12 and "(`fork_pull_request`)" in comment["body"]
+    state = setup.jobs.get(key)
+    assert state.status == DONE and state.error_code == "fork_pull_request"
+
+
+def test_a_fix_on_a_pull_request_works_on_its_head(setup: SimpleNamespace) -> None:
+    head_files = {**FILES, "src/extra.py": ("100644", b"X = 1\n")}
+    pull = setup.api.open_pull_request("feature", head_files, number=12)
+    body, key = pr_fix_task(12)
+    accept(setup, key)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    context = json.loads(setup.runtime.requests[0]["body"])["job"]["context"]
+    assert context["base_sha"] == pull["head"]["sha"] != setup.api.base_commit
+    assert (context["base_branch"], context["pr_base"], context["pull_request"]) == (
+        "feature",
+        "feature",
+        True,
+    )
