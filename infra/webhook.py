@@ -145,6 +145,7 @@ class IssueWebhook(Construct):
         # Fix jobs: the runtime's events queue (taken, or created here) and the reporter consuming it.
         add_fix_jobs(
             self,
+            self,
             props,
             runtime_arn=runtime_arn,
             tracker_env=tracker_env,

@@ -18,7 +18,7 @@ IAM, least privilege:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -30,7 +30,11 @@ from infra.job_events import CONSUMER_TIMEOUT, RETENTION
 from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
-    from infra.webhook import IssueWebhook
+    from aws_cdk import aws_dynamodb as dynamodb
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_secretsmanager as secretsmanager
+    from constructs import Construct
+
     from infra.webhook_props import Checked, WebhookProps
     from infra.workspaces import WorkspaceBucket
 
@@ -42,6 +46,20 @@ REPORTER_TIMEOUT = CONSUMER_TIMEOUT
 JOB_LEASE_SECONDS = 300
 
 
+class FixHost(Protocol):
+    """What the fix-job part uses of the webhook construct (:class:`infra.webhook.IssueWebhook`), named here so
+    this module does not import the construct that composes it."""
+
+    job_events_queue: sqs.IQueue
+    worker: lambda_.Function
+    reporter: lambda_.Function
+    lambda_base: Any
+    table: dynamodb.Table
+    secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
+
+    def function(self, *args: Any, **kwargs: Any) -> lambda_.Function: ...
+
+
 def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:
     """The fix-job settings the worker and the reporter share (``WORKSPACE_S3_URI`` with a workspace bucket)."""
     env = dict(checked.fix_env)
@@ -51,7 +69,8 @@ def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dic
 
 
 def add_fix_jobs(
-    hook: IssueWebhook,
+    scope: Construct,
+    hook: FixHost,
     props: WebhookProps,
     *,
     runtime_arn: str,
@@ -60,12 +79,13 @@ def add_fix_jobs(
     job_events_queue: sqs.IQueue | None,
     workspaces: WorkspaceBucket | None,
 ) -> None:
-    """Create (or take) the events queue and the reporter; grant the worker stop and snapshot upload."""
+    """Create (or take) the events queue and the reporter; grant the worker stop and snapshot upload. ``scope`` is
+    the construct a queue is created in and ``hook`` what is read and set on it (both the webhook construct)."""
     if job_events_queue is None:
         # A webhook outside the kit's stack gets its own queue (the stack passes infra/job_events.py's, whose
         # output would clash between two webhooks of one stack): the same properties, for this reporter.
         dead = sqs.Queue(
-            hook,
+            scope,
             "JobEventsDeadLetters",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -74,7 +94,7 @@ def add_fix_jobs(
             removal_policy=props.removal_policy,
         )
         job_events_queue = sqs.Queue(
-            hook,
+            scope,
             "JobEvents",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
