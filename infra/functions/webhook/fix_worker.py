@@ -324,15 +324,18 @@ class FixRunner:
         except Exception:
             jobs.release(key)
             raise
-        if not jobs.started(key, job, claimed_at=claim.stored_at):
+        if jobs.started(key, job, claimed_at=claim.stored_at):
+            # Counted by whichever side's conditional write recorded the start (the reporter counts the ones it
+            # records from a job's first event), so each job is counted once.
+            self.metrics.emit("FixJobsStarted", task.tracker)
+        else:
             now = jobs.get(key)
             if now is not None and now.status == RUNNING and now.stored_at == claim.stored_at:
                 # A stop was requested while the runtime was being invoked: stop the job it just accepted.
                 return self._stopped_unstarted(task, now, invoked=True)
             if now is None or now.status == RUNNING:
                 self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
-            # Otherwise the reporter recorded it already, from the job's first event.
-        self.metrics.emit("FixJobsStarted", task.tracker)
+            # Otherwise the reporter (or the delivery that took the claim over) recorded it already.
         self.logger.info(
             "fix job started",
             extra={

@@ -200,6 +200,8 @@ class Reporter:
             return state
         if not self.deps.jobs.started(ev.job_id, job, claimed_at=state.stored_at):
             return state
+        # This write recorded the start, so this side counts it (the worker counts only the starts it records).
+        metrics.emit("FixJobsStarted", job.tracker)
         logger.info(
             "job recorded as started from its own event", extra={"job_id": ev.job_id, "kind": ev.kind}
         )
