@@ -37,6 +37,7 @@ from replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from session_stop import NOT_FOUND, SessionStopper
 from session_stop import stopped_text as _stopped_text
 from trackers import AgentTask, IssueTracker, TrackerConfigError
+from trackers.base import reply_footer
 from webhook_metrics import TrackerMetrics
 
 __all__ = ["NOT_FOUND", "Stopper", "stopped_text"]
@@ -111,7 +112,7 @@ class Stopper:
         session_id = task.runtime_session_id
         job_key, pending_key = self.jobs.session_jobs(session_id)
         issue = IssueRef.of_task(task)
-        footer = f"agentkit · session {session_id[:15]}… · stop"
+        footer = reply_footer(session_id, "stop")
         requested = self._request_stop(task, key, pending_key) if pending_key != job_key else None
         if requested is not None:
             # A newer fix is still being started: its worker stops it and edits its own comment.

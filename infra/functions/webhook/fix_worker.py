@@ -49,7 +49,7 @@ from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, J
 from invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from session_stop import stopped_text
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import UNTRUSTED_NOTE
+from trackers.base import UNTRUSTED_NOTE, reply_footer
 from trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
 from webhook_metrics import TrackerMetrics
 
@@ -254,7 +254,7 @@ class FixRunner:
         return tracker
 
     def _footer(self, task: AgentTask) -> str:
-        return f"agentkit · session {task.runtime_session_id[:15]}… · fix job"
+        return reply_footer(task.runtime_session_id, "fix job")
 
     def run(self, task: AgentTask, key: str) -> str:
         """Start the fix job of ``task`` (stored under ``key``); returns the progress comment's URL.
