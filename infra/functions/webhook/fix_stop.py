@@ -36,8 +36,8 @@ from invoker import TransientInvokeError
 from replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from session_stop import NOT_FOUND, SessionStopper
 from session_stop import stopped_text as _stopped_text
-from trackers import AgentTask, IssueTracker, TrackerConfigError
-from trackers.base import reply_footer
+from trackers import AgentTask, IssueTracker
+from trackers.base import enabled_tracker, reply_footer
 from webhook_metrics import TrackerMetrics
 
 __all__ = ["NOT_FOUND", "Stopper", "stopped_text"]
@@ -88,11 +88,7 @@ class Stopper:
             TransientInvokeError: another delivery of this stop is running.
             ReplyStoreError / botocore ClientError / TrackerApiError: SQS retries the record.
         """
-        tracker = self.trackers.get(task.tracker)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {task.tracker!r}, but the worker has only {sorted(self.trackers)}"
-            )
+        tracker = enabled_tracker(self.trackers, task.tracker)
         log_ctx = {"tracker": task.tracker, "issue": task.issue_number, "key": key}
         stored = self.replies.get(key)
         if stored is not None and stored.status == RUNNING:

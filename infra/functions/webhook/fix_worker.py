@@ -49,7 +49,7 @@ from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, J
 from invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from session_stop import stopped_text
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import UNTRUSTED_NOTE, reply_footer
+from trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
 from trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
 from webhook_metrics import TrackerMetrics
 
@@ -246,12 +246,7 @@ class FixRunner:
         self.max_prompt_chars = max_prompt_chars
 
     def _tracker(self, name: str) -> IssueTracker:
-        tracker = self.trackers.get(name)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {name!r}, but the worker has only {sorted(self.trackers)}"
-            )
-        return tracker
+        return enabled_tracker(self.trackers, name)
 
     def _footer(self, task: AgentTask) -> str:
         return reply_footer(task.runtime_session_id, "fix job")

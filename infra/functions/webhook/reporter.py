@@ -48,7 +48,7 @@ from invoker import TransientInvokeError
 from pydantic import BaseModel, ConfigDict, Field
 from replies import DEFAULT_REPLY_TTL_SECONDS
 from trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import cost_text, reply_footer
+from trackers.base import cost_text, enabled_tracker, reply_footer
 from trackers.reply_text import neutralise
 from webhook_metrics import TrackerMetrics
 
@@ -155,9 +155,7 @@ class Reporter:
         self.deps = deps
 
     def _format(self, job: FixJob, text: str, *, tail: str = "fix job") -> str:
-        tracker = self.deps.trackers.get(job.tracker)
-        if tracker is None:
-            raise TrackerConfigError(f"no {job.tracker} adapter here (enabled: {sorted(self.deps.trackers)})")
+        tracker = enabled_tracker(self.deps.trackers, job.tracker)
         return tracker.format_reply(text, footer=reply_footer(job.session_id, tail))
 
     def handle(self, ev: JobEvent) -> str:

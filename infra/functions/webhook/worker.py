@@ -125,7 +125,7 @@ from replies import (
     StoredReply,
 )
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
-from trackers.base import cost_text, reply_footer
+from trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook-worker")
@@ -155,12 +155,7 @@ class WorkerDeps:
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
-        tracker = self.trackers.get(task.tracker)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {task.tracker!r}, but the worker has only {sorted(self.trackers)}"
-            )
-        return tracker
+        return enabled_tracker(self.trackers, task.tracker)
 
 
 def deps_from_env() -> WorkerDeps:

@@ -252,6 +252,17 @@ class IssueTracker(Protocol):
         ...
 
 
+def enabled_tracker(trackers: Mapping[str, IssueTracker], name: str) -> IssueTracker:
+    """The adapter of tracker ``name`` among the enabled ``trackers`` (the ``TRACKERS`` setting).
+
+    Raises :class:`TrackerConfigError` when it is not enabled here (a task or job of a tracker this function is not
+    set up for: a set-up error, so the record fails and is retried after the fix)."""
+    tracker = trackers.get(name)
+    if tracker is None:
+        raise TrackerConfigError(f"no {name!r} tracker adapter here (enabled: {sorted(trackers)})")
+    return tracker
+
+
 def check_secret_text(value: str, what: str) -> None:
     """Refuse a blank secret, or one with whitespace around it (a newline stored with it would make
     every signature mismatch, silently). Raises :class:`TrackerConfigError`."""
