@@ -94,13 +94,17 @@ class AgentCoreDataPlane(LoopbackServer):
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _signed(self, body: bytes) -> bool:
+                """Whether the request carries a valid SigV4 signature; answers AWS's 403 when not."""
+                if sigv4_ok(self, body, access_key=access_key, secret_key=secret_key, region=region):
+                    return True
+                self._send(
+                    403, b'{"message": "signature mismatch"}', {"x-amzn-errortype": "AccessDeniedException"}
+                )
+                return False
+
             def _stop(self, body: bytes) -> None:
-                if not sigv4_ok(self, body, access_key=access_key, secret_key=secret_key, region=region):
-                    self._send(
-                        403,
-                        b'{"message": "signature mismatch"}',
-                        {"x-amzn-errortype": "AccessDeniedException"},
-                    )
+                if not self._signed(body):
                     return
                 session = self.headers.get(SESSION, "")
                 forward = {
@@ -139,12 +143,7 @@ class AgentCoreDataPlane(LoopbackServer):
                         404, b'{"message": "not found"}', {"x-amzn-errortype": "ResourceNotFoundException"}
                     )
                     return
-                if not sigv4_ok(self, body, access_key=access_key, secret_key=secret_key, region=region):
-                    self._send(
-                        403,
-                        b'{"message": "signature mismatch"}',
-                        {"x-amzn-errortype": "AccessDeniedException"},
-                    )
+                if not self._signed(body):
                     return
                 user_id = self.headers.get(USER_ID)
                 if user_id and not for_user_allowed:

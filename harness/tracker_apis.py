@@ -29,6 +29,21 @@ from harness.loopback import LoopbackServer, send_reply
 GITLAB_NOTE_LIMIT = 1_000_000
 
 
+def _adf_comment(request: dict[str, Any]) -> tuple[Any, tuple[int, Any] | None]:
+    """A comment request's JSON, or Jira's 400 answer when it is not JSON or its ``body`` is not valid ADF."""
+    try:
+        doc = json.loads(request["body"])
+    except json.JSONDecodeError:
+        return None, (400, {"errorMessages": ["Unexpected character"]})
+    errors = adf_errors(doc.get("body") if isinstance(doc, dict) else None)
+    if errors:
+        return None, (
+            400,
+            {"errorMessages": ["Comment body is not valid ADF"], "errors": {"body": "; ".join(errors)}},
+        )
+    return doc, None
+
+
 class _StandIn(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -140,16 +155,9 @@ class JiraApi(_StandIn):
         match = self._COMMENT.match(request["path"])
         if request["method"] != "POST" or not match:
             return 404, {"errorMessages": ["Not found"]}
-        try:
-            doc = json.loads(request["body"])
-        except json.JSONDecodeError:
-            return 400, {"errorMessages": ["Unexpected character"]}
-        errors = adf_errors(doc.get("body") if isinstance(doc, dict) else None)
-        if errors:
-            return 400, {
-                "errorMessages": ["Comment body is not valid ADF"],
-                "errors": {"body": "; ".join(errors)},
-            }
+        doc, refused = _adf_comment(request)
+        if refused is not None:
+            return refused
         self.next_id += 1
         comment = {"id": str(self.next_id), "issue": match.group(1), "body": doc["body"]}
         self.replies.append(comment)
@@ -162,16 +170,9 @@ class JiraApi(_StandIn):
         found = [c for c in self.replies if c["id"] == match.group(2) and c["issue"] == match.group(1)]
         if not found:
             return 404, {"errorMessages": ["Can not find a comment for the id"]}
-        try:
-            doc = json.loads(request["body"])
-        except json.JSONDecodeError:
-            return 400, {"errorMessages": ["Unexpected character"]}
-        errors = adf_errors(doc.get("body") if isinstance(doc, dict) else None)
-        if errors:
-            return 400, {
-                "errorMessages": ["Comment body is not valid ADF"],
-                "errors": {"body": "; ".join(errors)},
-            }
+        doc, refused = _adf_comment(request)
+        if refused is not None:
+            return refused
         found[0]["body"] = doc["body"]
         found[0]["edits"] = found[0].get("edits", 0) + 1
         return 200, {"id": found[0]["id"], "body": doc["body"]}

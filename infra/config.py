@@ -17,20 +17,24 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
-    PositiveInt,
     PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from infra.config_base import ConfigModel as _Model
+
 # ConfigError lives below this module and infra.overrides (which both raise it); importable from here too.
 from infra.errors import ConfigError as ConfigError
 from infra.names import MAX_GENERATION, StageNames
 from infra.overrides import apply_overrides
+
+# The webhook's settings live in their own module, re-exported here: ``from infra.config import WebhookConfig``.
+from infra.webhook_config import GitLabWebhookConfig as GitLabWebhookConfig
+from infra.webhook_config import JiraWebhookConfig as JiraWebhookConfig
+from infra.webhook_config import WebhookConfig as WebhookConfig
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -48,10 +52,6 @@ PROFILE_ID_PATTERN = re.compile(
 )
 STAGES = ("dev", "prod")
 METRICS_NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_./#:-]{1,255}$")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def inference_profile_parts(profile_id: str) -> tuple[str, str]:
@@ -149,75 +149,6 @@ class ObservabilityConfig(_Model):
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     transaction_search: bool = False
     """Account-level: enables CloudWatch Transaction Search (X-Ray spans to CloudWatch Logs). Opt in once."""
-
-
-class GitLabWebhookConfig(_Model):
-    """GitLab adapter settings (used when ``"gitlab"`` is in ``webhook.trackers``)."""
-
-    api_url: str = Field(default="https://gitlab.com/api/v4", pattern=r"^https://[^\s]+/api/v4$")
-    trigger_label: str = "agent"
-    trigger_mention: str = "/agent"
-    bot_username: str = ""
-    # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
-    min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
-    project_ids: tuple[PositiveInt, ...] = ()
-    """Numeric ids of the projects served (Settings → General); events of any other project are
-    ignored. Empty: none is served."""
-
-
-class JiraWebhookConfig(_Model):
-    """Jira Cloud adapter settings (used when ``"jira"`` is in ``webhook.trackers``)."""
-
-    site_url: str | None = Field(default=None, pattern=r"^https://[A-Za-z0-9.-]+$")
-    api_url: str | None = Field(default=None, pattern=r"^https://[^\s]+$")
-    trigger_label: str = "agent"
-    trigger_mention: str = "/agent"
-    bot_account_id: str = ""
-    repositories: dict[str, dict[str, str | int]] = {}
-    """Fix jobs of Jira issues: project key → ``{"tracker": "github", "repository": "owner/repo"}`` or
-    ``{"tracker": "gitlab", "project_id": 5, "repository": "group/project"}`` (checked by the webhook construct)."""
-
-
-class WebhookConfig(_Model):
-    """Hook for ``infra.webhook.IssueWebhook`` (built when ``enabled``).
-
-    ``trigger_label`` / ``trigger_mention`` / ``bot_login`` / ``allowed_author_associations`` are the GitHub
-    adapter's settings (names kept from the GitHub-only release); ``gitlab`` and ``jira`` hold the others.
-    """
-
-    enabled: bool = False
-    trackers: tuple[Literal["github", "gitlab", "jira"], ...] = ("github",)
-    trigger_label: str = "agent"
-    trigger_mention: str = "/agent"
-    bot_login: str = ""
-    create_secrets: bool = True
-    # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
-    allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
-    repository_ids: tuple[PositiveInt, ...] = ()
-    """GitHub: numeric ids of the repositories served (``gh api repos/OWNER/REPO --jq .id``); events of
-    any other repository are ignored. Empty: none is served."""
-    gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
-    jira: JiraWebhookConfig = JiraWebhookConfig()
-    fix_label: str = "agent-fix"
-    """The label that asks the agent for a change (a draft pull/merge request) on every tracker; ``""``: only
-    ``/agent fix …`` does."""
-    pr_mode: Literal["draft_pr", "branch"] = "draft_pr"
-    """``draft_pr``: open a draft pull/merge request; ``branch``: push the branch and link "create PR"."""
-
-    @model_validator(mode="after")
-    def _trackers_usable(self) -> WebhookConfig:
-        if not self.trackers or len(set(self.trackers)) != len(self.trackers):
-            raise ValueError(
-                "webhook.trackers must list each of github, gitlab, jira at most once (at least one)"
-            )
-        if self.enabled and "jira" in self.trackers and not self.jira.site_url:
-            others = ",".join(t for t in self.trackers if t != "jira") or "github"
-            raise ValueError(
-                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in "
-                "webhook.trackers: set it (-c webhook.jira.site_url=https://<site>.atlassian.net), or remove "
-                f"jira from webhook.trackers (-c webhook.trackers={others})"
-            )
-        return self
 
 
 class CommandAccessConfig(_Model):
@@ -406,7 +337,7 @@ _ALLOWED_HINTS = {
     "greater_than_equal": "a number >= {ge}",
     "less_than_equal": "a number <= {le}",
     "string_pattern_mismatch": "strings matching {pattern}",
-    "extra_forbidden": "the keys documented in infra/config.py",
+    "extra_forbidden": "the keys documented in infra/config.py (webhook.*: infra/webhook_config.py)",
     "missing": "a value must be given",
     "bool_parsing": "true or false",
     "bool_type": "true or false",

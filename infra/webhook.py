@@ -5,7 +5,7 @@ Resources: receiver Lambda with one Function URL (auth NONE: no tracker can SigV
 verifies its tracker's signature or token in code) and one path per tracker (``/github`` — also the bare
 URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
 (partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
-enabled tracker (webhook secret, API token; see ``infra/webhook_trackers.py``), log groups with retention; for fix
+enabled tracker (webhook secret, API token; ``infra/webhook_secrets.py``, ``infra/webhook_trackers.py``), log groups with retention; for fix
 jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook_fix.py``, which also
 lists the grants fix jobs add).
 
@@ -52,17 +52,19 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from infra import nag
 from infra.webhook_fix import add_fix_jobs, fix_environment
 from infra.webhook_props import WebhookProps as WebhookProps
 from infra.webhook_props import check
+from infra.webhook_secrets import TOKEN_SECRET_SUFFIX as TOKEN_SECRET_SUFFIX
+from infra.webhook_secrets import WEBHOOK_SECRET_SUFFIX as WEBHOOK_SECRET_SUFFIX
+from infra.webhook_secrets import add_tracker_secrets, secret_env
 from infra.webhook_trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
 
 if TYPE_CHECKING:
     from infra.workspaces import WorkspaceBucket
 
 FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
-WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
-TOKEN_SECRET_SUFFIX = "github-token"
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
 DEAD_LETTER_RETENTION = cdk.Duration.days(14)
 
@@ -72,11 +74,6 @@ def powertools_layer_parameter(
 ) -> str:
     """Public SSM parameter holding the Powertools layer ARN for this runtime/architecture/version."""
     return f"/aws/service/powertools/python/{architecture.name}/{runtime.name}/{version}"
-
-
-def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
-    """Acknowledge one cdk-nag (AwsSolutions) finding on ``scope``, with the reason on record."""
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
 
 
 class _LambdaBase(NamedTuple):
@@ -113,6 +110,7 @@ class IssueWebhook(Construct):
 
     reporter: lambda_.Function
     job_events_queue: sqs.IQueue
+    secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
 
     def __init__(
         self,
@@ -128,11 +126,13 @@ class IssueWebhook(Construct):
         props = props or WebhookProps()
         checked = check(props)
         self._warn_unpinned(props, checked.trackers)
-        secret_refs = self._secrets(props, checked.trackers)
+        self.secrets, secret_refs = add_tracker_secrets(self, props, checked.trackers)
+        if "github" in self.secrets:
+            self.webhook_secret, self.token_secret = self.secrets["github"]
         self._queue(props, checked.worker_timeout)
         base = self.lambda_base = self._lambda_base(props)
-        self._receiver(props, base, {**checked.receiver_env, **self._secret_env(secret_refs, receiver=True)})
-        tracker_env = {**checked.worker_env, **self._secret_env(secret_refs, receiver=False)}
+        self._receiver(props, base, {**checked.receiver_env, **secret_env(secret_refs, receiver=True)})
+        tracker_env = {**checked.worker_env, **secret_env(secret_refs, receiver=False)}
         fix_env = fix_environment(checked, workspaces)
         self._worker(
             props,
@@ -178,76 +178,6 @@ class IssueWebhook(Construct):
                     f"{key} is empty, so the {tracker} webhook answers no event: list the numeric ids to serve "
                     f"({where}).",
                 )
-
-    # ------------------------------------------------------------------ secrets
-    def _secrets(self, props: WebhookProps, trackers: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """A webhook secret and an API token per tracker; returns name → (webhook secret ref, token ref),
-        the reference being the ARN of a created secret or the name of an existing one."""
-        prefix = props.name_prefix
-        names = {
-            "github": (
-                props.webhook_secret_name or f"{prefix}/{WEBHOOK_SECRET_SUFFIX}",
-                props.github_token_secret_name or f"{prefix}/{TOKEN_SECRET_SUFFIX}",
-            ),
-            "gitlab": (f"{prefix}/gitlab-webhook-secret", f"{prefix}/gitlab-token"),
-            "jira": (f"{prefix}/jira-webhook-secret", f"{prefix}/jira-token"),
-        }
-        self.secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]] = {}
-        refs: dict[str, tuple[str, str]] = {}
-        for name in trackers:
-            spec = TRACKER_SECRETS[name]
-            hook, hook_ref = self._secret(
-                props,
-                spec.webhook_id,
-                names[name][0],
-                f"{spec.title} webhook secret (generated; paste it into the {spec.title} webhook settings).",
-            )
-            token, token_ref = self._secret(
-                props,
-                spec.token_id,
-                names[name][1],
-                f"{spec.title} API token used to post replies (placeholder; replace with put-secret-value).",
-            )
-            self.secrets[name] = (hook, token)
-            refs[name] = (hook_ref, token_ref)
-        if "github" in self.secrets:
-            self.webhook_secret, self.token_secret = self.secrets["github"]
-        return refs
-
-    @staticmethod
-    def _secret_env(refs: dict[str, tuple[str, str]], *, receiver: bool) -> dict[str, str]:
-        """The variables naming the secrets a function reads: the receiver the webhook secrets (and the GitLab
-        token: GitLab's members API decides who may trigger), the worker the tokens."""
-        if not receiver:
-            return {TRACKER_SECRETS[name].token_var: token for name, (_, token) in refs.items()}
-        env = {TRACKER_SECRETS[name].webhook_var: hook for name, (hook, _) in refs.items()}
-        if "gitlab" in refs:
-            env[TRACKER_SECRETS["gitlab"].token_var] = refs["gitlab"][1]
-        return env
-
-    def _secret(
-        self, props: WebhookProps, construct_id: str, name: str, description: str
-    ) -> tuple[secretsmanager.ISecret, str]:
-        if not props.create_secrets:
-            secret = secretsmanager.Secret.from_secret_name_v2(self, construct_id, name)
-            return secret, name
-        created = secretsmanager.Secret(
-            self,
-            construct_id,
-            secret_name=name,
-            description=description,
-            generate_secret_string=secretsmanager.SecretStringGenerator(
-                exclude_punctuation=True, password_length=40
-            ),
-            removal_policy=props.removal_policy,
-        )
-        _acknowledge(
-            created,
-            "AwsSolutions-SMG4",
-            "A tracker's webhook secret or API token cannot be rotated by a rotation Lambda; rotate it in the"
-            " tracker and put the new value into this secret (docs/webhook.md).",
-        )
-        return created, created.secret_arn
 
     # ------------------------------------------------------------------ queue + DLQ + idempotency table
     def _queue(self, props: WebhookProps, worker_timeout: cdk.Duration) -> None:
@@ -479,10 +409,9 @@ class IssueWebhook(Construct):
                 )
             ],
         )
-        _acknowledge(
+        nag.acknowledge(
             xray,
-            "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions.",
+            [nag.iam5("*", "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level permissions.")],
         )
         fn = lambda_.Function(
             self,

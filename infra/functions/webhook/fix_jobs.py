@@ -30,130 +30,30 @@ IAM: ``dynamodb:GetItem``, ``PutItem``, ``UpdateItem`` on the table, for ``reply
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import BaseModel, ConfigDict, Field
-from replies import DEFAULT_REPLY_TTL_SECONDS, KEY_PREFIX, ReplyStoreError
 
-JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped"]
-RUNNING: Final = "running"
-RELEASED: Final = "released"
-JOB: Final = "job"
-REPORTING: Final = "reporting"
-DONE: Final = "done"
-STOPPED: Final = "stopped"
-_STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED)
+# What a job is and how its item reads live in fix_job_state; importable from here too.
+from fix_job_state import DONE as DONE
+from fix_job_state import JOB as JOB
+from fix_job_state import MAX_CONTEXT_BYTES as MAX_CONTEXT_BYTES
+from fix_job_state import RELEASED as RELEASED
+from fix_job_state import REPORTING as REPORTING
+from fix_job_state import RUNNING as RUNNING
+from fix_job_state import STOPPED as STOPPED
+from fix_job_state import FixJob as FixJob
+from fix_job_state import JobState as JobState
+from fix_job_state import JobStatus as JobStatus
+from fix_job_state import job_state, num, text
+from replies import KEY_PREFIX, ReplyStoreError, ReplyTable
+
 SESSION_PREFIX = KEY_PREFIX + "session#"
-#: The runtime's limit on ``job.context`` (encoded JSON).
-MAX_CONTEXT_BYTES = 4096
 
 
-class FixJob(BaseModel):
-    """What a fix job is about: sent to the runtime as ``job.context`` and kept in the job's item.
-
-    ``tracker`` / ``repository`` / ``scope_id`` / ``issue_*`` name the issue (and where the progress comment
-    lives); ``target_*`` the repository the change goes to (the issue's own on GitHub and GitLab, the mapped
-    one for Jira); ``base_branch`` / ``base_sha`` what the snapshot was taken from; ``pr_base`` the branch a
-    pull request targets (the default branch, or the head branch of the pull request commented on).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    v: Literal[1] = 1
-    tracker: Literal["github", "gitlab", "jira"]
-    repository: str
-    scope_id: str
-    issue_number: int
-    issue_id: str
-    issue_ref: str
-    html_url: str = ""
-    title: str = Field(default="", max_length=200)
-    author: str = ""
-    session_id: str
-    comment_id: str = ""
-    comment_url: str = ""
-    target_tracker: Literal["github", "gitlab"]
-    target_repository: str
-    target_project_id: str = ""
-    base_branch: str
-    base_sha: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-    pr_base: str
-    pull_request: bool = False
-
-    def context(self) -> dict[str, Any]:
-        """The ``job.context`` object. Raises ``ValueError`` when it would exceed the runtime's limit."""
-        doc = self.model_dump()
-        if len(json.dumps(doc).encode()) > MAX_CONTEXT_BYTES:
-            raise ValueError(f"job context over {MAX_CONTEXT_BYTES} bytes")
-        return doc
-
-
-@dataclass(frozen=True)
-class JobState:
-    """One read of a job's item."""
-
-    key: str
-    status: JobStatus
-    stored_at: int = 0
-    job: FixJob | None = None
-    progress_comment_id: str = ""
-    progress_comment_url: str = ""
-    started_at: float = 0.0
-    last_seq: int = 0
-    cost_so_far: float | None = None
-    tool_calls: int = 0
-    last_tool: str = ""
-    elapsed_s: float = 0.0
-    last_edit_at: float = 0.0
-    report_at: float = 0.0
-    pr_url: str = ""
-    cost_usd: float | None = None
-    error_code: str = ""
-    stopped_by: str = ""
-    #: The key of the stop task that stopped it (a retried stop task finishes its own stop).
-    stop_key: str = ""
-    #: Who asked ``/agent stop`` while the job was not started yet (``running``): it must not run.
-    stop_requested_by: str = ""
-
-
-def _s(item: dict[str, Any], name: str) -> str:
-    return str(item.get(name, {}).get("S", ""))
-
-
-def _n(item: dict[str, Any], name: str) -> float | None:
-    raw = item.get(name, {}).get("N")
-    return float(raw) if raw is not None else None
-
-
-def _num(value: float | int) -> dict[str, str]:
-    return {"N": repr(float(value)) if isinstance(value, float) else str(value)}
-
-
-class JobStore:
-    """Reads and moves fix jobs on an injected low-level ``dynamodb`` client (the reply table)."""
-
-    def __init__(
-        self,
-        *,
-        client: Any,
-        table_name: str,
-        ttl_seconds: int = DEFAULT_REPLY_TTL_SECONDS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        """Raises ``ValueError`` on an empty table name or a non-positive TTL."""
-        if not table_name:
-            raise ValueError("table_name is required")
-        if ttl_seconds <= 0:
-            raise ValueError("ttl_seconds must be > 0")
-        self._client = client
-        self.table_name = table_name
-        self.ttl_seconds = ttl_seconds
-        self._clock = clock
+class JobStore(ReplyTable):
+    """Reads and moves fix jobs on an injected low-level ``dynamodb`` client (the reply table; constructor
+    arguments as :class:`replies.ReplyTable`'s)."""
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -164,22 +64,17 @@ class JobStore:
 
     def _update(self, what: str, key: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
         """One conditional UpdateItem; ``False`` when the condition failed. Raises :class:`ReplyStoreError`."""
-        try:
-            self._client.update_item(
+        return self._conditional(
+            f"UpdateItem ({what})",
+            lambda: self._client.update_item(
                 TableName=self.table_name,
                 Key=self._key(key),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise ReplyStoreError(f"UpdateItem ({what}) on {self.table_name} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ReplyStoreError(f"UpdateItem ({what}) on {self.table_name} failed: {exc}") from exc
-        return True
+            ),
+        )
 
     # ------------------------------------------------------------------ reads
     def get(self, key: str) -> JobState | None:
@@ -189,37 +84,7 @@ class JobStore:
         except (ClientError, BotoCoreError) as exc:
             raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
         item = out.get("Item")
-        if not item:
-            return None
-        status = _s(item, "status")
-        if status not in _STATUSES:
-            raise ReplyStoreError(f"item {KEY_PREFIX + key!r} is not a fix job (status {status!r})")
-        try:
-            job = FixJob.model_validate_json(_s(item, "job")) if "job" in item else None
-        except ValueError as exc:
-            raise ReplyStoreError(f"job {key!r} holds a malformed job document: {exc}") from exc
-        return JobState(
-            key=key,
-            status=status,  # type: ignore[arg-type]
-            stored_at=int(_n(item, "stored_at") or 0),
-            job=job,
-            progress_comment_id=_s(item, "progress_comment_id"),
-            progress_comment_url=_s(item, "progress_comment_url"),
-            started_at=_n(item, "started_at") or 0.0,
-            last_seq=int(_n(item, "last_seq") or 0),
-            cost_so_far=_n(item, "cost_so_far"),
-            tool_calls=int(_n(item, "tool_calls") or 0),
-            last_tool=_s(item, "last_tool"),
-            elapsed_s=_n(item, "elapsed_s") or 0.0,
-            last_edit_at=_n(item, "last_edit_at") or 0.0,
-            report_at=_n(item, "report_at") or 0.0,
-            pr_url=_s(item, "pr_url"),
-            cost_usd=_n(item, "cost_usd"),
-            error_code=_s(item, "error_code"),
-            stopped_by=_s(item, "stopped_by"),
-            stop_key=_s(item, "stop_key"),
-            stop_requested_by=_s(item, "stop_requested_by"),
-        )
+        return job_state(key, item) if item else None
 
     def active_job(self, session_id: str) -> str | None:
         """The key of the newest job started on ``session_id`` (an issue's session), or ``None``."""
@@ -234,7 +99,7 @@ class JobStore:
         except (ClientError, BotoCoreError) as exc:
             raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
         item = out.get("Item") or {}
-        return _s(item, "job_key") or None, _s(item, "pending_key") or None
+        return text(item, "job_key") or None, text(item, "pending_key") or None
 
     def _point_session(self, session_id: str, attribute: str, key: str) -> None:
         """``reply#session#<session_id>``'s ``attribute`` := ``key`` (an UpdateItem: the other pointer stays)."""
@@ -247,8 +112,8 @@ class JobStore:
                 ExpressionAttributeNames={"#a": attribute},
                 ExpressionAttributeValues={
                     ":key": {"S": key},
-                    ":now": _num(now),
-                    ":exp": _num(now + self.ttl_seconds),
+                    ":now": num(now),
+                    ":exp": num(now + self.ttl_seconds),
                 },
             )
         except (ClientError, BotoCoreError) as exc:
@@ -270,8 +135,8 @@ class JobStore:
             {
                 ":running": {"S": RUNNING},
                 ":released": {"S": RELEASED},
-                ":now": _num(now),
-                ":exp": _num(now + self.ttl_seconds),
+                ":now": num(now),
+                ":exp": num(now + self.ttl_seconds),
             },
         )
         if claimed and session_id:
@@ -290,7 +155,7 @@ class JobStore:
             key,
             "SET stored_at = :now",
             "#s = :running AND stored_at = :at",
-            {":now": _num(now), ":running": {"S": RUNNING}, ":at": _num(claimed_at)},
+            {":now": num(now), ":running": {"S": RUNNING}, ":at": num(claimed_at)},
         )
         return now if moved else None
 
@@ -302,7 +167,7 @@ class JobStore:
             key,
             "SET job = :doc",
             "#s = :running AND stored_at = :at",
-            {":doc": {"S": job.model_dump_json()}, ":running": {"S": RUNNING}, ":at": _num(claimed_at)},
+            {":doc": {"S": job.model_dump_json()}, ":running": {"S": RUNNING}, ":at": num(claimed_at)},
         )
 
     def request_stop(self, key: str, *, by: str, stop_key: str) -> bool:
@@ -317,7 +182,7 @@ class JobStore:
             {
                 ":by": {"S": by[:200]},
                 ":sk": {"S": stop_key},
-                ":now": _num(self._clock()),
+                ":now": num(self._clock()),
                 ":running": {"S": RUNNING},
                 ":released": {"S": RELEASED},
             },
@@ -333,9 +198,9 @@ class JobStore:
             "#s = :running AND stored_at = :at AND attribute_exists(stop_requested_by)",
             {
                 ":stopped": {"S": STOPPED},
-                ":now": _num(self._clock()),
+                ":now": num(self._clock()),
                 ":running": {"S": RUNNING},
-                ":at": _num(claimed_at),
+                ":at": num(claimed_at),
             },
         )
 
@@ -372,9 +237,9 @@ class JobStore:
             {
                 ":job": {"S": JOB},
                 ":doc": {"S": job.model_dump_json()},
-                ":now": _num(now),
+                ":now": num(now),
                 ":running": {"S": RUNNING},
-                ":at": _num(claimed_at),
+                ":at": num(claimed_at),
             },
         )
         if moved:
@@ -391,9 +256,9 @@ class JobStore:
             {
                 ":done": {"S": DONE},
                 ":code": {"S": error_code},
-                ":now": _num(self._clock()),
+                ":now": num(self._clock()),
                 ":running": {"S": RUNNING},
-                ":at": _num(claimed_at),
+                ":at": num(claimed_at),
             },
         )
 
@@ -410,11 +275,11 @@ class JobStore:
             "SET last_seq = :seq, cost_so_far = :cost, tool_calls = :calls, last_tool = :tool, elapsed_s = :el",
             "#s = :job AND (attribute_not_exists(last_seq) OR last_seq < :seq)",
             {
-                ":seq": _num(seq),
-                ":cost": _num(float(cost_usd)),
-                ":calls": _num(tool_calls),
+                ":seq": num(seq),
+                ":cost": num(float(cost_usd)),
+                ":calls": num(tool_calls),
                 ":tool": {"S": last_tool[:200]},
-                ":el": _num(float(elapsed_s)),
+                ":el": num(float(elapsed_s)),
                 ":job": {"S": JOB},
             },
         )
@@ -427,7 +292,7 @@ class JobStore:
             key,
             "SET last_edit_at = :now",
             "#s = :job AND (attribute_not_exists(last_edit_at) OR last_edit_at <= :cutoff)",
-            {":now": _num(now), ":cutoff": _num(now - min_interval), ":job": {"S": JOB}},
+            {":now": num(now), ":cutoff": num(now - min_interval), ":job": {"S": JOB}},
         )
 
     def begin_report(self, key: str, *, lease_seconds: float) -> bool:
@@ -442,8 +307,8 @@ class JobStore:
             {
                 ":reporting": {"S": REPORTING},
                 ":job": {"S": JOB},
-                ":now": _num(now),
-                ":stale": _num(now - lease_seconds),
+                ":now": num(now),
+                ":stale": num(now - lease_seconds),
             },
         )
 
@@ -471,17 +336,17 @@ class JobStore:
         parts = ["#s = :done", "finished_at = :now", "pr_url = :pr", "error_code = :code"]
         values: dict[str, Any] = {
             ":done": {"S": DONE},
-            ":now": _num(self._clock()),
+            ":now": num(self._clock()),
             ":pr": {"S": pr_url},
             ":code": {"S": error_code},
             ":reporting": {"S": REPORTING},
         }
         if cost_usd is not None:
             parts.append("cost_usd = :cost")
-            values[":cost"] = _num(float(cost_usd))
+            values[":cost"] = num(float(cost_usd))
         if duration_ms is not None:
             parts.append("duration_ms = :dur")
-            values[":dur"] = _num(int(duration_ms))
+            values[":dur"] = num(int(duration_ms))
         return self._update("finish", key, "SET " + ", ".join(parts), "#s = :reporting", values)
 
     # ------------------------------------------------------------------ stop
@@ -498,7 +363,7 @@ class JobStore:
                 ":stopped": {"S": STOPPED},
                 ":by": {"S": by[:200]},
                 ":sk": {"S": stop_key},
-                ":now": _num(self._clock()),
+                ":now": num(self._clock()),
                 ":job": {"S": JOB},
             },
         )

@@ -28,6 +28,7 @@ from repo import (
     branch_name,
 )
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
+from trackers.base import enabled_tracker
 
 
 def issue_task(issue: IssueRef) -> AgentTask:
@@ -54,10 +55,7 @@ class TrackerComments:
         self.trackers = trackers
 
     def _adapter(self, name: str) -> IssueTracker:
-        adapter = self.trackers.get(name)
-        if adapter is None:
-            raise TrackerConfigError(f"no {name} adapter here (enabled: {sorted(self.trackers)})")
-        return adapter
+        return enabled_tracker(self.trackers, name)
 
     def post(self, issue: IssueRef, text: str) -> CommentRef:
         ref = self._adapter(issue.tracker).post_reply(issue_task(issue), text)

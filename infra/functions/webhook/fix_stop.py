@@ -36,7 +36,8 @@ from invoker import TransientInvokeError
 from replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from session_stop import NOT_FOUND, SessionStopper
 from session_stop import stopped_text as _stopped_text
-from trackers import AgentTask, IssueTracker, TrackerConfigError
+from trackers import AgentTask, IssueTracker
+from trackers.base import enabled_tracker, reply_footer
 from webhook_metrics import TrackerMetrics
 
 __all__ = ["NOT_FOUND", "Stopper", "stopped_text"]
@@ -87,11 +88,7 @@ class Stopper:
             TransientInvokeError: another delivery of this stop is running.
             ReplyStoreError / botocore ClientError / TrackerApiError: SQS retries the record.
         """
-        tracker = self.trackers.get(task.tracker)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {task.tracker!r}, but the worker has only {sorted(self.trackers)}"
-            )
+        tracker = enabled_tracker(self.trackers, task.tracker)
         log_ctx = {"tracker": task.tracker, "issue": task.issue_number, "key": key}
         stored = self.replies.get(key)
         if stored is not None and stored.status == RUNNING:
@@ -111,7 +108,7 @@ class Stopper:
         session_id = task.runtime_session_id
         job_key, pending_key = self.jobs.session_jobs(session_id)
         issue = IssueRef.of_task(task)
-        footer = f"agentkit · session {session_id[:15]}… · stop"
+        footer = reply_footer(session_id, "stop")
         requested = self._request_stop(task, key, pending_key) if pending_key != job_key else None
         if requested is not None:
             # A newer fix is still being started: its worker stops it and edits its own comment.

@@ -49,7 +49,7 @@ from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, J
 from invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from session_stop import stopped_text
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import UNTRUSTED_NOTE
+from trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
 from trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
 from webhook_metrics import TrackerMetrics
 
@@ -246,15 +246,10 @@ class FixRunner:
         self.max_prompt_chars = max_prompt_chars
 
     def _tracker(self, name: str) -> IssueTracker:
-        tracker = self.trackers.get(name)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {name!r}, but the worker has only {sorted(self.trackers)}"
-            )
-        return tracker
+        return enabled_tracker(self.trackers, name)
 
     def _footer(self, task: AgentTask) -> str:
-        return f"agentkit · session {task.runtime_session_id[:15]}… · fix job"
+        return reply_footer(task.runtime_session_id, "fix job")
 
     def run(self, task: AgentTask, key: str) -> str:
         """Start the fix job of ``task`` (stored under ``key``); returns the progress comment's URL.
@@ -324,15 +319,18 @@ class FixRunner:
         except Exception:
             jobs.release(key)
             raise
-        if not jobs.started(key, job, claimed_at=claim.stored_at):
+        if jobs.started(key, job, claimed_at=claim.stored_at):
+            # Counted by whichever side's conditional write recorded the start (the reporter counts the ones it
+            # records from a job's first event), so each job is counted once.
+            self.metrics.emit("FixJobsStarted", task.tracker)
+        else:
             now = jobs.get(key)
             if now is not None and now.status == RUNNING and now.stored_at == claim.stored_at:
                 # A stop was requested while the runtime was being invoked: stop the job it just accepted.
                 return self._stopped_unstarted(task, now, invoked=True)
             if now is None or now.status == RUNNING:
                 self.logger.warning("fix job accepted, but its claim was taken over", extra=log_ctx)
-            # Otherwise the reporter recorded it already, from the job's first event.
-        self.metrics.emit("FixJobsStarted", task.tracker)
+            # Otherwise the reporter (or the delivery that took the claim over) recorded it already.
         self.logger.info(
             "fix job started",
             extra={

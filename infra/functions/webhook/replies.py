@@ -71,8 +71,9 @@ def _opt_s(value: str | None) -> dict[str, str] | None:
     return {"S": value} if value else None
 
 
-class ReplyStore:
-    """Reads and writes stored replies on an injected low-level ``dynamodb`` client."""
+class ReplyTable:
+    """The reply table on an injected low-level ``dynamodb`` client: what :class:`ReplyStore` and the fix jobs'
+    store (:mod:`fix_jobs`) share — the table, the items' TTL, the clock, and conditional writes."""
 
     def __init__(
         self,
@@ -91,6 +92,23 @@ class ReplyStore:
         self.table_name = table_name
         self.ttl_seconds = ttl_seconds
         self._clock = clock
+
+    def _conditional(self, what: str, write: Callable[[], object]) -> bool:
+        """Run ``write`` (one PutItem/UpdateItem with a ``ConditionExpression``); ``False`` when the condition
+        failed. Raises :class:`ReplyStoreError` (naming ``what``) on any other failure."""
+        try:
+            write()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise ReplyStoreError(f"{what} on {self.table_name} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ReplyStoreError(f"{what} on {self.table_name} failed: {exc}") from exc
+        return True
+
+
+class ReplyStore(ReplyTable):
+    """Reads and writes stored replies on an injected low-level ``dynamodb`` client."""
 
     @staticmethod
     def item_id(key: str) -> str:
@@ -144,8 +162,9 @@ class ReplyStore:
             ReplyStoreError: DynamoDB failed.
         """
         now = int(self._clock())
-        try:
-            self._client.put_item(
+        return self._conditional(
+            "PutItem (claim)",
+            lambda: self._client.put_item(
                 TableName=self.table_name,
                 Item={
                     "id": {"S": self.item_id(key)},
@@ -156,14 +175,8 @@ class ReplyStore:
                 ConditionExpression="attribute_not_exists(id) OR #s = :released",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":released": {"S": RELEASED}},
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise ReplyStoreError(f"PutItem (claim) on {self.table_name} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ReplyStoreError(f"PutItem (claim) on {self.table_name} failed: {exc}") from exc
-        return True
+            ),
+        )
 
     def release(self, key: str) -> None:
         """Give up a ``running`` claim (no turn ran), so a redelivery can claim it; other items stay.
@@ -171,21 +184,17 @@ class ReplyStore:
         Raises:
             ReplyStoreError: DynamoDB failed (other than the item not being a claim).
         """
-        try:
-            self._client.update_item(
+        self._conditional(
+            "UpdateItem (release)",
+            lambda: self._client.update_item(
                 TableName=self.table_name,
                 Key={"id": {"S": self.item_id(key)}},
                 UpdateExpression="SET #s = :released",
                 ConditionExpression="#s = :running",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":released": {"S": RELEASED}, ":running": {"S": RUNNING}},
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return
-            raise ReplyStoreError(f"UpdateItem (release) on {self.table_name} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ReplyStoreError(f"UpdateItem (release) on {self.table_name} failed: {exc}") from exc
+            ),
+        )
 
     def put(self, key: str, reply: StoredReply, *, over_claim_from: int | None = None) -> bool:
         """Store ``reply`` as ``answered`` (not yet posted), expiring after ``ttl_seconds``.
@@ -218,15 +227,10 @@ class ReplyStore:
                 "ExpressionAttributeNames": {"#s": "status"},
                 "ExpressionAttributeValues": {":running": {"S": RUNNING}, ":at": {"N": str(over_claim_from)}},
             }
-        try:
-            self._client.put_item(TableName=self.table_name, Item=item, **condition)
-        except ClientError as exc:
-            if condition and exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ReplyStoreError(f"PutItem on {self.table_name} failed: {exc}") from exc
-        return True
+        # Without a condition DynamoDB never answers ConditionalCheckFailedException: every failure raises.
+        return self._conditional(
+            "PutItem", lambda: self._client.put_item(TableName=self.table_name, Item=item, **condition)
+        )
 
     def mark(self, key: str, *, status: Literal["posted", "unconfirmed"], comment_url: str = "") -> None:
         """Record that the reply was posted (or may have been); a redelivery then does nothing.

@@ -48,6 +48,7 @@ from invoker import TransientInvokeError
 from pydantic import BaseModel, ConfigDict, Field
 from replies import DEFAULT_REPLY_TTL_SECONDS
 from trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
+from trackers.base import cost_text, enabled_tracker, reply_footer
 from trackers.reply_text import neutralise
 from webhook_metrics import TrackerMetrics
 
@@ -154,10 +155,8 @@ class Reporter:
         self.deps = deps
 
     def _format(self, job: FixJob, text: str, *, tail: str = "fix job") -> str:
-        tracker = self.deps.trackers.get(job.tracker)
-        if tracker is None:
-            raise TrackerConfigError(f"no {job.tracker} adapter here (enabled: {sorted(self.deps.trackers)})")
-        return tracker.format_reply(text, footer=f"agentkit · session {job.session_id[:15]}… · {tail}")
+        tracker = enabled_tracker(self.deps.trackers, job.tracker)
+        return tracker.format_reply(text, footer=reply_footer(job.session_id, tail))
 
     def handle(self, ev: JobEvent) -> str:
         """Returns what was done (``progress``, ``throttled``, ``reported``, ``duplicate``, ...).
@@ -200,6 +199,8 @@ class Reporter:
             return state
         if not self.deps.jobs.started(ev.job_id, job, claimed_at=state.stored_at):
             return state
+        # This write recorded the start, so this side counts it (the worker counts only the starts it records).
+        metrics.emit("FixJobsStarted", job.tracker)
         logger.info(
             "job recorded as started from its own event", extra={"job_id": ev.job_id, "kind": ev.kind}
         )
@@ -289,8 +290,7 @@ class Reporter:
                 lines.append(
                     f"**Branch `{change.branch}` pushed{note}:** [create the pull request]({change.url})"
                 )
-        cost_text = f"${cost:.4f}" if cost is not None else "n/a"
-        tail = f"cost {cost_text} · {_duration(duration_ms)}"
+        tail = f"cost {cost_text(cost)} · {_duration(duration_ms)}"
         self.deps.comments.edit(
             IssueRef.of_job(job), job.comment_id, self._format(job, "\n".join(lines), tail=tail)
         )
@@ -320,10 +320,9 @@ class Reporter:
     def _fail(self, ev: JobEvent, job: FixJob, code: str, message: str, *, cost: float | None) -> str:
         metrics.emit("FixJobErrors", job.tracker)
         logger.warning("fix job failed", extra={"job_id": ev.job_id, "code": code, "detail": message[:2000]})
-        cost_text = f"${cost:.4f}" if cost is not None else "n/a"
         text = error_text(code, ev.job_id[:16])
         self.deps.comments.edit(
-            IssueRef.of_job(job), job.comment_id, self._format(job, text, tail=f"cost {cost_text}")
+            IssueRef.of_job(job), job.comment_id, self._format(job, text, tail=f"cost {cost_text(cost)}")
         )
         self.deps.jobs.finish(ev.job_id, error_code=code, cost_usd=cost)
         return "failed"

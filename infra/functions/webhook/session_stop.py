@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import ClientError
+from trackers.base import cost_text
 
 NOT_FOUND = "ResourceNotFoundException"
 
@@ -47,7 +48,7 @@ def stopped_text(
     before_start: bool = False,
 ) -> str:
     """The progress comment of a stopped job: who, how long, how many tool calls, the cost so far."""
-    cost = f"${cost_usd:.4f}" if cost_usd is not None else "n/a"
+    cost = cost_text(cost_usd)
     if before_start:
         ran = " before the agent started"
     elif cost_usd is None and not elapsed_s:

@@ -125,6 +125,7 @@ from replies import (
     StoredReply,
 )
 from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
+from trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook-worker")
@@ -154,12 +155,7 @@ class WorkerDeps:
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
-        tracker = self.trackers.get(task.tracker)
-        if tracker is None:
-            raise TrackerConfigError(
-                f"task for tracker {task.tracker!r}, but the worker has only {sorted(self.trackers)}"
-            )
-        return tracker
+        return enabled_tracker(self.trackers, task.tracker)
 
 
 def deps_from_env() -> WorkerDeps:
@@ -294,11 +290,12 @@ def run_turn(task: AgentTask, deps: WorkerDeps) -> StoredReply:
             },
         )
         text = error_comment(reply.error_code, reference)
-        footer = f"agentkit · session {session_id[:15]}…"
+        footer = reply_footer(session_id)
     else:
         text = reply.text
-        cost = f"${reply.cost_usd:.4f}" if reply.cost_usd is not None else "n/a"
-        footer = f"agentkit · session {session_id[:15]}… · turns {reply.num_turns or '?'} · cost {cost}"
+        footer = reply_footer(
+            session_id, f"turns {reply.num_turns or '?'}", f"cost {cost_text(reply.cost_usd)}"
+        )
     return StoredReply(
         comment=tracker.format_reply(text, footer=footer),
         session_id=session_id,
@@ -361,7 +358,7 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
         stored = StoredReply(
             comment=tracker.format_reply(
                 error_comment("turn_interrupted", public_reference(None, task)),
-                footer=f"agentkit · session {session_id[:15]}…",
+                footer=reply_footer(session_id),
             ),
             session_id=session_id,
             delivery_id=task.delivery_id,

@@ -351,3 +351,21 @@ def test_a_prepared_job_is_not_recorded_from_an_event_of_another_document_or_aft
     doc["context"]["repository"] = "octo/kit"
     assert deliver(json.dumps(doc)) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert world.jobs.get(other).status == "running" and not world.api.pulls
+
+
+def test_a_start_the_reporter_records_is_counted_once(
+    world: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = "6" * 64
+    assert world.jobs.claim(other)
+    claim = world.jobs.get(other)
+    # The worker kept the job on its claim, invoked the runtime and died before recording the 202: only the
+    # reporter records the start, and the redelivered worker task then finds the job started and counts nothing.
+    assert world.jobs.prepared(other, world.job, claimed_at=claim.stored_at)
+    capsys.readouterr()
+    for seq, kind in ((1, "progress"), (2, "result"), (2, "result")):
+        doc = json.loads(event(world, seq, kind))
+        doc["job_id"] = other
+        assert deliver(json.dumps(doc)) == {"batchItemFailures": []}
+    counted = [doc for doc in emf_lines(capsys.readouterr().out) if "FixJobsStarted" in doc]
+    assert len(counted) == 1 and counted[0]["Tracker"] == "github"

@@ -27,6 +27,7 @@ from tests.unit.webhook.support import (
     JIRA_SITE,
     JIRA_TOKEN,
     TOKEN,
+    emf_lines,
     runtime_client_error,
     sqs_event,
     task_json,
@@ -268,3 +269,48 @@ def test_a_fix_on_a_pull_request_works_on_its_head(setup: SimpleNamespace) -> No
         "feature",
         True,
     )
+
+
+def started_counts(out: str) -> int:
+    return sum(1 for doc in emf_lines(out) if "FixJobsStarted" in doc)
+
+
+def test_a_job_started_by_a_delivery_that_took_the_claim_over_is_counted_once(
+    setup: SimpleNamespace, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body, key = fix_task()
+    accept(setup, key)
+    fx = worker._get_deps().fix.fx  # type: ignore[union-attr]
+    real_started = setup.jobs.started
+    nested: list[bool] = []
+
+    def slow_started(*args: Any, **kwargs: Any) -> bool:
+        # The first worker stalls after the 202 until the lease is over and a redelivery takes the claim over.
+        if not nested:
+            nested.append(True)
+            with monkeypatch.context() as later:
+                later.setattr(fx, "clock", lambda: time.time() + 901)
+                assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        return bool(real_started(*args, **kwargs))
+
+    monkeypatch.setattr(setup.jobs, "started", slow_started)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(key).status == JOB and len(setup.runtime.requests) == 2
+    assert started_counts(capsys.readouterr().out) == 1
+
+
+def test_a_job_the_reporter_recorded_first_is_not_counted_again_by_the_worker(
+    setup: SimpleNamespace, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body, key = fix_task()
+    accept(setup, key)
+    real_started = setup.jobs.started
+
+    def reporter_first(k: str, job: Any, *, claimed_at: int) -> bool:
+        assert real_started(k, job, claimed_at=claimed_at)  # the job's first event reached the reporter first
+        return bool(real_started(k, job, claimed_at=claimed_at))
+
+    monkeypatch.setattr(setup.jobs, "started", reporter_first)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(key).status == JOB
+    assert started_counts(capsys.readouterr().out) == 0  # the reporter's write counted it (test_fix_reporter)

@@ -30,10 +30,11 @@ from typing import Any
 from trackers.base import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, github_compare_url, holds_change
-from .errors import ChangeConflict, SnapshotError, SnapshotTooLarge
+from .errors import ChangeConflict
 from .files import FileChange
-from .rest import Rest, quote
-from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack
+from .hosted import HostedRepo
+from .rest import quote
+from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,11 @@ class PullHead:
     base_ref: str
 
 
-class GitHubRepo:
+class GitHubRepo(HostedRepo):
     """``owner/repo`` on ``api_url`` with the token ``token()`` returns (read on every call)."""
+
+    service = "GitHub"
+    token_kind = "a token"
 
     def __init__(
         self,
@@ -62,36 +66,22 @@ class GitHubRepo:
         if repository.count("/") != 1 or not all(repository.split("/")):
             raise TrackerConfigError(f"GitHub repository {repository!r} must be owner/name")
         self.repository = repository
-        self._token = token
-        self.rest = Rest(
-            base_url=api_url,
-            auth_headers=self._auth,
-            service="GitHub",
-            extra_headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
+        super().__init__(
+            token=token,
+            api_url=api_url,
             timeout=timeout,
             attempts=attempts,
             sleep=sleep,
+            extra_headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
         )
-        self._info: dict[str, Any] | None = None
 
-    def _auth(self) -> dict[str, str]:
-        token = self._token()
-        if not token:
-            raise TrackerConfigError("GitHub token secret is empty; put a token into it")
+    def _token_headers(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
 
     @property
     def _base(self) -> str:
+        """``/repos/{o}/{r}``: :meth:`info` reads it."""
         return f"/repos/{self.repository}"
-
-    def info(self) -> dict[str, Any]:
-        """``GET /repos/{o}/{r}`` (cached)."""
-        if self._info is None:
-            self._info = self.rest.call("GET", self._base)
-        return self._info
-
-    def default_branch(self) -> str:
-        return str(self.info()["default_branch"])
 
     def pull_request_head(self, number: int) -> PullHead:
         """The head of pull request ``number`` (a comment on a pull request works on its head)."""
@@ -113,15 +103,7 @@ class GitHubRepo:
         """
         ref = ref or self.default_branch()
         sha, tree = self.resolve(ref)
-        try:
-            tarball = self.rest.download(f"{self._base}/tarball/{sha}", max_bytes=limits.max_download_bytes)
-        except TrackerApiError as exc:
-            if exc.status == 413:
-                raise SnapshotTooLarge(exc.message) from None
-            raise
-        repacked = repack(tarball, limits=limits)
-        if repacked.comment is not None and repacked.comment != sha:
-            raise SnapshotError(f"GitHub sent the archive of {repacked.comment}, not of commit {sha}")
+        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits)
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )

@@ -35,10 +35,11 @@ from typing import Any
 from trackers.base import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
-from .errors import ChangeConflict, PatchRefused, SnapshotError, SnapshotTooLarge
+from .errors import ChangeConflict, PatchRefused
 from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange
-from .rest import Rest, quote
-from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack
+from .hosted import HostedRepo
+from .rest import quote
+from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
 
 DRAFT_PREFIX = "Draft: "
 
@@ -53,9 +54,12 @@ class MergeRequestHead:
     target_branch: str
 
 
-class GitLabRepo:
+class GitLabRepo(HostedRepo):
     """Project ``project_id`` on ``api_url`` (``https://gitlab.com/api/v4``) with ``token()`` as
     ``PRIVATE-TOKEN`` (read on every call)."""
+
+    service = "GitLab"
+    token_kind = "a project access token"
 
     def __init__(
         self,
@@ -70,35 +74,15 @@ class GitLabRepo:
         if not str(project_id).isdigit():
             raise TrackerConfigError(f"GitLab project id {project_id!r} must be the numeric id")
         self.project_id = str(project_id)
-        self._token = token
-        self.rest = Rest(
-            base_url=api_url,
-            auth_headers=self._auth,
-            service="GitLab",
-            timeout=timeout,
-            attempts=attempts,
-            sleep=sleep,
-        )
-        self._info: dict[str, Any] | None = None
+        super().__init__(token=token, api_url=api_url, timeout=timeout, attempts=attempts, sleep=sleep)
 
-    def _auth(self) -> dict[str, str]:
-        token = self._token()
-        if not token:
-            raise TrackerConfigError("GitLab token secret is empty; put a project access token into it")
+    def _token_headers(self, token: str) -> dict[str, str]:
         return {"PRIVATE-TOKEN": token}
 
     @property
     def _base(self) -> str:
+        """``/projects/:id``: :meth:`info` reads it."""
         return f"/projects/{self.project_id}"
-
-    def info(self) -> dict[str, Any]:
-        """``GET /projects/:id`` (cached)."""
-        if self._info is None:
-            self._info = self.rest.call("GET", self._base)
-        return self._info
-
-    def default_branch(self) -> str:
-        return str(self.info()["default_branch"])
 
     def merge_request_head(self, iid: int) -> MergeRequestHead:
         doc = self.rest.call("GET", f"{self._base}/merge_requests/{iid}")
@@ -117,19 +101,9 @@ class GitLabRepo:
         resolved commit id (see :meth:`repo.github_repo.GitHubRepo.fetch_snapshot`)."""
         ref = ref or self.default_branch()
         sha = self.resolve(ref)
-        try:
-            tarball = self.rest.download(
-                f"{self._base}/repository/archive.tar.gz",
-                query={"sha": sha},
-                max_bytes=limits.max_download_bytes,
-            )
-        except TrackerApiError as exc:
-            if exc.status == 413:
-                raise SnapshotTooLarge(exc.message) from None
-            raise
-        repacked = repack(tarball, limits=limits)
-        if repacked.comment is not None and repacked.comment != sha:  # git archive names its commit there
-            raise SnapshotError(f"GitLab sent the archive of {repacked.comment}, not of commit {sha}")
+        repacked = self._archive(
+            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}
+        )
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
 
     # ---- the change

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trackers.base import TrackerApiError
+from trackers.http import USER_AGENT, answer_error, backoff
 
-USER_AGENT = "agentcore-claude-kit-webhook"
 MAX_REDIRECTS = 3
 
 
@@ -89,7 +89,7 @@ class Rest:
         last: TrackerApiError | None = None
         for attempt in range(self.attempts):
             if attempt:
-                self._sleep(min(8.0, 0.5 * 2**attempt))
+                self._sleep(backoff(attempt))
             request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
             try:
                 with _OPENER.open(request, timeout=self.timeout) as resp:
@@ -98,14 +98,8 @@ class Rest:
             except urllib.error.HTTPError as exc:
                 if exc.code == 404 and allow_404:
                     return None
-                detail = exc.read()[:300].decode(errors="replace")
-                retryable = exc.code == 429 or exc.code >= 500
-                last = TrackerApiError(
-                    f"{self.service} answered {exc.code} on {method} {url}: {detail}",
-                    status=exc.code,
-                    retryable=retryable,
-                )
-                if not retryable:
+                last = answer_error(exc, service=self.service, target=f"{method} {url}")
+                if not last.retryable:
                     raise last from None
             except urllib.error.URLError as exc:  # connect / send failed: nothing reached the API
                 last = TrackerApiError(f"{self.service} API unreachable at {url}: {exc.reason}")
@@ -136,12 +130,7 @@ class Rest:
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.code in (301, 302, 303, 307, 308) else None
                 if not location:
-                    detail = exc.read()[:300].decode(errors="replace")
-                    raise TrackerApiError(
-                        f"{self.service} answered {exc.code} on GET {url}: {detail}",
-                        status=exc.code,
-                        retryable=exc.code == 429 or exc.code >= 500,
-                    ) from None
+                    raise answer_error(exc, service=self.service, target=f"GET {url}") from None
                 target = urllib.parse.urljoin(url, location)
                 if _origin(target)[0] not in ("https", _origin(url)[0]):
                     raise TrackerApiError(

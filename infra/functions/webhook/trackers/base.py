@@ -43,6 +43,17 @@ FOOTER_MARKER = "agentkit · session "
 REPLY_MARKERS = (AGENT_REPLY_MARKER, JIRA_REPLY_MARKER, FOOTER_MARKER)
 
 
+def reply_footer(session_id: str, *parts: str) -> str:
+    """The visible footer of every reply the Lambdas post: :data:`FOOTER_MARKER` (which the loop guard looks
+    for), the start of the runtime session id, then ``parts`` (``"fix job"``, ``"cost $0.0100"``, ...)."""
+    return " · ".join([f"{FOOTER_MARKER}{session_id[:15]}…", *parts])
+
+
+def cost_text(cost_usd: float | None) -> str:
+    """A cost as replies show it: ``$0.0412``, or ``n/a`` when unknown."""
+    return f"${cost_usd:.4f}" if cost_usd is not None else "n/a"
+
+
 # --------------------------------------------------------------------------- errors
 class WebhookError(Exception):
     """Base error: ``code`` (machine-readable), ``http_status`` and a human message."""
@@ -239,6 +250,17 @@ class IssueTracker(Protocol):
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """Post ``text`` (from :meth:`format_reply`) on the task's issue. Raises :class:`TrackerApiError`."""
         ...
+
+
+def enabled_tracker(trackers: Mapping[str, IssueTracker], name: str) -> IssueTracker:
+    """The adapter of tracker ``name`` among the enabled ``trackers`` (the ``TRACKERS`` setting).
+
+    Raises :class:`TrackerConfigError` when it is not enabled here (a task or job of a tracker this function is not
+    set up for: a set-up error, so the record fails and is retried after the fix)."""
+    tracker = trackers.get(name)
+    if tracker is None:
+        raise TrackerConfigError(f"no {name!r} tracker adapter here (enabled: {sorted(trackers)})")
+    return tracker
 
 
 def check_secret_text(value: str, what: str) -> None:

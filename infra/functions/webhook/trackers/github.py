@@ -272,18 +272,22 @@ class GitHubTracker(TrackerAdapter):
     def format_reply(self, text: str, *, footer: str = "") -> str:
         return format_markdown_reply(text, footer=footer, limit=MAX_COMMENT_CHARS)
 
+    def _api_headers(self) -> dict[str, str]:
+        """The REST API's headers with the token (read now). Raises :class:`TrackerConfigError` when empty."""
+        token = self._read_token(if_empty="GitHub token secret is empty; put a token into it")
+        return {
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {token}",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`)."""
-        token = self._read_token(if_empty="GitHub token secret is empty; put a token into it")
         url = f"{self.api_url}/repos/{task.repository}/issues/{task.issue_number}/comments"
         doc = self._post(
             url,
             {"body": text},
-            headers={
-                "Accept": "application/vnd.github+json",
-                "Authorization": f"Bearer {token}",
-                "X-GitHub-Api-Version": "2022-11-28",
-            },
+            headers=self._api_headers(),
             service="GitHub",
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))
@@ -292,17 +296,12 @@ class GitHubTracker(TrackerAdapter):
         """Replace the text of comment ``reply_id`` (from :meth:`post_reply`): ``PATCH {api}/repos/{owner}/
         {repo}/issues/comments/{id}`` with ``{"body"}`` (docs.github.com/rest/issues/comments#update-an-issue-
         comment). Used for progress: one comment, edited as the run goes. Raises :class:`TrackerApiError`."""
-        token = self._read_token(if_empty="GitHub token secret is empty; put a token into it")
         url = f"{self.api_url}/repos/{task.repository}/issues/comments/{int(reply_id)}"
         doc = self._send(
             "PATCH",
             url,
             {"body": text},
-            headers={
-                "Accept": "application/vnd.github+json",
-                "Authorization": f"Bearer {token}",
-                "X-GitHub-Api-Version": "2022-11-28",
-            },
+            headers=self._api_headers(),
             service="GitHub",
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id", reply_id))

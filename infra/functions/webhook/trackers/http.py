@@ -23,6 +23,22 @@ from .base import TrackerApiError
 USER_AGENT = "agentcore-claude-kit-webhook"
 
 
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt`` (1, 2, ...): 1 s, 2 s, 4 s, at most 8 s."""
+    return min(8.0, 0.5 * 2**attempt)
+
+
+def answer_error(exc: urllib.error.HTTPError, *, service: str, target: str) -> TrackerApiError:
+    """A tracker's error answer as :class:`TrackerApiError`: its status, the first 300 bytes of its body, and
+    retryable for a 429 or a 5xx (the request may succeed later; any other 4xx will not). ``target`` names the
+    call (``"POST <url>"``, or the URL)."""
+    detail = exc.read()[:300].decode(errors="replace")
+    retryable = exc.code == 429 or exc.code >= 500
+    return TrackerApiError(
+        f"{service} answered {exc.code} on {target}: {detail}", status=exc.code, retryable=retryable
+    )
+
+
 def post_json(
     url: str,
     payload: Any,
@@ -39,19 +55,15 @@ def post_json(
     last: TrackerApiError | None = None
     for attempt in range(max(1, attempts)):
         if attempt:
-            sleep(min(8.0, 0.5 * 2**attempt))
+            sleep(backoff(attempt))
         req = urllib.request.Request(url, data=data, headers=all_headers, method="POST")  # noqa: S310
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
                 doc = json.loads(resp.read() or b"{}")
                 return doc if isinstance(doc, dict) else {}
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode(errors="replace")
-            retryable = exc.code == 429 or exc.code >= 500
-            last = TrackerApiError(
-                f"{service} answered {exc.code} on {url}: {detail}", status=exc.code, retryable=retryable
-            )
-            if not retryable:
+            last = answer_error(exc, service=service, target=url)
+            if not last.retryable:
                 raise last from None
         except urllib.error.URLError as exc:  # connect / send failed: nothing was posted
             last = TrackerApiError(f"{service} API unreachable at {url}: {exc.reason}")
@@ -101,21 +113,15 @@ def send_json(
     last: TrackerApiError | None = None
     for attempt in range(max(1, attempts)):
         if attempt:
-            sleep(min(8.0, 0.5 * 2**attempt))
+            sleep(backoff(attempt))
         req = urllib.request.Request(url, data=data, headers=all_headers, method=method)  # noqa: S310
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
                 doc = json.loads(resp.read() or b"{}")
                 return doc if isinstance(doc, dict) else {}
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode(errors="replace")
-            retryable = exc.code == 429 or exc.code >= 500
-            last = TrackerApiError(
-                f"{service} answered {exc.code} on {method} {url}: {detail}",
-                status=exc.code,
-                retryable=retryable,
-            )
-            if not retryable:
+            last = answer_error(exc, service=service, target=f"{method} {url}")
+            if not last.retryable:
                 raise last from None
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
             last = TrackerApiError(f"{service} API call {method} {url} failed: {exc}")
