@@ -33,6 +33,7 @@ from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subs
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_xray as xray
 from constructs import Construct
 
@@ -150,6 +151,29 @@ class AgentObservability(Construct):
         self._agent_rows(config.webhook.trackers if config.webhook.enabled else ())
         if config.observability.transaction_search:
             self._enable_transaction_search(stack)
+
+    def alarm_on_dead_letters(self, construct_id: str, queue: sqs.IQueue, *, what: str) -> cw.Alarm:
+        """An alarm (to the alarm topic) as soon as ``queue``, a dead-letter queue, holds a message: each one is
+        work that failed every retry (a webhook task, a job's event) and waits for a fix and a redrive.
+
+        ``ApproximateNumberOfMessagesVisible`` is published per ``QueueName`` every 5 minutes for active queues
+        (AWS docs, "Available CloudWatch metrics for Amazon SQS"); no data means an empty, idle queue."""
+        alarm = cw.Alarm(
+            self,
+            construct_id,
+            alarm_description=f"{what} failed every retry and wait in a dead-letter queue: fix the cause, then redrive",
+            metric=queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic="Maximum"
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        action = cw_actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        return alarm
 
     def runtime_metric(self, name: str, statistic: str, *, label: str | None = None) -> cw.Metric:
         """An AgentCore runtime metric of this stack's stage endpoint."""

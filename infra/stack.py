@@ -189,6 +189,17 @@ class AgentKitStack(cdk.Stack):
             self, "Observability", config=config, runtime=self.agent.runtime
         )
         self.optional_constructs = self._compose_optional(config)
+        webhook = self.optional_constructs.get("webhook")
+        if webhook is not None:
+            self.observability.alarm_on_dead_letters(
+                "WebhookDeadLettersAlarm",
+                webhook.dead_letter_queue,  # type: ignore[attr-defined]
+                what="Webhook tasks",
+            )
+        if self.job_events is not None:
+            self.observability.alarm_on_dead_letters(
+                "JobEventsDeadLettersAlarm", self.job_events.dead_letter_queue, what="Runtime job events"
+            )
         self._outputs(config)
         nag.acknowledge_stack(self)
 

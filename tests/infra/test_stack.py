@@ -431,6 +431,32 @@ def test_invoice_function_and_table(dev: Synth) -> None:
 # --- observability -------------------------------------------------------------------------------------
 
 
+def test_dead_letter_queues_alarm_on_their_first_message(optional: Synth) -> None:
+    """A webhook task or a job event that failed every retry waits in a dead-letter queue: the alarm topic hears
+    of the first one (nothing else would tell anyone, and a stopped fix job's comment stays 'Working…')."""
+    dlq_ids = {
+        logical_id
+        for logical_id, resource in optional.raw["Resources"].items()
+        if resource["Type"] == "AWS::SQS::Queue"
+        and any(
+            "deadLetterTargetArn" in dumps(other["Properties"].get("RedrivePolicy", {}))
+            and logical_id in dumps(other["Properties"]["RedrivePolicy"])
+            for other in resources(optional, "AWS::SQS::Queue")
+        )
+    }
+    assert len(dlq_ids) == 2, dlq_ids  # the webhook's tasks and the runtime's job events
+    alarmed = set()
+    for alarm in resources(optional, "AWS::CloudWatch::Alarm"):
+        props = alarm["Properties"]
+        if props.get("MetricName") != "ApproximateNumberOfMessagesVisible":
+            continue
+        assert props["Namespace"] == "AWS/SQS" and props["Threshold"] == 1
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert "AlarmTopic" in dumps(props["AlarmActions"])
+        alarmed |= {d for d in dlq_ids if d in dumps(props["Dimensions"])}
+    assert alarmed == dlq_ids
+
+
 def test_alarms_to_topic(dev: Synth, prod: Synth) -> None:
     dev.template.resource_count_is("AWS::CloudWatch::Alarm", 3)
     dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {"Threshold": 10, "EvaluationPeriods": 1})
