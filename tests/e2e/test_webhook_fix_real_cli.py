@@ -26,9 +26,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from moto.server import ThreadedMotoServer
 
-from harness.runtime_server import RuntimeServer, free_port
+from harness.runtime_server import RuntimeServer
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.functional.fix_flow import (
     ACTOR_HEADER,
@@ -82,15 +81,6 @@ def probe(targets: list[Path]) -> str:
         " 'wrote': wrote, 'env': dict(os.environ)}))\n"
     )
     return "python3 -c " + shlex.quote(code)
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
