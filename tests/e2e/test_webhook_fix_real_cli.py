@@ -187,6 +187,8 @@ def tool_results(world: SimpleNamespace) -> dict[str, tuple[str, bool]]:
 
 
 def assert_the_test_failed_then_passed_in_the_sandbox(world: SimpleNamespace) -> None:
+    # The runtime chose the sandbox itself (its default, ``required``) and said so at start.
+    assert "sandbox: on (bubblewrap); profile developer" in world.runtime.log_path.read_text()
     results = tool_results(world)
     red, red_error = results["toolu_fix_red"]
     assert red_error and "FAILED (failures=1)" in red and "AssertionError: -1 != 5" in red, red
