@@ -1,4 +1,5 @@
-"""Shared by every e2e test: the ``e2e`` marker, and the check that the SDK's bundled Claude Code CLI is there.
+"""Shared by every e2e test: the ``e2e`` marker, the check that the SDK's bundled Claude Code CLI is there, and a
+moto server on loopback for the tests whose runtime reports to AWS APIs (SQS).
 
 A missing CLI is a broken install (the claude-agent-sdk wheels bundle it), so these tests fail, never skip: a
 skipped e2e suite would look green while testing nothing.
@@ -6,10 +7,14 @@ skipped e2e suite would look green while testing nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import claude_agent_sdk
 import pytest
+from moto.server import ThreadedMotoServer
+
+from harness.runtime_server import free_port
 
 #: The Claude Code CLI shipped inside the claude-agent-sdk wheel.
 BUNDLED_CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
@@ -31,3 +36,13 @@ def bundled_cli() -> Path:
             f"the claude-agent-sdk wheel has no bundled CLI at {BUNDLED_CLI}; reinstall claude-agent-sdk"
         )
     return BUNDLED_CLI
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    """A moto server on 127.0.0.1 for one test module; its URL."""
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()

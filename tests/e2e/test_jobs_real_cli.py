@@ -6,29 +6,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
-from harness.runtime_server import RuntimeServer, free_port, session_id
+from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply, Usage
 from tests.functional.test_jobs import CONTEXT, Inbox, submit
 
 pytestmark = pytest.mark.timeout(180)
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TOOL = "mcp__kit__list_overdue_invoices"
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
 
 
 def test_a_job_with_the_real_cli_reports_its_tool_call_cost_and_result(moto_endpoint: str) -> None:

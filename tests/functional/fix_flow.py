@@ -1,0 +1,243 @@
+"""The wiring of an issue-comment fix, shared by the functional test (fake CLI) and the e2e test (real CLI).
+
+:func:`fix_world` stands up everything around a given runtime: a moto server's SQS queues (tasks, job events),
+DynamoDB table and the webhook's secrets, the AgentCore data-plane stand-in in front of the runtime (it checks
+SigV4), the GitHub and GitLab repository stand-ins holding ``files``, GitLab's members API, and the three Lambdas
+(receiver, worker, reporter) configured from the environment as in Lambda. The helpers drive it: one worker
+invocation per queued task, the reporter fed from the events queue, and the checks that no tracker token reached
+the runtime's side.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.exceptions import ClientError
+
+from harness.agentcore_dataplane import AgentCoreDataPlane
+from harness.github_repo_api import GitHubRepoApi
+from harness.gitlab_repo_api import GitLabRepoApi
+from harness.runtime_server import RuntimeServer
+from harness.tracker_apis import GitLabApi
+from tests.unit.webhook.support import (
+    CTX,
+    GITHUB_REPOSITORY_ID,
+    GITLAB_MEMBERS,
+    GITLAB_SECRET,
+    GITLAB_TOKEN,
+    REGION,
+    RUNTIME_ARN,
+    SECRET_NAMES,
+    TOKEN,
+    fixture,
+    github_event,
+    receiver,
+    reporter,
+    sqs_event,
+    tracker_env,
+    wiring,
+    worker,
+)
+
+#: The header the data plane forwards the caller's actor in (the runtime reads ``AGENTKIT_ACTOR_HEADER``).
+ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
+#: Every secret of the trusted side: tracker tokens and the GitLab webhook token.
+TOKENS = (TOKEN, GITLAB_TOKEN, GITLAB_SECRET)
+
+
+def ensure_aws(moto: str, table: str) -> SimpleNamespace:
+    """Clients on the moto server, with a new table ``table`` and the webhook's secrets."""
+    args = {
+        "region_name": REGION,
+        "endpoint_url": moto,
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+    }
+    sqs, ddb, sm = (boto3.client(name, **args) for name in ("sqs", "dynamodb", "secretsmanager"))  # type: ignore[call-overload]
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for name, value in SECRET_NAMES.values():
+        try:
+            sm.create_secret(Name=name, SecretString=value)
+        except ClientError:
+            sm.put_secret_value(SecretId=name, SecretString=value)
+    return SimpleNamespace(sqs=sqs, ddb=ddb, sm=sm)
+
+
+def job_queues(moto: str) -> tuple[SimpleNamespace, str, str, str]:
+    """New resources on the (session-long) moto server: ``(aws clients, table, tasks queue, events queue)``.
+    The runtime must be given the events queue before :func:`fix_world` starts it."""
+    table = f"idem-{uuid.uuid4().hex[:8]}"
+    aws = ensure_aws(moto, table)
+    tasks = aws.sqs.create_queue(QueueName=f"tasks-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    events = aws.sqs.create_queue(QueueName=f"events-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    return aws, table, tasks, events
+
+
+@contextmanager
+def fix_world(
+    *,
+    moto: str,
+    queues: tuple[SimpleNamespace, str, str, str],
+    runtime: RuntimeServer,
+    files: Mapping[str, tuple[str, bytes]],
+    tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[SimpleNamespace]:
+    """Start ``runtime`` (not yet started) and the stand-ins around it; configure the Lambdas. Yields the world."""
+    aws, table, tasks, events = queues
+    with (
+        runtime,
+        AgentCoreDataPlane(runtime_port=runtime.port) as plane,
+        GitHubRepoApi(token=TOKEN, repository="octo/kit", files=dict(files)) as github,
+        GitLabRepoApi(
+            token=GITLAB_TOKEN, project_id=5, path="gitlab-org/gitlab-test", files=dict(files)
+        ) as gitlab,
+        GitLabApi(token=GITLAB_TOKEN, members=GITLAB_MEMBERS) as members,
+    ):
+        env = {
+            **tracker_env(gitlab.api_url),
+            "AWS_ENDPOINT_URL": moto,
+            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": plane.url,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "QUEUE_URL": tasks,
+            "IDEMPOTENCY_TABLE": table,
+            "AGENT_RUNTIME_ARN": RUNTIME_ARN,
+            "AGENT_RUNTIME_QUALIFIER": "dev",
+            "ACTOR_HEADER": ACTOR_HEADER,
+            "GITHUB_API_URL": github.url,
+            "THROTTLE_RETRIES": "0",
+            wiring.FIX_TRIGGER_LABEL: "agent-fix",
+            wiring.PROGRESS_MIN_SECONDS: "0",
+        }
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        # The receiver asks GitLab's members API (another stand-in) who may trigger; worker and reporter are
+        # built from the environment alone.
+        receiver.configure(
+            receiver.ReceiverDeps(
+                trackers=wiring.build_trackers(
+                    "receiver", env={**env, wiring.GITLAB_API_URL: members.api_url}, secrets_client=aws.sm
+                ),
+                sqs=aws.sqs,
+                queue_url=tasks,
+                persistence=DynamoDBPersistenceLayer(table_name=table, boto3_client=aws.ddb),
+            )
+        )
+        worker.configure(None)
+        reporter.configure(None)
+        try:
+            yield SimpleNamespace(
+                table=table,
+                aws=aws,
+                tasks=tasks,
+                events=events,
+                runtime=runtime,
+                plane=plane,
+                github=github,
+                gitlab=gitlab,
+                tmp=tmp,
+            )
+        finally:
+            receiver.configure(None)
+            worker.configure(None)
+            reporter.configure(None)
+
+
+def run_worker(world: SimpleNamespace) -> None:
+    """One worker invocation per queued task (as Lambda with batch size 1); every record must succeed."""
+    out = world.aws.sqs.receive_message(QueueUrl=world.tasks, MaxNumberOfMessages=10)
+    for msg in out.get("Messages", []):
+        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+        world.aws.sqs.delete_message(QueueUrl=world.tasks, ReceiptHandle=msg["ReceiptHandle"])
+
+
+def pump_events(world: SimpleNamespace, *, until: str, timeout: float = 30.0) -> list[tuple[str, str]]:
+    """Feed the events queue to the reporter (one record per invocation, deleted once handled, as Lambda does)
+    until an event of kind ``until`` was handled. Returns the ``(kind, body)`` of each, in order."""
+    done: list[tuple[str, str]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = world.aws.sqs.receive_message(QueueUrl=world.events, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        for msg in got.get("Messages", []):
+            assert reporter.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+            done.append((json.loads(msg["Body"])["kind"], msg["Body"]))
+            world.aws.sqs.delete_message(QueueUrl=world.events, ReceiptHandle=msg["ReceiptHandle"])
+        if any(kind == until for kind, _ in done):
+            return done
+        time.sleep(0.1)
+    raise AssertionError(f"no {until} event within {timeout}s (handled: {done})")
+
+
+def github_comment(text: str, comment_id: int = 99) -> tuple[dict[str, Any], bytes]:
+    """A signed ``issue_comment`` delivery and its body (whose sha256 is the task's key and the job id)."""
+    payload = fixture("github", "issue_comment_created")
+    payload["comment"]["body"] = text
+    payload["comment"]["id"] = comment_id
+    payload["repository"].update({"full_name": "octo/kit", "id": GITHUB_REPOSITORY_ID})
+    body = json.dumps(payload).encode()
+    return github_event(body, event="issue_comment", path="/github", delivery=f"d-{comment_id}"), body
+
+
+def job_item(world: SimpleNamespace, session_prefix: str) -> dict[str, Any]:
+    """The one job record (in the idempotency table) whose runtime session starts with ``session_prefix``."""
+    items = world.aws.ddb.scan(TableName=world.table)["Items"]
+    jobs = [
+        i for i in items if "job" in i and json.loads(i["job"]["S"])["session_id"].startswith(session_prefix)
+    ]
+    assert len(jobs) == 1, jobs
+    return dict(jobs[0])
+
+
+def assert_no_token_reached_the_runtime(world: SimpleNamespace, *also: bytes) -> None:
+    """Not in the runtime's environment (its /proc environ), not in any request the data plane forwarded, not in
+    the runtime's or the fake CLI's logs, nor in ``also`` (e.g. what a real CLI sent the model)."""
+    assert world.runtime.proc is not None
+    environ = Path(f"/proc/{world.runtime.proc.pid}/environ").read_bytes()
+    seen = [environ, world.runtime.log_path.read_bytes(), *also]
+    fake_log = world.tmp / "fake.log"
+    if fake_log.exists():
+        seen.append(fake_log.read_bytes())
+    for call_ in world.plane.calls:
+        seen += [call_["body"], json.dumps(call_["headers"]).encode()]
+    assert world.plane.calls, "no invocation reached the runtime"
+    # The trusted side did use these very tokens (so their absence above is meaningful).
+    used = [
+        r["headers"].get("authorization", "") + r["headers"].get("private-token", "")
+        for r in world.github.requests + world.gitlab.requests
+    ]
+    assert any(TOKEN in u for u in used) or any(GITLAB_TOKEN in u for u in used)
+    for token in TOKENS:
+        for blob in seen:
+            assert token.encode() not in blob
+
+
+def assert_lambdas_never_logged_a_token(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The trusted side holds the tokens: its Lambdas' logs (every record with its extra fields, and what they
+    print: EMF) never show one. Call after the test's body (from an autouse fixture)."""
+    out = capfd.readouterr()
+    logged = [json.dumps(r.__dict__, default=str) for r in caplog.get_records("call")]
+    # The worker's records were captured here (a job started, or stopped while it was being started).
+    assert any("fix job started" in line or "fix job stopped before" in line for line in logged)
+    for token in TOKENS:
+        assert token not in out.out and token not in out.err
+        assert not [line for line in logged if token in line]
