@@ -1,4 +1,4 @@
-"""The HTTP edge over real sockets (issue 10, defect 5): nesting, size, methods, chunking — every error follows
+"""The HTTP edge over real sockets: nesting, size, methods, chunking — every error follows
 the contract ``{"type": "error", "code", "message"}``, and a huge body is refused without being buffered.
 
 One real ``python -m runtime`` with the default prompt limit (runtime.env.DEFAULT_MAX_PROMPT_CHARS) and the fake CLI.

@@ -42,7 +42,7 @@ def test_dockerfile_shape() -> None:
         assert f"{name}=/home/agent" in env
     assert "requirements/runtime.txt" in DOCKERFILE.read_text()
     assert "node" not in " ".join(rest for keyword, rest in ins if keyword == "RUN").lower()
-    assert cmd() == ["python", "-m", "runtime"]  # OpenTelemetry is set up in the background (issue 15)
+    assert cmd() == ["python", "-m", "runtime"]  # OpenTelemetry is set up in the background
 
 
 def test_dockerignore_keeps_infra_tests_and_cdk_out_out() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from runtime import aws
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The command-line client's modules, which leave runtime/ for client/ (issue 13); not part of the container.
+#: The command-line client's modules, which leave runtime/ for client/; not part of the container.
 CLIENT_MODULES = frozenset({"cli.py", "client.py", "client_errors.py", "cost_report.py"})
 
 

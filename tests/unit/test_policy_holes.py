@@ -1,4 +1,4 @@
-"""Regression tests for the holes an outside review found in the permission policy (issue 11).
+"""Regression tests for the holes an outside review found in the permission policy.
 
 Each row is an attack that got through before; the policy must now refuse it, and say why. The OS sandbox
 (tests/e2e/test_sandbox_attacks.py) is the guarantee behind these; the policy is the first, explainable gate.

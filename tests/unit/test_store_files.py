@@ -1,4 +1,4 @@
-"""The SQLite store's files deleted, replaced or damaged under a running store (issue 10, defect 4).
+"""The SQLite store's files deleted, replaced or damaged under a running store.
 
 Through the real ``SpoolingSessionStore(SqliteSessionStore)`` stack the runtime uses: every fault is counted
 (``on_error`` → ``SessionStoreErrors``), nothing written is lost, and a truncated ``-shm`` no longer kills

@@ -1,4 +1,4 @@
-"""The webhook Lambdas never log a webhook secret or an API token, for any tracker (issue 10's log scan).
+"""The webhook Lambdas never log a webhook secret or an API token, for any tracker.
 
 Every line the receiver and the worker print (stdout/stderr: Powertools' JSON logs and EMF) or log (caplog) over
 accepted, refused and malformed deliveries and a failed reply post is scanned for the planted values.

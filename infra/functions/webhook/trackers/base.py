@@ -193,7 +193,7 @@ class AgentTask(BaseModel):
         a session (the prefix).
         """
         prefix = "gh" if self.tracker == "github" else self.tracker
-        # GitLab numbers issues and merge requests separately (issue 3 and !3 both exist): a merge request's
+        # GitLab numbers issues and merge requests separately (#3 and !3 both exist): a merge request's
         # session is keyed apart. GitHub's pull requests share the issues' numbers, so they need nothing.
         item = f"mr{self.issue_id}" if self.tracker == "gitlab" and self.pull_request else self.issue_id
         digest = hashlib.sha256(f"{self.scope_id}#{item}".encode()).hexdigest()
