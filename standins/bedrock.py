@@ -211,6 +211,17 @@ class BedrockStandIn:
         """The ``invoke`` / ``invoke-with-response-stream`` requests only."""
         return [r for r in self.requests if r.is_model_call]
 
+    def tool_results(self) -> dict[str, dict[str, Any]]:
+        """Every ``tool_result`` block the CLI sent the model, by ``tool_use_id``: each arrives in the last message
+        of the model call that follows the tool's run."""
+        return {
+            block["tool_use_id"]: block
+            for request in self.model_requests
+            if isinstance(content := request.body["messages"][-1].get("content"), list)
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        }
+
     def reset(self) -> None:
         """Forget queued replies and recorded requests."""
         with self._lock:

@@ -105,11 +105,8 @@ def bash(command: str) -> tuple[str, dict[str, Any]]:
 
 
 def tool_result(scene: Scene, tool_id: str) -> str:
-    for request in scene.bedrock.model_requests:
-        for block in request.body["messages"][-1]["content"]:
-            if isinstance(block, dict) and block.get("tool_use_id") == tool_id:
-                return json.dumps(block)
-    return ""
+    block = scene.bedrock.tool_results().get(tool_id)
+    return json.dumps(block) if block else ""
 
 
 def request_after(scene: Scene, tool_id: str) -> str:

@@ -148,12 +148,7 @@ def test_a_command_filling_its_disk_loses_no_turn(scene: Scene) -> None:
             ),
             Reply.text("answer one"),
         )
-        results = {
-            b["tool_use_id"]: json.dumps(b)
-            for r in scene.bedrock.model_requests
-            for b in r.body["messages"][-1]["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_result"
-        }
+        results = tool_results(scene)
         written = [int(n) for n in re.findall(r"WROTE (\d+)", results["toolu_disk_first"])]
         errors = re.findall(r"WROTE \d+ (\w+)", results["toolu_disk_first"])
         print(f"\nwritten per path (MiB): {[n / 2**20 for n in written]}, errors: {errors}")
@@ -190,12 +185,7 @@ def test_a_command_filling_its_disk_loses_no_turn(scene: Scene) -> None:
 
 
 def tool_results(scene: Scene) -> dict[str, str]:
-    return {
-        b["tool_use_id"]: json.dumps(b)
-        for r in scene.bedrock.model_requests
-        for b in r.body["messages"][-1]["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    }
+    return {tool_id: json.dumps(block) for tool_id, block in scene.bedrock.tool_results().items()}
 
 
 def test_workspace_snapshots_live_on_the_tool_disk_and_a_full_disk_loses_no_turn(scene: Scene) -> None:

@@ -174,15 +174,10 @@ def escapes(world: SimpleNamespace) -> list[Path]:
 def tool_results(world: SimpleNamespace) -> dict[str, tuple[str, bool]]:
     """Every tool result the CLI sent the model: ``{tool_use_id: (text, is_error)}``."""
     out: dict[str, tuple[str, bool]] = {}
-    for request in world.bedrock.model_requests:
-        for message in request.body["messages"]:
-            if not isinstance(message.get("content"), list):
-                continue
-            for block in message["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    content = block.get("content")
-                    text = content if isinstance(content, str) else json.dumps(content)
-                    out[block["tool_use_id"]] = (text, bool(block.get("is_error")))
+    for tool_id, block in world.bedrock.tool_results().items():
+        content = block.get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        out[tool_id] = (text, bool(block.get("is_error")))
     return out
 
 
