@@ -189,13 +189,6 @@ class AgentKitStack(cdk.Stack):
             self, "Observability", config=config, runtime=self.agent.runtime
         )
         self.optional_constructs = self._compose_optional(config)
-        webhook = self.optional_constructs.get("webhook")
-        if webhook is not None:
-            self.observability.alarm_on_dead_letters(
-                "WebhookDeadLettersAlarm",
-                webhook.dead_letter_queue,  # type: ignore[attr-defined]
-                what="Webhook tasks",
-            )
         if self.job_events is not None:
             self.observability.alarm_on_dead_letters(
                 "JobEventsDeadLettersAlarm", self.job_events.dead_letter_queue, what="Runtime job events"
@@ -211,13 +204,16 @@ class AgentKitStack(cdk.Stack):
 
             # "GitHubWebhook" (the GitHub-only release's name) prefixes the logical id of every resource of the
             # webhook: a new id would make CloudFormation replace its secrets, queues and idempotency table.
-            built["webhook"] = IssueWebhook(
+            webhook = built["webhook"] = IssueWebhook(
                 self,
                 "GitHubWebhook",
                 runtime_arn=self.agent.runtime_arn,
                 props=WebhookProps.from_config(config),
                 job_events_queue=self.job_events.queue if self.job_events else None,
                 workspaces=self.workspaces,
+            )
+            self.observability.alarm_on_dead_letters(
+                "WebhookDeadLettersAlarm", webhook.dead_letter_queue, what="Webhook tasks"
             )
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps
