@@ -100,6 +100,22 @@ class JobStopped(AgentKitError):
     http_status = 503
 
 
+class JobInterrupted(AgentKitError):
+    """A job's runtime process ended (killed, out of memory, its microVM stopped) before the job finished; reported
+    by the next process on the same disk; only in a job's result event (HTTP 503: send the job again)."""
+
+    code = "interrupted"
+    http_status = 503
+
+
+class JobResultUndeliverable(AgentKitError):
+    """SQS refused a job's result for good (the message itself was invalid); the result is kept on the runtime's
+    disk and this error is sent in its place; only in a job's result event (HTTP 502)."""
+
+    code = "result_undeliverable"
+    http_status = 502
+
+
 class JobResultTooLarge(AgentKitError):
     """A job's result does not fit one SQS message even with its patch moved to S3, or its patch is too large and
     no workspace bucket is configured; only in a job's result event (HTTP 422)."""

@@ -217,10 +217,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
 
 
 def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:
-    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, results
-    kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
+    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, accepted
+    jobs journaled under ``<state>/jobs/accepted``, results kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
     if not settings.job_events_queue_url:
         return None
+    from runtime.jobs.journal import Journal
     from runtime.jobs.outbox import Outbox
     from runtime.jobs.service import Jobs
     from runtime.jobs.sink import S3Patches, SqsEvents
@@ -228,6 +229,7 @@ def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[
     return Jobs(
         events=SqsEvents(client=aws.sqs_client(settings.aws_region), queue_url=settings.job_events_queue_url),
         outbox=Outbox(settings.resolved_state_dir / "jobs" / "outbox"),
+        journal=Journal(settings.resolved_state_dir / "jobs" / "accepted"),
         patches=S3Patches(client=aws.s3_client(settings.aws_region), bucket=settings.workspace_bucket)
         if settings.workspace_bucket
         else None,
