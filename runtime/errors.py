@@ -71,6 +71,15 @@ class WorkspaceExpired(AgentKitError):
     http_status = 410
 
 
+class WorkspaceIncomplete(AgentKitError):
+    """The runtime stopped while it was replacing the session's workspace with a new snapshot (HTTP 410): the
+    directory holds part of each, so no turn runs on it and no patch is made from it; send the snapshot again with
+    the turn, the conversation is kept."""
+
+    code = "workspace_incomplete"
+    http_status = 410
+
+
 class WorkspaceError(AgentKitError):
     """The runtime could not set up a workspace or compute its patch; the details are in the runtime log (HTTP 500)."""
 

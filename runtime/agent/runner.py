@@ -178,6 +178,7 @@ class AgentTurnRunner:
             InvalidWorkspace / WorkspaceTooLarge: the archive is missing, unsafe or too large (the workspace is
                 unchanged).
             WorkspaceExpired: the session's snapshot was removed after it went unused, and this turn sends none.
+            WorkspaceIncomplete: a process died while it installed the session's snapshot, and this turn sends none.
             WorkspaceError: the snapshot could not be read or recorded.
         """
         workspaces, retention = self.deps.workspaces, self.deps.retention
@@ -189,6 +190,8 @@ class AgentTurnRunner:
             unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
         elif workspaces is not None and request.workspace_s3_uri is not None:
             unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
+        elif workspaces is not None and workspaces.interrupted_install(sid):
+            raise workspaces.incomplete()
         elif retention is not None and retention.expired(sid):
             raise WorkspaceExpired(
                 f"this session's workspace snapshot was removed after {retention.retention_s / 3600:g} h unused "
