@@ -18,7 +18,6 @@ Environment: none read here (:class:`runtime.settings.Settings` is passed in).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured
 from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
+from runtime.json_reply import SafeJSONResponse, json_bytes
 from runtime.loop_bridge import LoopStream, start_on
 from runtime.protocol import (
     SESSION_HEADER,
@@ -308,7 +308,7 @@ def _unwrap(item: TurnItem) -> Event:
 
 def _frame(event: Event) -> bytes:
     """One SSE frame (what bedrock-agentcore writes for a streamed entrypoint: UTF-8 JSON, not ASCII-escaped)."""
-    return b"data: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
+    return b"data: " + json_bytes(event) + b"\n\n"
 
 
 async def _sse(events: LoopStream[TurnItem], disconnect: DisconnectSignal) -> AsyncIterator[bytes]:
@@ -347,9 +347,9 @@ async def _collect(events: AsyncIterator[TurnItem]) -> Response:
     if final is None:
         return error_response(AgentKitError("the turn ended without a result; retry the invocation"))
     if isinstance(final, Failure):
-        return JSONResponse(final.event, status_code=final.http_status)
+        return SafeJSONResponse(final.event, status_code=final.http_status)
     reply: JsonReply = {**final, "tool_events": tools}
-    return JSONResponse(reply)
+    return SafeJSONResponse(reply)
 
 
 __all__ = ["AgentKitApp", "InvalidRequest", "build_app"]
