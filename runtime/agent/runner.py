@@ -321,7 +321,11 @@ class AgentTurnRunner:
                 raise
             # The SDK wraps a store error during the resume in a RuntimeError; it is the store's, and retryable.
             self.deps.observer.store_error("load", failed)
-            what = "did not answer in time" if isinstance(failed, asyncio.CancelledError) else f"failed: {failed}"
+            what = (
+                "did not answer in time"
+                if isinstance(failed, asyncio.CancelledError)
+                else f"failed: {failed}"
+            )
             raise SessionStoreError(
                 f"the session store {what} while session {session.runtime_session_id} was resumed. "
                 "Retry shortly; nothing was lost.",
