@@ -31,7 +31,7 @@ from starlette.routing import Route
 from runtime import restore
 from runtime.app_adapter import AgentCoreAdapter
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
-from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured
+from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured, ShuttingDown
 from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.json_reply import SafeJSONResponse, json_bytes
@@ -160,6 +160,7 @@ class Runtime:
         self._services_factory = services_factory
         self.services: Services | None = None
         self._lock: asyncio.Lock | None = None
+        self._closing = False
 
     async def get_services(self) -> Services:
         if self.services is None:
@@ -194,6 +195,8 @@ class Runtime:
                     "for the reply"
                 )
             services = await self._services()
+            if self._closing:  # SIGTERM while the services were built (warm-up): no turn starts any more
+                raise ShuttingDown("the runtime is shutting down; retry the invocation")
             from runtime.sessions import TurnRequest
 
             snapshot = call.request.workspace
@@ -255,6 +258,13 @@ class Runtime:
             ) from exc
 
     async def close(self) -> None:
+        self._closing = True
+        if self.services is None and self._lock is not None and self._lock.locked():
+            # The services are being built (warm-up, seconds): wait, then close what that builds. The turns waiting
+            # for them are refused above instead of run; AgentCore gives a terminating session up to 15 s (developer
+            # guide, runtime-lifecycle-settings: "Termination can last up to 15 seconds").
+            async with self._lock:
+                pass
         if self.services is not None:
             if self.services.retention is not None:  # no sweep while the sessions close
                 await self.services.retention.stop()
