@@ -260,7 +260,11 @@ def _sandboxed_definition(
 
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
-    confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    confined = cli_confinement(
+        settings.resolved_workspace,
+        settings.cli_path or bundled_cli(),
+        config_dir=settings.resolved_claude_config_dir,
+    )
     limits = resources.decide(
         settings.session_memory_mb,
         settings.session_processes,
