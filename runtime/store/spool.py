@@ -170,8 +170,11 @@ class SpoolingSessionStore:
     def _adopt_orphans(self) -> None:
         if self._adopted:
             return
+        # Read every orphan journal first, then queue its batches ahead of anything this process accepts: a turn
+        # answered here is never delivered before an older one a dead process left.
+        orphans = self._journal.adopt_orphans()
         self._adopted = True
-        for batch in self._journal.adopt_orphans():
+        for batch in orphans:
             self._write_ahead(batch)
             self._enqueue(batch)
         if self._pending:

@@ -377,3 +377,52 @@ def test_strict_and_write_behind_together_are_refused(tmp_path: Path) -> None:
         build_store(settings)
     with pytest.raises(ValueError, match="exclude each other"):
         SpoolingSessionStore(object(), spool_dir=tmp_path, strict=True, write_behind=True)
+
+
+def test_a_dead_processs_journal_on_a_read_only_volume_is_delivered_before_newer_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import pathlib
+
+    from runtime.store import journal as journal_module
+
+    inner = FlakyStore(tmp_path / "s.db", failures=100)
+    spool = tmp_path / "spool"
+
+    async def dead_process() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=spool, retry_initial_s=60)
+        await store.append(KEY, batch(0))  # answered, journaled, not stored
+        assert store._journal._file is not None
+        store._journal._file.close()  # killed: its lock goes with it, the journal stays
+
+    asyncio.run(dead_process())
+    inner.failures = 0
+
+    # The volume is read-only for the next process: every open for writing and every unlink fails as the kernel
+    # says it (EROFS); reads work.
+    real_open, real_unlink = open, pathlib.Path.unlink
+
+    def read_only_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if str(file).startswith(str(spool)) and any(c in mode for c in "wa+x"):
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    def read_only_unlink(self: pathlib.Path, missing_ok: bool = False) -> None:
+        if str(self).startswith(str(spool)) and self.exists():
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(journal_module, "open", read_only_open, raising=False)
+    monkeypatch.setattr(pathlib.Path, "unlink", read_only_unlink)
+
+    async def next_process() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=spool, retry_initial_s=60)
+        assert await store.load(KEY) == batch(0)  # the first load works and sees the dead process's turn
+        await store.append(KEY, batch(2))  # a newer turn
+        assert await store.flush()
+        assert await store.load(KEY) == batch(0, 4)
+        await store.close()
+
+    asyncio.run(next_process())
+    assert asyncio.run(inner.load(KEY)) == batch(0, 4)  # once each, the older turn first
