@@ -426,3 +426,70 @@ def test_a_dead_processs_journal_on_a_read_only_volume_is_delivered_before_newer
 
     asyncio.run(next_process())
     assert asyncio.run(inner.load(KEY)) == batch(0, 4)  # once each, the older turn first
+
+
+def test_close_keeps_redelivering_through_a_throttling_episode_within_its_window(tmp_path: Path) -> None:
+    """SIGTERM while the store throttles: the turns answered are delivered by the shutdown flush when the store
+    recovers within the window (one try used to leave them on a disk that goes with the microVM)."""
+    inner = FlakyStore(tmp_path / "s.db", failures=0)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner, spool_dir=tmp_path / "spool", retry_initial_s=0.02, retry_max_s=0.05
+        )
+        inner.failures = 2
+        await store.append(KEY, batch(0))  # throttled: queued
+        await store.append(KEY, batch(2))  # queued behind it
+        inner.failures = 4  # still throttled when the shutdown starts: the first flush tries fail
+        await store.close()
+
+    asyncio.run(scenario())
+    assert asyncio.run(inner.load(KEY)) == batch(0, 4)
+    assert not list((tmp_path / "spool").glob("*.jsonl"))
+
+
+def test_close_gives_up_after_its_window_and_keeps_the_journal(tmp_path: Path) -> None:
+    inner = FlakyStore(tmp_path / "s.db", failures=10**6)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner, spool_dir=tmp_path / "spool", retry_initial_s=0.02, retry_max_s=0.05, shutdown_flush_s=0.3
+        )
+        await store.append(KEY, batch(0))
+        await store.close()
+
+    asyncio.run(scenario())
+    assert inner.write_calls > 3  # it kept trying within the window
+    assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1  # then left it on disk for the next process
+
+
+class FencedStore(SqliteSessionStore):
+    """Records the ``fence`` of each batch delivery (the AgentCore store re-reads the session when it is set)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.fences: list[bool] = []
+        self.failing = True
+
+    async def append_batch(self, key: Any, entries: list[Any], *, batch_id: str, fence: bool = False) -> None:
+        self.fences.append(fence)
+        if self.failing:
+            raise SessionStoreError("throttled", aws_code="ThrottledException", retryable=True)
+        await super().append(key, entries)
+
+
+def test_a_round_of_late_batches_rereads_each_session_once(tmp_path: Path) -> None:
+    inner = FencedStore(tmp_path / "s.db")
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", retry_initial_s=60)
+        for start in (0, 2, 4):
+            await store.append(KEY, batch(start))
+        inner.fences.clear()
+        inner.failing = False
+        assert await store.flush()
+        await store.close()
+
+    asyncio.run(scenario())
+    assert inner.fences == [True, False, False]
+    assert asyncio.run(inner.load(KEY)) == batch(0, 6)
