@@ -275,6 +275,12 @@ class Jobs:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self.outbox.count:
             logger.warning("job outbox: %d result(s) not sent; sent at the next start", self.outbox.count)
+        if self._held:  # their jobs stay "running" in the journal: the next start reports them interrupted
+            logger.error(
+                "%d job result(s) the disk refused were not sent and are lost with this process: %s",
+                len(self._held),
+                ", ".join(sorted({message["job_id"] for message in self._held.values()})),
+            )
 
     async def _io(self, call: Callable[..., T], *args: Any) -> T:
         """Run a blocking call (boto3, disk) on the jobs' threads."""

@@ -522,3 +522,41 @@ def test_a_process_killed_after_writing_the_result_sends_that_result_not_interru
     asyncio.run(next_process())
     assert [(m["seq"], m["result"]["text"]) for m in _received(client, url)] == [(2, "the real answer")]
     assert journal.running() == []
+
+
+@mock_aws
+def test_a_result_held_in_memory_at_shutdown_is_reported_interrupted_by_the_next_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from runtime.jobs.journal import Journal
+
+    client, url = _moto_queue()
+    flaky = FlakySqs(client)
+
+    async def first_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=flaky, queue_url=url),
+            Outbox(tmp_path / "outbox", write=_full_disk),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        flaky.down = True
+        await _run_job(jobs, "held", _text_result("only in memory"))
+        await _until(lambda: not jobs._jobs and jobs.unsettled == 1)
+        await jobs.close()
+
+    async def next_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=client, queue_url=url),
+            Outbox(tmp_path / "outbox"),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(first_process())
+    assert "lost with this process: held" in caplog.text
+    asyncio.run(next_process())
+    [message] = _received(client, url)
+    assert (message["job_id"], message["seq"], message["result"]["code"]) == ("held", 1, "interrupted")
