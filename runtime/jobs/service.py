@@ -72,6 +72,8 @@ RETRY_MAX_S = 30.0
 CLOSE_TIMEOUT_S = 8.0
 #: Threads for sending events and writing the outbox.
 IO_THREADS = 4
+#: Finished jobs between two prunes of the journal (it keeps :data:`runtime.jobs.journal.REMEMBERED` of them).
+PRUNE_EVERY = 256
 
 T = TypeVar("T")
 #: What became of one attempt to deliver a result.
@@ -148,6 +150,7 @@ class Jobs:
         self._held: dict[Path, ResultMessage] = {}
         # Per waiting result: (loop time of its next attempt, its current delay).
         self._retry_at: dict[Path, tuple[float, float]] = {}
+        self._settled = 0
         self._resender: asyncio.Task[None] | None = None
         self._started = False
         # Its own threads: sends that wait out the client's retries while SQS is down must not take the default
@@ -382,6 +385,9 @@ class Jobs:
     async def _settle(self, job: _Job) -> None:
         if self.journal is not None and job.entry is not None:
             await self._io(self.journal.done, job.entry, job.seq)
+            self._settled += 1
+            if self._settled % PRUNE_EVERY == 0:  # a long-lived process keeps the journal bounded too
+                await self._io(self.journal.prune)
 
     async def _store(self, path: Path, message: ResultMessage) -> bool:
         """Write ``message`` to the outbox; when the disk refuses it, hold it in memory. True: it is on disk."""
@@ -440,9 +446,8 @@ class Jobs:
             reason,
             kept_at or "(nowhere: the disk refused it; the result is lost)",
         )
-        if (
-            message["result"].get("code") == UNDELIVERABLE
-        ):  # the replacement itself was refused: nothing smaller
+        # The replacement itself refused: there is nothing smaller to send.
+        if message["result"].get("code") == UNDELIVERABLE:
             return "dead"
         replacement: ResultMessage = {
             **message,

@@ -560,3 +560,19 @@ def test_a_result_held_in_memory_at_shutdown_is_reported_interrupted_by_the_next
     asyncio.run(next_process())
     [message] = _received(client, url)
     assert (message["job_id"], message["seq"], message["result"]["code"]) == ("held", 1, "interrupted")
+
+
+def test_the_journal_forgets_the_oldest_finished_jobs_never_a_running_one(tmp_path: Path) -> None:
+    import os
+
+    from runtime.jobs.journal import Entry, Journal
+
+    journal = Journal(tmp_path, remembered=2)
+    for n, state in enumerate(["running", "done", "done", "done", "done"]):
+        entry = Entry(job_id=f"j{n}", session_id="s" * 40, seq=n + 1, state=state)  # type: ignore[arg-type]
+        journal.record(entry)
+        os.utime(tmp_path / f"{entry.digest}.json", ns=(n * 10**9, n * 10**9))  # j0 oldest
+    journal.prune()
+    assert [e.job_id for e in journal.running()] == ["j0"]  # the oldest, but running: kept
+    assert journal.last_seq("s" * 40, "j1") == 0 and journal.last_seq("s" * 40, "j2") == 0  # forgotten
+    assert journal.last_seq("s" * 40, "j3") == 4 and journal.last_seq("s" * 40, "j4") == 5
