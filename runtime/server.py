@@ -163,6 +163,10 @@ class Runtime:
         self._closing = False
 
     async def get_services(self) -> Services:
+        if (
+            self.services is None and self._closing
+        ):  # nothing is built (and left unclosed) once the close began
+            raise ShuttingDown("the runtime is shutting down; retry the invocation")
         if self.services is None:
             if self._lock is None:
                 self._lock = asyncio.Lock()

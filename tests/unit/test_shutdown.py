@@ -109,3 +109,27 @@ def test_sigterm_while_the_runtime_warms_up_refuses_the_waiting_turns_instead_of
     assert [r.status_code for r in answered] == [503, 503, 503], [r.text for r in answered]
     assert {r.json()["code"] for r in answered} == {"shutting_down"}
     assert runner.actors == []  # no turn ran
+
+
+def test_after_the_close_began_nothing_is_built_any_more(tmp_path: Any) -> None:
+    """A warm-up step that starts after SIGTERM (platform V1 builds the services in the background) builds
+    nothing the close would not see."""
+    from runtime.errors import ShuttingDown
+    from runtime.server import Runtime
+    from runtime.settings import Settings
+
+    built: list[object] = []
+
+    def build(settings: Settings) -> Any:
+        built.append(settings)
+        raise AssertionError("built after the close began")
+
+    runtime = Runtime(Settings(state_dir=tmp_path), build)
+
+    async def scenario() -> None:
+        await runtime.close()
+        with pytest.raises(ShuttingDown):
+            await runtime.get_services()
+
+    asyncio.run(scenario())
+    assert built == []
