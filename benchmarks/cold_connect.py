@@ -49,7 +49,7 @@ def services_for(setup: CliSetup, captured: list[Any]) -> Any:
     from claude_agent_sdk import ClaudeSDKClient
 
     from runtime.agent.runner import AgentTurnRunner
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
     from runtime.wiring import build_services
 
     settings = Settings.from_env(

@@ -1,6 +1,6 @@
 """The environment contract of the runtime container: every ``AGENTKIT_*`` name, as a constant, in one place.
 
-Read only by :meth:`runtime.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
+Read only by :meth:`runtime.config.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
 setting with its default and meaning (``tests/unit/test_config_reference.py`` checks it); the CDK stack
 (``infra/stack.py``) imports the names from here to set them, and ``tests/infra`` checks that what it sets parses
 through ``Settings``.

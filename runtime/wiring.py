@@ -1,9 +1,9 @@
-"""Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
+"""Builds the runtime's object graph from :class:`runtime.config.settings.Settings` (no logic of its own).
 
 Imports the Claude Agent SDK (via :mod:`runtime.agent.runner`), so the server calls it lazily on the first
-invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.prewarm`). Outside
+invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.process.prewarm`). Outside
 dependencies are created here (boto3 clients through :mod:`runtime.aws`, built on first use); what a snapshot
-restore must renew registers with :mod:`runtime.restore`.
+restore must renew registers with :mod:`runtime.process.restore`.
 """
 
 from __future__ import annotations
@@ -15,25 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtime import aws, restore
+from runtime import aws
 from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.config.settings import Settings
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard import resources, tool_disk
 from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
-from runtime.limits import default_max_sessions
 from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
 from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
+from runtime.process import restore
+from runtime.process.limits import default_max_sessions
 from runtime.sessions import SessionRegistry, TurnRunner
-from runtime.settings import Settings
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 from runtime.workspace.retention import Retention
 from runtime.workspace.s3 import S3Location, S3Snapshots
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
     from runtime.jobs.service import Jobs
-    from runtime.store.recall import MemoryRecall
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.recall import MemoryRecall
+    from runtime.session_store.spool import SpoolingSessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
-        from runtime.store.recall import MemoryRecall
+        from runtime.session_store.recall import MemoryRecall
 
         memory = MemoryRecall(
             client=aws.agentcore_client(settings.aws_region),
@@ -190,7 +191,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         clock=clock,
     )
 
-    # After a snapshot restore (runtime.restore): directories the image lacks (a session storage mount is attached
+    # After a snapshot restore (runtime.process.restore): directories the image lacks (a session storage mount is attached
     # only then) and the store's own handles are made anew.
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
@@ -315,8 +316,8 @@ def build_store(
     url = settings.resolved_session_store
     if url is None:
         return None
-    from runtime.store.factory import store_from_url
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.factory import store_from_url
+    from runtime.session_store.spool import SpoolingSessionStore
 
     if settings.store_strict and settings.store_write_behind:
         raise ConfigurationError(

@@ -5,7 +5,7 @@ each turn on it is a :class:`runtime.agent.turn.Turn`.
 connects is a :class:`runtime.agent.process.CliProcess`, the session's connection until it is dropped.
 
 Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
-Environment variables: none read here (:class:`runtime.settings.Settings` carries them).
+Environment variables: none read here (:class:`runtime.config.settings.Settings` carries them).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
+from runtime.config.settings import Settings
 from runtime.env import ENV_WORKSPACE_RETENTION_HOURS
 from runtime.errors import (
     AgentProcessError,
@@ -62,10 +63,9 @@ from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
 from runtime.observe.observer import Observer
 from runtime.protocol import Emit
 from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
 
 if TYPE_CHECKING:
-    from runtime.store.recall import MemoryRecall
+    from runtime.session_store.recall import MemoryRecall
     from runtime.workspace import Changes, Workspaces
     from runtime.workspace.retention import Retention
 
@@ -360,7 +360,7 @@ class AgentTurnRunner:
                 hooks.setdefault(event, []).append(after)
         memory = self.deps.memory
         if memory is not None and session.actor_id is not None:
-            from runtime.store.recall import make_recall_hook
+            from runtime.session_store.recall import make_recall_hook
 
             recall = make_recall_hook(memory, actor_id=session.actor_id, session_id=session.claude_session_id)
             hooks["UserPromptSubmit"] = [HookMatcher(matcher=None, hooks=[cast(HookCallback, recall)])]

@@ -50,6 +50,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
 from runtime.agent.stream import CLIGone, guarded, prompt_stream, settle_task, sum_usage
+from runtime.config.settings import Settings
 from runtime.errors import (
     AgentKitError,
     AgentProcessError,
@@ -63,7 +64,6 @@ from runtime.observe.costs import PriceTable, compute_turn_cost
 from runtime.observe.observer import Observer
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
 from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
 from runtime.workspace import Changes
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Turn:
             self.observer.budget_exceeded(sid, "session")
             raise
         self.budget = limits.max_budget_usd
-        # The first turns wait for the background OpenTelemetry set-up (runtime.prewarm), so their spans export.
+        # The first turns wait for the background OpenTelemetry set-up (runtime.process.prewarm), so their spans export.
         await self.observer.spans_ready()
         self.started = self.clock()
 

@@ -11,7 +11,7 @@ unpacked into) lives under a separate root the agent's sandbox cannot reach:
 
 Both are on local disk and outlive the session's warm CLI process (an idle session that comes back finds its
 workspace) until :mod:`runtime.workspace.retention` removes them after ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` unused. Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
-Environment variables: none read here (the limits come from :class:`runtime.settings.Settings`).
+Environment variables: none read here (the limits come from :class:`runtime.config.settings.Settings`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.dockerfile import dockerfile_env
-from runtime.setting_fields import is_loopback
-from runtime.settings import Settings
+from runtime.config.fields import is_loopback
+from runtime.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import runtime.env
-from runtime.config_reference import TABLE_BEGIN, TABLE_END, documented_table, help_table, markdown_table
+from runtime.config.reference import TABLE_BEGIN, TABLE_END, documented_table, help_table, markdown_table
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError
-from runtime.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "configuration.md"
@@ -199,7 +199,7 @@ def test_no_runtime_module_reads_an_agentkit_variable_outside_the_settings() -> 
         reads = _reads_of_own_variables(ast.parse(path.read_text()), constants)
         if reads:
             offenders[str(path.relative_to(ROOT))] = reads
-    assert offenders == {}, "read these through runtime.settings.Settings instead"
+    assert offenders == {}, "read these through runtime.config.settings.Settings instead"
 
 
 def test_the_scan_finds_the_reads_it_looks_for() -> None:

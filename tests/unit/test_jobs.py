@@ -13,6 +13,7 @@ import pytest
 from botocore.stub import Stubber
 from pydantic import ValidationError
 
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError, SessionBusy, ShuttingDown
 from runtime.jobs.fit import fit_message
 from runtime.jobs.outbox import Outbox
@@ -21,7 +22,6 @@ from runtime.jobs.protocol import ResultMessage, encode_message
 from runtime.jobs.service import _result_of
 from runtime.jobs.sink import EventsUnavailable, SqsEvents
 from runtime.protocol import MAX_CONTEXT_BYTES, Failure, JobSpec
-from runtime.settings import Settings
 
 # -- the progress throttle ----------------------------------------------------------------------------------------
 

@@ -148,8 +148,8 @@ def test_the_wrapper_moves_into_the_cgroups_first_or_adds_rlimit_data(tmp_path: 
 
 
 def test_ping_shows_the_limits_once_decided() -> None:
-    from runtime.server import build_app
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
+    from runtime.http.server import build_app
 
     app = build_app(Settings.from_env({}), services_factory=lambda s: None)  # type: ignore[arg-type,return-value]
     saved, hits = list(resources._decided), resources._hits.copy()
@@ -173,8 +173,8 @@ def test_ping_shows_the_limits_once_decided() -> None:
 
 
 def test_a_limit_below_what_the_cli_needs_is_refused() -> None:
+    from runtime.config.settings import Settings
     from runtime.errors import ConfigurationError
-    from runtime.settings import Settings
 
     with pytest.raises(ConfigurationError, match="AGENTKIT_SESSION_MEMORY_MB=512 is below 768"):
         Settings.from_env({"AGENTKIT_SESSION_MEMORY_MB": "512"})

@@ -15,7 +15,7 @@
   :meth:`~AgentCoreAdapter.ping_details` to the base app's answer (``status`` and ``time_of_last_update`` stay as
   the base app computes them; AgentCore reads ``status``).
 - ``_last_status_update_time`` is the ``time_of_last_update`` ``/ping`` reports, set when the app is built;
-  :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.restore`).
+  :meth:`~AgentCoreAdapter.reset_ping_clock` renews it after a snapshot restore (:mod:`runtime.process.restore`).
 
 The base app also gives its logger ``bedrock_agentcore.app`` a handler of its own (JSON lines) when it has none,
 while the record still propagates to the root logger that ``python -m runtime`` configures: every line was

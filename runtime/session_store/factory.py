@@ -1,7 +1,7 @@
 """Build the session store named by ``AGENTKIT_SESSION_STORE`` (the settings read the variable).
 
 ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
-Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
+Wrap the result in :class:`runtime.session_store.spool.SpoolingSessionStore` so a failing store never fails a turn.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.store.agentcore import MEMORY_ID_RE, AgentCoreMemorySessionStore
-from runtime.store.agentcore_ids import MAX_PAGE_SIZE, UsageMeter
-from runtime.store.sqlite import SqliteSessionStore
+from runtime.session_store.agentcore.ids import MAX_PAGE_SIZE, UsageMeter
+from runtime.session_store.agentcore.store import MEMORY_ID_RE, AgentCoreMemorySessionStore
+from runtime.session_store.sqlite import SqliteSessionStore
 
 __all__ = ["store_from_url"]
 

@@ -6,7 +6,7 @@
   (``timeout_s``, default 0.3 s) runs out — the turn then proceeds without recall.
 - :meth:`MemoryRecall.record_turn` writes the user prompt and the final assistant text as one
   ``conversational`` event (roles ``USER`` / ``ASSISTANT``), which the semantic / summary / user-preference
-  strategies extract from. Transcript events (blob, :mod:`runtime.store.agentcore`) are never extracted.
+  strategies extract from. Transcript events (blob, :mod:`runtime.session_store.agentcore.store`) are never extracted.
 - :func:`make_recall_hook` adapts ``recall`` to a Claude Agent SDK ``UserPromptSubmit`` hook that returns
   ``additionalContext``.
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime.store.agentcore_ids import MEMORY_EVENTS_WRITTEN, MEMORY_RETRIEVALS, UsageMeter
+from runtime.session_store.agentcore.ids import MEMORY_EVENTS_WRITTEN, MEMORY_RETRIEVALS, UsageMeter
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Nothing lost on this microVM's disk: a ``SessionStore`` wrapper with a write-ahead journal and redelivery.
 
 Every transcript batch (and ``put_state``) is journaled to local disk *before* the remote store is called
-(:mod:`runtime.store.journal`), so neither a slow call cut off by the SDK's 60 s mirror timeout (which
+(:mod:`runtime.session_store.journal`), so neither a slow call cut off by the SDK's 60 s mirror timeout (which
 reaches here as ``CancelledError``) nor a failing store loses it. The remote call is bounded by
 ``call_timeout_s`` (default 20 s, well under the SDK's limit); a call that fails or runs over leaves the
 batch queued, and a background asyncio task redelivers queued batches in FIFO order with exponential
@@ -9,7 +9,7 @@ backoff (``flush()`` / ``close()`` try once more at shutdown). While a key has u
 batches for that key queue behind them, so order is kept. ``load_all()`` returns the inner store's entries
 followed by the undelivered ones (deduplicated on ``uuid``), so a resume on this microVM sees everything;
 ``load()`` (what the SDK resumes from) gives a main transcript from its last compact boundary on
-(:mod:`runtime.store.compaction`).
+(:mod:`runtime.session_store.compaction`).
 
 - A batch the store rejects for good (``SessionStoreError.retryable`` false, e.g. a validation error) is
   dead-lettered: kept in ``dead-letter.jsonl``, logged at ERROR, counted as ``SessionStoreDeadLetters``;
@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import SessionStoreError
-from runtime.store.codec import dumps_entry
-from runtime.store.compaction import resume_view
-from runtime.store.journal import Batch, Journal, read_transcript_file
+from runtime.session_store.codec import dumps_entry
+from runtime.session_store.compaction import resume_view
+from runtime.session_store.journal import Batch, Journal, read_transcript_file
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -135,7 +135,7 @@ class SpoolingSessionStore:
         return self._journal.path
 
     def after_restore(self) -> None:
-        """A snapshot restore (:mod:`runtime.restore`): a journal not opened yet gets a name of its own (the pid is
+        """A snapshot restore (:mod:`runtime.process.restore`): a journal not opened yet gets a name of its own (the pid is
         the image's, the same in every restored process), and the inner store renews what it holds."""
         self._journal.renew_name()
         inner = getattr(self.inner, "after_restore", None)
@@ -345,7 +345,7 @@ class SpoolingSessionStore:
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """What a resuming CLI is given: :meth:`load_all`, for a main transcript cut to its last compact boundary
-        with no pointer to the compacting process's local file (:func:`runtime.store.compaction.resume_view`).
+        with no pointer to the compacting process's local file (:func:`runtime.session_store.compaction.resume_view`).
         Inner errors propagate."""
         entries = await self.load_all(key)
         if key.get("subpath"):

@@ -7,7 +7,7 @@ journal whose lock is free belongs to a dead process and is adopted (:meth:`Jour
 ``dead-letter.jsonl`` keeps batches the store rejected for good (one line each, with the error), for an
 operator to inspect or replay; nothing reads it automatically.
 
-Lines are written with :func:`runtime.store.codec.dumps_entry`, so an entry holding a lone surrogate
+Lines are written with :func:`runtime.session_store.codec.dumps_entry`, so an entry holding a lone surrogate
 cannot make a journal line unwritable. Environment: none.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from runtime.store.codec import dumps_entry
+from runtime.session_store.codec import dumps_entry
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from runtime.errors import AgentKitError, InvalidSessionId, SessionNotFound
+from runtime.http.server import refuse
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.protocol import SESSION_HEADER, resolve_session_id
-from runtime.server import refuse
 
 STOP_PATH = "/stopruntimesession"
 
@@ -46,7 +46,7 @@ async def _close(registry: Any, key: str) -> bool:
 
 
 def add_stop_route(app: Any, *, actor_header: str | None) -> None:
-    """Add ``POST /stopruntimesession`` to a ``BedrockAgentCoreApp`` built by ``runtime.server.build_app``."""
+    """Add ``POST /stopruntimesession`` to a ``BedrockAgentCoreApp`` built by ``runtime.http.server.build_app``."""
 
     async def stop(request: Request) -> JSONResponse:
         header = request.headers.get(SESSION_HEADER)

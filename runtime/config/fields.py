@@ -1,4 +1,4 @@
-"""The pieces :class:`runtime.settings.Settings` is declared with: :func:`setting` (a field with its variable,
+"""The pieces :class:`runtime.config.settings.Settings` is declared with: :func:`setting` (a field with its variable,
 default and meaning), the reference row :class:`SettingInfo`, and the small predicates its validators and the
 start-up use. No state; imports nothing of the runtime but the variable names.
 """

@@ -1,4 +1,4 @@
-"""The checks of single :class:`runtime.settings.Settings` fields, each raising ``ValueError`` with what is wrong
+"""The checks of single :class:`runtime.config.settings.Settings` fields, each raising ``ValueError`` with what is wrong
 (``Settings.from_env`` names the variable). A base class of the model, so the model reads as its declarations.
 """
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import field_validator
 
+from runtime.config.fields import DeclaredSettings, is_inference_profile
 from runtime.env import ENV_SESSION_MEMORY_MB
 from runtime.errors import ConfigurationError
-from runtime.setting_fields import DeclaredSettings, is_inference_profile
 
 _ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 #: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
@@ -21,7 +21,7 @@ MIN_SESSION_MEMORY_MB = 768
 
 
 class SettingsChecks(DeclaredSettings):
-    """Field validators of :class:`runtime.settings.Settings` (the fields are declared there)."""
+    """Field validators of :class:`runtime.config.settings.Settings` (the fields are declared there)."""
 
     @field_validator("prices", check_fields=False)
     @classmethod
@@ -99,7 +99,7 @@ class SettingsChecks(DeclaredSettings):
     @field_validator("session_memory_mb", check_fields=False)
     @classmethod
     def _memory_holds_the_cli(cls, value: int) -> int:
-        # The CLI alone has 210-245 MB resident (measured; runtime/limits.py): a smaller limit kills it, not a command.
+        # The CLI alone has 210-245 MB resident (measured; runtime/process/limits.py): a smaller limit kills it, not a command.
         if 0 < value < MIN_SESSION_MEMORY_MB:
             raise ValueError(
                 f"{ENV_SESSION_MEMORY_MB}={value} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "

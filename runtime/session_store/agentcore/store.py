@@ -1,7 +1,7 @@
 """Claude Agent SDK ``SessionStore`` on the AgentCore Memory data plane (short-term memory events).
 
-Import it from :mod:`runtime.store.sqlite`; this module holds the class, :mod:`runtime.store.agentcore_ids`
-the id mapping and limits, :mod:`runtime.store.agentcore_groups` how a load reassembles entries.
+Import it from :mod:`runtime.session_store.sqlite`; this module holds the class, :mod:`runtime.session_store.agentcore.ids`
+the id mapping and limits, :mod:`runtime.session_store.agentcore.groups` how a load reassembles entries.
 
 ==================================  ========================================================================
 SDK / store concept                 Memory ids
@@ -17,11 +17,11 @@ per-session state (``put_state``)   actorId ``agentkit-state``, sessionId ``t-<e
 ==================================  ========================================================================
 
 Transcript events carry only ``blob`` payload items (never extracted to long-term memory; ``extractionMode``
-is also ``SKIP``). Each entry is serialized to JSON (:func:`runtime.store.codec.dumps_entry`) and cut into
+is also ``SKIP``). Each entry is serialized to JSON (:func:`runtime.session_store.codec.dumps_entry`) and cut into
 chunks of at most 100 KB *as botocore sends them*; an event holds at most 100 items and 1 MB of chunks, so
 a large entry may span events. Every item names its writer (a random id per store instance), the writer's
 epoch, its batch and its index in the batch; the rules that make a load correct with several writers, skewed
-clocks and retried batches are in :mod:`runtime.store.agentcore_groups`. The SDK's session summary rides
+clocks and retried batches are in :mod:`runtime.session_store.agentcore.groups`. The SDK's session summary rides
 along as an item ``{"k": "sum", ...}`` in the last event of each main-transcript batch, so appends cost one
 ``CreateEvent`` per ≤ 100 items.
 
@@ -35,7 +35,7 @@ batch id and index. ``list_sessions`` ``mtime`` is the first append of the lates
 IAM actions the runtime role needs on the memory ARN
 (``arn:aws:bedrock-agentcore:<region>:<account>:memory/<memory-id>``):
 ``bedrock-agentcore:CreateEvent``, ``bedrock-agentcore:ListEvents``, ``bedrock-agentcore:GetEvent``,
-``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.store.recall`,
+``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.session_store.recall`,
 ``bedrock-agentcore:RetrieveMemoryRecords``.
 
 Environment: none read here. Without an injected ``client`` the store builds one with
@@ -59,8 +59,8 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from runtime.errors import SessionStoreError
-from runtime.store.agentcore_groups import assemble
-from runtime.store.agentcore_ids import (
+from runtime.session_store.agentcore.groups import assemble
+from runtime.session_store.agentcore.ids import (
     INDEX_SESSION_ID,
     MAX_EVENT_BYTES,
     MAX_ITEM_BYTES,
@@ -73,9 +73,9 @@ from runtime.store.agentcore_ids import (
     session_id_for,
     wrap_client_error,
 )
-from runtime.store.agentcore_plan import BatchPlan, KeyCache
-from runtime.store.agentcore_state import MemoryStateMixin
-from runtime.store.codec import dumps_entry, split_by_wire_bytes, wire_bytes
+from runtime.session_store.agentcore.plan import BatchPlan, KeyCache
+from runtime.session_store.agentcore.state import MemoryStateMixin
+from runtime.session_store.codec import dumps_entry, split_by_wire_bytes, wire_bytes
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -104,7 +104,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
     Args:
         memory_id: the Memory id or ARN (``AGENTKIT_SESSION_STORE=agentcore://<memory-id>``).
         client: a boto3 ``bedrock-agentcore`` client; built lazily when omitted.
-        max_chunk_bytes: bytes of one chunk item as sent (≤ 100 KB, see :mod:`runtime.store.agentcore_ids`).
+        max_chunk_bytes: bytes of one chunk item as sent (≤ 100 KB, see :mod:`runtime.session_store.agentcore.ids`).
         max_event_bytes: bytes of chunk data per ``CreateEvent`` (bounds request size).
         page_size: ``maxResults`` for ``ListEvents`` (1..100); ``None`` uses the service default of 20. moto
             truncates to ``maxResults`` without returning a ``nextToken``: test paging with a stand-in.
@@ -162,7 +162,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         self._locks_guard = threading.Lock()
 
     def after_restore(self) -> None:
-        """A snapshot restore (:mod:`runtime.restore`): every restored process shares the image's memory, so the
+        """A snapshot restore (:mod:`runtime.process.restore`): every restored process shares the image's memory, so the
         writer id (which keeps writers' entries apart) is drawn again and what the image knew is dropped."""
         self.writer_id = secrets.token_hex(6)
         self._keys.clear()
@@ -233,7 +233,7 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
 
     def _read_key(self, key: SessionKey) -> tuple[list[SessionStoreEntry] | None, KeyCache]:
         """Blocking: read a transcript and reassemble it; returns (entries, cache). One bad group is skipped,
-        never fails the load (:mod:`runtime.store.agentcore_groups`)."""
+        never fails the load (:mod:`runtime.session_store.agentcore.groups`)."""
         subpath = key.get("subpath")
         events = self._list_all(actor_id_for(key["project_key"]), session_id_for(key["session_id"], subpath))
         got = assemble(self._items(events), where=f"{key['session_id']}/{subpath or ''}")

@@ -3,7 +3,7 @@
 Memory ids must match ``[a-zA-Z0-9][a-zA-Z0-9-_]*`` (sessionId, ≤ 100 chars) and the same with ``/`` and
 ``:`` allowed (actorId, ≤ 255 chars). Every string is *escaped*: ``[A-Za-z0-9-]`` stays, every other UTF-8
 byte becomes ``_hh`` (lowercase hex), so escaping is injective and the result fits both patterns. The table
-of keys is in :mod:`runtime.store.agentcore`.
+of keys is in :mod:`runtime.session_store.agentcore.store`.
 
 Limits, from botocore's ``bedrock-agentcore`` service model (``data/bedrock-agentcore/2024-02-28/
 service-2.json``, botocore 1.44): ``PayloadTypeList`` max 100 items per ``CreateEvent``; ``ContentTextString``

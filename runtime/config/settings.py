@@ -4,7 +4,7 @@ default, meaning and validation.
 Each field of :class:`Settings` is declared with :func:`setting`: the variable it is read from (a constant of
 :mod:`runtime.env`, the names the CDK stack and the Dockerfile set), its default, what it means, and its
 constraints. ``python -m runtime --help`` and the table in ``docs/configuration.md`` are generated from these
-declarations (:mod:`runtime.config_reference`), and a test fails when the page and the model differ.
+declarations (:mod:`runtime.config.reference`), and a test fails when the page and the model differ.
 
 Precedence is explicit argument > environment variable > default (:meth:`Settings.from_env`); an empty variable
 counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the variable, with a fix, on bad values.
@@ -19,6 +19,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, ValidationError
 
+from runtime.config.fields import (
+    explain,
+    exposure_warning,
+    on_agentcore,
+    setting,
+)
+from runtime.config.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
+from runtime.config.settings_checks import SettingsChecks
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
@@ -86,14 +94,6 @@ from runtime.env import (
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
-from runtime.setting_fields import (
-    explain,
-    exposure_warning,
-    on_agentcore,
-    setting,
-)
-from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
-from runtime.settings_checks import SettingsChecks
 
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -296,7 +296,7 @@ class Settings(SettingsChecks):
         ENV_MAX_SESSIONS,
         None,
         "warm sessions (CLI processes) kept at once; the least recently used idle one is closed first",
-        shown="what the container's cgroup memory limit fits, at most `32` (`runtime/limits.py`)",
+        shown="what the container's cgroup memory limit fits, at most `32` (`runtime/process/limits.py`)",
         gt=0,
     )
     max_turns: int = setting(
@@ -445,7 +445,7 @@ class Settings(SettingsChecks):
 
     def exposure_warning(self) -> str | None:
         """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:
-        :func:`runtime.setting_fields.exposure_warning`)."""
+        :func:`runtime.config.fields.exposure_warning`)."""
         return exposure_warning(self.host, self.port)
 
     # -- the CLI's environment -----------------------------------------------------------------------------

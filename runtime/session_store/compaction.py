@@ -19,7 +19,7 @@ directory of an earlier process, deleted when that process ended — which no la
 the last boundary on, the preserved messages, and the pre-boundary entries that are session metadata (no
 ``uuid``: titles, tags, modes, …), except the input-queue records and "last prompt" pointers into the dropped
 part; and it removes the "read the full transcript at: <path>" sentence from summaries. The store itself keeps
-everything: the full history stays readable there (:meth:`~runtime.store.spool.SpoolingSessionStore.load_all`).
+everything: the full history stays readable there (:meth:`~runtime.session_store.spool.SpoolingSessionStore.load_all`).
 
 Environment: none.
 """

@@ -13,7 +13,7 @@ Two faults a long-lived SQLite connection does not notice by itself:
   orphaning their CLI processes). The guard checks the file before every call: a truncated ``-shm`` whose
   inode is still ours is grown back to its size (its zeroed header makes SQLite rebuild the index from the
   WAL); a replaced or unwritable one is not touched again by this process — the store raises
-  ``SessionStoreError`` instead, so the spool (:mod:`runtime.store.spool`) keeps every write on local disk
+  ``SessionStoreError`` instead, so the spool (:mod:`runtime.session_store.spool`) keeps every write on local disk
   and ``SessionStoreErrors`` counts the fault, until the file is usable again or the process restarts.
 
 The checks are ``stat`` calls (a few microseconds). They cannot close the window between the check and the

@@ -7,11 +7,11 @@ state that must outlive a microVM (``get_state`` / ``put_state``, e.g. the sessi
 - :class:`SqliteSessionStore` — the embedded default for local runs and tests. WAL mode and a busy timeout
   make it safe for several processes sharing one file.
 - :class:`AgentCoreMemorySessionStore` — AgentCore Memory events (implementation, id mapping and the IAM
-  actions it needs: :mod:`runtime.store.agentcore`).
+  actions it needs: :mod:`runtime.session_store.agentcore.store`).
 
-:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (read by :mod:`runtime.settings`):
+:func:`store_from_url` builds one from ``AGENTKIT_SESSION_STORE`` (read by :mod:`runtime.config.settings`):
 ``sqlite:///abs/path.db`` | ``agentcore://<memory-id>`` | empty (SQLite at ``<state_dir>/sessions.db``).
-Wrap the result in :class:`runtime.store.spool.SpoolingSessionStore` so a failing store never fails a turn.
+Wrap the result in :class:`runtime.session_store.spool.SpoolingSessionStore` so a failing store never fails a turn.
 
 Environment: none read here.
 """
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from runtime.errors import SessionStoreError
-from runtime.store.codec import dumps_entry
-from runtime.store.file_guard import Fault, FileGuard, Rows, dump_rows, restore_rows
+from runtime.session_store.codec import dumps_entry
+from runtime.session_store.file_guard import Fault, FileGuard, Rows, dump_rows, restore_rows
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
     from claude_agent_sdk.types import (
@@ -207,7 +207,7 @@ class SqliteSessionStore:
         self.after_restore()
 
     def after_restore(self) -> None:
-        """Drop the connection so the next call opens its own (after a snapshot restore: :mod:`runtime.restore`)."""
+        """Drop the connection so the next call opens its own (after a snapshot restore: :mod:`runtime.process.restore`)."""
         with self._lock:
             if self._db is not None:
                 self._guard.check()  # grows back a truncated -shm: closing touches its mapping

@@ -1,10 +1,10 @@
 """The AgentCore HTTP contract: ``POST /invocations`` and ``GET /ping``.
 
 ``build_app(settings)`` returns a ``BedrockAgentCoreApp`` whose invocation route is answered here, once per
-request: the body (already read under a size limit by :mod:`runtime.http_edge`) is decoded and validated once,
+request: the body (already read under a size limit by :mod:`runtime.http.edge`) is decoded and validated once,
 the session id checked once and the actor resolved; then the turn is handed to the session registry on the
 app's worker loop (where the warm clients live) and its events come back to the server's loop one hop each
-(:mod:`runtime.loop_bridge`). The Claude Agent SDK is imported lazily on the first invocation (and warmed in the
+(:mod:`runtime.http.loop_bridge`). The Claude Agent SDK is imported lazily on the first invocation (and warmed in the
 background after start-up), so ``/ping`` answers in well under a second.
 
 Reply formats are described in :mod:`runtime.protocol`. Every error is
@@ -12,7 +12,7 @@ Reply formats are described in :mod:`runtime.protocol`. Every error is
 :class:`~runtime.protocol.Failure` that carries the status next to the error event; the server sends the event
 and uses the status for non-streaming replies.
 
-Environment: none read here (:class:`runtime.settings.Settings` is passed in).
+Environment: none read here (:class:`runtime.config.settings.Settings` is passed in).
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from runtime import restore
-from runtime.app_adapter import AgentCoreAdapter
+from runtime.config.settings import Settings
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
 from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured
-from runtime.http_edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
+from runtime.http.app_adapter import AgentCoreAdapter
+from runtime.http.edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
+from runtime.http.loop_bridge import LoopStream, start_on
 from runtime.identity import claude_session_id, resolve_actor
-from runtime.loop_bridge import LoopStream, start_on
+from runtime.process import restore
 from runtime.protocol import (
     SESSION_HEADER,
     Event,
@@ -50,7 +51,6 @@ from runtime.protocol import (
     parse_body,
     resolve_session_id,
 )
-from runtime.settings import Settings
 
 if TYPE_CHECKING:
     from runtime.wiring import Services

@@ -7,7 +7,7 @@ the main thread, by :func:`initialise` (the SDK import, the CLI binary, the AWS 
 the process is fully initialised, and no start-up thread is mid-flight when the image is taken. The CLI binary
 is read through, so its pages are in the image's page cache. AgentCore allows 120 s from start to a healthy
 ``/ping`` (developer guide, ``runtime-v2-optimize``); ``benchmarks/platform_v2.py`` measures what this takes.
-Nothing here produces a per-session value: those are renewed after a restore (:mod:`runtime.restore`).
+Nothing here produces a per-session value: those are renewed after a restore (:mod:`runtime.process.restore`).
 
 **Platform V1** (default): daemon threads started with the server (uvicorn binds once the lifespan start-up
 returns; the first health checks share the GIL with the import, which Python hands over every 5 ms) run, in
@@ -28,6 +28,9 @@ order:
 On V1 every step is best-effort: a failure is logged and the first invocation does the work (and reports the
 error). On V2 a failure of a required step raises :class:`runtime.errors.ConfigurationError` (the process exits
 and the runtime version never becomes healthy, rather than snapshotting a half-initialised process).
+
+The steps are named and given by ``python -m runtime`` (:mod:`runtime.__main__`, the wiring); this module only
+runs them, so it imports nothing of the agent and sits below the session store and the observer.
 """
 
 from __future__ import annotations
@@ -56,22 +59,6 @@ def page_in(path: Path, *, read: bool = False) -> int:
         while read and (chunk := f.read(_CHUNK)):
             total += len(chunk)
     return total
-
-
-def cli_binary(cli_path: Path | None) -> Path | None:
-    """The CLI the runtime will spawn: ``AGENTKIT_CLI_PATH`` or the SDK's bundled one."""
-    if cli_path is not None:
-        return cli_path if cli_path.is_file() else None
-    with contextlib.suppress(Exception):
-        from runtime.agent.orphan_guard import bundled_cli
-
-        bundled = bundled_cli()
-        return Path(bundled) if bundled else None
-    return None
-
-
-def import_sdk() -> None:
-    import runtime.agent.turn  # noqa: F401
 
 
 def initialise(
@@ -141,6 +128,3 @@ class Prewarm:
         timer.daemon = True
         timer.start()
         return timer
-
-
-__all__ = ["Prewarm", "cli_binary", "import_sdk", "initialise", "page_in"]

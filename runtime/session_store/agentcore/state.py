@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime.errors import SessionStoreError
-from runtime.store.agentcore_ids import MEMORY_EVENTS_WRITTEN, STATE_ACTOR_ID, UsageMeter, session_id_for
+from runtime.session_store.agentcore.ids import (
+    MEMORY_EVENTS_WRITTEN,
+    STATE_ACTOR_ID,
+    UsageMeter,
+    session_id_for,
+)
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What one process knows about an AgentCore Memory transcript key, and a batch of events as first planned.
 
-Both belong to :class:`runtime.store.agentcore.AgentCoreMemorySessionStore`, which alone changes them.
+Both belong to :class:`runtime.session_store.agentcore.store.AgentCoreMemorySessionStore`, which alone changes them.
 """
 
 from __future__ import annotations

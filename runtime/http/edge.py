@@ -21,7 +21,7 @@ malformed request line or header) follows the same contract; pass it as ``http=`
 Small writes are not held back: asyncio sets ``TCP_NODELAY`` on every TCP transport it creates (CPython's
 ``selector_events._SelectorSocketTransport``), so each SSE event leaves as soon as it is written.
 
-Environment: none (the limit is passed in by :mod:`runtime.server`).
+Environment: none (the limit is passed in by :mod:`runtime.http.server`).
 """
 
 from __future__ import annotations
