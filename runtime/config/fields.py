@@ -1,12 +1,12 @@
-"""The pieces :class:`runtime.config.settings.Settings` is declared with: :func:`setting` (a field with its variable,
-default and meaning), the reference row :class:`SettingInfo`, and the small predicates its validators and the
-start-up use. No state; imports nothing of the runtime but the variable names.
+"""How a setting is declared and stated: :func:`setting` (a pydantic field with its variable, default and meaning),
+what a model declared with it answers about itself (:func:`env_names`, :func:`reference_rows`, one
+:class:`SettingInfo` per field), and a validation error as a sentence naming the variables (:func:`explain`).
+Generic over the model; :class:`runtime.config.settings.Settings` is the one declared with it. No state; imports
+nothing of the runtime.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,28 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from runtime.env import ENV_HOST, ENV_PLATFORM_VERSION
-
-# Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
-_PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
-_ARN_RE = re.compile(
-    r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
-)
-
-
-def on_agentcore(env: Mapping[str, str]) -> bool:
-    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
-    (``infra/stack.py``), a local run need not."""
-    return ENV_PLATFORM_VERSION in env
-
-
-def is_inference_profile(model: str) -> bool:
-    """True for an inference profile id (``us.``/``eu.``/``apac.``/``global.`` …) or a Bedrock profile ARN."""
-    return bool(_PROFILE_RE.match(model) or _ARN_RE.match(model))
-
 
 def setting(env: str, default: Any, meaning: str, *, shown: str | None = None, **constraints: Any) -> Any:
-    """Declare a field of :class:`Settings`: read from the variable ``env``, ``default`` when unset.
+    """Declare a field of a settings model (:class:`runtime.config.settings.Settings`): read from the variable
+    ``env``, ``default`` when unset.
 
     ``meaning`` (Markdown) says what it does; ``shown`` is how the reference states the default when the value
     alone does not say it (a default computed at run time). ``constraints`` are pydantic's (``gt``, ``le``, …).
@@ -51,16 +33,6 @@ class SettingInfo:
     env: str
     default: str
     meaning: str
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # another host name: it may resolve to anything
 
 
 def field_extra(info: Any) -> dict[str, Any]:
@@ -95,38 +67,17 @@ def explain(exc: ValidationError, env_names: Mapping[str, str]) -> str:
     return "invalid runtime settings: " + "; ".join(parts)
 
 
-def exposure_warning(host: str, port: int) -> str | None:
-    """The warning to log at start when ``host`` is not a loopback address (None when it is).
-
-    The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port can run
-    turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of it (the image sets
-    ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
-    """
-    if is_loopback(host):
-        return None
-    return (
-        f"listening on {host}, not on loopback: anyone who can reach port {port} can run turns "
-        "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
-        f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
-    )
+def env_names(model: type[BaseModel]) -> dict[str, str]:
+    """Field name → the environment variable it is read from, in declaration order."""
+    return {name: field_extra(info)["env"] for name, info in model.model_fields.items()}
 
 
-class DeclaredSettings(BaseModel):
-    """What a model declared with :func:`setting` answers about its own declarations."""
-
-    @classmethod
-    def env_names(cls) -> dict[str, str]:
-        """Field name → the environment variable it is read from, in declaration order."""
-        return {name: field_extra(info)["env"] for name, info in cls.model_fields.items()}
-
-    @classmethod
-    def reference(cls) -> list[SettingInfo]:
-        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
-        rows = []
-        for name, info in cls.model_fields.items():
-            extra = field_extra(info)
-            shown = extra.get("shown") or shown_default(info.default)
-            rows.append(
-                SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or "")
-            )
-        return rows
+def reference_rows(model: type[BaseModel]) -> list[SettingInfo]:
+    """Every field of ``model`` as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from
+    this)."""
+    rows = []
+    for name, info in model.model_fields.items():
+        extra = field_extra(info)
+        shown = extra.get("shown") or shown_default(info.default)
+        rows.append(SettingInfo(field=name, env=extra["env"], default=shown, meaning=info.description or ""))
+    return rows

@@ -1,10 +1,12 @@
 """Runtime settings: one typed, validated model that is the only source of every setting's environment variable,
 default, meaning and validation.
 
-Each field of :class:`Settings` is declared with :func:`setting`: the variable it is read from (a constant of
+Each field of :class:`Settings` is declared with :func:`runtime.config.fields.setting`: the variable it is read from (a constant of
 :mod:`runtime.env`, the names the CDK stack and the Dockerfile set), its default, what it means, and its
 constraints. ``python -m runtime --help`` and the table in ``docs/configuration.md`` are generated from these
-declarations (:mod:`runtime.config.reference`), and a test fails when the page and the model differ.
+declarations (:mod:`runtime.config.reference`), and a test fails when the page and the model differ. The checks of
+single fields follow the declarations, as the model's validators; the predicates they and the start-up use
+(:func:`is_inference_profile`, :func:`is_loopback`, :func:`on_agentcore`) are this module's functions.
 
 Precedence is explicit argument > environment variable > default (:meth:`Settings.from_env`); an empty variable
 counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the variable, with a fix, on bad values.
@@ -12,21 +14,16 @@ counts as unset. Raises :class:`runtime.errors.ConfigurationError` naming the va
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from runtime.config.fields import (
-    explain,
-    exposure_warning,
-    on_agentcore,
-    setting,
-)
-from runtime.config.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
-from runtime.config.settings_checks import SettingsChecks
+from runtime.config.fields import SettingInfo, env_names, explain, reference_rows, setting
 from runtime.env import (
     DEFAULT_MAX_PROMPT_CHARS,
     DEFAULT_METRICS_NAMESPACE,
@@ -98,8 +95,57 @@ from runtime.errors import ConfigurationError
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
+# Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
+_PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
+_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:bedrock:[a-z0-9-]+:\d{12}:(inference-profile|application-inference-profile)/.+$"
+)
+#: What every header a caller may name as its actor starts with (AgentCore forwards no other custom headers).
+_ACTOR_HEADER_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
+#: The smallest per-session memory limit: the CLI has ~250 MiB resident, and as `RLIMIT_DATA` (which also counts
+#: what the CLI reserves) 512 MiB made the bundled CLI abort at start while 640 MiB worked (measured with
+#: tests/e2e/test_session_limits.py).
+MIN_SESSION_MEMORY_MB = 768
 
-class Settings(SettingsChecks):
+
+def on_agentcore(env: Mapping[str, str]) -> bool:
+    """Whether the runtime was deployed by the stack to AgentCore: the stack always sets ``AGENTKIT_PLATFORM_VERSION``
+    (``infra/stack.py``), a local run need not."""
+    return ENV_PLATFORM_VERSION in env
+
+
+def is_inference_profile(model: str) -> bool:
+    """True for an inference profile id (``us.``/``eu.``/``apac.``/``global.`` …) or a Bedrock profile ARN."""
+    return bool(_PROFILE_RE.match(model) or _ARN_RE.match(model))
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to anything
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """The warning to log at start when ``host`` is not a loopback address (None when it is).
+
+    The runtime has no authentication of its own: on a non-loopback address anyone who can reach the port can run
+    turns on the process's AWS credentials. Deployed, AgentCore authenticates callers in front of it (the image sets
+    ``AGENTKIT_HOST=0.0.0.0``); a devcontainer or Codespace is not such a front.
+    """
+    if is_loopback(host):
+        return None
+    return (
+        f"listening on {host}, not on loopback: anyone who can reach port {port} can run turns "
+        "on this process's AWS credentials (the runtime has no authentication of its own). Fine behind "
+        f"AgentCore; elsewhere unset {ENV_HOST} (default 127.0.0.1)."
+    )
+
+
+class Settings(BaseModel):
     """Validated runtime settings. Build with :meth:`from_env`; instances are immutable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -396,6 +442,104 @@ class Settings(SettingsChecks):
         "(AgentCore V2 snapshots the process; `docs/platform.md`)",
     )
 
+    # -- checks of single fields (each raises ValueError with what is wrong; from_env names the variable) -----
+
+    @field_validator("prices")
+    @classmethod
+    def _price_overrides(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.observe.costs import load_price_table
+
+            load_price_table(overrides=value)  # raises ValueError with what is wrong
+        return value
+
+    @field_validator("network_hosts", "network_allowed_cidrs")
+    @classmethod
+    def _network_lists(cls, value: str | None, info: Any) -> str | None:
+        from runtime.guard.egress import parse_networks, parse_pins
+
+        try:
+            (parse_pins if info.field_name == "network_hosts" else parse_networks)(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
+
+    @field_validator("workspace_s3_uri")
+    @classmethod
+    def _s3_location(cls, value: str | None) -> str | None:
+        if value:
+            from runtime.workspace.s3 import S3Location
+
+            S3Location.parse(value)  # raises ValueError with what is wrong
+        return value
+
+    @field_validator("model", "small_model")
+    @classmethod
+    def _inference_profile(cls, value: str) -> str:
+        if not is_inference_profile(value):
+            raise ValueError(
+                f"{value!r} is not a Bedrock inference profile id or ARN. Claude models on Bedrock are invoked "
+                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' "
+                "or 'global.anthropic.claude-sonnet-4-5-20250929-v1:0' (see the Bedrock console, Cross-region "
+                "inference), or an inference-profile ARN"
+            )
+        return value
+
+    @field_validator("actor_header")
+    @classmethod
+    def _actor_header(cls, value: str | None) -> str | None:
+        if value and not value.lower().startswith(_ACTOR_HEADER_PREFIX):
+            raise ValueError(
+                f"{value!r} does not reach the runtime: AgentCore forwards only 'Authorization' and "
+                "'X-Amzn-Bedrock-AgentCore-Runtime-Custom-*' headers; name one of the latter"
+            )
+        return value
+
+    @field_validator("recall_namespaces", mode="before")
+    @classmethod
+    def _split_namespaces(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("bedrock_endpoint", "gateway_url", "job_events_queue_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value and not re.match(r"^https?://", value):
+            raise ValueError(f"{value!r} must be an http(s) URL")
+        return value.rstrip("/") if value else value
+
+    @field_validator("workspace_bucket")
+    @classmethod
+    def _bucket_name(cls, value: str | None) -> str | None:
+        # S3's bucket naming rules, in short (General purpose bucket naming rules, Amazon S3 user guide).
+        if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (a name, not an s3:// URI)")
+        return value
+
+    @field_validator("session_memory_mb")
+    @classmethod
+    def _memory_holds_the_cli(cls, value: int) -> int:
+        # The CLI alone has 210-245 MB resident (measured; runtime/process/limits.py): a smaller limit kills it, not a command.
+        if 0 < value < MIN_SESSION_MEMORY_MB:
+            raise ValueError(
+                f"{ENV_SESSION_MEMORY_MB}={value} is below {MIN_SESSION_MEMORY_MB}: the CLI alone "
+                "needs about 250 MiB; use at least that, or 0 for no memory limit"
+            )
+        return value
+
+    # -- the declarations, as the reference states them ----------------------------------------------------
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Field name → the environment variable it is read from, in declaration order."""
+        return env_names(cls)
+
+    @classmethod
+    def reference(cls) -> list[SettingInfo]:
+        """Every setting as the docs state it (``--help`` and ``docs/configuration.md`` are rendered from this)."""
+        return reference_rows(cls)
+
     # -- derived paths -------------------------------------------------------------------------------------
 
     @property
@@ -445,7 +589,7 @@ class Settings(SettingsChecks):
 
     def exposure_warning(self) -> str | None:
         """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:
-        :func:`runtime.config.fields.exposure_warning`)."""
+        :func:`exposure_warning`)."""
         return exposure_warning(self.host, self.port)
 
     # -- the CLI's environment -----------------------------------------------------------------------------

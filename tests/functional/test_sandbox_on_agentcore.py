@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.runtime_server import ROOT, fake_cli_server, session_id
-from runtime.config.fields import on_agentcore
-from runtime.config.settings import Settings
+from runtime.config.settings import Settings, on_agentcore
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.config.fields import is_inference_profile
-from runtime.config.settings import Settings
+from runtime.config.settings import Settings, is_inference_profile
 from runtime.errors import ConfigurationError, InvalidRequest, InvalidSessionId, PromptTooLarge
 from runtime.identity import claude_session_id, normalise_actor, resolve_actor
 from runtime.protocol import parse_body, resolve_session_id, summarize
