@@ -149,7 +149,7 @@ def in_process_services(setup: CliSetup) -> Any:
 async def registry_turn(registry: Any, session: str, prompt: str) -> float:
     """Seconds for one turn through the registry (invoke → last event), as the HTTP handler drives it."""
     from runtime.identity import claude_session_id
-    from runtime.sessions import TurnRequest
+    from runtime.turn_request import TurnRequest
 
     start = time.perf_counter()
     events = await registry.invoke(

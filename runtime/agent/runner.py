@@ -59,10 +59,12 @@ from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
 from runtime.guard.limit_hook import make_limit_hook
 from runtime.guard.policy import PermissionPolicy
-from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
+from runtime.observe.costs import TurnCostTracker
 from runtime.observe.observer import Observer
+from runtime.observe.prices import DEFAULT_PRICES, PriceTable
 from runtime.protocol import Emit
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 if TYPE_CHECKING:
     from runtime.session_store.recall import MemoryRecall

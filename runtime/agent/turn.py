@@ -60,10 +60,12 @@ from runtime.errors import (
     TurnTimeout,
 )
 from runtime.guard import resources
-from runtime.observe.costs import PriceTable, compute_turn_cost
+from runtime.observe.costs import compute_turn_cost
 from runtime.observe.observer import Observer
+from runtime.observe.prices import PriceTable
 from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 from runtime.workspace import Changes
 
 logger = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from runtime.config.settings import Settings
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
-from runtime.errors import AgentKitError, ConfigurationError, InvalidRequest, JobsNotConfigured
+from runtime.errors import AgentKitError, ConfigurationError, JobsNotConfigured
 from runtime.http.app_adapter import AgentCoreAdapter
 from runtime.http.edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
 from runtime.http.loop_bridge import LoopStream, start_on
@@ -194,7 +194,7 @@ class Runtime:
                     "for the reply"
                 )
             services = await self._services()
-            from runtime.sessions import TurnRequest
+            from runtime.turn_request import TurnRequest
 
             snapshot = call.request.workspace
             archive = (
@@ -352,4 +352,4 @@ async def _collect(events: AsyncIterator[TurnItem]) -> Response:
     return JSONResponse(reply)
 
 
-__all__ = ["AgentKitApp", "InvalidRequest", "build_app"]
+__all__ = ["AgentKitApp", "build_app"]

@@ -37,19 +37,11 @@ from runtime.env import ENV_PRICES
 from runtime.observe.prices import (
     DEFAULT_PRICES,
     PRICES_AS_OF,
-    PRICES_SOURCE,
-    REGIONAL_PREMIUM,
     ModelPrice,
     PriceTable,
 )
 
 __all__ = [
-    "DEFAULT_PRICES",
-    "PRICES_AS_OF",
-    "PRICES_SOURCE",
-    "REGIONAL_PREMIUM",
-    "ModelPrice",
-    "PriceTable",
     "TurnCost",
     "TurnCostTracker",
     "compute_turn_cost",

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.session_store.agentcore.ids import MAX_PAGE_SIZE, UsageMeter
-from runtime.session_store.agentcore.store import MEMORY_ID_RE, AgentCoreMemorySessionStore
+from runtime.session_store.agentcore.ids import MAX_PAGE_SIZE, MEMORY_ID_RE, UsageMeter
+from runtime.session_store.agentcore.store import AgentCoreMemorySessionStore
 from runtime.session_store.sqlite import SqliteSessionStore
 
 __all__ = ["store_from_url"]

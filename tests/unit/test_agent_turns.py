@@ -37,7 +37,8 @@ from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.protocol import Failure, TurnItem
 from runtime.session_store.sqlite import SqliteSessionStore
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 pytestmark = pytest.mark.anyio
 

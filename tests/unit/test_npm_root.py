@@ -23,7 +23,8 @@ from runtime.guard.policy import PermissionPolicy
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 GLOBAL_ROOT = "/opt/fake node/lib/node_modules"  # a space: the answer must survive shell quoting
 

@@ -26,7 +26,8 @@ from runtime.errors import InvalidWorkspace
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
-from runtime.sessions import TurnRequest, WarmSession
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 
 pytestmark = pytest.mark.anyio

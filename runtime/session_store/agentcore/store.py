@@ -69,7 +69,6 @@ from runtime.session_store.agentcore.ids import (
     MEMORY_ID_RE,
     UsageMeter,
     actor_id_for,
-    escape_id,
     session_id_for,
     wrap_client_error,
 )
@@ -86,14 +85,7 @@ if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checki
         SessionSummaryEntry,
     )
 
-__all__ = [
-    "MEMORY_ID_RE",
-    "AgentCoreMemorySessionStore",
-    "actor_id_for",
-    "escape_id",
-    "session_id_for",
-    "wrap_client_error",
-]
+__all__ = ["AgentCoreMemorySessionStore"]
 
 log = logging.getLogger(__name__)
 
