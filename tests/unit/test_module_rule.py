@@ -114,11 +114,11 @@ def re_exports_outside_init(package: Path = PACKAGE) -> list[str]:
                     for n in names
                     if n in imported
                 ]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import | ast.ImportFrom):
+        for imp in ast.walk(tree):
+            if isinstance(imp, ast.Import | ast.ImportFrom):
                 found += [
-                    f"{path.relative_to(package.parent)}:{node.lineno}: import {a.name} as {a.asname}"
-                    for a in node.names
+                    f"{path.relative_to(package.parent)}:{imp.lineno}: import {a.name} as {a.asname}"
+                    for a in imp.names
                     if a.asname is not None and a.asname == a.name.rpartition(".")[2]
                 ]
     return found
