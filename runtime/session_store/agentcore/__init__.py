@@ -1,7 +1,7 @@
-"""The session store on AgentCore Memory: :mod:`~runtime.session_store.agentcore.store` (the store),
-:mod:`~runtime.session_store.agentcore.ids` (ids, limits, errors), :mod:`~runtime.session_store.agentcore.groups`
-(reassembling a load), :mod:`~runtime.session_store.agentcore.plan` (what a process knows of a key, a planned
-batch), :mod:`~runtime.session_store.agentcore.state` (per-session state).
+"""The session store on AgentCore Memory: :mod:`~runtime.session_store.agentcore.store` (the store, with its
+per-session state), :mod:`~runtime.session_store.agentcore.ids` (ids, limits, errors),
+:mod:`~runtime.session_store.agentcore.groups` (reassembling a load), :mod:`~runtime.session_store.agentcore.plan`
+(what a process knows of a key, a planned batch).
 """
 
 from runtime.session_store.agentcore.ids import (

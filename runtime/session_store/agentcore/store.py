@@ -1,6 +1,6 @@
 """Claude Agent SDK ``SessionStore`` on the AgentCore Memory data plane (short-term memory events).
 
-Import it from :mod:`runtime.session_store.sqlite`; this module holds the class, :mod:`runtime.session_store.agentcore.ids`
+Import it from :mod:`runtime.session_store`; this module holds the class, :mod:`runtime.session_store.agentcore.ids`
 the id mapping and limits, :mod:`runtime.session_store.agentcore.groups` how a load reassembles entries.
 
 ==================================  ========================================================================
@@ -15,6 +15,10 @@ per-project index                   sessionId ``index`` under the project's acto
                                     back ``list_sessions`` / ``list_subkeys``)
 per-session state (``put_state``)   actorId ``agentkit-state``, sessionId ``t-<esc(session_id)>``
 ==================================  ========================================================================
+
+Per-session state (``get_state`` / ``put_state``: what must outlive a microVM, e.g. the session's cumulative cost)
+is one blob item ``{"k": "state", "s": seq, "d": state}`` per write; the newest ``seq`` wins and older events are
+pruned after a write.
 
 Transcript events carry only ``blob`` payload items (never extracted to long-term memory; ``extractionMode``
 is also ``SKIP``). Each entry is serialized to JSON (:func:`runtime.session_store.codec.dumps_entry`) and cut into
@@ -66,14 +70,15 @@ from runtime.session_store.agentcore.ids import (
     MAX_ITEM_BYTES,
     MAX_PAGE_SIZE,
     MAX_PAYLOAD_ITEMS,
+    MEMORY_EVENTS_WRITTEN,
     MEMORY_ID_RE,
+    STATE_ACTOR_ID,
     UsageMeter,
     actor_id_for,
     session_id_for,
     wrap_client_error,
 )
 from runtime.session_store.agentcore.plan import BatchPlan, KeyCache
-from runtime.session_store.agentcore.state import MemoryStateMixin
 from runtime.session_store.codec import dumps_entry, split_by_wire_bytes, wire_bytes
 
 if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checking here
@@ -90,7 +95,7 @@ __all__ = ["AgentCoreMemorySessionStore"]
 log = logging.getLogger(__name__)
 
 
-class AgentCoreMemorySessionStore(MemoryStateMixin):
+class AgentCoreMemorySessionStore:
     """``SessionStore`` backed by AgentCore Memory events; also keeps per-session state (``get/put_state``).
 
     Args:
@@ -206,6 +211,15 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
         )
         self._count_event(owner)
         return response
+
+    def _count_event(self, owner: str | None) -> None:
+        """One billed ``CreateEvent`` for the Claude session ``owner`` (a retried batch whose event had landed
+        is counted again: AgentCore deduplicates it by ``clientToken``, so the count errs high, never low)."""
+        if self._on_usage is not None:
+            try:
+                self._on_usage(MEMORY_EVENTS_WRITTEN, owner)
+            except Exception:  # a metrics failure must not fail the write
+                log.exception("on_usage callback raised")
 
     def _lock(self, ck: tuple[str, str, str | None]) -> threading.Lock:
         """Per-key lock, taken in the worker thread (works whichever event loop calls the store)."""
@@ -481,3 +495,51 @@ class AgentCoreMemorySessionStore(MemoryStateMixin):
     async def delete(self, key: SessionKey) -> None:
         """Delete a transcript; a main key cascades to its subagent transcripts. Raises SessionStoreError."""
         await asyncio.to_thread(self._delete_sync, key)
+
+    # ------------------------------------------------------------------ per-session state (get_state / put_state)
+    def _get_state_sync(self, session_id: str) -> dict[str, Any] | None:
+        events = self._list_all(STATE_ACTOR_ID, session_id_for(session_id))
+        best: tuple[int, dict[str, Any]] | None = None
+        ids: list[str] = []
+        for event in events:
+            ids.append(event["eventId"])
+            for payload in event.get("payload") or []:
+                blob = payload.get("blob")
+                if isinstance(blob, dict) and blob.get("k") == "state":
+                    seq = int(blob["s"])
+                    if best is None or seq >= best[0]:
+                        best = (seq, blob["d"])
+        self._state_events[session_id] = ids
+        return dict(best[1]) if best else None
+
+    def _put_state_sync(self, session_id: str, state: dict[str, Any]) -> None:
+        seq = int(self._clock() * 1e9)
+        item = {"k": "state", "s": f"{seq:020d}", "d": state}
+        session = session_id_for(session_id)
+        token = hashlib.sha256(f"{session}|{seq}".encode()).hexdigest()
+        previous = self._state_events.get(session_id, [])
+        response = self._call(
+            "create_event",
+            actorId=STATE_ACTOR_ID,
+            sessionId=session,
+            eventTimestamp=datetime.fromtimestamp(self._clock(), tz=UTC),
+            payload=[{"blob": item}],
+            extractionMode="SKIP",
+            clientToken=token,
+        )
+        self._count_event(session_id)
+        self._state_events[session_id] = [response["event"]["eventId"]]
+        for event_id in previous:  # keep the state session short; a leftover only costs one more item to read
+            try:
+                self._call("delete_event", actorId=STATE_ACTOR_ID, sessionId=session, eventId=event_id)
+            except SessionStoreError as exc:
+                log.info("could not prune old state event %s: %s", event_id, exc)
+
+    async def get_state(self, session_id: str) -> dict[str, Any] | None:
+        """Latest state written with :meth:`put_state`, or ``None``. Raises SessionStoreError."""
+        return await asyncio.to_thread(self._get_state_sync, session_id)
+
+    async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
+        """Store a JSON-serializable dict for the session (last write wins). Raises SessionStoreError."""
+        json.dumps(state)  # fail fast on non-JSON state
+        await asyncio.to_thread(self._put_state_sync, session_id, state)
