@@ -176,3 +176,20 @@ def test_re_exports_only_in_a_package_init() -> None:
 
 def test_no_prefix_family_stands_in_for_a_package() -> None:
     assert prefix_families() == []
+
+
+def test_the_session_store_import_path_is_the_package_itself() -> None:
+    """``from runtime.session_store import AgentCoreMemorySessionStore`` is kept by the package's ``__init__``,
+    not by a compatibility module beside a package of another name."""
+    import inspect
+
+    import runtime.session_store
+    from runtime.session_store import AgentCoreMemorySessionStore
+
+    assert Path(runtime.session_store.__file__).name == "__init__.py"
+    assert not (PACKAGE / "session_store.py").exists()
+    parameters = inspect.signature(AgentCoreMemorySessionStore).parameters
+    assert next(iter(parameters)) == "memory_id"
+    assert (
+        parameters["client"].kind is inspect.Parameter.KEYWORD_ONLY and parameters["client"].default is None
+    )
