@@ -21,6 +21,8 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.approvals import Approvals
+from runtime.approvals.rules import rules_from
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard import resources, tool_disk
@@ -64,6 +66,8 @@ class Services:
     #: The sweep of unused sessions' workspaces (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` > 0), else None; the server
     #: starts it on the loop that owns the sessions.
     retention: Retention | None = None
+    #: Tool calls waiting for a person, and their answers (runtime.approvals); None: approvals are refused.
+    approvals: Approvals | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -153,6 +157,13 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             session=aws.session(settings.aws_region),
             region=settings.aws_region,
         )
+    approvals = Approvals(
+        rules_from(settings.approvals, definition.approvals),
+        store=store,
+        sink=observer,
+        workspace=str(settings.resolved_workspace),
+        allowed_hosts=definition.network_allowed_domains,
+    )
     deps = AgentDeps(
         settings=settings,
         definition=definition,
@@ -174,6 +185,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         extra_mcp_servers=extra_servers,
         workspaces=_workspaces(settings),
         retention=retention,
+        approvals=approvals,
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -213,6 +225,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
         jobs=jobs,
         retention=retention,
+        approvals=approvals,
     )
 
 
