@@ -43,6 +43,7 @@ from runtime.workspace.s3 import S3Location, S3Snapshots
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
+    from runtime.approvals.index import MemoryPendingIndex
     from runtime.jobs.service import Jobs
     from runtime.store.recall import MemoryRecall
     from runtime.store.spool import SpoolingSessionStore
@@ -163,6 +164,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         sink=observer,
         workspace=str(settings.resolved_workspace),
         allowed_hosts=definition.network_allowed_domains,
+        index=_pending_index(settings),
     )
     deps = AgentDeps(
         settings=settings,
@@ -227,6 +229,17 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         retention=retention,
         approvals=approvals,
     )
+
+
+def _pending_index(settings: Settings) -> MemoryPendingIndex | None:
+    """The deployment's list of pending approvals: on the AgentCore Memory the sessions are stored in (the client's
+    ``agentkit sessions pending`` reads it), none with a local store."""
+    url = settings.resolved_session_store or ""
+    if not url.startswith("agentcore://"):
+        return None
+    from runtime.approvals.index import MemoryPendingIndex
+
+    return MemoryPendingIndex(aws.agentcore_client(settings.aws_region), url.removeprefix("agentcore://"))
 
 
 def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:

@@ -75,6 +75,8 @@ class ApprovalRecord:
     decided_by: str | None = None
     reason: str | None = None
     used_at: float | None = None
+    #: Its entry in the deployment's list of pending requests (runtime.approvals.index), while listed.
+    index_id: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
 
     def expired(self, now: float) -> bool:

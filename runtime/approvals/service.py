@@ -17,6 +17,7 @@ Environment variables: none read here. IAM: what :mod:`runtime.approvals.book` n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from runtime.approvals.book import ApprovalBook, StateStore
+from runtime.approvals.index import PendingIndex
 from runtime.approvals.records import ApprovalCard, ApprovalRecord, input_hash, new_id
 from runtime.approvals.rules import ApprovalRules
 
@@ -74,6 +76,7 @@ class Approvals:
         clock: epoch seconds (expiry and time to decision are wall-clock times: they span processes).
         workspace: the directory file-tool paths are relative to (``paths`` rules).
         allowed_hosts: the agent's ``network_allowed_domains`` (``network`` rule).
+        index: the deployment's list of pending requests (:mod:`runtime.approvals.index`); None: none.
     """
 
     def __init__(
@@ -85,12 +88,15 @@ class Approvals:
         clock: Callable[[], float] = time.time,
         workspace: str | None = None,
         allowed_hosts: Iterable[str] = (),
+        index: PendingIndex | None = None,
     ) -> None:
         self.rules = rules
         self._store, self._sink, self._clock = store, sink, clock
+        self._index = index
         self.workspace = workspace
         self.allowed_hosts = tuple(allowed_hosts)
         self._books: dict[str, ApprovalBook] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._bindings: dict[str, TurnBinding] = {}
 
     def book(self, claude_session_id: str) -> ApprovalBook:
@@ -176,6 +182,7 @@ class Approvals:
                     tool_use_id=tool_use_id,
                     history=[{"status": "pending", "at": round(now, 3)}],
                 )
+                record.index_id = await self._listed(record)
                 await book.add(record)
             elif expired:
                 await book.save()
@@ -221,6 +228,7 @@ class Approvals:
                 record.history.pop()
                 raise
         self._sink.approval(record.status, record, wait_s=now - record.created_at)  # type: ignore[arg-type]
+        await self._unlisted([record])
         return record, follow_up_prompt(record)
 
     async def undo(self, claude_session_id: str, approval_id: str) -> None:
@@ -256,6 +264,33 @@ class Approvals:
     def _tell(self, expired: list[ApprovalRecord]) -> None:
         for record in expired:
             self._sink.approval("expired", record)
+        if expired and self._index is not None:
+            # off the caller's path: the index is a convenience, the book is the truth
+            task = asyncio.get_running_loop().create_task(self._unlisted(expired))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _listed(self, record: ApprovalRecord) -> str | None:
+        """Add a new request to the index; never raises (a request is made even when the index is down)."""
+        if self._index is None:
+            return None
+        try:
+            return await self._index.add(record)
+        except Exception as exc:
+            logger.warning("approval %s: not listed in the pending index: %s", record.id, exc)
+            return None
+
+    async def _unlisted(self, records: list[ApprovalRecord]) -> None:
+        """Remove answered / expired requests from the index; never raises."""
+        if self._index is None:
+            return
+        for record in records:
+            if record.index_id is None:
+                continue
+            try:
+                await self._index.remove(record.index_id)
+            except Exception as exc:
+                logger.warning("approval %s: still listed in the pending index: %s", record.id, exc)
 
 
 def answer_of(approve: Any, deny: Any) -> Answer:
