@@ -392,7 +392,7 @@ class Settings(SettingsChecks):
     approvals: str | None = setting(
         ENV_APPROVALS,
         None,
-        "JSON approval rules (`{\"paths\": [\".github/**\"], \"expiry_hours\": 24}`): tool calls that wait for a "
+        'JSON approval rules (`{"paths": [".github/**"], "expiry_hours": 24}`): tool calls that wait for a '
         "person's approval; replaces the agent definition's `approvals` (`docs/approvals.md`)",
         shown="the definition's `approvals` (none)",
     )

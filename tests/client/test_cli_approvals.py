@@ -139,7 +139,12 @@ def test_the_pending_list_follows_every_page() -> None:
             "payload": [{"blob": {"k": "approval", "d": d}}],
         }
 
-    base = {"memoryId": "mem-approvals", "actorId": "agentkit-approvals", "sessionId": "pending", "includePayloads": True}
+    base = {
+        "memoryId": "mem-approvals",
+        "actorId": "agentkit-approvals",
+        "sessionId": "pending",
+        "includePayloads": True,
+    }
     with Stubber(client) as stub:
         stub.add_response("list_events", {"events": [event(card)], "nextToken": "t2"}, base)
         stub.add_response(
