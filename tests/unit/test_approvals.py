@@ -389,3 +389,30 @@ def test_the_gate_fails_closed_when_the_request_cannot_be_stored() -> None:
     out = run(g.pre_tool_use(hook_input("git log -1"), "tu1", None))
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny" and "continue" not in out
     assert "could not be recorded" in out["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+# -- per stage, from cdk.json ---------------------------------------------------------------------------------------
+
+
+def test_a_stage_passes_its_rules_to_the_container() -> None:
+    import copy
+
+    from infra.config import ConfigError, load_config
+    from infra.stack import runtime_environment
+    from tests.infra.conftest import base_context
+
+    data = copy.deepcopy(base_context()["agentkit"])
+    plain = runtime_environment(
+        load_config(data, stage="dev"), memory_id="m", gateway_url=None, region="us-east-1"
+    )
+    assert "AGENTKIT_APPROVALS" not in plain  # none configured: the definition's rules (none) hold
+    data["stages"]["dev"]["approvals"] = {"paths": [".github/**"], "network": True}
+    env = runtime_environment(
+        load_config(data, stage="dev"), memory_id="m", gateway_url=None, region="us-east-1"
+    )
+    assert rules_from(env["AGENTKIT_APPROVALS"], ApprovalRules()) == ApprovalRules(
+        paths=(".github/**",), network=True
+    )
+    data["stages"]["dev"]["approvals"] = {"paths": ["/etc/**"]}
+    with pytest.raises(ConfigError, match="approvals"):
+        load_config(data, stage="dev")
