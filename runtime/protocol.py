@@ -307,12 +307,15 @@ class InvocationRequest(BaseModel):
     @model_validator(mode="after")
     def _one_of_prompt_approve_deny(self) -> InvocationRequest:
         given = [name for name in ("prompt", "approve", "deny") if getattr(self, name) is not None]
-        if len(given) != 1:
+        if not given:
             raise ValueError(
-                'give exactly one of "prompt", "approve" and "deny"'
-                + (f" (got {', '.join(given)})" if given else "")
-                + ': a prompt starts a turn; {"approve": {"id": "apv-…"}} or {"deny": {"id": "apv-…", "reason": '
-                '"…"}} answers a tool call waiting for approval and starts the turn that follows'
+                '\'prompt\' is required (or, to answer a tool call waiting for approval, "approve" or "deny")'
+            )
+        if len(given) > 1:
+            raise ValueError(
+                f'give exactly one of "prompt", "approve" and "deny" (got {", ".join(given)}): a prompt starts a '
+                'turn; {"approve": {"id": "apv-…"}} or {"deny": {"id": "apv-…", "reason": "…"}} answers a tool call '
+                "waiting for approval and starts the turn that follows"
             )
         return self
 
