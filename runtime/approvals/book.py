@@ -68,8 +68,14 @@ class ApprovalBook:
             )
 
     async def add(self, record: ApprovalRecord) -> None:
-        (await self.records())[record.id] = record
-        await self.save()
+        """Store a new record; when the store refuses it, it is not kept here either (raises what it raised)."""
+        records = await self.records()
+        records[record.id] = record
+        try:
+            await self.save()
+        except BaseException:
+            records.pop(record.id, None)
+            raise
 
     async def get(self, approval_id: str) -> ApprovalRecord:
         """Raises :class:`ApprovalNotFound`."""

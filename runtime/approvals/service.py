@@ -146,9 +146,13 @@ class Approvals:
             grant = await book.grant_for(digest, now)
             if grant is not None:
                 grant.status, grant.used_at = "used", now
-                grant.tool_use_id = tool_use_id
                 grant.history.append({"status": "used", "at": round(now, 3), "tool_use_id": tool_use_id})
-                await book.save()
+                try:
+                    await book.save()
+                except BaseException:  # not recorded as used: the call does not run, the approval stays
+                    grant.status, grant.used_at = "approved", None
+                    grant.history.pop()
+                    raise
                 self._tell(expired)
                 self._sink.approval("used", grant)
                 return None
@@ -183,7 +187,13 @@ class Approvals:
                     history=[{"status": "pending", "at": round(now, 3)}],
                 )
                 record.index_id = await self._listed(record)
-                await book.add(record)
+                try:
+                    await book.add(record)
+                except (
+                    BaseException
+                ):  # not stored: no request exists, the call is refused (runtime.guard.gate)
+                    await self._unlisted([record])
+                    raise
             elif expired:
                 await book.save()
             self._tell(expired)

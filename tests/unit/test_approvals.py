@@ -237,7 +237,7 @@ def test_an_approval_lets_the_exact_call_through_once() -> None:
     assert other is not None and other.id != record.id
     # the exact call runs once, then waits again
     assert run(approvals.check("Bash", PUSH, claude_session_id=SID, tool_use_id="tu9")) is None
-    assert record.status == "used" and record.tool_use_id == "tu9"
+    assert record.status == "used" and record.history[-1]["tool_use_id"] == "tu9"
     again = run(approvals.check("Bash", PUSH, claude_session_id=SID))
     assert again is not None and again.id not in (record.id, other.id)
     with pytest.raises(ApprovalNotPending):
@@ -416,3 +416,24 @@ def test_a_stage_passes_its_rules_to_the_container() -> None:
     data["stages"]["dev"]["approvals"] = {"paths": ["/etc/**"]}
     with pytest.raises(ConfigError, match="approvals"):
         load_config(data, stage="dev")
+
+
+def test_a_request_or_use_that_cannot_be_stored_leaves_nothing_behind() -> None:
+    store = StateStore()
+    approvals, sink, _ = make(store=store)
+    store.fail = True
+    with pytest.raises(RuntimeError):
+        run(approvals.check("Bash", PUSH, claude_session_id=SID))
+    assert run(approvals.book(SID).records()) == {} and sink.events == []
+    store.fail = False
+    record = run(approvals.check("Bash", PUSH, claude_session_id=SID))
+    run(approvals.answer(SID, Answer(record.id, approved=True)))
+    store.fail = True
+    with pytest.raises(
+        RuntimeError
+    ):  # the gate refuses the call: it did not run, so the approval is not used
+        run(approvals.check("Bash", PUSH, claude_session_id=SID))
+    assert record.status == "approved"
+    store.fail = False
+    assert run(approvals.check("Bash", PUSH, claude_session_id=SID)) is None
+    assert record.status == "used"
