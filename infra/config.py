@@ -35,6 +35,7 @@ from infra.overrides import apply_overrides
 from infra.webhook_config import GitLabWebhookConfig as GitLabWebhookConfig
 from infra.webhook_config import JiraWebhookConfig as JiraWebhookConfig
 from infra.webhook_config import WebhookConfig as WebhookConfig
+from runtime.approvals.rules import ApprovalRules
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
@@ -81,6 +82,9 @@ class StageConfig(_Model):
     memory_event_expiry_days: int = Field(ge=7, le=365)
     # Part of the retained resources' names (infra.names): bump it to redeploy after a destroy of a retain stage.
     generation: int = Field(default=1, ge=1, le=MAX_GENERATION)
+    # Tool calls that wait for a person's approval in this stage (runtime.approvals.rules, docs/approvals.md); passed
+    # to the container as AGENTKIT_APPROVALS, replacing the agent definition's. None: the definition's (none).
+    approvals: ApprovalRules | None = None
 
 
 class JwtAuthConfig(_Model):

@@ -72,6 +72,8 @@ ENV_SESSION_MEMORY_MB = "AGENTKIT_SESSION_MEMORY_MB"
 ENV_SESSION_PROCESSES = "AGENTKIT_SESSION_PROCESSES"
 ENV_NETWORK_ALLOWED_CIDRS = "AGENTKIT_NETWORK_ALLOWED_CIDRS"
 ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
+#: JSON approval rules (runtime.approvals.rules) that replace the agent definition's; the stack passes cdk.json's.
+ENV_APPROVALS = "AGENTKIT_APPROVALS"
 #: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
 ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
 

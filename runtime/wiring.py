@@ -21,6 +21,8 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.approvals import Approvals
+from runtime.approvals.rules import rules_from
 from runtime.config.settings import Settings
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
@@ -42,6 +44,7 @@ from runtime.workspace.s3 import S3Location, S3Snapshots
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
+    from runtime.approvals.index import MemoryPendingIndex
     from runtime.jobs.service import Jobs
     from runtime.session_store.recall import MemoryRecall
     from runtime.session_store.spool import SpoolingSessionStore
@@ -65,6 +68,8 @@ class Services:
     #: The sweep of unused sessions' workspaces (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` > 0), else None; the server
     #: starts it on the loop that owns the sessions.
     retention: Retention | None = None
+    #: Tool calls waiting for a person, and their answers (runtime.approvals); None: approvals are refused.
+    approvals: Approvals | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -154,6 +159,14 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             session=aws.session(settings.aws_region),
             region=settings.aws_region,
         )
+    approvals = Approvals(
+        rules_from(settings.approvals, definition.approvals),
+        store=store,
+        sink=observer,
+        workspace=str(settings.resolved_workspace),
+        allowed_hosts=definition.network_allowed_domains,
+        index=_pending_index(settings),
+    )
     deps = AgentDeps(
         settings=settings,
         definition=definition,
@@ -175,6 +188,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         extra_mcp_servers=extra_servers,
         workspaces=_workspaces(settings),
         retention=retention,
+        approvals=approvals,
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -214,7 +228,19 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
         jobs=jobs,
         retention=retention,
+        approvals=approvals,
     )
+
+
+def _pending_index(settings: Settings) -> MemoryPendingIndex | None:
+    """The deployment's list of pending approvals: on the AgentCore Memory the sessions are stored in (the client's
+    ``agentkit sessions pending`` reads it), none with a local store."""
+    url = settings.resolved_session_store or ""
+    if not url.startswith("agentcore://"):
+        return None
+    from runtime.approvals.index import MemoryPendingIndex
+
+    return MemoryPendingIndex(aws.agentcore_client(settings.aws_region), url.removeprefix("agentcore://"))
 
 
 def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:

@@ -67,6 +67,7 @@ from runtime.sessions import WarmSession
 from runtime.turn_request import TurnRequest
 
 if TYPE_CHECKING:
+    from runtime.approvals import Approvals
     from runtime.session_store.recall import MemoryRecall
     from runtime.workspace import Changes, Workspaces
     from runtime.workspace.retention import Retention
@@ -98,6 +99,8 @@ class AgentDeps:
     workspaces: Workspaces | None = None
     #: Removes the directories of sessions unused for ``AGENTKIT_WORKSPACE_RETENTION_HOURS``; None: kept forever.
     retention: Retention | None = None
+    #: Tool calls that wait for a person's approval (runtime.approvals); None: none do.
+    approvals: Approvals | None = None
     #: Builds the SDK client for a connect (tests pass a scripted one).
     client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
     #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
@@ -113,7 +116,7 @@ class AgentTurnRunner:
         self.clock = deps.clock
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
-        self.gate = PermissionGate(deps.policy, deps.observer)
+        self.gate = PermissionGate(deps.policy, deps.observer, deps.approvals)
         # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
         # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
         self.npm_root_dir = (
@@ -273,7 +276,9 @@ class AgentTurnRunner:
         max_turns, process_budget = self.max_turns_for(request), self.process_budget()
         gate = self.gate
         if cwd != self.cwd:  # file tools and paths are confined to the session's own workspace
-            gate = PermissionGate(self.deps.policy.for_workspace(cwd), self.deps.observer)
+            gate = PermissionGate(
+                self.deps.policy.for_workspace(cwd), self.deps.observer, self.deps.approvals
+            )
         options = build_options(
             settings=self.settings,
             definition=self.deps.definition,
@@ -387,6 +392,7 @@ class AgentTurnRunner:
             prices=self.deps.prices,
             clock=self.clock,
             store=self.deps.session_store,
+            approvals=self.deps.approvals,
         )
         return await turn.run()
 

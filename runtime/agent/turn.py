@@ -13,7 +13,9 @@ A turn is one invocation on a warm session: a prompt in, events out. The session
    each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
    caller leaves (``request.abandoned``, set by the HTTP edge); the running cost goes to ``request.on_cost`` (an
    asynchronous job's progress). Sending and reading both run within the turn timeout.
-3. **settle**: in a session that works on a workspace snapshot, the workspace's change becomes the result's
+3. **settle**: a turn the permission gate stopped because a call waits for a person's approval
+   (:mod:`runtime.approvals`) ends with subtype ``awaiting_approval`` and the request's card as ``approval`` (no
+   patch: the work is not done). Otherwise, in a session that works on a workspace snapshot, the workspace's change becomes the result's
    ``patch`` and ``changed_files`` (:mod:`runtime.workspace`); the ``ResultMessage`` becomes the ``result`` event,
    or an error that reports what the turn cost; its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
    shutdown) still counts what its model calls cost, priced from the streamed usage.
@@ -50,6 +52,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
 from runtime.agent.stream import CLIGone, guarded, prompt_stream, settle_task, sum_usage
+from runtime.approvals import Approvals, TurnBinding
 from runtime.config.settings import Settings
 from runtime.errors import (
     AgentKitError,
@@ -63,7 +66,7 @@ from runtime.guard import resources
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.observer import Observer
 from runtime.observe.prices import PriceTable
-from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
+from runtime.protocol import AWAITING_APPROVAL, Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
 from runtime.sessions import WarmSession
 from runtime.turn_request import TurnRequest
 from runtime.workspace import Changes
@@ -94,8 +97,16 @@ class Turn:
         clock: Callable[[], float],
         workspace_changes: WorkspaceChanges | None = None,
         store: Any = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.session, self.process, self.request, self.emit = session, process, request, emit
+        self.approvals = approvals
+        # what the approvals need to know about this turn; its ``paused`` is set when a call waits
+        self.binding = TurnBinding(
+            runtime_session_id=session.runtime_session_id,
+            cost_so_far=lambda: (self.session.account.total_usd or 0.0) + self.running_cost,
+            job_id=request.job_id,
+        )
         self.workspace_changes = workspace_changes
         self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
@@ -164,17 +175,23 @@ class Turn:
         client = self.process.client
         result: ResultMessage | None = None
         timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
+        approvals = (
+            self.approvals.bind(self.session.claude_session_id, self.binding)
+            if self.approvals is not None
+            else contextlib.nullcontext()
+        )
         try:
             async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
-                try:
-                    await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
-                except (CLIConnectionError, ProcessError) as exc:
-                    raise CLIGone(str(exc) or type(exc).__name__) from exc
-                async for message in guarded(client.receive_response()):
-                    if isinstance(message, ResultMessage):
-                        result = message
-                        break
-                    await self._translate(message)
+                with approvals:
+                    try:
+                        await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
+                    except (CLIConnectionError, ProcessError) as exc:
+                        raise CLIGone(str(exc) or type(exc).__name__) from exc
+                    async for message in guarded(client.receive_response()):
+                        if isinstance(message, ResultMessage):
+                            result = message
+                            break
+                        await self._translate(message)
         except TimeoutError:
             self._count_aborted(span)
             self.observer.invocation_error("turn_timeout")
@@ -379,7 +396,7 @@ class Turn:
     async def changes(self, result: ResultMessage) -> Changes | AgentKitError | None:
         """The workspace's change for a successful turn of a session that works on a snapshot; an error (patch
         too large, git failed) is returned, so the turn still settles its cost."""
-        if self.workspace_changes is None or self._error_for(result) is not None:
+        if self.workspace_changes is None or self._error_for(result) is not None or self.binding.paused:
             return None
         try:
             return await self.workspace_changes(self.session)
@@ -437,6 +454,9 @@ class Turn:
                 "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
+            if self.binding.paused is not None:
+                reply["subtype"] = AWAITING_APPROVAL
+                reply["approval"] = self.binding.paused.card()
             if isinstance(changes, Changes):
                 reply["patch"] = changes.patch
                 reply["changed_files"] = changes.changed_files

@@ -37,6 +37,7 @@ from runtime.env import (
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
+    ENV_APPROVALS,
     ENV_AWS_REGION,
     ENV_BEDROCK_ENDPOINT,
     ENV_CLAUDE_CONFIG_DIR,
@@ -433,6 +434,13 @@ class Settings(BaseModel):
         None,
         "`readonly` or `developer`: overrides the agent definition's `profile`",
         shown="the definition's `profile`",
+    )
+    approvals: str | None = setting(
+        ENV_APPROVALS,
+        None,
+        'JSON approval rules (`{"paths": [".github/**"], "expiry_hours": 24}`): tool calls that wait for a '
+        "person's approval; replaces the agent definition's `approvals` (`docs/approvals.md`)",
+        shown="the definition's `approvals` (none)",
     )
     # Nothing snapshots a local process, so V1's early /ping is the default; the stack always sets it.
     platform_version: Literal["v1", "v2"] = setting(

@@ -185,6 +185,8 @@ class Runtime:
         """On the worker loop: queue the turn on its session. Returns the error reply of a turn that cannot
         start, the JSON reply of a non-streaming turn, or the events of a streaming one."""
         restore.check()  # the first invocation of a process is the first after a V2 snapshot restore
+        services: Services | None = None
+        key, answered = "", None  # answered: an approve / deny recorded for this call
         try:
             job = call.request.job
             if job is not None and not self.settings.job_events_queue_url:
@@ -202,8 +204,21 @@ class Runtime:
                 if snapshot is not None and snapshot.tar_gz_b64 is not None
                 else None
             )
+            key = claude_session_id(call.session_id, call.actor)
+            prompt = call.request.prompt
+            if (
+                prompt is None
+            ):  # an approve / deny: the answer is recorded and the next turn's prompt made from it
+                if services.approvals is None:
+                    raise ConfigurationError("this runtime does not take approvals")
+                from runtime.approvals.service import answer_of
+
+                answer = answer_of(call.request.approve, call.request.deny)
+                _, prompt = await services.approvals.answer(key, answer)
+                answered = answer
             turn = TurnRequest(
-                prompt=call.request.prompt,
+                prompt=prompt,
+                job_id=job.id if job is not None else None,
                 workspace_archive=archive,
                 workspace_s3_uri=snapshot.s3_uri if snapshot is not None else None,
                 max_turns=call.request.max_turns,
@@ -214,7 +229,6 @@ class Runtime:
                 timeout_s=self.settings.job_timeout_s if call.request.job is not None else None,
             )
             services.runner.check_request(turn)
-            key = claude_session_id(call.session_id, call.actor)
 
             def submit() -> Awaitable[AsyncIterator[TurnItem]]:
                 return services.registry.invoke(
@@ -237,6 +251,10 @@ class Runtime:
             call.disconnect.add(set_on_loop(asyncio.get_running_loop(), turn.abandoned))
             events = await submit()
         except AgentKitError as exc:
+            if answered is not None and services is not None and services.approvals is not None:
+                await services.approvals.undo(
+                    key, answered.approval_id
+                )  # not used: the retry finds it pending
             return refuse(exc, call.session_id)
         if call.request.stream:
             return events
