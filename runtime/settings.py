@@ -74,6 +74,7 @@ from runtime.env import (
     ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_ALLOW_PROTECTED,
     ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_MAX_BYTES,
     ENV_WORKSPACE_MAX_FILE_BYTES,
@@ -180,6 +181,13 @@ class Settings(SettingsChecks):
         "largest patch a result carries (`422 patch_too_large` above; the workspace is kept)",
         gt=0,
         shown="20 MiB",
+    )
+    workspace_allow_protected: tuple[str, ...] = setting(
+        ENV_WORKSPACE_ALLOW_PROTECTED,
+        (),
+        "comma-separated protected-path classes a patch may carry (`ci_config`, `ci_action`, `code_owners`, "
+        "`submodules`, `agent_config`, `executable`, or `all`); others are withheld (docs/security.md)",
+        shown="none",
     )
     workspace_s3_uri: str | None = setting(
         ENV_WORKSPACE_S3_URI,

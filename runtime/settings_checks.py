@@ -32,6 +32,13 @@ class SettingsChecks(DeclaredSettings):
             load_price_table(overrides=value)  # raises ValueError with what is wrong
         return value
 
+    @field_validator("workspace_allow_protected", mode="before", check_fields=False)
+    @classmethod
+    def _protected_classes(cls, value: Any) -> tuple[str, ...]:
+        from runtime.workspace.protected_paths import parse_allowed
+
+        return tuple(sorted(parse_allowed(value)))  # raises ValueError naming the unknown class
+
     @field_validator("network_hosts", "network_allowed_cidrs", check_fields=False)
     @classmethod
     def _network_lists(cls, value: str | None, info: Any) -> str | None:
