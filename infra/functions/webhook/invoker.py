@@ -69,7 +69,8 @@ KNOWN_RUNTIME_CODES = (
     "configuration_error",
     "agent_error",
 )
-_SAFE_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+#: A code, optionally with a detail of the same alphabet (``patch_refused: ci_config,code_owners``).
+_SAFE_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}(?:: [a-z][a-z0-9_]{0,63}(?:,[a-z][a-z0-9_]{0,63}){0,9})?$")
 _JSON_CODE = re.compile(r'"code"\s*:\s*"([A-Za-z][A-Za-z0-9_]{0,63})"')
 _current_actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentkit_actor", default=None)
 

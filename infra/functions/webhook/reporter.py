@@ -47,6 +47,8 @@ from fix_worker import IssueRef, ProgressComments, error_text
 from invoker import TransientInvokeError
 from pydantic import BaseModel, ConfigDict, Field
 from replies import DEFAULT_REPLY_TTL_SECONDS
+from repo import ProtectedPathRefused
+from repo.protected_paths import refusal_code
 from trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
 from trackers.base import cost_text, enabled_tracker, reply_footer
 from trackers.reply_text import neutralise
@@ -110,6 +112,7 @@ def deps_from_env() -> ReporterDeps:
         repos=TrackerRepos(
             tokens=wiring.token_providers(os.environ, secrets_client=secrets),
             api_urls=wiring.api_urls(os.environ),
+            allow_protected=settings.allow_protected,
         ),
         trackers=built,
         settings=settings,
@@ -249,7 +252,9 @@ class Reporter:
             if isinstance(exc, TrackerConfigError):
                 jobs.unreport(ev.job_id)
                 raise
-            return self._fail(ev, job, exc.code, exc.message, cost=_cost(ev.result))
+            # a protected change names its classes on the issue (the policy's names, nothing of the patch)
+            code = refusal_code(exc.classes) if isinstance(exc, ProtectedPathRefused) else exc.code
+            return self._fail(ev, job, code, exc.message, cost=_cost(ev.result))
         except Exception:
             jobs.unreport(ev.job_id)
             raise

@@ -369,3 +369,34 @@ def test_a_start_the_reporter_records_is_counted_once(
         assert deliver(json.dumps(doc)) == {"batchItemFailures": []}
     counted = [doc for doc in emf_lines(capsys.readouterr().out) if "FixJobsStarted" in doc]
     assert len(counted) == 1 and counted[0]["Tracker"] == "github"
+
+
+ON_PUSH = b"on: push\n"
+WORKFLOW = (
+    "diff --git a/.github/workflows/x.yml b/.github/workflows/x.yml\nnew file mode 100644\n"
+    f"index {'0' * 40}..{git_blob_sha(ON_PUSH)}\n"
+    "--- /dev/null\n+++ b/.github/workflows/x.yml\n@@ -0,0 +1 @@\n+on: push\n"
+)
+
+
+def test_a_protected_change_is_refused_with_its_class_and_nothing_is_pushed(world: SimpleNamespace) -> None:
+    result = {"type": "result", "text": "Fixed.", "cost_usd": 0.1, "patch": PATCH + WORKFLOW}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    assert not world.api.pulls and not [n for n in world.api.git.refs if n.startswith("agent/")]
+    [comment] = world.api.comments.values()
+    assert "`patch_refused: ci_config`" in comment["body"], comment["body"]
+    assert world.jobs.get(KEY).error_code == "patch_refused: ci_config"
+
+
+def test_a_class_the_deployment_allows_is_proposed(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deps = reporter._get_deps()
+    monkeypatch.setattr(deps.repos, "allow_protected", frozenset({"ci_config"}))
+    result = {"type": "result", "text": "Fixed.", "cost_usd": 0.1, "patch": PATCH + WORKFLOW}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"]) == {
+        "src/calc.py": ("100644", NEW),
+        ".github/workflows/x.yml": ("100644", b"on: push\n"),
+    }
