@@ -229,7 +229,7 @@ class Settings(SettingsChecks):
     workspace_bucket: str | None = setting(
         ENV_WORKSPACE_BUCKET,
         None,
-        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<job id>/patch.diff`; "
+        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<session id>/<job id>/patch.diff`; "
         "`s3:PutObject` there)",
         shown="unset: such a result is `result_too_large`",
     )

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import boto3
 import pytest
 import reporter
 import trackers
@@ -400,3 +401,33 @@ def test_a_class_the_deployment_allows_is_proposed(
         "src/calc.py": ("100644", NEW),
         ".github/workflows/x.yml": ("100644", b"on: push\n"),
     }
+
+
+def test_a_large_patch_is_read_only_from_its_sessions_and_jobs_key(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions may send the same job id: the runtime keys the object by session and job, and the reporter
+    reads only the key of the session the worker recorded, so another session's object is never proposed."""
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="kit-bucket")
+    own, other = f"jobs/{world.job.session_id}/{KEY}/patch.diff", f"jobs/gh-{'f' * 64}/{KEY}/patch.diff"
+    s3.put_object(Bucket="kit-bucket", Key=own, Body=PATCH.encode())
+    s3.put_object(Bucket="kit-bucket", Key=other, Body=PATCH.replace("a + b", "a * b").encode())
+    monkeypatch.setattr(reporter._get_deps(), "s3", s3)
+    stolen = {"type": "result", "text": "x", "cost_usd": 0.1, "patch_s3_uri": f"s3://kit-bucket/{other}"}
+    assert deliver(event(world, 2, "result", result=stolen)) == {"batchItemFailures": []}
+    assert not world.api.pulls and world.jobs.get(KEY).error_code == "patch_location_refused"
+
+
+def test_a_large_patch_under_its_own_session_and_job_is_proposed(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="kit-bucket")
+    own = f"jobs/{world.job.session_id}/{KEY}/patch.diff"
+    s3.put_object(Bucket="kit-bucket", Key=own, Body=PATCH.encode())
+    monkeypatch.setattr(reporter._get_deps(), "s3", s3)
+    result = {"type": "result", "text": "x", "cost_usd": 0.1, "patch_s3_uri": f"s3://kit-bucket/{own}"}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"]) == {"src/calc.py": ("100644", NEW)}
