@@ -13,7 +13,7 @@ import pytest
 from repo import FileEntry, ProtectedPathRefused, apply_patch, git_blob_sha
 from repo import protected_paths as webhook_copy
 
-from agentkit import protected_paths as client_copy
+import agentkit.protected_paths as client_copy
 from runtime.workspace import protected_paths as policy
 
 
