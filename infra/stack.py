@@ -58,6 +58,7 @@ from runtime.env import (
     ENV_SMALL_MODEL,
     ENV_STAGE,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_ALLOW_PROTECTED,
     ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_S3_URI,
 )
@@ -110,6 +111,8 @@ def runtime_environment(
         env[ENV_GATEWAY_URL] = gateway_url
     if config.settings.approvals is not None:
         env[ENV_APPROVALS] = config.settings.approvals.model_dump_json(exclude_defaults=True)
+    if config.allow_protected_paths:
+        env[ENV_WORKSPACE_ALLOW_PROTECTED] = ",".join(config.allow_protected_paths)
     if workspace_s3_uri:
         env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
     if job_events_queue_url:

@@ -50,6 +50,9 @@ ENV_WORKSPACE_MAX_UNPACKED_BYTES = "AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES"
 ENV_WORKSPACE_MAX_FILES = "AGENTKIT_WORKSPACE_MAX_FILES"
 ENV_WORKSPACE_MAX_FILE_BYTES = "AGENTKIT_WORKSPACE_MAX_FILE_BYTES"
 ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
+#: Protected-path classes (:mod:`runtime.workspace.protected_paths`) a patch may carry, comma-separated; none by
+#: default (CI configuration, CODEOWNERS, new executable bits, … are withheld and listed in ``withheld_files``).
+ENV_WORKSPACE_ALLOW_PROTECTED = "AGENTKIT_WORKSPACE_ALLOW_PROTECTED"
 #: ``s3://<bucket>/<prefix>``: the only place snapshots too large to send inline may be read from (the stack's
 #: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
 ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"

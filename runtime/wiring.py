@@ -392,6 +392,7 @@ def _workspaces(settings: Settings) -> Workspaces | None:
         ),
         max_patch_bytes=settings.workspace_max_patch_bytes,
         withhold=is_sensitive_name,
+        allow_protected=frozenset(settings.workspace_allow_protected),
         on_installed=lambda tree: _hand_over(tree, settings),
         s3=S3Snapshots(
             client=aws.s3_client(settings.aws_region),

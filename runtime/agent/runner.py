@@ -210,8 +210,10 @@ class AgentTurnRunner:
                 unpacked.bytes,
             )
 
-    async def workspace_changes(self, session: WarmSession[CliProcess]) -> Changes | None:
-        """The session's change against its snapshot (None when it has none).
+    async def workspace_changes(
+        self, session: WarmSession[CliProcess], timeout_s: float | None = None
+    ) -> Changes | None:
+        """The session's change against its snapshot (None when it has none), within ``timeout_s``.
 
         Raises:
             PatchTooLarge: over ``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``. WorkspaceError: git failed.
@@ -219,7 +221,7 @@ class AgentTurnRunner:
         workspaces = self.deps.workspaces
         if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
             return None
-        return await asyncio.to_thread(workspaces.changes, session.claude_session_id)
+        return await asyncio.to_thread(workspaces.changes, session.claude_session_id, timeout_s)
 
     def wants_reconnect(self, session: WarmSession[CliProcess], request: TurnRequest) -> bool:
         process = session.client

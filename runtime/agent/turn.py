@@ -74,7 +74,10 @@ from runtime.workspace import Changes
 logger = logging.getLogger(__name__)
 
 #: The session's workspace change against its snapshot, or None when it works on none (the runner's).
-WorkspaceChanges = Callable[[WarmSession[CliProcess]], Awaitable[Changes | None]]
+WorkspaceChanges = Callable[[WarmSession[CliProcess], float | None], Awaitable[Changes | None]]
+#: The least time the patch gets after a turn that used (nearly) all of its own: a small repository's patch takes
+#: well under a second, and a git blocked on what the agent left behind still ends within it.
+MIN_PATCH_TIME_S = 15.0
 
 #: How long a turn that got its result waits for its interrupt to be answered before cancelling it.
 INTERRUPT_GRACE_S = 2.0
@@ -398,8 +401,11 @@ class Turn:
         too large, git failed) is returned, so the turn still settles its cost."""
         if self.workspace_changes is None or self._error_for(result) is not None or self.binding.paused:
             return None
+        # git runs in the turn's time: what is left of the turn's timeout, never less than MIN_PATCH_TIME_S
+        timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
+        left = max(MIN_PATCH_TIME_S, timeout_s - (self.clock() - self.started))
         try:
-            return await self.workspace_changes(self.session)
+            return await self.workspace_changes(self.session, left)
         except AgentKitError as exc:
             logger.warning("session %s: no patch: %s", self.session.runtime_session_id, exc.message)
             return exc

@@ -80,6 +80,7 @@ from runtime.env import (
     ENV_TOOL_DISK_MB,
     ENV_TURN_TIMEOUT,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_ALLOW_PROTECTED,
     ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_MAX_BYTES,
     ENV_WORKSPACE_MAX_FILE_BYTES,
@@ -228,6 +229,13 @@ class Settings(BaseModel):
         gt=0,
         shown="20 MiB",
     )
+    workspace_allow_protected: tuple[str, ...] = setting(
+        ENV_WORKSPACE_ALLOW_PROTECTED,
+        (),
+        "comma-separated protected-path classes a patch may carry (`ci_config`, `ci_action`, `code_owners`, "
+        "`submodules`, `agent_config`, `executable`, or `all`); others are withheld (docs/security.md)",
+        shown="none",
+    )
     workspace_s3_uri: str | None = setting(
         ENV_WORKSPACE_S3_URI,
         None,
@@ -268,7 +276,7 @@ class Settings(BaseModel):
     workspace_bucket: str | None = setting(
         ENV_WORKSPACE_BUCKET,
         None,
-        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<job id>/patch.diff`; "
+        "bucket a job's patch goes to when its result would not fit one SQS message (key `jobs/<session id>/<job id>/patch.diff`; "
         "`s3:PutObject` there)",
         shown="unset: such a result is `result_too_large`",
     )
@@ -460,6 +468,13 @@ class Settings(BaseModel):
 
             load_price_table(overrides=value)  # raises ValueError with what is wrong
         return value
+
+    @field_validator("workspace_allow_protected", mode="before")
+    @classmethod
+    def _protected_classes(cls, value: Any) -> tuple[str, ...]:
+        from runtime.workspace.protected_paths import parse_allowed
+
+        return tuple(sorted(parse_allowed(value)))  # raises ValueError naming the unknown class
 
     @field_validator("network_hosts", "network_allowed_cidrs")
     @classmethod

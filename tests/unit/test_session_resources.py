@@ -143,8 +143,10 @@ def test_the_wrapper_moves_into_the_cgroups_first_or_adds_rlimit_data(tmp_path: 
     assert "--nproc=300:300" in cgroup and "--data=" not in cgroup
     rlimit = wrapper_script(c, "/cli", tmp_path, ResourceLimits(1024, 300, "rlimit"))
     assert f"--data={1024 * MIB}:{1024 * MIB}" in rlimit and resources.ENV_SESSION_CGROUPS not in rlimit
+    # tmpfs and memfd files are memory RLIMIT_DATA does not count: each file is bounded by the limit too
+    assert f"--fsize={1024 * MIB}:{1024 * MIB}" in rlimit and "--fsize=" not in cgroup
     unlimited = wrapper_script(c, "/cli", tmp_path, ResourceLimits(0, 300, "rlimit"))
-    assert "--data=" not in unlimited
+    assert "--data=" not in unlimited and "--fsize=" not in unlimited
 
 
 def test_ping_shows_the_limits_once_decided() -> None:
