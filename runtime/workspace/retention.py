@@ -32,7 +32,7 @@ disk is full. :class:`Retention` removes them once the session has not been used
   or rename each other's file.
 
 Environment variables: none read here (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` reaches it through
-:class:`runtime.settings.Settings`).
+:class:`runtime.config.settings.Settings`).
 """
 
 from __future__ import annotations

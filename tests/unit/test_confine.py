@@ -204,7 +204,7 @@ def test_temp_roots_of_a_runtime_that_is_gone_are_swept(tmp_path: Path) -> None:
 
 def test_the_tool_disk_and_workspace_snapshots_go_together() -> None:
     """Snapshots are unpacked into, and patches read from, the running CLI's tool disk (runtime.guard.tool_disk)."""
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     both = Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
     assert both.tool_disk_mb == 32 and both.workspace_max_bytes > 0
@@ -241,7 +241,8 @@ def test_a_root_runtime_checks_the_clis_interpreter_and_config_dir_for_the_dropp
         ok.write_text("#!/bin/sh\necho started\n")
         ok.chmod(0o755)
         assert root_problem(c, str(ok), base) is None
-        (base / "state" / "claude").mkdir(parents=True)  # made at start (Settings.ensure_dirs), before the check
+        # made at start (Settings.ensure_dirs), before the check
+        (base / "state" / "claude").mkdir(parents=True)
         assert root_problem(c, str(ok), base, config_dir=base / "state" / "claude") is None
         config = root_problem(c, str(ok), base, config_dir=private / "claude") or ""
         assert "CLAUDE_CONFIG_DIR" in config and "unset CLAUDE_CONFIG_DIR" in config

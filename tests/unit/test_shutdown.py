@@ -1,4 +1,4 @@
-"""runtime.shutdown: a signal starts the close at once, the close runs once, the previous handler still runs."""
+"""runtime.process.shutdown: a signal starts the close at once, the close runs once, the previous handler still runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.shutdown import EarlyClose
+from runtime.process.shutdown import EarlyClose
 
 
 @pytest.fixture
@@ -71,9 +71,9 @@ def test_sigterm_while_the_runtime_warms_up_refuses_the_waiting_turns_instead_of
     from starlette.testclient import TestClient
 
     from harness.runtime_server import SESSION_HEADER, session_id
-    from runtime.server import build_app
+    from runtime.config.settings import Settings
+    from runtime.http.server import build_app
     from runtime.sessions import SessionRegistry
-    from runtime.settings import Settings
     from runtime.wiring import Services
     from tests.unit.test_server_errors import OK, ScriptedRunner, _no_dependencies
 
@@ -114,9 +114,9 @@ def test_sigterm_while_the_runtime_warms_up_refuses_the_waiting_turns_instead_of
 def test_after_the_close_began_nothing_is_built_any_more(tmp_path: Any) -> None:
     """A warm-up step that starts after SIGTERM (platform V1 builds the services in the background) builds
     nothing the close would not see."""
+    from runtime.config.settings import Settings
     from runtime.errors import ShuttingDown
-    from runtime.server import Runtime
-    from runtime.settings import Settings
+    from runtime.http.server import Runtime
 
     built: list[object] = []
 

@@ -12,6 +12,8 @@ Environment (names in :mod:`wiring`):
                              6 MiB); without it every snapshot goes inline, up to the runtime's own cap
   PROGRESS_MIN_SECONDS       reporter: at most one progress edit per this many seconds (default 20)
   JOB_LEASE_SECONDS          reporter: how long a result being reported blocks a duplicate (default 300)
+  PATCH_ALLOW_PROTECTED      reporter: protected-path classes a patch may change (comma-separated, see
+                             repo.protected_paths; default none: such a patch gets ``patch_refused: <class>``)
 
 Raises :class:`trackers.TrackerConfigError` (a 500-class configuration error) on a bad value.
 """
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import wiring
+from repo.protected_paths import parse_allowed
 from trackers import TrackerConfigError
 from trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
@@ -41,6 +44,7 @@ class FixSettings:
     inline_snapshot_max_bytes: int = DEFAULT_INLINE_SNAPSHOT_MAX_BYTES
     progress_min_seconds: float = 20.0
     job_lease_seconds: float = 300.0
+    allow_protected: frozenset[str] = frozenset()
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -68,7 +72,12 @@ def fix_settings(env: Mapping[str, str]) -> FixSettings:
     uri = env.get(wiring.WORKSPACE_S3_URI, "").strip()
     if uri and not _S3_URI.match(uri):
         raise TrackerConfigError(f"{wiring.WORKSPACE_S3_URI}={uri!r} must look like s3://bucket/prefix/")
+    try:
+        allow_protected = parse_allowed(env.get(wiring.PATCH_ALLOW_PROTECTED, ""))
+    except ValueError as exc:
+        raise TrackerConfigError(f"{wiring.PATCH_ALLOW_PROTECTED}: {exc}") from None
     return FixSettings(
+        allow_protected=allow_protected,
         pr_mode=mode,  # type: ignore[arg-type]
         jira_repositories=parse_jira_repositories(
             env.get(wiring.JIRA_REPOSITORIES, ""), setting=wiring.JIRA_REPOSITORIES

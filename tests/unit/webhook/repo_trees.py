@@ -13,6 +13,7 @@ from repo.files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry
 
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.baseline import Baseline
+from runtime.workspace.protected_paths import NAMES
 
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -72,8 +73,13 @@ def runtime_patch(
     work.mkdir()
     write_tree(work, files, **tree)  # type: ignore[arg-type]
     before = view_of(work)
+    # every protected class allowed: these tests are about the patch format, the policy has its own
     baseline = Baseline(
-        git_dir=tmp / "snap", work_tree=work, withhold=is_sensitive_name, max_patch_bytes=20 << 20
+        git_dir=tmp / "snap",
+        work_tree=work,
+        withhold=is_sensitive_name,
+        max_patch_bytes=20 << 20,
+        allow_protected=frozenset(NAMES),
     )
     baseline.record()
     change(work)
