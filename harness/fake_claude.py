@@ -24,6 +24,8 @@ Directive grammar (directives may appear anywhere in the prompt, any number, run
                                   text as its result and api_error_status <status>
     [garbage]                     write one line that is not JSON to stdout, then go on
     [longline:<n>]                write one valid JSON line of about <n> bytes to stdout, then go on
+    [half_emoji]                  add to the reply half of a UTF-16 pair (the lone surrogate U+D83D, escaped
+                                  as ``\ud83d`` in the JSON line, as Node writes a string a tool output cut)
 
 A malformed directive (bad JSON, unterminated) ends the turn with error_during_execution.
 
@@ -158,7 +160,7 @@ VALUE_FLAGS = {
 }
 LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION", "DISABLE_", "ENABLE_")
 _DIRECTIVE_RE = re.compile(
-    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry)(?=[:\]])"
+    r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry|half_emoji)(?=[:\]])"
 )
 
 
@@ -1034,6 +1036,8 @@ class FakeClaude:
                 return
             elif kind == "big":
                 big = int(arg)
+            elif kind == "half_emoji":
+                reply += "\ud83d"
             elif kind == "garbage":  # a line that is not JSON, then the turn goes on
                 self.send_raw(b"this is not json {\n")
             elif kind == "longline":  # one valid JSON line of <n> bytes (a huge tool result, say)

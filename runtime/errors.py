@@ -71,6 +71,15 @@ class WorkspaceExpired(AgentKitError):
     http_status = 410
 
 
+class WorkspaceIncomplete(AgentKitError):
+    """The runtime stopped while it was replacing the session's workspace with a new snapshot (HTTP 410): the
+    directory holds part of each, so no turn runs on it and no patch is made from it; send the snapshot again with
+    the turn, the conversation is kept."""
+
+    code = "workspace_incomplete"
+    http_status = 410
+
+
 class WorkspaceError(AgentKitError):
     """The runtime could not set up a workspace or compute its patch; the details are in the runtime log (HTTP 500)."""
 
@@ -98,6 +107,22 @@ class JobStopped(AgentKitError):
 
     code = "stopped"
     http_status = 503
+
+
+class JobInterrupted(AgentKitError):
+    """A job's runtime process ended (killed, out of memory, its microVM stopped) before the job finished; reported
+    by the next process on the same disk; only in a job's result event (HTTP 503: send the job again)."""
+
+    code = "interrupted"
+    http_status = 503
+
+
+class JobResultUndeliverable(AgentKitError):
+    """SQS refused a job's result for good (the message itself was invalid); the result is kept on the runtime's
+    disk and this error is sent in its place; only in a job's result event (HTTP 502)."""
+
+    code = "result_undeliverable"
+    http_status = 502
 
 
 class JobResultTooLarge(AgentKitError):

@@ -244,10 +244,11 @@ def _pending_index(settings: Settings) -> MemoryPendingIndex | None:
 
 
 def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:
-    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, results
-    kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
+    """Asynchronous jobs (docs/http-api.md#asynchronous-jobs): events to ``AGENTKIT_JOB_EVENTS_QUEUE_URL``, accepted
+    jobs journaled under ``<state>/jobs/accepted``, results kept under ``<state>/jobs/outbox`` until sent, patches too large for a message in ``AGENTKIT_WORKSPACE_BUCKET``."""
     if not settings.job_events_queue_url:
         return None
+    from runtime.jobs.journal import Journal
     from runtime.jobs.outbox import Outbox
     from runtime.jobs.service import Jobs
     from runtime.jobs.sink import S3Patches, SqsEvents
@@ -255,6 +256,7 @@ def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[
     return Jobs(
         events=SqsEvents(client=aws.sqs_client(settings.aws_region), queue_url=settings.job_events_queue_url),
         outbox=Outbox(settings.resolved_state_dir / "jobs" / "outbox"),
+        journal=Journal(settings.resolved_state_dir / "jobs" / "accepted"),
         patches=S3Patches(client=aws.s3_client(settings.aws_region), bucket=settings.workspace_bucket)
         if settings.workspace_bucket
         else None,
@@ -285,7 +287,11 @@ def _sandboxed_definition(
 
     definition = definition.with_profile(settings.agent_profile)
     status = probe_sandbox(settings.sandbox)
-    confined = cli_confinement(settings.resolved_workspace, settings.cli_path or bundled_cli())
+    confined = cli_confinement(
+        settings.resolved_workspace,
+        settings.cli_path or bundled_cli(),
+        config_dir=settings.resolved_claude_config_dir,
+    )
     limits = resources.decide(
         settings.session_memory_mb,
         settings.session_processes,

@@ -11,6 +11,7 @@ Environment variables: none read here (:class:`runtime.config.settings.Settings`
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import time
@@ -183,6 +184,7 @@ class AgentTurnRunner:
             InvalidWorkspace / WorkspaceTooLarge: the archive is missing, unsafe or too large (the workspace is
                 unchanged).
             WorkspaceExpired: the session's snapshot was removed after it went unused, and this turn sends none.
+            WorkspaceIncomplete: a process died while it installed the session's snapshot, and this turn sends none.
             WorkspaceError: the snapshot could not be read or recorded.
         """
         workspaces, retention = self.deps.workspaces, self.deps.retention
@@ -194,6 +196,8 @@ class AgentTurnRunner:
             unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
         elif workspaces is not None and request.workspace_s3_uri is not None:
             unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
+        elif workspaces is not None and workspaces.interrupted_install(sid):
+            raise workspaces.incomplete()
         elif retention is not None and retention.expired(sid):
             raise WorkspaceExpired(
                 f"this session's workspace snapshot was removed after {retention.retention_s / 3600:g} h unused "
@@ -276,6 +280,9 @@ class AgentTurnRunner:
         local = self.settings.resolved_claude_config_dir / "projects" / project_key / f"{sid}.jsonl"
         resume = bool(entries) or local.exists()
         max_turns, process_budget = self.max_turns_for(request), self.process_budget()
+        # Every store call the SDK makes while it connects goes through this wrapper, so a failure of one (the
+        # resume reads the session and its subagents' index, list_subkeys) is known for what it is below.
+        prefetched = PrefetchedStore(store, key, entries or None) if store is not None else None
         gate = self.gate
         if cwd != self.cwd:  # file tools and paths are confined to the session's own workspace
             gate = PermissionGate(
@@ -293,7 +300,7 @@ class AgentTurnRunner:
             max_turns=max_turns,
             max_budget_usd=process_budget,
             resume=resume,
-            store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
+            store=prefetched,
             extra_mcp_servers=self.deps.extra_mcp_servers,
             request_metadata=request_metadata(
                 session_id=session.runtime_session_id,
@@ -316,7 +323,25 @@ class AgentTurnRunner:
             raise AgentProcessError(
                 f"could not start the Claude Code CLI ({exc}). Check AGENTKIT_CLI_PATH and the runtime logs."
             ) from exc
-        except BaseException:  # cancelled (shutdown) or anything else: never leave a spawned CLI behind
+        except Exception as exc:
+            await discard_client(client)
+            failed = prefetched.failed if prefetched is not None else None
+            if failed is None:
+                raise
+            # The SDK wraps a store error during the resume in a RuntimeError; it is the store's, and retryable.
+            self.deps.observer.store_error("load", failed)
+            what = (
+                "did not answer in time"
+                if isinstance(failed, asyncio.CancelledError)
+                else f"failed: {failed}"
+            )
+            raise SessionStoreError(
+                f"the session store {what} while session {session.runtime_session_id} was resumed. "
+                "Retry shortly; nothing was lost.",
+                aws_code=getattr(failed, "aws_code", "") or _aws_code(failed),
+                retryable=True,
+            ) from exc
+        except BaseException:  # cancelled (shutdown): never leave a spawned CLI behind
             await discard_client(client)
             raise
         if resume:
@@ -400,27 +425,50 @@ class AgentTurnRunner:
 
 
 class PrefetchedStore:
-    """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK.
+    """Wraps the session store so the resume probe's ``load()`` is not repeated by the SDK, and remembers the last
+    store call that failed (:attr:`failed`).
 
     Other methods are the inner store's own (``__getattr__``), so the SDK's probe for optional methods sees
     exactly what the inner store implements.
     """
 
-    def __init__(self, inner: SessionStore, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+    def __init__(self, inner: SessionStore, key: SessionKey, entries: list[SessionStoreEntry] | None) -> None:
         self._inner, self._key = inner, key
         self._entries: list[SessionStoreEntry] | None = entries
+        #: The exception of the last store call that failed (the SDK reports it wrapped, or not at all).
+        self.failed: BaseException | None = None
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
-        await self._inner.append(key, entries)
+        await self._watched(self._inner.append(key, entries))
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         if self._entries is not None and key.get("subpath") is None and key == self._key:
             entries, self._entries = self._entries, None
             return entries
-        return await self._inner.load(key)
+        return cast("list[SessionStoreEntry] | None", await self._watched(self._inner.load(key)))
+
+    async def _watched(self, call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except BaseException as exc:  # a call the SDK's own timeout cut off ends cancelled
+            self.failed = exc
+            raise
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        attr = getattr(self._inner, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def watched(*args: Any, **kwargs: Any) -> Any:
+            return await self._watched(attr(*args, **kwargs))
+
+        return watched
+
+
+def _aws_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return code if isinstance(code, str) else type(exc).__name__
 
 
 async def discard_client(client: ClaudeSDKClient) -> None:

@@ -124,29 +124,81 @@ def confinement_for(workspace: Path, *, root: bool | None = None, timeout_s: flo
 
 
 def root_problem(
-    confinement: Confinement, cli: str | None, workspace: Path, *, timeout_s: float = 10.0
+    confinement: Confinement,
+    cli: str | None,
+    workspace: Path,
+    *,
+    config_dir: Path | None = None,
+    timeout_s: float = 10.0,
 ) -> str | None:
     """Why commands cannot run safely under this root runtime (``None``: the drop works): the tools are missing,
-    or the unprivileged user cannot execute the CLI or enter the workspace."""
+    or the unprivileged user cannot execute the CLI (or the interpreter its ``#!`` line names: a script in a
+    virtualenv under ``/root`` exits 126 on every start), enter the workspace, or reach the CLI's config directory
+    (``CLAUDE_CONFIG_DIR``: the runtime hands the directory itself to that user, but not its parents; a CLI that
+    cannot read its ``.claude.json`` retries for seconds on every new session, silently)."""
     if not confinement.drops:
         return None
     if confinement.setpriv is None or confinement.unshare is None:
         return "the runtime runs as root and setpriv/unshare (util-linux) are missing, so the CLI cannot drop root"
     if cli is None:
         return "the runtime runs as root and no Claude Code CLI was found to check"
-    for what, test in (
-        (f"execute the CLI at {cli}", 'test -x "$1"'),
-        (f"enter the workspace {workspace}", 'cd "$2"'),
-    ):
-        ok, _ = _run_wrapped(
-            confinement, workspace, ["/bin/sh", "-c", test, "sh", cli, str(workspace)], timeout_s
-        )
-        if not ok:
-            return (
-                f"the runtime runs as root; its CLI runs as uid {confinement.run_as}, which cannot {what} "
-                "(make the path and its parent directories readable by that user, or run the runtime as non-root)"
+    readable = (
+        "make the path and its parent directories readable by that user, or run the runtime as non-root"
+    )
+    checks = [(f"execute the CLI at {cli}", 'test -x "$1"', cli, readable)]
+    interpreter = script_interpreter(cli)
+    if interpreter is not None and interpreter.startswith("/"):
+        checks.append(
+            (
+                f"execute {interpreter}, the interpreter the CLI's first line names",
+                'test -x "$1"',
+                interpreter,
+                readable,
             )
+        )
+    elif interpreter is not None:  # #!/usr/bin/env NAME
+        checks.append(
+            (
+                f"find {interpreter} on PATH, which the CLI's first line runs",
+                'command -v "$1"',
+                interpreter,
+                readable,
+            )
+        )
+    checks.append((f"enter the workspace {workspace}", 'cd "$1"', str(workspace), readable))
+    if config_dir is not None:
+        checks.append(
+            (
+                f"reach the CLI's config directory {config_dir} (CLAUDE_CONFIG_DIR)",
+                'cd "$1"',
+                str(config_dir.parent),
+                "unset CLAUDE_CONFIG_DIR (the default is <AGENTKIT_STATE_DIR>/claude) or point it at a directory "
+                "whose parent directories that user can enter",
+            )
+        )
+    for what, test, subject, fix in checks:
+        ok, _ = _run_wrapped(confinement, workspace, ["/bin/sh", "-c", test, "sh", subject], timeout_s)
+        if not ok:
+            return f"the runtime runs as root; its CLI runs as uid {confinement.run_as}, which cannot {what} ({fix})"
     return None
+
+
+def script_interpreter(cli: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (``NAME`` for ``#!/usr/bin/env NAME``); None for a binary."""
+    try:
+        with open(cli, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        names = [w for w in words[1:] if not w.startswith("-")]
+        return names[0] if names else None
+    return words[0]
 
 
 #: Set by the runtime in the CLI's environment: the session's own workspace, bound over the configured one inside
@@ -397,9 +449,10 @@ class CliConfinement:
 _decided: dict[tuple[Path, str | None], CliConfinement] = {}
 
 
-def cli_confinement(workspace: Path, cli: str | None) -> CliConfinement:
+def cli_confinement(workspace: Path, cli: str | None, *, config_dir: Path | None = None) -> CliConfinement:
     """Decided once per (workspace, CLI): a root runtime drops the CLI to an unprivileged user or, when it
-    cannot, keeps command tools off (the CLI then runs as root without any command tool)."""
+    cannot, keeps command tools off (the CLI then runs as root without any command tool). ``config_dir``: the
+    CLI's ``CLAUDE_CONFIG_DIR``, checked too."""
     key = (workspace, cli)
     with _lock:
         decided = _decided.get(key)
@@ -407,7 +460,7 @@ def cli_confinement(workspace: Path, cli: str | None) -> CliConfinement:
         return decided
     confinement = confinement_for(workspace)
     # The workspace is handed over only once the user can run the CLI at all ("/" can always be entered).
-    problem = root_problem(confinement, cli, Path("/"))
+    problem = root_problem(confinement, cli, Path("/"), config_dir=config_dir)
     if confinement.drops and problem is None:
         _hand_over_workspace(workspace, confinement)
         problem = root_problem(confinement, cli, workspace)

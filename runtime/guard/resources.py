@@ -311,10 +311,15 @@ def _remove(d: Path) -> None:
 
 
 def open_session(limits: ResourceLimits, key: str) -> SessionCgroup:
-    """Make (or reuse) ``key``'s cgroup(s) with the limits written. Raises ``OSError`` when that fails."""
+    """Make (or reuse) ``key``'s cgroup(s) with the limits written; a parent that is gone is made again
+    (:func:`_restore_parent`). Raises ``OSError`` when that fails."""
     dirs = tuple(parent / key for parent in limits.parents)
     for d in dirs:
-        d.mkdir(exist_ok=True)
+        try:
+            d.mkdir(exist_ok=True)
+        except FileNotFoundError:
+            _restore_parent(d.parent, limits.enforcement)
+            d.mkdir(exist_ok=True)
     memory = str(limits.memory_mb * MIB) if limits.memory_mb > 0 else None
     if limits.enforcement == "cgroup-v2":
         (d,) = dirs
@@ -333,6 +338,17 @@ def open_session(limits: ResourceLimits, key: str) -> SessionCgroup:
     group = SessionCgroup(dirs, limits.enforcement)
     group.new_hits()  # reads the counters as they are now
     return group
+
+
+def _restore_parent(parent: Path, enforcement: Enforcement) -> None:
+    """Make the sessions' parent cgroup again. Something else removed it after start-up decided on it: another
+    process's exit clean-up (:func:`release_all_session_cgroups` of a copy restored from the same snapshot, which
+    knows the same ``agentkit-<pid>`` name), or a stale sweep run where that pid is not visible. Every later session
+    would fail otherwise. Raises ``OSError`` when the runtime's own cgroup is gone too."""
+    parent.mkdir(exist_ok=True)
+    if enforcement == "cgroup-v2":
+        _write(parent / "cgroup.subtree_control", "+memory +pids")
+    logger.warning("the sessions' parent cgroup %s was gone (removed by another process); made again", parent)
 
 
 # -- the cgroups of live sessions ---------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ Environment: none read here (:class:`runtime.config.settings.Settings` is passed
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -31,9 +30,10 @@ from starlette.routing import Route
 
 from runtime.config.settings import Settings
 from runtime.env import DEFAULT_MAX_PROMPT_CHARS, ENV_JOB_EVENTS_QUEUE_URL
-from runtime.errors import AgentKitError, ConfigurationError, JobsNotConfigured
+from runtime.errors import AgentKitError, ConfigurationError, JobsNotConfigured, ShuttingDown
 from runtime.http.app_adapter import AgentCoreAdapter
 from runtime.http.edge import DisconnectSignal, HttpGuard, disconnect_signal, log_refusal, set_on_loop
+from runtime.http.json_reply import SafeJSONResponse, json_bytes
 from runtime.http.loop_bridge import LoopStream, start_on
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.process import restore
@@ -160,8 +160,13 @@ class Runtime:
         self._services_factory = services_factory
         self.services: Services | None = None
         self._lock: asyncio.Lock | None = None
+        self._closing = False
 
     async def get_services(self) -> Services:
+        if (
+            self.services is None and self._closing
+        ):  # nothing is built (and left unclosed) once the close began
+            raise ShuttingDown("the runtime is shutting down; retry the invocation")
         if self.services is None:
             if self._lock is None:
                 self._lock = asyncio.Lock()
@@ -196,6 +201,8 @@ class Runtime:
                     "for the reply"
                 )
             services = await self._services()
+            if self._closing:  # SIGTERM while the services were built (warm-up): no turn starts any more
+                raise ShuttingDown("the runtime is shutting down; retry the invocation")
             from runtime.turn_request import TurnRequest
 
             snapshot = call.request.workspace
@@ -273,6 +280,13 @@ class Runtime:
             ) from exc
 
     async def close(self) -> None:
+        self._closing = True
+        if self.services is None and self._lock is not None and self._lock.locked():
+            # The services are being built (warm-up, seconds): wait, then close what that builds. The turns waiting
+            # for them are refused above instead of run; AgentCore gives a terminating session up to 15 s (developer
+            # guide, runtime-lifecycle-settings: "Termination can last up to 15 seconds").
+            async with self._lock:
+                pass
         if self.services is not None:
             if self.services.retention is not None:  # no sweep while the sessions close
                 await self.services.retention.stop()
@@ -326,7 +340,7 @@ def _unwrap(item: TurnItem) -> Event:
 
 def _frame(event: Event) -> bytes:
     """One SSE frame (what bedrock-agentcore writes for a streamed entrypoint: UTF-8 JSON, not ASCII-escaped)."""
-    return b"data: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
+    return b"data: " + json_bytes(event) + b"\n\n"
 
 
 async def _sse(events: LoopStream[TurnItem], disconnect: DisconnectSignal) -> AsyncIterator[bytes]:
@@ -365,9 +379,9 @@ async def _collect(events: AsyncIterator[TurnItem]) -> Response:
     if final is None:
         return error_response(AgentKitError("the turn ended without a result; retry the invocation"))
     if isinstance(final, Failure):
-        return JSONResponse(final.event, status_code=final.http_status)
+        return SafeJSONResponse(final.event, status_code=final.http_status)
     reply: JsonReply = {**final, "tool_events": tools}
-    return JSONResponse(reply)
+    return SafeJSONResponse(reply)
 
 
 __all__ = ["AgentKitApp", "build_app"]

@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from runtime.errors import JobResultTooLarge
+from runtime.errors import JobResultTooLarge, JobResultUndeliverable
 from runtime.jobs.protocol import PATCH_KEY, ResultMessage, encode_message
 
+#: The code of the result sent in place of one SQS refused for good.
+UNDELIVERABLE = JobResultUndeliverable.code
 #: Puts a patch under ``key`` and returns its ``s3://`` URI.
 PutPatch = Callable[[str, bytes], str]
 
@@ -57,6 +59,26 @@ def too_large(result: dict[str, Any], *, size: int, limit: int, patch_moved: boo
     error = JobResultTooLarge(
         f"the job's result is {size} bytes, over SQS's {limit}-byte message limit; {fix}"
     )
+    return _error_keeping_figures(result, error)
+
+
+def undeliverable(result: dict[str, Any], *, reason: str, kept: bool) -> dict[str, Any]:
+    """The error result sent in place of one SQS refused for good (``reason``): its figures and file list kept."""
+    where = (
+        "the runtime keeps it in <state dir>/jobs/outbox/dead"
+        if kept
+        else "the runtime's disk refused it too"
+    )
+    error = JobResultUndeliverable(
+        f"SQS refused the job's result for good ({reason[:300]}); {where}. The session keeps the work: run a "
+        "turn on it to get the answer"
+    )
+    return _error_keeping_figures(result, error)
+
+
+def _error_keeping_figures(
+    result: dict[str, Any], error: JobResultTooLarge | JobResultUndeliverable
+) -> dict[str, Any]:
     kept = {
         key: result[key]
         for key in ("cost_usd", "sdk_cost_usd", "cost_complete", "session_cost_usd", "usage", "subtype")

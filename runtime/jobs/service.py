@@ -12,12 +12,21 @@ events:
 - The turn's last event becomes the one result event: the ``result`` event of the synchronous reply, or its
   ``error`` event with ``cost_usd`` (this turn's spend so far). A turn ended by a session close (the local stop
   route, SIGTERM) reports ``stopped``. The result is written to the outbox first (:mod:`runtime.jobs.outbox`),
-  then sent (its patch moved to S3 when the message would be too large, :mod:`runtime.jobs.fit`); one that
-  cannot be sent stays there and is re-sent in the background with growing delays, and at the next start.
+  then sent (its patch moved to S3 when the message would be too large, :mod:`runtime.jobs.fit`). A result the
+  disk refuses (full, read-only) is kept in memory and sent all the same: it is never dropped.
+- A result SQS could not take (throttled or unreachable past the client's retries) is re-sent in the background,
+  each on its own schedule (1 s doubling to 30 s), and at the next start. One SQS refuses for good (the message
+  itself is invalid, :data:`runtime.jobs.sink.PERMANENT_CODES`) is dead-lettered (``outbox/dead``, an ERROR log
+  line, ``JobResultsDeadLettered``) and replaced by a ``result_undeliverable`` error result, so the consumer
+  still learns the job ended; it never holds back another job's result.
 
-:attr:`Jobs.unsettled` counts jobs whose result is not yet in SQS (running, or waiting in the outbox): ``/ping``
-stays ``HealthyBusy`` while it is above zero, so AgentCore keeps the microVM (and its disk) up to the session's
-maximum lifetime.
+Every accepted job is journaled (:mod:`runtime.jobs.journal`) before its ``202``: at the next start on the same disk
+a job the dead process had not finished reports an ``interrupted`` result, and a job id run again numbers its
+events above its earlier run's.
+
+:attr:`Jobs.unsettled` counts jobs whose result is not yet in SQS (running, or waiting in the outbox or memory):
+``/ping`` stays ``HealthyBusy`` while it is above zero, so AgentCore keeps the microVM (and its disk) up to the
+session's maximum lifetime.
 
 Environment: none read here (``AGENTKIT_JOB_PROGRESS_SECONDS`` arrives as ``progress_s``). IAM: see
 :mod:`runtime.jobs.sink`.
@@ -31,13 +40,14 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from runtime.errors import JobStopped, ShuttingDown
-from runtime.jobs.fit import fit_message
+from runtime.errors import JobInterrupted, JobStopped, ShuttingDown
+from runtime.jobs.fit import UNDELIVERABLE, fit_message, undeliverable
+from runtime.jobs.journal import Entry, Journal
 from runtime.jobs.outbox import Outbox
 from runtime.jobs.progress import Progress
 from runtime.jobs.protocol import (
@@ -62,8 +72,12 @@ RETRY_MAX_S = 30.0
 CLOSE_TIMEOUT_S = 8.0
 #: Threads for sending events and writing the outbox.
 IO_THREADS = 4
+#: Finished jobs between two prunes of the journal (it keeps :data:`runtime.jobs.journal.REMEMBERED` of them).
+PRUNE_EVERY = 256
 
 T = TypeVar("T")
+#: What became of one attempt to deliver a result.
+Delivery = Literal["sent", "kept", "dead"]
 
 
 class _Cost:
@@ -90,6 +104,7 @@ class _Job:
     inbox: asyncio.Queue[TurnItem | _Cost | _End] = field(default_factory=asyncio.Queue)
     seq: int = 0
     task: asyncio.Task[None] | None = None
+    entry: Entry | None = None
 
 
 class Jobs:
@@ -101,8 +116,10 @@ class Jobs:
         patches: where a patch too large for a message goes (None: such a result is ``result_too_large``).
         progress_s: least seconds between two progress events of a job.
         clock: monotonic seconds (elapsed time, throttling). wall: epoch seconds (``at``).
-        on_event: told a metric name when a job is accepted (``JobsAccepted``) or its result waits in the outbox
-            (``JobResultsKept``).
+        on_event: told a metric name when a job is accepted (``JobsAccepted``), its result waits in the outbox
+            (``JobResultsKept``), SQS refused a result for good (``JobResultsDeadLettered``) or a job an earlier
+            process accepted is reported ``interrupted`` (``JobsInterrupted``).
+        journal: accepted jobs on disk (None: not journaled; a job a dead process ran is then never reported).
     """
 
     def __init__(
@@ -118,8 +135,9 @@ class Jobs:
         retry_first_s: float = RETRY_FIRST_S,
         retry_max_s: float = RETRY_MAX_S,
         on_event: Callable[[str], None] = lambda name: None,
+        journal: Journal | None = None,
     ) -> None:
-        self.events, self.outbox, self.patches = events, outbox, patches
+        self.events, self.outbox, self.patches, self.journal = events, outbox, patches, journal
         self.progress_s = progress_s
         self._clock, self._wall = clock, wall
         self.max_message_bytes = max_message_bytes
@@ -128,6 +146,11 @@ class Jobs:
         self._jobs: dict[tuple[str, str], _Job] = {}
         self._finished: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._in_flight: set[Path] = set()
+        # Results the outbox's disk refused: only here, sent and re-sent like the outbox's.
+        self._held: dict[Path, ResultMessage] = {}
+        # Per waiting result: (loop time of its next attempt, its current delay).
+        self._retry_at: dict[Path, tuple[float, float]] = {}
+        self._settled = 0
         self._resender: asyncio.Task[None] | None = None
         self._started = False
         # Its own threads: sends that wait out the client's retries while SQS is down must not take the default
@@ -136,21 +159,60 @@ class Jobs:
 
     @property
     def unsettled(self) -> int:
-        """Jobs whose result is not yet in SQS: running, or waiting in the outbox."""
-        return len(self._jobs) + self.outbox.count
+        """Jobs whose result is not yet in SQS: running, or waiting in the outbox or (disk refused) in memory."""
+        return len(self._jobs) + self.outbox.count + len(self._held)
 
     def session_keys(self) -> set[str]:
         """The sessions (registry keys: Claude session ids) with a job queued, running or writing its result."""
         return {session_key for session_key, _ in self._jobs}
 
     def start(self) -> None:
-        """Re-send what an earlier process left in the outbox (idempotent; call on the worker loop)."""
+        """Report the jobs an earlier process on this disk accepted and did not finish (``interrupted``), and
+        re-send what it left in the outbox (idempotent; call on the worker loop, before the first job is accepted:
+        a job id accepted again then numbers its events above the interrupted result)."""
         if self._started:
             return
         self._started = True
-        if self.outbox.count:
+        self._recover()
+        if self.outbox.count or self._held:
             logger.warning("job outbox: %d result(s) from before wait to be sent", self.outbox.count)
             self._kick()
+
+    def _recover(self) -> None:
+        if self.journal is None:
+            return
+        for entry in self.journal.running():
+            if self.outbox.has_result(entry.digest, entry.seq):  # it died after writing the result
+                self.journal.done(entry, entry.seq + 1)
+                continue
+            seq = entry.seq + 1
+            interrupted = JobInterrupted(
+                "the runtime stopped (its process was killed or its microVM ended) before the job finished; what "
+                "it did so far may be in the session. Send the job again to retry it"
+            )
+            message: ResultMessage = {
+                "v": EVENT_VERSION,
+                "job_id": entry.job_id,
+                "session_id": entry.session_id,
+                "seq": seq,
+                "at": round(self._wall(), 3),
+                "context": entry.context,
+                "kind": "result",
+                "result": {"type": "error", "code": interrupted.code, "message": interrupted.message},
+            }
+            try:
+                self.outbox.put(message)
+            except OSError as exc:
+                self._hold(self.outbox.path_for(message), message, exc)
+            else:
+                self.journal.done(entry, seq)
+            self._on_event("JobsInterrupted")
+            logger.warning(
+                "job %s on session %s: interrupted by the end of an earlier process; reported",
+                entry.job_id,
+                entry.session_id,
+            )
+        self.journal.prune()
 
     async def accept(
         self,
@@ -182,7 +244,19 @@ class Jobs:
         except BaseException:
             del self._jobs[key]
             raise
-        job.task = asyncio.create_task(self._follow(key, job, events), name=f"job-{spec.id[:24]}")
+        try:
+            if self.journal is not None:  # before the 202: a job the caller was told about is on disk
+                job.seq = await self._io(self.journal.last_seq, session_id, spec.id)
+                job.entry = Entry(
+                    job_id=spec.id,
+                    session_id=session_id,
+                    context=spec.context,
+                    seq=job.seq,
+                    accepted_at=self._wall(),
+                )
+                await self._io(self.journal.record, job.entry)
+        finally:  # the turn is queued: it is followed (and reported) whatever happens to this request
+            job.task = asyncio.create_task(self._follow(key, job, events), name=f"job-{spec.id[:24]}")
         self._on_event("JobsAccepted")
         logger.info("job %s accepted on session %s", spec.id, session_id)
         return accepted
@@ -204,6 +278,12 @@ class Jobs:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self.outbox.count:
             logger.warning("job outbox: %d result(s) not sent; sent at the next start", self.outbox.count)
+        if self._held:  # their jobs stay "running" in the journal: the next start reports them interrupted
+            logger.error(
+                "%d job result(s) the disk refused were not sent and are lost with this process: %s",
+                len(self._held),
+                ", ".join(sorted({message["job_id"] for message in self._held.values()})),
+            )
 
     async def _io(self, call: Callable[..., T], *args: Any) -> T:
         """Run a blocking call (boto3, disk) on the jobs' threads."""
@@ -255,8 +335,12 @@ class Jobs:
 
     async def _progress(self, job: _Job) -> None:
         figures = job.progress.take(self._clock())
+        envelope = self._envelope(job)
+        if self.journal is not None and job.entry is not None:  # reserved before it can reach SQS
+            job.entry = replace(job.entry, seq=job.seq)
+            await self._io(self.journal.record, job.entry)
         message: ProgressMessage = {
-            **self._envelope(job),  # type: ignore[typeddict-item]
+            **envelope,  # type: ignore[typeddict-item]
             "kind": "progress",
             "elapsed_s": figures.elapsed_s,
             "tool_calls": figures.tool_calls,
@@ -277,22 +361,62 @@ class Jobs:
         path = self.outbox.path_for(message)
         self._in_flight.add(path)
         try:
-            await self._io(self.outbox.put, message)
-            sent = await self._deliver(path, message)
+            stored = await self._store(path, message)
+            if stored:
+                await self._settle(job)
+            outcome = await self._deliver(path, message)
+            if not stored and outcome != "kept":
+                await self._settle(job)
         finally:
             self._in_flight.discard(path)
-        outcome = message["result"].get("code") or message["result"].get("subtype") or "result"
-        if sent:
-            logger.info("job %s: result sent (%s, seq %d)", job.spec.id, outcome, message["seq"])
-        else:
+        what = message["result"].get("code") or message["result"].get("subtype") or "result"
+        if outcome == "sent":
+            logger.info("job %s: result sent (%s, seq %d)", job.spec.id, what, message["seq"])
+        elif outcome == "kept":
             self._on_event("JobResultsKept")
             logger.warning(
-                "job %s: result (%s) kept in the outbox; re-sent in the background", job.spec.id, outcome
+                "job %s: result (%s) kept in the %s; re-sent in the background",
+                job.spec.id,
+                what,
+                "outbox" if stored else "runtime's memory (the outbox's disk refused it)",
             )
             self._kick()
 
-    async def _deliver(self, path: Path, message: ResultMessage) -> bool:
-        """Fit and send a result; removes it from the outbox once SQS has it. False: not sent (kept)."""
+    async def _settle(self, job: _Job) -> None:
+        if self.journal is not None and job.entry is not None:
+            await self._io(self.journal.done, job.entry, job.seq)
+            self._settled += 1
+            if self._settled % PRUNE_EVERY == 0:  # a long-lived process keeps the journal bounded too
+                await self._io(self.journal.prune)
+
+    async def _store(self, path: Path, message: ResultMessage) -> bool:
+        """Write ``message`` to the outbox; when the disk refuses it, hold it in memory. True: it is on disk."""
+        try:
+            await self._io(self.outbox.put, message)
+        except OSError as exc:
+            self._hold(path, message, exc)
+            return False
+        self._held.pop(path, None)
+        return True
+
+    def _hold(self, path: Path, message: ResultMessage, exc: OSError) -> None:
+        self._held[path] = message
+        logger.error(
+            "job %s: result (seq %d) not written to the outbox (%s); kept in memory and sent from there",
+            message["job_id"],
+            message["seq"],
+            exc,
+        )
+
+    def _forget(self, path: Path) -> None:
+        self.outbox.remove(path)
+        self._held.pop(path, None)
+        self._retry_at.pop(path, None)
+
+    async def _deliver(self, path: Path, message: ResultMessage) -> Delivery:
+        """Fit and send a result; it leaves the outbox once SQS has it. ``kept``: not sent, re-sent later;
+        ``dead``: SQS refused it for good (dead-lettered, replaced by a ``result_undeliverable`` result that is
+        itself sent or kept)."""
         put = self.patches.put if self.patches is not None else None
         try:
             fitted = await self._io(
@@ -300,13 +424,40 @@ class Jobs:
             )
             await self._io(self.events.send, fitted)
         except EventsUnavailable as exc:
+            if exc.permanent:
+                return await self._dead_letter(path, message, str(exc))
             logger.warning("job %s: result (seq %d) not sent: %s", message["job_id"], message["seq"], exc)
-            return False
-        except Exception:
-            logger.exception("job %s: result (seq %d) not sent", message["job_id"], message["seq"])
-            return False
-        self.outbox.remove(path)
-        return True
+            return "kept"
+        except Exception as exc:  # a result that cannot even be encoded fails the same way every time
+            logger.exception("job %s: result (seq %d) cannot be sent", message["job_id"], message["seq"])
+            return await self._dead_letter(path, message, f"{type(exc).__name__}: {exc}")
+        self._forget(path)
+        return "sent"
+
+    async def _dead_letter(self, path: Path, message: ResultMessage, reason: str) -> Delivery:
+        kept_at = await self._io(self.outbox.dead_letter, path, message)
+        self._held.pop(path, None)
+        self._retry_at.pop(path, None)
+        self._on_event("JobResultsDeadLettered")
+        logger.error(
+            "job %s: SQS refused its result (seq %d) for good (%s); kept at %s, never re-sent",
+            message["job_id"],
+            message["seq"],
+            reason,
+            kept_at or "(nowhere: the disk refused it; the result is lost)",
+        )
+        # The replacement itself refused: there is nothing smaller to send.
+        if message["result"].get("code") == UNDELIVERABLE:
+            return "dead"
+        replacement: ResultMessage = {
+            **message,
+            "result": undeliverable(message["result"], reason=reason, kept=kept_at is not None),
+        }
+        await self._store(path, replacement)
+        outcome = await self._deliver(path, replacement)
+        if outcome == "kept":
+            self._kick()
+        return "dead"
 
     # -- the outbox's background re-send ------------------------------------------------------------------------
 
@@ -314,29 +465,55 @@ class Jobs:
         if self._resender is None or self._resender.done():
             self._resender = asyncio.get_running_loop().create_task(self._resend(), name="job-outbox-resend")
 
+    def _waiting(self) -> list[Path]:
+        """Results waiting to be sent and not being sent now, oldest first (memory's after the outbox's)."""
+        paths = [*self.outbox.paths(), *self._held]
+        return [path for path in dict.fromkeys(paths) if path not in self._in_flight]
+
     async def _resend(self) -> None:
-        delay = self._retry_first_s
+        """Re-send every waiting result on its own schedule: one that keeps failing never delays another."""
+        loop = asyncio.get_running_loop()
         while True:
-            waiting = [path for path in self.outbox.paths() if path not in self._in_flight]
+            waiting = self._waiting()
             if not waiting:
+                self._retry_at.clear()
                 return
-            await asyncio.sleep(delay)
-            sent_all = True
+            now = loop.time()
             for path in waiting:
-                if path in self._in_flight:
-                    continue
-                message = self.outbox.read(path)
-                if message is None:
-                    continue
-                self._in_flight.add(path)
-                try:
-                    sent_all = await self._deliver(path, message)
-                finally:
-                    self._in_flight.discard(path)
-                if not sent_all:
-                    break
-                logger.info("job %s: result (seq %d) sent from the outbox", message["job_id"], message["seq"])
-            delay = self._retry_first_s if sent_all else min(delay * 2, self._retry_max_s)
+                self._retry_at.setdefault(path, (now + self._retry_first_s, self._retry_first_s))
+            for gone in set(self._retry_at) - set(waiting) - self._in_flight:
+                del self._retry_at[gone]
+            due = [path for path in waiting if self._retry_at[path][0] <= now]
+            if not due:
+                await asyncio.sleep(min(self._retry_at[path][0] for path in waiting) - now)
+                continue
+            await asyncio.gather(*(self._resend_one(path) for path in due))
+
+    async def _resend_one(self, path: Path) -> None:
+        if path in self._in_flight:
+            return
+        message = self._held.get(path) or await self._io(self.outbox.read, path)
+        if message is None:
+            self._retry_at.pop(path, None)
+            return
+        was_held = path in self._held
+        self._in_flight.add(path)
+        try:
+            outcome = await self._deliver(path, message)
+        finally:
+            self._in_flight.discard(path)
+        if outcome == "kept":
+            delay = min(self._retry_at.get(path, (0.0, self._retry_first_s))[1] * 2, self._retry_max_s)
+            self._retry_at[path] = (asyncio.get_running_loop().time() + delay, delay)
+            return
+        self._retry_at.pop(path, None)
+        if outcome == "sent":
+            logger.info("job %s: result (seq %d) sent from the outbox", message["job_id"], message["seq"])
+        if was_held and self.journal is not None:  # its job could not be marked done when it ended
+            entry = Entry(
+                job_id=message["job_id"], session_id=message["session_id"], context=message["context"]
+            )
+            await self._io(self.journal.done, entry, message["seq"])
 
 
 async def _pump(events: AsyncIterator[TurnItem], inbox: asyncio.Queue[TurnItem | _Cost | _End]) -> None:

@@ -24,8 +24,42 @@ from runtime.jobs.protocol import JobMessage, encode_message
 logger = logging.getLogger(__name__)
 
 
+#: SQS errors that refuse the message itself: sending the same body again can never succeed. ``InvalidMessageContents``
+#: is ``SendMessage``'s own (botocore's SQS model 2012-11-05, ``SendMessage.errors``: "characters outside the allowed
+#: set"); the others are the common parameter errors of AWS query/JSON APIs (a body over the queue's
+#: ``MaximumMessageSize`` is ``InvalidParameterValue``). Every other error (throttling, 5xx, a connection error, a
+#: missing queue, KMS or access errors) concerns the queue or the account: it heals when SQS or its configuration
+#: does, so such a message is retried.
+PERMANENT_CODES = frozenset(
+    {
+        "InvalidMessageContents",
+        "InvalidParameterValue",
+        "InvalidParameterCombination",
+        "MissingParameter",
+        "ValidationError",
+        "UnsupportedOperation",
+    }
+)
+
+
 class EventsUnavailable(Exception):
-    """SQS (or S3) did not take the message after the client's retries."""
+    """SQS (or S3) did not take the message after the client's retries.
+
+    ``permanent``: SQS refused this message itself (:data:`PERMANENT_CODES`); sending it again cannot succeed.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The AWS error code of a botocore ``ClientError`` (None for any other exception)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return code if isinstance(code, str) else None
 
 
 class SqsEvents:
@@ -50,7 +84,9 @@ class SqsEvents:
         try:
             self.client.send_message(**params)
         except Exception as exc:  # botocore's ClientError, EndpointConnectionError, ...: all mean "not sent"
-            raise EventsUnavailable(f"{type(exc).__name__}: {exc}") from exc
+            raise EventsUnavailable(
+                f"{type(exc).__name__}: {exc}", permanent=error_code(exc) in PERMANENT_CODES
+            ) from exc
 
 
 class S3Patches:

@@ -20,7 +20,6 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ class Journal:
         self.dir = Path(spool_dir)
         self.path = self.dir / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
         self._file: IO[str] | None = None
+        self._adopted: set[Path] = set()  # journals adopted that the disk would not let go
 
     def renew_name(self) -> None:
         """A journal not opened yet takes a new name (after a snapshot restore the pid is the image's)."""
@@ -87,7 +87,8 @@ class Journal:
             self._file.close()
             self._file = None
         if remove:
-            with contextlib.suppress(FileNotFoundError):
+            # gone, or a read-only volume (an empty journal is never adopted)
+            with contextlib.suppress(OSError):
                 self.path.unlink()
 
     def dead_letter(self, batch: Batch, error: BaseException) -> Path:
@@ -101,32 +102,61 @@ class Journal:
             os.fsync(f.fileno())
         return path
 
-    def adopt_orphans(self) -> Iterator[Batch]:
-        """Undelivered batches of journals left by dead processes (their lock is free); those files are
-        removed once read."""
+    def adopt_orphans(self) -> list[Batch]:
+        """Undelivered batches of journals left by dead processes (their lock is free), oldest journal first;
+        those files are removed once read.
+
+        A journal is opened read-only (``flock`` needs no write access), so a dead process's journal on a
+        read-only volume is still adopted; it then cannot be removed, and this process does not adopt it twice
+        (a later process may: the store drops a batch it already holds by its id). A journal that cannot be read
+        at all is logged and left for a later process; the others are adopted all the same.
+        """
         if not self.dir.is_dir():
-            return
+            return []
+        adopted: list[Batch] = []
         for path in sorted(self.dir.glob("spool-*.jsonl")):
-            if path == self.path or path.stat().st_size == 0:
-                continue  # ours, or just created by a live process that has not locked it yet
-            with open(path, "r+", encoding="utf-8") as f:
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    continue  # a live process owns it
-                batches: dict[str, Batch] = {}
-                for line in f:
-                    with contextlib.suppress(json.JSONDecodeError):  # a torn last line from a crash
-                        rec = json.loads(line)
-                        if rec.get("op") == "batch":
-                            batches[rec["id"]] = Batch(
-                                rec["id"], rec["key"], rec.get("entries"), rec.get("state"), late=True
-                            )
-                        elif rec.get("op") == "done":
-                            batches.pop(rec["id"], None)
-                log.warning("adopted %d undelivered session-store batches from %s", len(batches), path)
-                yield from batches.values()
-            path.unlink()
+            if path == self.path or path in self._adopted:
+                continue
+            try:
+                if path.stat().st_size == 0:
+                    continue  # just created by a live process that has not locked it yet
+                with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        continue  # a live process owns it
+                    batches = _undelivered(f)
+            except OSError as exc:
+                log.error(
+                    "could not read the session-store journal %s (%s); left for a later process", path, exc
+                )
+                continue
+            log.warning("adopted %d undelivered session-store batches from %s", len(batches), path)
+            adopted += batches
+            self._adopted.add(path)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.warning(
+                    "adopted journal %s cannot be removed (%s); its batches are delivered anyway", path, exc
+                )
+        return adopted
+
+
+def _undelivered(f: IO[str]) -> list[Batch]:
+    batches: dict[str, Batch] = {}
+    for line in f:
+        with contextlib.suppress(json.JSONDecodeError):  # a torn last line from a crash
+            rec = json.loads(line)
+            if rec.get("op") == "batch":
+                batches[rec["id"]] = Batch(
+                    rec["id"], rec["key"], rec.get("entries"), rec.get("state"), late=True
+                )
+            elif rec.get("op") == "done":
+                batches.pop(rec["id"], None)
+    return list(batches.values())
 
 
 def read_transcript_file(path: Path) -> list[Any]:

@@ -5,7 +5,9 @@ Every transcript batch (and ``put_state``) is journaled to local disk *before* t
 reaches here as ``CancelledError``) nor a failing store loses it. The remote call is bounded by
 ``call_timeout_s`` (default 20 s, well under the SDK's limit); a call that fails or runs over leaves the
 batch queued, and a background asyncio task redelivers queued batches in FIFO order with exponential
-backoff (``flush()`` / ``close()`` try once more at shutdown). While a key has undelivered batches, new
+backoff (``flush()`` tries once more; ``close()`` keeps trying for up to ``shutdown_flush_s``, default 10 s, of
+the 15 s AgentCore gives a terminating session). A late batch is fenced (the AgentCore store re-reads the session
+to learn about a newer writer) once per session per delivery round, not once per batch. While a key has undelivered batches, new
 batches for that key queue behind them, so order is kept. ``load_all()`` returns the inner store's entries
 followed by the undelivered ones (deduplicated on ``uuid``), so a resume on this microVM sees everything;
 ``load()`` (what the SDK resumes from) gives a main transcript from its last compact boundary on
@@ -62,6 +64,10 @@ log = logging.getLogger(__name__)
 #: ``claude_agent_sdk/_internal/transcript_mirror_batcher.py``); one inner call must end well before.
 DEFAULT_CALL_TIMEOUT_S = 20.0
 DEFAULT_STRICT_DEADLINE_S = 30.0
+#: How long ``close()`` keeps redelivering (with the usual backoff) before it leaves the rest on disk. AgentCore gives
+#: a session's termination "up to 15 seconds due to logging and other process completion" (developer guide,
+#: runtime-lifecycle-settings); the sessions and the jobs close in that time too.
+DEFAULT_SHUTDOWN_FLUSH_S = 10.0
 
 
 def _ck(key: SessionKey | SessionListSubkeysKey) -> tuple[str, str, str | None]:
@@ -104,6 +110,7 @@ class SpoolingSessionStore:
         write_behind: bool = False,
         strict: bool = False,
         strict_deadline_s: float = DEFAULT_STRICT_DEADLINE_S,
+        shutdown_flush_s: float = DEFAULT_SHUTDOWN_FLUSH_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if write_behind and strict:
@@ -120,6 +127,8 @@ class SpoolingSessionStore:
         self._write_behind = write_behind
         self._strict = strict
         self._strict_deadline = strict_deadline_s
+        self._shutdown_flush = shutdown_flush_s
+        self._fenced: set[tuple[str, str, str | None]] = set()  # keys re-read in this delivery round
         self._clock = clock
         self._pending: deque[Batch] = deque()
         self._journal = Journal(self.spool_dir)
@@ -170,8 +179,11 @@ class SpoolingSessionStore:
     def _adopt_orphans(self) -> None:
         if self._adopted:
             return
+        # Read every orphan journal first, then queue its batches ahead of anything this process accepts: a turn
+        # answered here is never delivered before an older one a dead process left.
+        orphans = self._journal.adopt_orphans()
         self._adopted = True
-        for batch in self._journal.adopt_orphans():
+        for batch in orphans:
             self._write_ahead(batch)
             self._enqueue(batch)
         if self._pending:
@@ -206,7 +218,11 @@ class SpoolingSessionStore:
             if batch.entries is None:
                 await self.inner.put_state(batch.key["session_id"], batch.state or {})
             elif hasattr(self.inner, "append_batch"):
-                await self.inner.append_batch(batch.key, batch.entries, batch_id=batch.id, fence=batch.late)
+                # One re-read of a session per round: the store's view of the key is fresh for its later batches.
+                fence = batch.late and _ck(batch.key) not in self._fenced
+                await self.inner.append_batch(batch.key, batch.entries, batch_id=batch.id, fence=fence)
+                if fence:
+                    self._fenced.add(_ck(batch.key))
             else:
                 await self.inner.append(batch.key, batch.entries)
 
@@ -254,6 +270,7 @@ class SpoolingSessionStore:
         if self._delivering:
             return not self._pending
         self._delivering = True
+        self._fenced.clear()
         try:
             while self._pending:
                 if not await self._try(self._pending[0], "retry"):
@@ -459,8 +476,19 @@ class SpoolingSessionStore:
         self._adopt_orphans()
         return await self._deliver()
 
+    async def _flush_until(self, deadline: float) -> bool:
+        """Redeliver with the usual backoff until nothing is left or ``deadline`` (``clock``) passes."""
+        delay = self._initial
+        while not await self.flush():
+            if self._clock() + delay > deadline:
+                return False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._max)
+        return True
+
     async def close(self) -> None:
-        """Stop the retry task, flush once more and release the journal (kept on disk if not empty)."""
+        """Stop the retry task, keep redelivering for up to ``shutdown_flush_s`` and release the journal (kept on
+        disk if not empty)."""
         self._closing = True
         if (
             self._task is not None
@@ -475,7 +503,7 @@ class SpoolingSessionStore:
             self._recoveries
         ):  # a mirror_error recovery still reading the CLI's transcript: let it queue its batch
             await asyncio.wait(set(self._recoveries), timeout=5)
-        delivered = await self.flush()
+        delivered = await self._flush_until(self._clock() + self._shutdown_flush)
         if delivered:
             log.info("session store spool empty at close")
         else:

@@ -26,6 +26,10 @@ disk is full. :class:`Retention` removes them once the session has not been used
   The marker itself goes after :data:`MARKER_KEEP_S`.
 - Sweeps run at start and then every ``interval_s`` on the event loop that owns the sessions; the file work runs
   in a thread. One log line per removal says what was freed.
+- The record is bookkeeping: a write the disk refuses (full, read-only) is logged and skipped, never an error of
+  the turn (on a full disk the agent must still be able to delete files). Each write goes through a temporary
+  file of its own (``tempfile.mkstemp``), so a sweep and a turn recording the same session at once never remove
+  or rename each other's file.
 
 Environment variables: none read here (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` reaches it through
 :class:`runtime.config.settings.Settings`).
@@ -41,6 +45,7 @@ import re
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -184,13 +189,17 @@ class Retention:
     # -- in a thread --------------------------------------------------------------------------------------------
 
     def touch(self, claude_session_id: str) -> None:
-        """Record that the session is used now, if it has directories of its own. Blocking: run it in a thread."""
+        """Record that the session is used now, if it has directories of its own (best-effort: a disk that refuses
+        it is logged). Blocking: run it in a thread."""
         self._record({claude_session_id: self._wall()})
 
     def _record(self, seen: dict[str, float]) -> None:
         for sid, at in seen.items():
             if _SESSION_RE.match(sid) and (_is_dir(self.workspaces / sid) or _is_dir(self.snapshots / sid)):
-                self._write(sid, LAST_USED, at)
+                try:
+                    self._write(sid, LAST_USED, at)
+                except OSError as exc:  # the next turn or sweep records it again
+                    logger.warning("workspace retention: last use of session %s not recorded: %s", sid, exc)
 
     def _write(self, sid: str, name: str, value: float) -> None:
         home = self.snapshots / sid
@@ -198,10 +207,7 @@ class Retention:
             if os.path.lexists(home):
                 return  # not a directory the runtime made: leave it alone
             home.mkdir(parents=True, exist_ok=True, mode=0o700)  # exist_ok: a snapshot being installed now
-        tmp = home / f".{name}.tmp"
-        tmp.unlink(missing_ok=True)
-        tmp.write_text(f"{value:.3f}\n", encoding="ascii")
-        os.replace(tmp, home / name)
+        write_record(home / name, f"{value:.3f}\n")
 
     def _read(self, sid: str, name: str) -> float | None:
         path = self.snapshots / sid / name
@@ -225,7 +231,10 @@ class Retention:
                 continue
             last = self._read(sid, LAST_USED)
             if last is None:  # first seen by this runtime: its clock starts now
-                self._write(sid, LAST_USED, now)
+                try:
+                    self._write(sid, LAST_USED, now)
+                except OSError as exc:  # a full disk must not stop the sweep that would free it
+                    logger.warning("workspace retention: last use of session %s not recorded: %s", sid, exc)
                 continue
             if now - last >= self.retention_s:
                 due.append((sid, now - last))
@@ -259,6 +268,19 @@ class Retention:
             freed / 2**20,
         )
         return Removal(claude_session_id=sid, freed_bytes=freed, unused_s=unused_s, had_snapshot=had_snapshot)
+
+
+def write_record(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically, through a temporary file no other writer uses."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _sessions(root: Path) -> set[str]:

@@ -8,9 +8,18 @@ unpacked into) lives under a separate root the agent's sandbox cannot reach:
     <state dir>/workspaces/<claude session id>/       the agent's working directory (its cwd)
     <state dir>/snapshots/<claude session id>/base.git  the snapshot's history (runtime.workspace.baseline)
     <state dir>/snapshots/<claude session id>/incoming  an archive being unpacked
+    <state dir>/snapshots/<claude session id>/installing  present while a snapshot replaces the workspace
 
 Both are on local disk and outlive the session's warm CLI process (an idle session that comes back finds its
 workspace) until :mod:`runtime.workspace.retention` removes them after ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` unused. Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
+
+Replacing a workspace is not atomic (the directory itself stays: a warm CLI may have it as its cwd, or it is bound
+into a CLI's mount namespace), so it is marked: ``installing`` is written (and synced) before the first file of
+the old snapshot is removed and removed only once the new snapshot is recorded. A process that dies in between
+leaves it, and the session's next turn is refused with ``410 workspace_incomplete`` unless it sends a snapshot:
+a patch computed there would propose deleting files the agent never touched, or the difference between two
+snapshots as the agent's change.
+
 Environment variables: none read here (the limits come from :class:`runtime.config.settings.Settings`).
 """
 
@@ -22,11 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.errors import InvalidWorkspace, WorkspaceTooLarge
+from runtime.errors import InvalidWorkspace, WorkspaceIncomplete, WorkspaceTooLarge
 from runtime.workspace.archive import SnapshotLimits, Unpacked, unpack
 from runtime.workspace.baseline import Baseline, Changes
 from runtime.workspace.retention import EXPIRED
 from runtime.workspace.s3 import S3Snapshots
+
+#: The marker of a snapshot install under way (see the module's docstring).
+INSTALLING = "installing"
 
 
 def default_tree_for(state_dir: Path) -> Callable[[str], Path]:
@@ -113,8 +125,14 @@ class Workspaces:
 
     def has_snapshot(self, claude_session_id: str) -> bool:
         """Whether the session works on a snapshot (then its cwd is :attr:`tree_for` and turns return patches)."""
+        if self.interrupted_install(claude_session_id):
+            return False
         view = self.view(claude_session_id)
         return self.baseline(claude_session_id, view).recorded and view.files.is_dir()
+
+    def interrupted_install(self, claude_session_id: str) -> bool:
+        """Whether a process died while it replaced this session's workspace (it is then part of two snapshots)."""
+        return (self.trusted_root / claude_session_id / INSTALLING).exists()
 
     def install(self, claude_session_id: str, archive: bytes) -> Unpacked:
         """Unpack ``archive`` as the session's workspace, replacing what was there, and record it as the snapshot.
@@ -146,6 +164,8 @@ class Workspaces:
         except BaseException:
             _remove(staging)
             raise
+        marker = self.trusted_root / claude_session_id / INSTALLING
+        _write_synced(marker)
         for child in list(tree.iterdir()):
             _remove(child)
         for child in list(staging.iterdir()):
@@ -156,6 +176,8 @@ class Workspaces:
         # a snapshot sent after the retention sweep removed the previous one: the session works again
         (self.trusted_root / claude_session_id / EXPIRED).unlink(missing_ok=True)
         self.on_installed(tree)
+        marker.unlink()
+        _sync_dir(marker.parent)
         return unpacked
 
     def check_s3_uri(self, uri: str) -> None:
@@ -181,9 +203,38 @@ class Workspaces:
 
         Raises:
             PatchTooLarge: the patch is over ``max_patch_bytes`` (the workspace is kept).
+            WorkspaceIncomplete: a snapshot install was interrupted (no patch is made from a half-replaced tree).
             WorkspaceError: git failed or ran out of time.
         """
+        if self.interrupted_install(claude_session_id):
+            raise self.incomplete()
         return self.baseline(claude_session_id).changes(timeout_s=timeout_s)
+
+    @staticmethod
+    def incomplete() -> WorkspaceIncomplete:
+        """The error of a turn on a workspace whose install was interrupted (:meth:`interrupted_install`)."""
+        return WorkspaceIncomplete(
+            "the runtime stopped while it replaced this session's workspace with a new snapshot; send the snapshot "
+            "again with this turn (agentkit invoke --workspace DIR) to go on: the conversation is kept"
+        )
+
+
+def _write_synced(path: Path) -> None:
+    """Create ``path`` (empty) and make its existence durable before anything it guards starts."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _sync_dir(path.parent)
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 #: What a file costs beyond its bytes on the smallest filesystem it may land on (a tmpfs page).

@@ -146,12 +146,12 @@ def test_a_job_is_accepted_at_once_then_reports_progress_and_one_result_last(
     server: RuntimeServer, inbox: Inbox, tmp_path: Path
 ) -> None:
     sid = session_id("job-flow")
-    started = time.monotonic()
     reply = submit(server, sid, "gh-7-123456", "[read:a.txt] [slow:900] [read:b.txt] [slow:600] done")
-    accepted_after = time.monotonic() - started
     assert reply.status == 202, reply.body
     assert reply.body == {"type": "job_accepted", "job_id": "gh-7-123456", "session_id": sid}
-    assert accepted_after < 0.8, accepted_after  # before the turn's 0.9 s of work
+    # answered before the turn ended: no result is in the queue yet (how fast is benchmarks/jobs_accept.py's)
+    inbox.poll()
+    assert not [m for m in inbox.of("gh-7-123456") if m["kind"] == "result"]
     assert server.ping()["status"] == "HealthyBusy"
 
     result = inbox.result("gh-7-123456")
@@ -257,6 +257,42 @@ def test_results_survive_sqs_being_down_in_process_and_across_a_restart(
     assert "echo: second" in result["result"]["text"]
     assert [m["kind"] for m in inbox.of("down-2")] == ["result"]
     assert not list(outbox.glob("*.json"))
+
+
+def test_kill_9_mid_job_then_a_restart_reports_exactly_one_result_per_accepted_job(
+    tmp_path: Path, queue: str, moto_server: str, inbox: Inbox
+) -> None:
+    srv = job_server(tmp_path, queue, moto_server).start()
+    try:
+        assert submit(srv, session_id("kill-done"), "kill-done", "finished first").status == 202
+        inbox.result("kill-done")
+        assert submit(srv, session_id("kill-run"), "kill-run", "[read:a.txt] [hang] never").status == 202
+        assert submit(srv, session_id("kill-wait"), "kill-wait", "[hang] never either").status == 202
+        inbox.wait(lambda: any(m["kind"] == "progress" for m in inbox.of("kill-run")))
+    finally:
+        srv.kill()  # SIGKILL: nothing is flushed, no stopped result is sent
+    inbox.poll()
+    assert [m["kind"] for m in inbox.of("kill-run")] == ["progress"]
+    with job_server(tmp_path, queue, moto_server) as again:
+        for job_id in ("kill-run", "kill-wait"):
+            result = inbox.result(job_id)["result"]
+            assert result["type"] == "error" and result["code"] == "interrupted", result
+        # The same job sent again to the restarted runtime runs, numbered above the interrupted result.
+        assert submit(again, session_id("kill-run"), "kill-run", "second try").status == 202
+        inbox.wait(lambda: [m["kind"] for m in inbox.of("kill-run")].count("result") == 2)
+        again.until_idle(timeout=30)
+    with job_server(tmp_path, queue, moto_server):  # a third process on the disk reports nothing again
+        time.sleep(1.0)
+    inbox.poll()
+    results = {
+        job: [m for m in inbox.of(job) if m["kind"] == "result"]
+        for job in ("kill-done", "kill-run", "kill-wait")
+    }
+    assert [len(r) for r in results.values()] == [1, 2, 1]  # one per acceptance
+    assert [r["seq"] for r in results["kill-run"]] == [2, 3] and "echo: second try" in results["kill-run"][1][
+        "result"
+    ]["text"]
+    assert inbox.received == len(inbox.messages)  # nothing sent twice
 
 
 def test_a_repeated_job_id_runs_once(server: RuntimeServer, inbox: Inbox, tmp_path: Path) -> None:

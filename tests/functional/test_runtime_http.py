@@ -69,6 +69,16 @@ def test_non_streaming_reply_is_one_json_body(server: RuntimeServer) -> None:
     assert body["num_turns"] == 1 and body["cost_usd"] > 0
 
 
+def test_half_an_emoji_in_the_answer_is_sent_not_a_500(server: RuntimeServer) -> None:
+    # A lone surrogate (a program cut an emoji in half) in the CLI's answer.
+    plain = server.invoke("caf\u00e9 [half_emoji]", session=session_id("surrogate-json"), stream=False)
+    assert plain.status == 200, plain.body
+    assert plain.body["text"].endswith("\ud83d") and "caf\u00e9" in plain.body["text"]
+    streamed = server.invoke("caf\u00e9 [half_emoji]", session=session_id("surrogate-sse"))
+    assert streamed.status == 200 and streamed.events[-1]["type"] == "result", streamed.events
+    assert streamed.events[-1]["text"].endswith("\ud83d")
+
+
 def test_missing_session_header_generates_a_valid_id(server: RuntimeServer) -> None:
     reply = server.invoke("no header", stream=False)
     assert reply.status == 200

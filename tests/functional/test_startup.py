@@ -156,12 +156,19 @@ def test_npm_is_asked_once_while_the_runtime_starts_not_on_a_sessions_path(
     shared = Path(tempfile.mkdtemp(prefix="agentkit-npm-", dir="/tmp"))
     shared.chmod(0o755)
     request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    # No turn runs here, so the CLI is a shell stub: the fake CLI's interpreter (this virtualenv's Python, under
+    # /root on a root machine) is one the unprivileged user cannot execute, and the start-up check would rightly
+    # switch command tools off (and with them the sandbox that asks npm).
+    stub = shared / "claude"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
     for version in ("v1", "v2"):
         (shared / version).mkdir(mode=0o755)
         env = _v2_env(
             shared / version,
             AGENTKIT_PLATFORM_VERSION=version,
             AGENTKIT_SANDBOX="required",
+            AGENTKIT_CLI_PATH=str(stub),
             PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         )
         server = RuntimeServer(env=env, log_path=tmp_path / f"{version}.log", port=int(env["AGENTKIT_PORT"]))

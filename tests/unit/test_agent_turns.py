@@ -449,3 +449,45 @@ async def test_failed_turns_and_anonymous_callers_leave_no_memory(tmp_path: Path
     await s.accounting.drain()
     await anonymous.accounting.drain()
     assert memory.turns == []
+
+
+# -- the store during a resume ------------------------------------------------------------------------------------
+
+
+class ThrottledIndex:
+    """A SQLite store whose subagent index read (``list_subkeys``) is throttled, as AgentCore Memory's can be."""
+
+    def __init__(self, inner: SqliteSessionStore) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    async def append(self, key: Any, entries: Any) -> None:
+        await self.inner.append(key, entries)
+
+    async def load(self, key: Any) -> Any:
+        return await self.inner.load(key)
+
+    async def list_subkeys(self, key: Any) -> list[str]:
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        error = {"Code": "ThrottledException", "Message": "Rate exceeded"}
+        raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 429}}, "ListEvents")
+
+
+async def test_a_throttled_index_read_during_a_resume_is_a_retryable_503_not_a_500(tmp_path: Path) -> None:
+    from runtime.agent.runner import project_key_for_directory
+    from runtime.errors import SessionStoreError
+
+    s = Setup(tmp_path)
+    store = ThrottledIndex(SqliteSessionStore(tmp_path / "store.db"))
+    key = {"project_key": project_key_for_directory(s.runner.cwd), "session_id": SID}
+    entry = {"type": "user", "uuid": "e1", "sessionId": SID, "message": {"role": "user", "content": "hi"}}
+    await store.append(key, [entry])  # the session exists: the next process resumes it
+    s.runner.deps.session_store = store  # type: ignore[assignment]
+    with pytest.raises(SessionStoreError) as refused:
+        await s.runner.connect(s.session, TurnRequest(prompt="go on"))
+    assert store.calls == 1
+    assert refused.value.http_status == 503 and refused.value.retryable
+    assert refused.value.aws_code == "ThrottledException" and "nothing was lost" in refused.value.message
+    assert "SessionStoreErrors" in s.out.getvalue()

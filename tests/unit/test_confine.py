@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.guard.confine import (
     CLI_TMP_PREFIX_LIMIT,
@@ -206,3 +208,43 @@ def test_the_tool_disk_and_workspace_snapshots_go_together() -> None:
 
     both = Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
     assert both.tool_disk_mb == 32 and both.workspace_max_bytes > 0
+
+
+def test_a_root_runtime_checks_the_clis_interpreter_and_config_dir_for_the_dropped_user() -> None:
+    """A script CLI whose interpreter the dropped user cannot execute (a virtualenv under /root) exits 126 on every
+    start; a CLAUDE_CONFIG_DIR that user cannot reach stalls every new session. Both are found at start."""
+    base = Path(tempfile.mkdtemp(prefix="ak-interp-", dir="/tmp"))  # pytest's tmp dirs are private to root
+    try:
+        base.chmod(0o755)
+        c = confinement_for(base)
+        if not c.drops:
+            pytest.skip("needs a root runtime (the CLI is dropped to another user only then)")
+        private = base / "root-only"
+        private.mkdir(mode=0o700)
+        (private / "python").symlink_to("/bin/sh")
+        cli = base / "claude"
+        cli.write_text(f"#!{private / 'python'}\necho started\n")
+        cli.chmod(0o755)
+        started = subprocess.run(
+            [cli_wrapper(str(cli), base / "bin", c, base)], capture_output=True, check=False
+        )
+        assert started.returncode == 126  # what every turn would get
+        problem = root_problem(c, str(cli), base) or ""
+        assert (
+            f"execute {private / 'python'}, the interpreter" in problem and "readable by that user" in problem
+        )
+        env_cli = base / "claude-env"
+        env_cli.write_text("#!/usr/bin/env no-such-interpreter-here\n")
+        env_cli.chmod(0o755)
+        assert "find no-such-interpreter-here on PATH" in (root_problem(c, str(env_cli), base) or "")
+        ok = base / "claude-ok"
+        ok.write_text("#!/bin/sh\necho started\n")
+        ok.chmod(0o755)
+        assert root_problem(c, str(ok), base) is None
+        # made at start (Settings.ensure_dirs), before the check
+        (base / "state" / "claude").mkdir(parents=True)
+        assert root_problem(c, str(ok), base, config_dir=base / "state" / "claude") is None
+        config = root_problem(c, str(ok), base, config_dir=private / "claude") or ""
+        assert "CLAUDE_CONFIG_DIR" in config and "unset CLAUDE_CONFIG_DIR" in config
+    finally:
+        shutil.rmtree(base)

@@ -4,6 +4,8 @@ each way a turn can end. The whole flow over real HTTP is tests/functional/test_
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto import mock_aws
 from pydantic import ValidationError
 
 from runtime.config.settings import Settings
@@ -266,3 +269,313 @@ def test_the_outbox_recounts_what_its_directory_holds(tmp_path: Path) -> None:
     (tmp_path / "abc-2.tmp").write_text("{")
     outbox.recount()
     assert outbox.count == 1 and not list(tmp_path.glob("*.tmp"))
+
+
+# -- the whole flow in one process: refusals, outages, a refusing disk, a crash -----------------------------------
+# The queue is moto's; failures come from a client wrapper that raises botocore's ClientError with SQS's real error
+# codes (botocore's SQS model lists InvalidMessageContents and RequestThrottled for SendMessage).
+
+
+class FlakySqs:
+    """A moto SQS client whose ``send_message`` refuses bodies containing ``poison`` for good (400
+    ``InvalidMessageContents``) and, while ``down``, every body (``RequestThrottled``, retryable)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.down = False
+        self.sent: list[str] = []
+
+    def send_message(self, **params: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        if "poison" in params["MessageBody"]:
+            error = {"Code": "InvalidMessageContents", "Message": "Invalid characters found"}
+            raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, "SendMessage")
+        if self.down:
+            error = {"Code": "RequestThrottled", "Message": "Rate exceeded"}
+            raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 403}}, "SendMessage")
+        self.sent.append(params["MessageBody"])
+        return self.client.send_message(**params)
+
+
+def _moto_queue(fifo: bool = False) -> tuple[Any, str]:
+    client = _sqs()
+    if fifo:
+        url = client.create_queue(QueueName="events.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    else:
+        url = client.create_queue(QueueName="events")["QueueUrl"]
+    return client, url
+
+
+def _received(client: Any, url: str) -> list[dict[str, Any]]:
+    out = []
+    while got := client.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for raw in got:
+            out.append(json.loads(raw["Body"]))
+            client.delete_message(QueueUrl=url, ReceiptHandle=raw["ReceiptHandle"])
+    return out
+
+
+def _jobs(events: Any, outbox: Outbox, **kwargs: Any) -> Any:
+    from runtime.jobs.service import Jobs
+
+    return Jobs(
+        events=events,
+        outbox=outbox,
+        patches=None,
+        progress_s=60,
+        retry_first_s=0.02,
+        retry_max_s=0.1,
+        **kwargs,
+    )
+
+
+async def _run_job(jobs: Any, job_id: str, final: Any, *, hang: asyncio.Event | None = None) -> None:
+    """Accept a job whose turn yields ``final`` (after ``hang`` is set, when given)."""
+    from runtime.sessions import TurnRequest
+
+    async def events() -> Any:
+        if hang is not None:
+            await hang.wait()
+        yield final
+
+    async def submit() -> Any:
+        return events()
+
+    await jobs.accept(
+        JobSpec(id=job_id, context={"issue": 1}),
+        session_key="k-" + job_id,
+        session_id="s" * 40,
+        request=TurnRequest(prompt="p"),
+        submit=submit,
+    )
+
+
+def _text_result(text: str) -> dict[str, Any]:
+    return {"type": "result", "text": text, "cost_usd": 0.25, "subtype": "success"}
+
+
+async def _until(done: Any, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not done():
+            await asyncio.sleep(0.01)
+
+
+@mock_aws
+def test_a_result_sqs_refuses_for_good_is_dead_lettered_and_never_blocks_another(tmp_path: Path) -> None:
+    client, url = _moto_queue()
+    flaky = FlakySqs(client)
+    outbox = Outbox(tmp_path / "outbox")
+    events: list[str] = []
+
+    async def scenario() -> None:
+        jobs = _jobs(SqsEvents(client=flaky, queue_url=url), outbox, on_event=events.append)
+        jobs.start()
+        flaky.down = True  # an outage: the first result is refused for good, the second waits
+        await _run_job(jobs, "refused", _text_result("poison"))
+        await _until(lambda: "JobResultsDeadLettered" in events and outbox.count >= 1)
+        await _run_job(jobs, "later", _text_result("fine"))
+        await _until(lambda: events.count("JobResultsKept") >= 1 and jobs.unsettled == 2)
+        await asyncio.sleep(0.3)  # several re-send rounds while SQS is down
+        flaky.down = False
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(scenario())
+    got = {m["job_id"]: m for m in _received(client, url)}
+    assert got["later"]["result"]["text"] == "fine"
+    replaced = got["refused"]["result"]
+    assert replaced["code"] == "result_undeliverable" and "InvalidMessageContents" in replaced["message"]
+    assert replaced["cost_usd"] == 0.25  # what the job cost is still reported
+    assert len(flaky.sent) == 2  # one message per job, nothing sent twice
+    dead = list((tmp_path / "outbox" / "dead").glob("*.json"))
+    assert len(dead) == 1 and json.loads(dead[0].read_text())["result"]["text"] == "poison"
+    assert outbox.count == 0 and not list((tmp_path / "outbox").glob("*.json"))
+
+
+@mock_aws
+def test_a_result_with_a_lone_surrogate_is_written_and_sent(tmp_path: Path) -> None:
+    client, url = _moto_queue()
+    outbox = Outbox(tmp_path / "outbox")
+
+    async def scenario() -> None:
+        jobs = _jobs(SqsEvents(client=client, queue_url=url), outbox)
+        jobs.start()
+        await _run_job(jobs, "emoji", _text_result("half an emoji: \ud83d"))
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(scenario())
+    [message] = _received(client, url)
+    assert message["result"]["text"] == "half an emoji: \ud83d"
+
+
+def _full_disk(path: Path, data: bytes) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+@mock_aws
+def test_a_result_the_outbox_disk_refuses_is_sent_and_kept_counted_until_it_is(tmp_path: Path) -> None:
+    client, url = _moto_queue()
+    flaky = FlakySqs(client)
+    outbox = Outbox(tmp_path / "outbox", write=_full_disk)
+    unsettled: list[int] = []
+
+    async def scenario() -> None:
+        jobs = _jobs(SqsEvents(client=flaky, queue_url=url), outbox)
+        jobs.start()
+        await _run_job(jobs, "full-1", _text_result("one"))  # SQS healthy: sent although not written
+        await _until(lambda: jobs.unsettled == 0)
+        flaky.down = True
+        await _run_job(jobs, "full-2", _text_result("two"))  # SQS down too: held in memory, still counted
+        await _until(lambda: len(flaky.sent) == 1 and not jobs._jobs)
+        await asyncio.sleep(0.2)
+        unsettled.append(jobs.unsettled)
+        flaky.down = False
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(scenario())
+    assert unsettled == [1]  # /ping stays HealthyBusy while it waits
+    assert sorted(m["result"]["text"] for m in _received(client, url)) == ["one", "two"]
+    assert not list((tmp_path / "outbox").glob("*"))  # nothing half-written left
+
+
+@mock_aws
+def test_a_job_a_killed_process_accepted_is_reported_interrupted_by_the_next(tmp_path: Path) -> None:
+    from runtime.jobs.journal import Journal
+
+    client, url = _moto_queue()
+
+    async def killed_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=client, queue_url=url),
+            Outbox(tmp_path / "outbox"),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        await _run_job(jobs, "done-before", _text_result("finished"))
+        await _until(lambda: jobs.unsettled == 0)
+        await _run_job(jobs, "running", _text_result("never"), hang=asyncio.Event())
+        # the process dies here: no close, nothing more runs
+
+    async def next_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=client, queue_url=url),
+            Outbox(tmp_path / "outbox"),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(killed_process())
+    asyncio.run(next_process())
+    asyncio.run(next_process())  # a third start reports nothing again
+    got = _received(client, url)
+    results = [(m["job_id"], m["result"].get("code")) for m in got if m["kind"] == "result"]
+    assert sorted(results) == [("done-before", None), ("running", "interrupted")]
+    interrupted = next(m for m in got if m["job_id"] == "running")
+    assert interrupted["context"] == {"issue": 1} and interrupted["seq"] == 1
+    assert "Send the job again" in interrupted["result"]["message"]
+
+
+@mock_aws
+def test_a_job_id_run_again_after_a_restart_is_not_deduplicated_away(tmp_path: Path) -> None:
+    from runtime.jobs.journal import Journal
+
+    client, url = _moto_queue(fifo=True)
+
+    async def process(text: str) -> None:
+        jobs = _jobs(
+            SqsEvents(client=client, queue_url=url),
+            Outbox(tmp_path / "outbox"),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        await _run_job(jobs, "again", _text_result(text))
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(process("first run"))
+    asyncio.run(process("second run"))  # the same job id, sent again to a restarted runtime on the same disk
+    got = _received(client, url)
+    assert [(m["seq"], m["result"]["text"]) for m in got] == [(1, "first run"), (2, "second run")]
+
+
+@mock_aws
+def test_a_process_killed_after_writing_the_result_sends_that_result_not_interrupted(tmp_path: Path) -> None:
+    from runtime.jobs.journal import Entry, Journal
+
+    client, url = _moto_queue()
+    # What a process killed between the outbox write and marking its job done leaves: both files.
+    journal = Journal(tmp_path / "accepted")
+    journal.record(Entry(job_id="late", session_id="s" * 40, context={"issue": 1}, seq=1))
+    message = _message(_text_result("the real answer"))
+    message["job_id"], message["seq"] = "late", 2
+    Outbox(tmp_path / "outbox").put(message)
+
+    async def next_process() -> None:
+        jobs = _jobs(SqsEvents(client=client, queue_url=url), Outbox(tmp_path / "outbox"), journal=journal)
+        jobs.start()
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(next_process())
+    asyncio.run(next_process())
+    assert [(m["seq"], m["result"]["text"]) for m in _received(client, url)] == [(2, "the real answer")]
+    assert journal.running() == []
+
+
+@mock_aws
+def test_a_result_held_in_memory_at_shutdown_is_reported_interrupted_by_the_next_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from runtime.jobs.journal import Journal
+
+    client, url = _moto_queue()
+    flaky = FlakySqs(client)
+
+    async def first_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=flaky, queue_url=url),
+            Outbox(tmp_path / "outbox", write=_full_disk),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        flaky.down = True
+        await _run_job(jobs, "held", _text_result("only in memory"))
+        await _until(lambda: not jobs._jobs and jobs.unsettled == 1)
+        await jobs.close()
+
+    async def next_process() -> None:
+        jobs = _jobs(
+            SqsEvents(client=client, queue_url=url),
+            Outbox(tmp_path / "outbox"),
+            journal=Journal(tmp_path / "accepted"),
+        )
+        jobs.start()
+        await _until(lambda: jobs.unsettled == 0)
+        await jobs.close()
+
+    asyncio.run(first_process())
+    assert "lost with this process: held" in caplog.text
+    asyncio.run(next_process())
+    [message] = _received(client, url)
+    assert (message["job_id"], message["seq"], message["result"]["code"]) == ("held", 1, "interrupted")
+
+
+def test_the_journal_forgets_the_oldest_finished_jobs_never_a_running_one(tmp_path: Path) -> None:
+    import os
+
+    from runtime.jobs.journal import Entry, Journal
+
+    journal = Journal(tmp_path, remembered=2)
+    for n, state in enumerate(["running", "done", "done", "done", "done"]):
+        entry = Entry(job_id=f"j{n}", session_id="s" * 40, seq=n + 1, state=state)  # type: ignore[arg-type]
+        journal.record(entry)
+        os.utime(tmp_path / f"{entry.digest}.json", ns=(n * 10**9, n * 10**9))  # j0 oldest
+    journal.prune()
+    assert [e.job_id for e in journal.running()] == ["j0"]  # the oldest, but running: kept
+    assert journal.last_seq("s" * 40, "j1") == 0 and journal.last_seq("s" * 40, "j2") == 0  # forgotten
+    assert journal.last_seq("s" * 40, "j3") == 4 and journal.last_seq("s" * 40, "j4") == 5

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,24 @@ def test_stale_parents_of_runtimes_that_are_gone_are_removed(tmp_path: Path) -> 
     gone.mkdir(parents=True)
     parent = resources._parent_dir(base)
     assert parent.name == f"agentkit-{os.getpid()}" and not gone.parent.exists()
+
+
+def test_a_sessions_parent_cgroup_removed_by_another_process_is_made_again(tmp_path: Path) -> None:
+    """Copies of one V2 snapshot share the ``agentkit-<pid>`` name; one's exit clean-up removes the empty parent
+    the others decided on at start-up. The next session makes it again instead of failing every turn."""
+    for enforcement, names in (("cgroup-v1", ("memory", "pids")), ("cgroup-v2", ("unified",))):
+        parents = tuple(tmp_path / enforcement / name / "agentkit-7" for name in names)
+        for parent in parents:
+            parent.mkdir(parents=True)
+        limits = ResourceLimits(512, 64, enforcement, parents)  # type: ignore[arg-type]
+        open_session(limits, "first")
+        for parent in parents:  # what the other copy's exit did (cgroupfs removes a cgroup's files with it)
+            shutil.rmtree(parent)
+        open_session(limits, "next")
+        assert all((parent / "next").is_dir() for parent in parents), enforcement
+        assert (parents[-1] / "next" / "pids.max").read_text() == "64"
+        if enforcement == "cgroup-v2":
+            assert (parents[0] / "cgroup.subtree_control").read_text() == "+memory +pids"
 
 
 def test_hits_count_only_what_rose_since_the_last_look(tmp_path: Path) -> None:
@@ -245,7 +264,8 @@ def test_a_session_cgroup_that_cannot_be_made_stops_the_cli_start(tmp_path: Path
 
     saved, groups = list(resources._decided), dict(resources._groups)
     try:
-        missing = tmp_path / "gone"  # the parent cgroup vanished: mkdir of the session's one fails
+        # the runtime's own cgroup vanished (not only the sessions' parent, which is made again): nothing to make
+        missing = tmp_path / "gone" / "agentkit-1"
         resources.set_decided(ResourceLimits(1024, 512, "cgroup-v2", (missing,)))
         with pytest.raises(AgentProcessError, match="could not set up the session's cgroup"):
             resources.session_cgroup("s-broken")

@@ -59,3 +59,77 @@ def test_sigterm_starts_the_close_and_still_reaches_the_servers_handler(
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def test_sigterm_while_the_runtime_warms_up_refuses_the_waiting_turns_instead_of_running_them(
+    tmp_path: Any,
+) -> None:
+    """Platform V1 answers /ping before the SDK import and the wiring are done; turns that arrive meanwhile wait
+    for them. SIGTERM then (EarlyClose.begin) must stop them: none runs, each gets a retryable 503."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.testclient import TestClient
+
+    from harness.runtime_server import SESSION_HEADER, session_id
+    from runtime.config.settings import Settings
+    from runtime.http.server import build_app
+    from runtime.sessions import SessionRegistry
+    from runtime.wiring import Services
+    from tests.unit.test_server_errors import OK, ScriptedRunner, _no_dependencies
+
+    runner = ScriptedRunner([OK])
+    warming = threading.Event()
+    warmed = threading.Event()
+
+    def slow_services(_settings: Settings) -> Services:  # the SDK import and the wiring, still running
+        warming.set()
+        assert warmed.wait(10)
+        return Services(
+            registry=SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=4),
+            runner=runner,
+            aclose=_no_dependencies,
+        )
+
+    app = build_app(Settings(state_dir=tmp_path), services_factory=slow_services)
+    with TestClient(app) as client, ThreadPoolExecutor(3) as pool:
+        replies = [
+            pool.submit(
+                client.post,
+                "/invocations",
+                json={"prompt": f"turn {n}", "stream": False},
+                headers={SESSION_HEADER: session_id(f"warm-{n}")},
+            )
+            for n in range(3)
+        ]
+        assert warming.wait(10)
+        closed = EarlyClose(app.state.runtime.close, app.worker_loop).begin()  # what SIGTERM does
+        warmed.set()
+        answered = [reply.result(10) for reply in replies]
+        closed.result(10)
+    assert [r.status_code for r in answered] == [503, 503, 503], [r.text for r in answered]
+    assert {r.json()["code"] for r in answered} == {"shutting_down"}
+    assert runner.actors == []  # no turn ran
+
+
+def test_after_the_close_began_nothing_is_built_any_more(tmp_path: Any) -> None:
+    """A warm-up step that starts after SIGTERM (platform V1 builds the services in the background) builds
+    nothing the close would not see."""
+    from runtime.config.settings import Settings
+    from runtime.errors import ShuttingDown
+    from runtime.http.server import Runtime
+
+    built: list[object] = []
+
+    def build(settings: Settings) -> Any:
+        built.append(settings)
+        raise AssertionError("built after the close began")
+
+    runtime = Runtime(Settings(state_dir=tmp_path), build)
+
+    async def scenario() -> None:
+        await runtime.close()
+        with pytest.raises(ShuttingDown):
+            await runtime.get_services()
+
+    asyncio.run(scenario())
+    assert built == []

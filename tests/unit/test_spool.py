@@ -377,3 +377,119 @@ def test_strict_and_write_behind_together_are_refused(tmp_path: Path) -> None:
         build_store(settings)
     with pytest.raises(ValueError, match="exclude each other"):
         SpoolingSessionStore(object(), spool_dir=tmp_path, strict=True, write_behind=True)
+
+
+def test_a_dead_processs_journal_on_a_read_only_volume_is_delivered_before_newer_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import pathlib
+
+    from runtime.session_store import journal as journal_module
+
+    inner = FlakyStore(tmp_path / "s.db", failures=100)
+    spool = tmp_path / "spool"
+
+    async def dead_process() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=spool, retry_initial_s=60)
+        await store.append(KEY, batch(0))  # answered, journaled, not stored
+        assert store._journal._file is not None
+        store._journal._file.close()  # killed: its lock goes with it, the journal stays
+
+    asyncio.run(dead_process())
+    inner.failures = 0
+
+    # The volume is read-only for the next process: every open for writing and every unlink fails as the kernel
+    # says it (EROFS); reads work.
+    real_open, real_unlink = open, pathlib.Path.unlink
+
+    def read_only_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if str(file).startswith(str(spool)) and any(c in mode for c in "wa+x"):
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    def read_only_unlink(self: pathlib.Path, missing_ok: bool = False) -> None:
+        if str(self).startswith(str(spool)) and self.exists():
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(journal_module, "open", read_only_open, raising=False)
+    monkeypatch.setattr(pathlib.Path, "unlink", read_only_unlink)
+
+    async def next_process() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=spool, retry_initial_s=60)
+        assert await store.load(KEY) == batch(0)  # the first load works and sees the dead process's turn
+        await store.append(KEY, batch(2))  # a newer turn
+        assert await store.flush()
+        assert await store.load(KEY) == batch(0, 4)
+        await store.close()
+
+    asyncio.run(next_process())
+    assert asyncio.run(inner.load(KEY)) == batch(0, 4)  # once each, the older turn first
+
+
+def test_close_keeps_redelivering_through_a_throttling_episode_within_its_window(tmp_path: Path) -> None:
+    """SIGTERM while the store throttles: the turns answered are delivered by the shutdown flush when the store
+    recovers within the window (one try used to leave them on a disk that goes with the microVM)."""
+    inner = FlakyStore(tmp_path / "s.db", failures=0)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner, spool_dir=tmp_path / "spool", retry_initial_s=0.02, retry_max_s=0.05
+        )
+        inner.failures = 2
+        await store.append(KEY, batch(0))  # throttled: queued
+        await store.append(KEY, batch(2))  # queued behind it
+        inner.failures = 4  # still throttled when the shutdown starts: the first flush tries fail
+        await store.close()
+
+    asyncio.run(scenario())
+    assert asyncio.run(inner.load(KEY)) == batch(0, 4)
+    assert not list((tmp_path / "spool").glob("*.jsonl"))
+
+
+def test_close_gives_up_after_its_window_and_keeps_the_journal(tmp_path: Path) -> None:
+    inner = FlakyStore(tmp_path / "s.db", failures=10**6)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner, spool_dir=tmp_path / "spool", retry_initial_s=0.02, retry_max_s=0.05, shutdown_flush_s=0.3
+        )
+        await store.append(KEY, batch(0))
+        await store.close()
+
+    asyncio.run(scenario())
+    assert inner.write_calls > 3  # it kept trying within the window
+    assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1  # then left it on disk for the next process
+
+
+class FencedStore(SqliteSessionStore):
+    """Records the ``fence`` of each batch delivery (the AgentCore store re-reads the session when it is set)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.fences: list[bool] = []
+        self.failing = True
+
+    async def append_batch(self, key: Any, entries: list[Any], *, batch_id: str, fence: bool = False) -> None:
+        self.fences.append(fence)
+        if self.failing:
+            raise SessionStoreError("throttled", aws_code="ThrottledException", retryable=True)
+        await super().append(key, entries)
+
+
+def test_a_round_of_late_batches_rereads_each_session_once(tmp_path: Path) -> None:
+    inner = FencedStore(tmp_path / "s.db")
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool", retry_initial_s=60)
+        for start in (0, 2, 4):
+            await store.append(KEY, batch(start))
+        inner.fences.clear()
+        inner.failing = False
+        assert await store.flush()
+        await store.close()
+
+    asyncio.run(scenario())
+    assert inner.fences == [True, False, False]
+    assert asyncio.run(inner.load(KEY)) == batch(0, 6)

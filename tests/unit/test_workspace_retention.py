@@ -6,6 +6,7 @@ and a new snapshot brings the session back."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import subprocess
@@ -359,3 +360,49 @@ async def test_a_session_with_a_job_counts_as_in_use_from_its_acceptance(tmp_pat
         )
     assert queued.is_set() and jobs.session_keys() == set()
     await jobs.close(timeout_s=1)
+
+
+async def test_a_full_disk_does_not_fail_the_turn_the_record_is_logged_and_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner, session = make_runner(tmp_path)
+    state = tmp_path / "state"
+    retention = Retention(state_dir=state, retention_s=DAY, in_use=set, wall=Clock())
+    runner.deps.retention = retention
+    await runner.prepare(session, TurnRequest(prompt="fix", workspace_archive=tar_gz([("a.py", b"x\n")])))
+
+    def full(src: Any, dst: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    with monkeypatch.context() as m:
+        m.setattr("runtime.workspace.retention.os.replace", full)
+        await runner.prepare(session, TurnRequest(prompt="delete the big file"))  # the turn goes ahead
+        assert await retention.sweep() == []
+    assert "last use of session" in caplog.text and "No space left" in caplog.text
+    assert not [p for p in (state / "snapshots" / SID).iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_sweep_and_a_turn_recording_one_session_at_once_never_fail(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    retention, workspaces, _clock, state = make(tmp_path)
+    snapshot_session(workspaces, retention, OLD, size=10)
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        for _ in range(2000):
+            try:
+                retention.touch(OLD)
+            except BaseException as exc:  # what a shared temp name raised
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and "not recorded" not in caplog.text
+    assert float((state / "snapshots" / OLD / LAST_USED).read_text())
+    assert not [p for p in (state / "snapshots" / OLD).iterdir() if p.name.endswith(".tmp")]

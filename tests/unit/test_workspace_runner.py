@@ -22,7 +22,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
 from runtime.config.settings import Settings
-from runtime.errors import InvalidWorkspace
+from runtime.errors import InvalidWorkspace, WorkspaceIncomplete
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
@@ -156,3 +156,70 @@ async def test_unpacking_runs_off_the_event_loop(tmp_path: Path) -> None:
     await runner.prepare(session, TurnRequest(prompt="x", workspace_archive=big))
     task.cancel()
     assert ticks > 1  # the loop kept running while git recorded the snapshot
+
+
+class Crash(BaseException):
+    """The process dies here (nothing after it runs, no handler sees it)."""
+
+
+OLD = [(f"old{n}.py", f"o = {n}\n".encode()) for n in range(5)]
+NEW = [(f"old{n}.py", f"o = {n}\n".encode()) for n in range(3)] + [("new.py", b"n = 1\n")]
+
+
+def crash_on_move(after: int) -> Any:
+    import shutil
+
+    moved = {"n": 0}
+    real = shutil.move
+
+    def move(src: Any, dst: Any) -> Any:
+        if moved["n"] == after:
+            raise Crash
+        moved["n"] += 1
+        return real(src, dst)
+
+    return move
+
+
+def crash_on_record(self: Any) -> None:
+    raise Crash
+
+
+@pytest.mark.parametrize(
+    ("where", "patch"),
+    [
+        ("after the old files are removed", ("runtime.workspace.sessions.shutil.move", crash_on_move(0))),
+        ("after two files moved in", ("runtime.workspace.sessions.shutil.move", crash_on_move(2))),
+        (
+            "before the new snapshot is recorded",
+            ("runtime.workspace.baseline.Baseline.record", crash_on_record),
+        ),
+    ],
+)
+async def test_a_crash_while_a_snapshot_replaces_the_workspace_never_yields_a_false_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, patch: tuple[str, Any]
+) -> None:
+    runner, session = make(tmp_path)
+    await runner.prepare(session, TurnRequest(prompt="one", workspace_archive=tar_gz(OLD)))
+    with monkeypatch.context() as m:
+        m.setattr(*patch)
+        with pytest.raises(Crash):
+            await runner.prepare(session, TurnRequest(prompt="two", workspace_archive=tar_gz(NEW)))
+    # The next process on the same disk.
+    runner, session = make(tmp_path)
+    workspaces = runner.deps.workspaces
+    assert workspaces is not None
+    assert not workspaces.has_snapshot(SID), where
+    with pytest.raises(WorkspaceIncomplete, match="send the snapshot again"):
+        workspaces.changes(SID)
+    with pytest.raises(WorkspaceIncomplete) as refused:
+        await runner.prepare(session, TurnRequest(prompt="go on"))
+    assert refused.value.http_status == 410 and refused.value.code == "workspace_incomplete"
+    # Sending the snapshot again installs it whole: nothing changed yet.
+    await runner.prepare(session, TurnRequest(prompt="again", workspace_archive=tar_gz(NEW)))
+    assert workspaces.has_snapshot(SID)
+    changes = workspaces.changes(SID)
+    assert changes.patch == "" and changes.changed_files == []
+    assert sorted(p.name for p in (tmp_path / "state" / "workspaces" / SID).iterdir()) == sorted(
+        n for n, _ in NEW
+    )
