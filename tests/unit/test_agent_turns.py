@@ -476,7 +476,8 @@ class ThrottledIndex:
 
 
 async def test_a_throttled_index_read_during_a_resume_is_a_retryable_503_not_a_500(tmp_path: Path) -> None:
-    from runtime.agent.runner import project_key_for_directory
+    from claude_agent_sdk import project_key_for_directory
+
     from runtime.errors import SessionStoreError
 
     s = Setup(tmp_path)

@@ -332,7 +332,7 @@ def _jobs(events: Any, outbox: Outbox, **kwargs: Any) -> Any:
 
 async def _run_job(jobs: Any, job_id: str, final: Any, *, hang: asyncio.Event | None = None) -> None:
     """Accept a job whose turn yields ``final`` (after ``hang`` is set, when given)."""
-    from runtime.sessions import TurnRequest
+    from runtime.turn_request import TurnRequest
 
     async def events() -> Any:
         if hang is not None:
