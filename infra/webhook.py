@@ -9,8 +9,8 @@ enabled tracker (webhook secret, API token; ``infra/webhook_secrets.py``, ``infr
 jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook_fix.py``, which also
 lists the grants fix jobs add).
 
-Lambda code lives in ``infra/functions/webhook`` and is shipped as a plain asset (no Docker, no pip
-at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
+Lambda code is the top-level ``webhook`` package, shipped as a plain asset holding only that folder (no
+Docker, no pip at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
 the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<version>`` (synth stays
 offline), or set ``WebhookProps.powertools_layer_arn``. The Lambda runtime's boto3 must know the
 ``bedrock-agentcore`` service (boto3 >= 1.39.8; current Lambda Python runtimes ship newer).
@@ -37,11 +37,13 @@ their own log group, X-Ray put.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -64,7 +66,38 @@ from infra.webhook_trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
 if TYPE_CHECKING:
     from infra.workspaces import WorkspaceBucket
 
-FUNCTION_DIR = Path(__file__).resolve().parent / "functions" / "webhook"
+#: The Lambda code: the top-level ``webhook`` package. Its handlers are named by package path
+#: (``webhook.receiver.handler``), so the asset's root must hold the ``webhook/`` folder itself.
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "webhook"
+
+
+@jsii.implements(cdk.ILocalBundling)
+class _PackageCopy:
+    """Stages the asset as ``<asset>/webhook/…``: a copy of the package and nothing else of the repository.
+
+    ``Code.from_asset`` on the package folder would put its modules at the asset root (``receiver.py``), where
+    ``webhook.receiver`` does not resolve; on the repository root it would fingerprint and ship everything.
+    Local bundling copies the one folder under its own name; no Docker image is pulled or run.
+    """
+
+    def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_: Any) -> bool:
+        shutil.copytree(PACKAGE_DIR, Path(output_dir) / PACKAGE_DIR.name, ignore=_IGNORED)
+        return True
+
+
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def package_code() -> lambda_.Code:
+    """The webhook Lambdas' code asset (one asset, shared by every function of the construct)."""
+    return lambda_.Code.from_asset(
+        str(PACKAGE_DIR),
+        exclude=["__pycache__", "*.pyc"],
+        # The image is never used: the local bundler always succeeds. CDK requires one to be named.
+        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused"), local=_PackageCopy()),
+    )
+
+
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
 DEAD_LETTER_RETENTION = cdk.Duration.days(14)
 
@@ -227,7 +260,7 @@ class IssueWebhook(Construct):
             runtime=runtime,
             architecture=arch,
             layer=lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn),
-            code=lambda_.Code.from_asset(str(FUNCTION_DIR), exclude=["__pycache__", "*.pyc"]),
+            code=package_code(),
             environment={"POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace, "LOG_LEVEL": "INFO"},
         )
 
@@ -238,7 +271,7 @@ class IssueWebhook(Construct):
             "Receiver",
             base,
             props,
-            handler="receiver.handler",
+            handler="webhook.receiver.handler",
             timeout=cdk.Duration.seconds(15),
             description="Issue webhook receiver: verify the tracker's signature, enqueue once per delivery",
             environment={
@@ -300,7 +333,7 @@ class IssueWebhook(Construct):
             "Worker",
             base,
             props,
-            handler="worker.handler",
+            handler="webhook.worker.handler",
             timeout=timeout,
             description="Issue webhook worker: invoke the AgentCore runtime, post the answer on the issue",
             environment=environment,

@@ -3,7 +3,7 @@ reporter Lambda that consumes it, and the extra grants fix jobs need.
 
 Fix jobs run as asynchronous jobs of the runtime: the worker hands the turn over and returns; the runtime sends
 progress and one result per job to the **events queue** (``AGENTKIT_JOB_EVENTS_QUEUE_URL``, SSE, TLS only, with a
-DLQ); the **reporter** (``reporter.handler``) edits the progress comment and opens the draft pull/merge request.
+DLQ); the **reporter** (``webhook.reporter.handler``) edits the progress comment and opens the draft pull/merge request.
 
 IAM, least privilege:
 
@@ -127,7 +127,7 @@ def add_fix_jobs(
         "Reporter",
         base,
         props,
-        handler="reporter.handler",
+        handler="webhook.reporter.handler",
         timeout=REPORTER_TIMEOUT,
         description="Issue webhook reporter: fix job progress and results onto the issue, the draft pull request",
         environment=environment,

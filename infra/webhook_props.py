@@ -17,8 +17,6 @@ from aws_cdk import aws_logs as logs
 
 from infra import lifecycle
 from infra.config import AppConfig
-from infra.functions.webhook.trackers.base import TrackerConfigError
-from infra.functions.webhook.trackers.targets import PR_MODES, parse_jira_repositories
 from infra.webhook_trackers import (
     GitHubSettings,
     GitLabSettings,
@@ -29,6 +27,8 @@ from infra.webhook_trackers import (
     jira_env,
 )
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from webhook.trackers.base import TrackerConfigError
+from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 DEFAULT_NAME_PREFIX = "agentkit"
@@ -199,7 +199,7 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
             )
     if targets and "jira" not in enabled:
         raise ValueError("jira_repositories is set but 'jira' is not in trackers")
-    # Names of infra/functions/webhook/wiring.py (PR_MODE, JIRA_REPOSITORIES, PROGRESS_MIN_SECONDS).
+    # Names of webhook/wiring.py (PR_MODE, JIRA_REPOSITORIES, PROGRESS_MIN_SECONDS).
     return {
         "PR_MODE": props.pr_mode,
         "JIRA_REPOSITORIES": mapping,

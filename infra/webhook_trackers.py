@@ -1,6 +1,6 @@
 """Per-tracker settings of the issue webhook construct, and the Lambda environment they become.
 
-The variable names are those of ``infra/functions/webhook/wiring.py``. Secrets (names under the
+The variable names are those of ``webhook/wiring.py``. Secrets (names under the
 construct's ``name_prefix``): GitHub ``github-webhook-secret`` + ``github-token``; GitLab
 ``gitlab-webhook-secret`` (the ``X-Gitlab-Token`` value, or JSON with a ``signing_token``) +
 ``gitlab-token`` (project access token); Jira ``jira-webhook-secret`` (the admin webhook's secret) +
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from infra.functions.webhook.trackers.base import TRACKER_NAMES
-from infra.functions.webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
-from infra.functions.webhook.trackers.gitlab_models import ACCESS_LEVELS  # the levels GitLab knows
+from webhook.trackers.base import TRACKER_NAMES
+from webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
+from webhook.trackers.gitlab_models import ACCESS_LEVELS  # the levels GitLab knows
 
 TRACKERS: tuple[str, ...] = TRACKER_NAMES  # the adapters the Lambdas have
 GITLAB_ACCESS_LEVELS = tuple(sorted(ACCESS_LEVELS.values()))
@@ -26,7 +26,7 @@ _HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
 
 class TrackerSecrets(NamedTuple):
     """A tracker's two secrets: its title (descriptions, outputs), their construct ids and the variables
-    that name them to the Lambdas (``infra/functions/webhook/wiring.py``)."""
+    that name them to the Lambdas (``webhook/wiring.py``)."""
 
     title: str
     webhook_id: str

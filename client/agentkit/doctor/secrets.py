@@ -30,7 +30,7 @@ def webhook_secret_problem(tracker: str, value: str) -> str | None:
     """Why the receiver would refuse (or be fooled by) ``value`` as ``tracker``'s webhook secret, or None.
 
     The same rules as the receiver's ``check_secret_text`` and ``GitLabWebhookSecret.parse``
-    (infra/functions/webhook/trackers/); ``tests/unit/webhook/test_doctor_secrets.py`` holds the two equal.
+    (webhook/trackers/); ``tests/unit/webhook/test_doctor_secrets.py`` holds the two equal.
     """
     if not value.strip():
         return "is blank"

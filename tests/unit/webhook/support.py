@@ -1,7 +1,4 @@
-"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk.
-
-The Lambda directory is put on ``sys.path`` by this package's ``__init__``.
-"""
+"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk."""
 
 from __future__ import annotations
 
@@ -16,16 +13,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import boto3
-import invoker
-import receiver
-import replies
-import reporter
-import trackers
-import wiring
-import worker
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+
+from webhook import invoker, receiver, replies, reporter, trackers, wiring, worker
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
 REGION = "us-east-1"

@@ -16,8 +16,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import receiver
-import wiring
 
 from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
@@ -35,6 +33,7 @@ from tests.unit.webhook.support import (
     jira_event,
     queued,
 )
+from webhook import receiver, wiring
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from fix_config import RepoTarget, fix_settings
-from trackers import TrackerConfigError
 
 from infra.webhook_props import WebhookProps, check
 from infra.webhook_trackers import JiraSettings
+from webhook.fix_config import RepoTarget, fix_settings
+from webhook.trackers import TrackerConfigError
 
 GOOD: dict[str, dict[str, Any]] = {
     "SP": {"tracker": "github", "repository": "octo/kit"},

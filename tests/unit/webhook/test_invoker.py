@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 
-import invoker
 import pytest
-import worker
 
 from tests.unit.webhook.support import RESULT
+from webhook import invoker, worker
 
 DOCUMENTED = "Received error ({status}) from runtime. Please check your CloudWatch logs for more information"
 

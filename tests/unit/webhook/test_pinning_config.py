@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-import wiring
 
 from infra.config import WebhookConfig
 from infra.webhook_trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
+from webhook import wiring
 
 ROOT = Path(__file__).resolve().parents[3]
 

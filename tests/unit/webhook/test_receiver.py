@@ -6,8 +6,6 @@ import json
 from types import SimpleNamespace
 
 import pytest
-import receiver
-import wiring
 
 from tests.unit.webhook.support import (
     call,
@@ -21,6 +19,7 @@ from tests.unit.webhook.support import (
     queued,
     url_event,
 )
+from webhook import receiver, wiring
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

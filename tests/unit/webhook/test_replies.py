@@ -10,9 +10,6 @@ from typing import Any
 
 import boto3
 import pytest
-import replies
-import trackers
-import worker
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 
@@ -27,6 +24,7 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
+from webhook import replies, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -8,10 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
-from repo import FileEntry, PatchRefused, apply_patch
-from repo.files import MODE_SYMLINK
 
 from tests.unit.webhook.repo_trees import git_diff, runtime_patch
+from webhook.repo import FileEntry, PatchRefused, apply_patch
+from webhook.repo.files import MODE_SYMLINK
 
 BASE: dict[str, bytes | str] = {
     "README.md": "# demo\n",

@@ -13,8 +13,6 @@ import urllib.parse
 from typing import Any
 
 import pytest
-import trackers
-import worker
 from botocore.stub import Stubber
 
 from tests.unit.webhook.support import (
@@ -33,6 +31,7 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
+from webhook import trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

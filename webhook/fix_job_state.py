@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from replies import KEY_PREFIX, ReplyStoreError
+
+from webhook.replies import KEY_PREFIX, ReplyStoreError
 
 JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped"]
 RUNNING: Final = "running"

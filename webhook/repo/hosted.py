@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from trackers.base import TrackerApiError, TrackerConfigError
+from webhook.trackers.base import TrackerApiError, TrackerConfigError
 
 from .errors import SnapshotError, SnapshotTooLarge
 from .rest import Rest

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import wiring
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response, content_types
 from aws_lambda_powertools.utilities.idempotency import (
@@ -48,8 +47,10 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-from trackers import AgentTask, InboundRequest, IssueTracker, NotFoundError, WebhookError
-from webhook_metrics import TrackerMetrics
+
+from webhook import wiring
+from webhook.trackers import AgentTask, InboundRequest, IssueTracker, NotFoundError, WebhookError
+from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook")
 logger = Logger(service=SERVICE)

@@ -44,14 +44,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fix_config import FixSettings, RepoTarget
-from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
-from invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
-from session_stop import stopped_text
-from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
-from trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
-from webhook_metrics import TrackerMetrics
+from webhook.fix_config import FixSettings, RepoTarget
+from webhook.fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
+from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
+from webhook.session_stop import stopped_text
+from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
+from webhook.trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
+from webhook.trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
+from webhook.webhook_metrics import TrackerMetrics
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import ClientError
-from trackers.base import cost_text
+
+from webhook.trackers.base import cost_text
 
 NOT_FOUND = "ResourceNotFoundException"
 

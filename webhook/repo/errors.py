@@ -5,7 +5,7 @@ Calls to the tracker's API that fail raise :class:`trackers.base.TrackerApiError
 
 from __future__ import annotations
 
-from trackers.base import WebhookError
+from webhook.trackers.base import WebhookError
 
 
 class SnapshotError(WebhookError):

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fix_config import PrMode, RepoTarget
-from fix_jobs import FixJob
-from fix_worker import CommentRef, FetchedRepo, FixRefused, IssueRef
-from repo import (
+from webhook.fix_config import PrMode, RepoTarget
+from webhook.fix_jobs import FixJob
+from webhook.fix_worker import CommentRef, FetchedRepo, FixRefused, IssueRef
+from webhook.repo import (
     DEFAULT_LIMITS,
     ChangeRequest,
     ChangeResult,
@@ -27,8 +27,8 @@ from repo import (
     apply_patch,
     branch_name,
 )
-from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
-from trackers.base import enabled_tracker
+from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
+from webhook.trackers.base import enabled_tracker
 
 
 def issue_task(issue: IssueRef) -> AgentTask:

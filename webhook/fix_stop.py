@@ -29,16 +29,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fix_jobs import JOB, RELEASED, STOPPED, JobState, JobStore
-from fix_jobs import RUNNING as CLAIMED
-from fix_worker import IssueRef, ProgressComments
-from invoker import TransientInvokeError
-from replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
-from session_stop import NOT_FOUND, SessionStopper
-from session_stop import stopped_text as _stopped_text
-from trackers import AgentTask, IssueTracker
-from trackers.base import enabled_tracker, reply_footer
-from webhook_metrics import TrackerMetrics
+from webhook.fix_jobs import JOB, RELEASED, STOPPED, JobState, JobStore
+from webhook.fix_jobs import RUNNING as CLAIMED
+from webhook.fix_worker import IssueRef, ProgressComments
+from webhook.invoker import TransientInvokeError
+from webhook.replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
+from webhook.session_stop import NOT_FOUND, SessionStopper
+from webhook.session_stop import stopped_text as _stopped_text
+from webhook.trackers import AgentTask, IssueTracker
+from webhook.trackers.base import enabled_tracker, reply_footer
+from webhook.webhook_metrics import TrackerMetrics
 
 __all__ = ["NOT_FOUND", "Stopper", "stopped_text"]
 

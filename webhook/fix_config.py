@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import wiring
-from trackers import TrackerConfigError
-from trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
+from webhook import wiring
+from webhook.trackers import TrackerConfigError
+from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
 #: Inline snapshots travel base64-encoded (4/3) in the InvokeAgentRuntime body, and the worker holds the archive,
 #: its base64 and the JSON body at once next to the snapshot's file view: with a workspace bucket, bigger ones go

@@ -21,8 +21,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trackers.base import TrackerApiError
-from trackers.http import USER_AGENT, answer_error, backoff
+from webhook.trackers.base import TrackerApiError
+from webhook.trackers.http import USER_AGENT, answer_error, backoff
 
 MAX_REDIRECTS = 3
 

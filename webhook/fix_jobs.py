@@ -35,18 +35,18 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 # What a job is and how its item reads live in fix_job_state; importable from here too.
-from fix_job_state import DONE as DONE
-from fix_job_state import JOB as JOB
-from fix_job_state import MAX_CONTEXT_BYTES as MAX_CONTEXT_BYTES
-from fix_job_state import RELEASED as RELEASED
-from fix_job_state import REPORTING as REPORTING
-from fix_job_state import RUNNING as RUNNING
-from fix_job_state import STOPPED as STOPPED
-from fix_job_state import FixJob as FixJob
-from fix_job_state import JobState as JobState
-from fix_job_state import JobStatus as JobStatus
-from fix_job_state import job_state, num, text
-from replies import KEY_PREFIX, ReplyStoreError, ReplyTable
+from webhook.fix_job_state import DONE as DONE
+from webhook.fix_job_state import JOB as JOB
+from webhook.fix_job_state import MAX_CONTEXT_BYTES as MAX_CONTEXT_BYTES
+from webhook.fix_job_state import RELEASED as RELEASED
+from webhook.fix_job_state import REPORTING as REPORTING
+from webhook.fix_job_state import RUNNING as RUNNING
+from webhook.fix_job_state import STOPPED as STOPPED
+from webhook.fix_job_state import FixJob as FixJob
+from webhook.fix_job_state import JobState as JobState
+from webhook.fix_job_state import JobStatus as JobStatus
+from webhook.fix_job_state import job_state, num, text
+from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
 
 SESSION_PREFIX = KEY_PREFIX + "session#"
 

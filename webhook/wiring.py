@@ -36,7 +36,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from trackers import (
+
+from webhook.trackers import (
     DEFAULT_ALLOWED_ASSOCIATIONS,
     DEFAULT_MAX_BODY_BYTES,
     TRACKER_NAMES,

@@ -84,19 +84,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import boto3
-import wiring
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
-from fix_config import fix_settings
-from fix_jobs import JobStore
-from fix_repos import TrackerComments, TrackerRepos
-from fix_stop import Stopper
-from fix_worker import FixDeps, FixRunner
-from invoker import (  # noqa: F401  (re-exported: the worker's public names)
+
+from webhook import wiring
+from webhook.fix_config import fix_settings
+from webhook.fix_jobs import JobStore
+from webhook.fix_repos import TrackerComments, TrackerRepos
+from webhook.fix_stop import Stopper
+from webhook.fix_worker import FixDeps, FixRunner
+from webhook.invoker import (  # noqa: F401  (re-exported: the worker's public names)
     DEFAULT_ACTOR_HEADER,
     DEFAULT_READ_TIMEOUT_SECONDS,
     DEFAULT_THROTTLE_RETRIES,
@@ -114,7 +115,7 @@ from invoker import (  # noqa: F401  (re-exported: the worker's public names)
     runtime_status,
     safe_error_code,
 )
-from replies import (
+from webhook.replies import (
     ANSWERED,
     DEFAULT_REPLY_TTL_SECONDS,
     POSTED,
@@ -124,9 +125,9 @@ from replies import (
     ReplyStoreError,
     StoredReply,
 )
-from trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
-from trackers.base import cost_text, enabled_tracker, reply_footer
-from webhook_metrics import TrackerMetrics
+from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
+from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
+from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook-worker")
 logger = Logger(service=SERVICE)

@@ -35,22 +35,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import boto3
-import wiring
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from fix_config import FixSettings, fix_settings
-from fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
-from fix_repos import TrackerComments, TrackerRepos
-from fix_worker import IssueRef, ProgressComments, error_text
-from invoker import TransientInvokeError
 from pydantic import BaseModel, ConfigDict, Field
-from replies import DEFAULT_REPLY_TTL_SECONDS
-from trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from trackers.base import cost_text, enabled_tracker, reply_footer
-from trackers.reply_text import neutralise
-from webhook_metrics import TrackerMetrics
+
+from webhook import wiring
+from webhook.fix_config import FixSettings, fix_settings
+from webhook.fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
+from webhook.fix_repos import TrackerComments, TrackerRepos
+from webhook.fix_worker import IssueRef, ProgressComments, error_text
+from webhook.invoker import TransientInvokeError
+from webhook.replies import DEFAULT_REPLY_TTL_SECONDS
+from webhook.trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
+from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
+from webhook.trackers.reply_text import neutralise
+from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "webhook-reporter")
 logger = Logger(service=SERVICE)

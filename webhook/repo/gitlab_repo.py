@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trackers.base import TrackerApiError, TrackerConfigError
+from webhook.trackers.base import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
 from .errors import ChangeConflict, PatchRefused
