@@ -2,5 +2,5 @@
 
 ``webhook.receiver.handler`` verifies a delivery and queues it; ``webhook.worker.handler`` runs the turn on the
 AgentCore Runtime and answers on the issue; ``webhook.reporter.handler`` reports fix jobs. The CDK side that
-deploys them is ``infra/webhook``; the Lambda asset is this package (``infra/webhook.py``'s ``package_code``).
+deploys them is ``infra/webhook``; the Lambda asset is this package (``infra/webhook/asset.py``).
 """

@@ -1,6 +1,6 @@
 """Environment variable names (all of them, in one place) and the tracker adapters built from them.
 
-The construct (``infra/webhook.py``) sets these; the receiver gets each enabled tracker's webhook secret
+The construct (``infra/webhook/construct.py``) sets these; the receiver gets each enabled tracker's webhook secret
 (and, for GitLab, the token it needs for the members API), the worker gets the tokens only.
 
 Common: ``TRACKERS`` (comma-separated ``github,gitlab,jira``; default ``github``), ``MAX_BODY_BYTES``,

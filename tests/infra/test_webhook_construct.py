@@ -22,8 +22,9 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps, github_subjects
-from infra.webhook import IssueWebhook, WebhookProps
-from infra.webhook_trackers import GitHubSettings, GitLabSettings, JiraSettings
+from infra.webhook.construct import IssueWebhook
+from infra.webhook.props import WebhookProps
+from infra.webhook.trackers import GitHubSettings, GitLabSettings, JiraSettings
 
 pytestmark = pytest.mark.infra
 

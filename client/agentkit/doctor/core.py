@@ -29,9 +29,9 @@ from agentkit.env import ENV_DEFAULT_REGION, ENV_REGION
 Status = Literal["ok", "warn", "fail", "skip"]
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MIN_BOOTSTRAP_VERSION = 6  # the templates' requiresBootstrapStackVersion (cdk.out/manifest.json)
-POWERTOOLS_VERSION = "3.37.0"  # infra/gateway.py, infra/webhook.py
+POWERTOOLS_VERSION = "3.37.0"  # infra/gateway.py, infra/webhook/construct.py
 GATEWAY_TOOL_RUNTIME = "python3.13"  # infra/gateway.py LAMBDA_RUNTIME
-WEBHOOK_RUNTIME = "python3.14"  # infra/webhook.py default python_runtime
+WEBHOOK_RUNTIME = "python3.14"  # infra/webhook/construct.py default python_runtime
 LAYER_ARCHITECTURE = "arm64"
 GEO_PREFIXES = ("us-gov.", "us.", "eu.", "apac.", "jp.", "au.", "global.")
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # infra/config.py AppConfig.model
@@ -121,7 +121,7 @@ class DoctorConfig:
     @property
     def secret_names(self) -> tuple[str, ...]:
         """The secrets the webhook creates: ``<secret prefix>/<tracker>-webhook-secret`` and ``-token``
-        (infra/webhook.py), none when it references existing ones."""
+        (infra/webhook/construct.py), none when it references existing ones."""
         if not self.webhook_creates_secrets:
             return ()
         return tuple(

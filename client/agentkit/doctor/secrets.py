@@ -22,7 +22,7 @@ from agentkit.doctor.core import CheckResult, error_of
 from agentkit.doctor.deployed import StackView
 
 SECRET_TYPE = "AWS::SecretsManager::Secret"
-WEBHOOK_SECRET_SUFFIX = "-webhook-secret"  # <name prefix>/<tracker>-webhook-secret (infra/webhook.py)
+WEBHOOK_SECRET_SUFFIX = "-webhook-secret"  # <name prefix>/<tracker>-webhook-secret (infra/webhook/secrets.py)
 SIGNING_PREFIX = "whsec_"
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_props import WebhookProps, check
-from infra.webhook_trackers import JiraSettings
+from infra.webhook.props import WebhookProps, check
+from infra.webhook.trackers import JiraSettings
 from webhook.fix_config import RepoTarget, fix_settings
 from webhook.trackers import TrackerConfigError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import WebhookConfig
-from infra.webhook_trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
+from infra.webhook.config import WebhookConfig
+from infra.webhook.trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
 from webhook import wiring
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,7 +45,7 @@ def test_config_takes_numeric_ids_only() -> None:
 
 def test_cdk_json_allowlists_reach_the_receiver_environment() -> None:
     from infra.config import load_config
-    from infra.webhook_props import WebhookProps, check
+    from infra.webhook.props import WebhookProps, check
 
     raw = json.loads((ROOT / "cdk.json").read_text())["context"]["agentkit"]
     raw["webhook"] = {
@@ -72,8 +72,8 @@ def test_a_tracker_without_pinned_ids_is_a_synth_warning(
     import aws_cdk as cdk
     from aws_cdk.assertions import Annotations, Match
 
-    from infra.webhook import IssueWebhook
-    from infra.webhook_props import WebhookProps
+    from infra.webhook.construct import IssueWebhook
+    from infra.webhook.props import WebhookProps
 
     app = cdk.App()
     stack = cdk.Stack(app, "Hook")

@@ -3,13 +3,13 @@
 Names: ``<name_prefix>/<tracker>-webhook-secret`` and ``<name_prefix>/<tracker>-token`` (GitHub's may be set
 explicitly: ``WebhookProps.webhook_secret_name`` / ``github_token_secret_name``). With ``create_secrets`` the
 secrets are created (a generated value, to be replaced by the tracker's); otherwise existing ones are referenced
-by name. Construct ids come from :data:`infra.webhook_trackers.TRACKER_SECRETS` and are created under the
+by name. Construct ids come from :data:`infra.webhook.trackers.TRACKER_SECRETS` and are created under the
 webhook construct itself, so the secrets' logical ids stay as first deployed (a new id replaces a secret and
 loses its value).
 
 Which function reads which secret (:func:`secret_env`): the receiver the webhook secrets (and the GitLab token:
 GitLab's members API decides who may trigger), the worker the tokens. The grants themselves
-(``secretsmanager:GetSecretValue``) are added where the functions are built (``infra/webhook.py``).
+(``secretsmanager:GetSecretValue``) are added where the functions are built (``infra/webhook/construct.py``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import nag
-from infra.webhook_trackers import TRACKER_SECRETS
+from infra.webhook.trackers import TRACKER_SECRETS
 
 if TYPE_CHECKING:
-    from infra.webhook_props import WebhookProps
+    from infra.webhook.props import WebhookProps
 
 WEBHOOK_SECRET_SUFFIX = "github-webhook-secret"
 TOKEN_SECRET_SUFFIX = "github-token"

@@ -1,6 +1,6 @@
-"""Settings of the issue webhook construct (:class:`infra.webhook.IssueWebhook`): one :class:`WebhookProps`,
+"""Settings of the issue webhook construct (:class:`infra.webhook.construct.IssueWebhook`): one :class:`WebhookProps`,
 read from the app config by :meth:`WebhookProps.from_config`, and :func:`check`, which validates them before
-anything is created. Per-tracker settings and the Lambda variables they become: ``infra/webhook_trackers.py``.
+anything is created. Per-tracker settings and the Lambda variables they become: ``infra/webhook/trackers.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from aws_cdk import aws_logs as logs
 
 from infra import lifecycle
 from infra.config import AppConfig
-from infra.webhook_trackers import (
+from infra.webhook.trackers import (
     GitHubSettings,
     GitLabSettings,
     JiraSettings,

@@ -1,4 +1,4 @@
-"""The fix-job part of the issue webhook (:class:`infra.webhook.IssueWebhook`): the runtime's events queue, the
+"""The fix-job part of the issue webhook (:class:`infra.webhook.construct.IssueWebhook`): the runtime's events queue, the
 reporter Lambda that consumes it, and the extra grants fix jobs need.
 
 Fix jobs run as asynchronous jobs of the runtime: the worker hands the turn over and returns; the runtime sends
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from aws_cdk import aws_secretsmanager as secretsmanager
     from constructs import Construct
 
-    from infra.webhook_props import Checked, WebhookProps
+    from infra.webhook.props import Checked, WebhookProps
     from infra.workspaces import WorkspaceBucket
 
 #: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
@@ -47,7 +47,7 @@ JOB_LEASE_SECONDS = 300
 
 
 class FixHost(Protocol):
-    """What the fix-job part uses of the webhook construct (:class:`infra.webhook.IssueWebhook`), named here so
+    """What the fix-job part uses of the webhook construct (:class:`infra.webhook.construct.IssueWebhook`), named here so
     this module does not import the construct that composes it."""
 
     job_events_queue: sqs.IQueue

@@ -1,7 +1,7 @@
 """Typed settings of the issue webhook (``agentkit.webhook`` in ``cdk.json``), validated by ``load_config``.
 
-:class:`WebhookConfig` is a part of :class:`infra.config.AppConfig` and re-exported by :mod:`infra.config`; it
-lives here, next to nothing else, so the webhook's keys read in one place. This module imports no other module of
+:class:`WebhookConfig` is a part of :class:`infra.config.AppConfig`; it lives here, next to nothing else, so the
+webhook's keys read in one place. This module imports no other module of
 ``infra`` but :mod:`infra.config_base`, so it adds no import cycle.
 
 Raises (through :func:`infra.config.load_config`): ``ConfigError`` naming ``agentkit.webhook.<key>``.
@@ -44,7 +44,7 @@ class JiraWebhookConfig(_Model):
 
 
 class WebhookConfig(_Model):
-    """Hook for ``infra.webhook.IssueWebhook`` (built when ``enabled``).
+    """Hook for ``infra.webhook.construct.IssueWebhook`` (built when ``enabled``).
 
     ``trigger_label`` / ``trigger_mention`` / ``bot_login`` / ``allowed_author_associations`` are the GitHub
     adapter's settings (names kept from the GitHub-only release); ``gitlab`` and ``jira`` hold the others.

@@ -5,8 +5,8 @@ Resources: receiver Lambda with one Function URL (auth NONE: no tracker can SigV
 verifies its tracker's signature or token in code) and one path per tracker (``/github`` — also the bare
 URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
 (partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
-enabled tracker (webhook secret, API token; ``infra/webhook_secrets.py``, ``infra/webhook_trackers.py``), log groups with retention; for fix
-jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook_fix.py``, which also
+enabled tracker (webhook secret, API token; ``infra/webhook/secrets.py``, ``infra/webhook/trackers.py``), log groups with retention; for fix
+jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook/fix.py``, which also
 lists the grants fix jobs add).
 
 Lambda code is the top-level ``webhook`` package, shipped as a plain asset holding only that folder (no
@@ -37,13 +37,10 @@ their own log group, X-Ray put.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -55,48 +52,14 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra import nag
-from infra.webhook_fix import add_fix_jobs, fix_environment
-from infra.webhook_props import WebhookProps as WebhookProps
-from infra.webhook_props import check
-from infra.webhook_secrets import TOKEN_SECRET_SUFFIX as TOKEN_SECRET_SUFFIX
-from infra.webhook_secrets import WEBHOOK_SECRET_SUFFIX as WEBHOOK_SECRET_SUFFIX
-from infra.webhook_secrets import add_tracker_secrets, secret_env
-from infra.webhook_trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
+from infra.webhook.asset import package_code
+from infra.webhook.fix import add_fix_jobs, fix_environment
+from infra.webhook.props import WebhookProps, check
+from infra.webhook.secrets import add_tracker_secrets, secret_env
+from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
 
 if TYPE_CHECKING:
     from infra.workspaces import WorkspaceBucket
-
-#: The Lambda code: the top-level ``webhook`` package. Its handlers are named by package path
-#: (``webhook.receiver.handler``), so the asset's root must hold the ``webhook/`` folder itself.
-PACKAGE_DIR = Path(__file__).resolve().parents[1] / "webhook"
-
-
-@jsii.implements(cdk.ILocalBundling)
-class _PackageCopy:
-    """Stages the asset as ``<asset>/webhook/…``: a copy of the package and nothing else of the repository.
-
-    ``Code.from_asset`` on the package folder would put its modules at the asset root (``receiver.py``), where
-    ``webhook.receiver`` does not resolve; on the repository root it would fingerprint and ship everything.
-    Local bundling copies the one folder under its own name; no Docker image is pulled or run.
-    """
-
-    def try_bundle(self, output_dir: str, *, image: cdk.DockerImage, **_: Any) -> bool:
-        shutil.copytree(PACKAGE_DIR, Path(output_dir) / PACKAGE_DIR.name, ignore=_IGNORED)
-        return True
-
-
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
-
-
-def package_code() -> lambda_.Code:
-    """The webhook Lambdas' code asset (one asset, shared by every function of the construct)."""
-    return lambda_.Code.from_asset(
-        str(PACKAGE_DIR),
-        exclude=["__pycache__", "*.pyc"],
-        # The image is never used: the local bundler always succeeds. CDK requires one to be named.
-        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused"), local=_PackageCopy()),
-    )
-
 
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
 DEAD_LETTER_RETENTION = cdk.Duration.days(14)
@@ -123,8 +86,8 @@ class IssueWebhook(Construct):
     """Receive issue events from GitHub, GitLab and/or Jira Cloud, run the agent, answer on the issue.
 
     ``runtime_arn`` is the AgentCore runtime the worker invokes; everything else is in ``props``
-    (:class:`~infra.webhook_props.WebhookProps`). Raises ``ValueError`` on invalid props
-    (:func:`infra.webhook_props.check`).
+    (:class:`~infra.webhook.props.WebhookProps`). Raises ``ValueError`` on invalid props
+    (:func:`infra.webhook.props.check`).
 
     Attributes: ``url`` (the Function URL; GitHub also answers on it bare), ``tracker_urls`` (name → URL
     with the tracker's path), ``queue``, ``dead_letter_queue``, ``table``, ``receiver``, ``worker``,
@@ -136,7 +99,7 @@ class IssueWebhook(Construct):
     value or the queued jobs, so they stay as first deployed. Resources are created part by part in this
     order (secrets, queue, receiver, worker, outputs), which is also their order in the template.
 
-    Fix jobs (``infra/webhook_fix.py``): ``job_events_queue`` is the queue the runtime sends job events to
+    Fix jobs (``infra/webhook/fix.py``): ``job_events_queue`` is the queue the runtime sends job events to
     (created here as ``JobEvents`` when not given; attribute ``job_events_queue``), consumed by ``reporter``;
     ``workspaces`` the stage's snapshot bucket (large snapshots, large patches).
     """
@@ -400,7 +363,7 @@ class IssueWebhook(Construct):
 
     # ------------------------------------------------------------------ one Lambda function
     def function(self, *args: Any, **kwargs: Any) -> lambda_.Function:
-        """:meth:`_function` for the parts built in sibling modules (``infra/webhook_fix.py``)."""
+        """:meth:`_function` for the parts built in sibling modules (``infra/webhook/fix.py``)."""
         return self._function(*args, **kwargs)
 
     def _function(
