@@ -19,7 +19,7 @@ queue is writable by the runtime) cannot point a token at another repository or 
 SQS arrives as ``patch_s3_uri``; it is read only from ``s3://<WORKSPACE_S3 bucket>/jobs/<job id>/patch.diff``.
 
 Environment: ``IDEMPOTENCY_TABLE``, ``TRACKERS`` and the tracker variables (tokens, API URLs; :mod:`wiring`),
-``PR_MODE``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``WORKSPACE_S3_URI`` (:mod:`fix_config`),
+``PR_MODE``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``WORKSPACE_S3_URI`` (:mod:`webhook.fix.config`),
 ``POWERTOOLS_SERVICE_NAME`` / ``POWERTOOLS_METRICS_NAMESPACE`` / ``LOG_LEVEL``.
 
 IAM: ``sqs:ReceiveMessage/DeleteMessage/GetQueueAttributes/ChangeMessageVisibility`` on the events queue;
@@ -42,10 +42,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import BaseModel, ConfigDict, Field
 
 from webhook import wiring
-from webhook.fix_config import FixSettings, fix_settings
-from webhook.fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
-from webhook.fix_repos import TrackerComments, TrackerRepos
-from webhook.fix_worker import IssueRef, ProgressComments, error_text
+from webhook.fix.config import FixSettings, fix_settings
+from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
 from webhook.replies import DEFAULT_REPLY_TTL_SECONDS
 from webhook.trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError

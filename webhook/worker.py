@@ -1,8 +1,8 @@
 """Webhook worker Lambda (SQS): run one agent turn per task and post the answer on the issue.
 
 Each SQS record is an :class:`trackers.AgentTask` as JSON, from any tracker. Its ``intent`` decides: ``fix``
-starts an asynchronous fix job and returns (:mod:`fix_worker`; the result is reported by :mod:`reporter`),
-``stop`` stops the issue's running job (:mod:`fix_stop`), ``answer`` (below) runs one turn and posts the reply.
+starts an asynchronous fix job and returns (:mod:`webhook.fix.worker`; the result is reported by :mod:`reporter`),
+``stop`` stops the issue's running job (:mod:`webhook.fix.stop`), ``answer`` (below) runs one turn and posts the reply.
 
 For an answer the worker:
 
@@ -62,7 +62,7 @@ Environment (tracker variables: see :mod:`wiring`):
   REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
   TURN_LEASE_SECONDS            how long a claimed turn blocks a duplicate delivery (default 900)
   SECRET_MAX_AGE_SECONDS        default 300
-  PR_MODE, JIRA_REPOSITORIES, WORKSPACE_S3_URI, INLINE_SNAPSHOT_MAX_BYTES  fix jobs (:mod:`fix_config`)
+  PR_MODE, JIRA_REPOSITORIES, WORKSPACE_S3_URI, INLINE_SNAPSHOT_MAX_BYTES  fix jobs (:mod:`webhook.fix.config`)
   POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
 
 IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``;
@@ -92,11 +92,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
 
 from webhook import wiring
-from webhook.fix_config import fix_settings
-from webhook.fix_jobs import JobStore
-from webhook.fix_repos import TrackerComments, TrackerRepos
-from webhook.fix_stop import Stopper
-from webhook.fix_worker import FixDeps, FixRunner
+from webhook.fix.config import fix_settings
+from webhook.fix.jobs import JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.stop import Stopper
+from webhook.fix.worker import FixDeps, FixRunner
 from webhook.invoker import (  # noqa: F401  (re-exported: the worker's public names)
     DEFAULT_ACTOR_HEADER,
     DEFAULT_READ_TIMEOUT_SECONDS,
@@ -149,9 +149,9 @@ class WorkerDeps:
     #: How long a ``running`` claim holds: longer than a worker can run (Lambda's 15-minute maximum).
     turn_lease_seconds: int = 900
     clock: Callable[[], float] = time.time
-    #: Fix tasks (``intent`` ``fix``): started as asynchronous jobs (:mod:`fix_worker`); ``None``: refused.
+    #: Fix tasks (``intent`` ``fix``): started as asynchronous jobs (:mod:`webhook.fix.worker`); ``None``: refused.
     fix: FixRunner | None = None
-    #: Stop tasks (``intent`` ``stop``): :mod:`fix_stop`; ``None``: refused.
+    #: Stop tasks (``intent`` ``stop``): :mod:`webhook.fix.stop`; ``None``: refused.
     stopper: Stopper | None = None
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:

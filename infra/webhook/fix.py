@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 #: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
 #: events queue's visibility timeout is six times it (``infra/job_events.py``'s ``consumer_timeout``).
 REPORTER_TIMEOUT = CONSUMER_TIMEOUT
-#: How long a result being reported blocks its duplicate (reporter/fix_jobs ``JOB_LEASE_SECONDS``): longer than a
+#: How long a result being reported blocks its duplicate (reporter/``webhook.fix.jobs`` ``JOB_LEASE_SECONDS``): longer than a
 #: reporter can run.
 JOB_LEASE_SECONDS = 300
 

@@ -9,7 +9,7 @@ import pytest
 
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.trackers import JiraSettings
-from webhook.fix_config import RepoTarget, fix_settings
+from webhook.fix.config import RepoTarget, fix_settings
 from webhook.trackers import TrackerConfigError
 
 GOOD: dict[str, dict[str, Any]] = {

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from webhook.fix_jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
+from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
 
 KEY = "a" * 64
 SESSION = "gh-" + "b" * 64

@@ -13,9 +13,9 @@ import pytest
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import CTX, JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, sqs_event
 from webhook import reporter, trackers
-from webhook.fix_config import FixSettings, RepoTarget
-from webhook.fix_jobs import DONE, FixJob, JobStore
-from webhook.fix_repos import TrackerComments, TrackerRepos
+from webhook.fix.config import FixSettings, RepoTarget
+from webhook.fix.jobs import DONE, FixJob, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.repo import git_blob_sha
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")

@@ -14,9 +14,9 @@ from botocore.stub import Stubber
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import CTX, RUNTIME_ARN, TOKEN, agentcore_client, sqs_event, task_json
 from webhook import trackers, worker
-from webhook.fix_jobs import STOPPED, FixJob, JobStore
-from webhook.fix_repos import TrackerComments
-from webhook.fix_stop import Stopper
+from webhook.fix.jobs import STOPPED, FixJob, JobStore
+from webhook.fix.repos import TrackerComments
+from webhook.fix.stop import Stopper
 from webhook.replies import ReplyStore
 from webhook.webhook_metrics import TrackerMetrics
 

@@ -30,11 +30,11 @@ from tests.unit.webhook.support import (
 )
 from tests.unit.webhook.test_fix_worker import FILES, accept, fix_task
 from webhook import trackers, worker
-from webhook.fix_config import FixSettings
-from webhook.fix_jobs import RELEASED, STOPPED, JobStore
-from webhook.fix_repos import TrackerComments, TrackerRepos
-from webhook.fix_stop import Stopper
-from webhook.fix_worker import FixDeps, FixRunner
+from webhook.fix.config import FixSettings
+from webhook.fix.jobs import RELEASED, STOPPED, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.stop import Stopper
+from webhook.fix.worker import FixDeps, FixRunner
 from webhook.replies import ReplyStore
 from webhook.session_stop import SessionStopper
 from webhook.webhook_metrics import TrackerMetrics

@@ -28,10 +28,10 @@ from tests.unit.webhook.support import (
     worker_deps,
 )
 from webhook import trackers, worker
-from webhook.fix_config import FixSettings, RepoTarget
-from webhook.fix_jobs import DONE, JOB, JobStore
-from webhook.fix_repos import TrackerComments, TrackerRepos
-from webhook.fix_worker import FixDeps, FixRunner
+from webhook.fix.config import FixSettings, RepoTarget
+from webhook.fix.jobs import DONE, JOB, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.worker import FixDeps, FixRunner
 from webhook.webhook_metrics import TrackerMetrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")

@@ -5,7 +5,7 @@ A fix task (:attr:`trackers.AgentTask.intent` ``fix``) never waits for the agent
 1. claims the task's key (:meth:`fix_jobs.JobStore.claim`; a concurrent delivery fails transiently);
 2. posts ONE progress comment at once ("working…"; a retried task edits the one it posted before);
 3. fetches the repository the change goes to — the issue's own (GitHub, GitLab) or the Jira project's
-   mapped one (:mod:`fix_config`) — at its default branch, or at the head of the pull/merge request commented
+   mapped one (:mod:`webhook.fix.config`) — at its default branch, or at the head of the pull/merge request commented
    on, with the tracker token, which never leaves this side; and keeps the job document on the claim
    (:meth:`fix_jobs.JobStore.prepared`);
 4. invokes the runtime with ``async: true`` and ``job: {"id": <the task's key>, "context": <FixJob>}`` and
@@ -26,7 +26,7 @@ same job document, a snapshot of the same commit and the SAME job id. The runtim
 already has (queued, running or recently finished) with the same 202 and no second turn, so the job is paid
 once and recorded once. A retry after a released claim re-sends its prepared job the same way.
 
-**A stop before the job is recorded**: ``/agent stop`` records a request on the claim (:mod:`fix_stop`). The
+**A stop before the job is recorded**: ``/agent stop`` records a request on the claim (:mod:`webhook.fix.stop`). The
 worker reads it after claiming and again right before invoking: then it does not start the job; and
 :meth:`fix_jobs.JobStore.started` refuses to record a job with a stop request, so a stop that arrives during
 the invocation makes the worker call ``StopRuntimeSession`` at once. Either way the claim becomes ``stopped``
@@ -44,8 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.fix_config import FixSettings, RepoTarget
-from webhook.fix_jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
+from webhook.fix.config import FixSettings, RepoTarget
+from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from webhook.session_stop import stopped_text
 from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError

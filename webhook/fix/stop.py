@@ -14,7 +14,7 @@ The stop task (its own idempotency key: the signed comment's body hash) is claim
 A fix the worker is still starting (claimed, fetching its snapshot or waiting for the runtime's 202) is not a
 job yet: the stop is recorded on its claim (:meth:`fix_jobs.JobStore.request_stop`) and the worker, which
 checks before invoking and when it records the job, does not start it or stops it at once, and edits the
-progress comment itself (:mod:`fix_worker`). The two writes are conditional on the claim's state, so exactly
+progress comment itself (:mod:`webhook.fix.worker`). The two writes are conditional on the claim's state, so exactly
 one side acts: a claim that became a job meanwhile is stopped here as in 1-3.
 
 Nothing running (no job or claim, or it finished, was stopped already, or is being reported): one short comment
@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from webhook.fix_jobs import JOB, RELEASED, STOPPED, JobState, JobStore
-from webhook.fix_jobs import RUNNING as CLAIMED
-from webhook.fix_worker import IssueRef, ProgressComments
+from webhook.fix.jobs import JOB, RELEASED, STOPPED, JobState, JobStore
+from webhook.fix.jobs import RUNNING as CLAIMED
+from webhook.fix.worker import IssueRef, ProgressComments
 from webhook.invoker import TransientInvokeError
 from webhook.replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from webhook.session_stop import NOT_FOUND, SessionStopper

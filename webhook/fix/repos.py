@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.fix_config import PrMode, RepoTarget
-from webhook.fix_jobs import FixJob
-from webhook.fix_worker import CommentRef, FetchedRepo, FixRefused, IssueRef
+from webhook.fix.config import PrMode, RepoTarget
+from webhook.fix.jobs import FixJob
+from webhook.fix.worker import CommentRef, FetchedRepo, FixRefused, IssueRef
 from webhook.repo import (
     DEFAULT_LIMITS,
     ChangeRequest,
