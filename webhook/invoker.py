@@ -25,10 +25,8 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
-DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
-#: Must exceed the runtime's AGENTKIT_TURN_TIMEOUT (600 s default) and stay below the Lambda timeout.
-DEFAULT_READ_TIMEOUT_SECONDS = 780
-DEFAULT_THROTTLE_RETRIES = 2
+from webhook.settings import DEFAULT_READ_TIMEOUT_SECONDS, DEFAULT_THROTTLE_RETRIES
+
 #: Retried in the worker's own loop: the call was refused before any agent work.
 THROTTLE_CODES = frozenset({"ThrottlingException", "TooManyRequestsException"})
 #: Left to SQS (record fails, redelivered later): no turn ran, or AgentCore's own service failed.

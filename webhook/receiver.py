@@ -16,12 +16,8 @@ tracker's "Redeliver", does not start a second agent run. The delivery id is kep
 task; the body hash travels in the task as ``idempotency_key`` (the worker stores its finished reply
 under it). Nothing touches DynamoDB or SQS before the request is verified.
 
-Environment (tracker variables: :mod:`wiring`):
-  QUEUE_URL                 SQS queue for accepted tasks (required)
-  IDEMPOTENCY_TABLE         DynamoDB table (partition key ``id``, TTL ``expiration``) (required)
-  TRACKERS                  enabled trackers (default ``github``)
-  IDEMPOTENCY_TTL_SECONDS   how long a body hash is remembered (default 7 days)
-  POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL  (Powertools)
+Environment: the variables :mod:`webhook.settings` declares for the receiver (``QUEUE_URL``,
+``IDEMPOTENCY_TABLE``, ``TRACKERS``, the trackers' webhook secret names and trigger settings, …).
 
 IAM: ``sqs:SendMessage`` on the queue; ``dynamodb:GetItem/PutItem/UpdateItem/DeleteItem`` on the table;
 ``secretsmanager:GetSecretValue`` on the enabled trackers' webhook secrets (and the GitLab token, for the
@@ -49,6 +45,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
 from webhook import wiring
+from webhook.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, ENV, WebhookSettings
 from webhook.trackers import AgentTask, InboundRequest, IssueTracker, NotFoundError, WebhookError
 from webhook.webhook_metrics import TrackerMetrics
 
@@ -57,7 +54,6 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)
 
-DEFAULT_IDEMPOTENCY_TTL_SECONDS = wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS
 #: The bare URL answers as GitHub: webhooks created before per-tracker paths keep working.
 ROOT_TRACKER = "github"
 
@@ -73,10 +69,10 @@ class ReceiverDeps:
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 
-def _require(name: str) -> str:
-    value = os.environ.get(name, "")
+def _require(settings: WebhookSettings, field: str) -> str:
+    value = str(getattr(settings, field))
     if not value:
-        raise RuntimeError(f"environment variable {name} is required")
+        raise RuntimeError(f"environment variable {ENV[field]} is required")
     return value
 
 
@@ -98,14 +94,15 @@ def check_secrets(trackers: Mapping[str, IssueTracker]) -> list[str]:
 
 
 def deps_from_env() -> ReceiverDeps:
-    built = wiring.build_trackers("receiver", secrets_client=boto3.client("secretsmanager"))
+    s = WebhookSettings.from_env(os.environ)
+    built = wiring.build_trackers("receiver", env=s, secrets_client=boto3.client("secretsmanager"))
     check_secrets(built)
     return ReceiverDeps(
         trackers=built,
         sqs=boto3.client("sqs"),
-        queue_url=_require("QUEUE_URL"),
-        persistence=DynamoDBPersistenceLayer(table_name=_require("IDEMPOTENCY_TABLE")),
-        idempotency_ttl_seconds=wiring.idempotency_ttl_seconds(os.environ),
+        queue_url=_require(s, "queue_url"),
+        persistence=DynamoDBPersistenceLayer(table_name=_require(s, "idempotency_table")),
+        idempotency_ttl_seconds=s.idempotency_ttl_seconds,
     )
 
 

@@ -31,9 +31,9 @@ from typing import Any, Final, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from webhook.settings import DEFAULT_REPLY_TTL_SECONDS
+
 KEY_PREFIX = "reply#"
-#: Covers the longest a task can come back: SQS keeps a message (also in the DLQ) at most 14 days.
-DEFAULT_REPLY_TTL_SECONDS = 14 * 24 * 3600
 ReplyStatus = Literal["running", "released", "answered", "posted", "unconfirmed"]
 RUNNING: Final = "running"
 RELEASED: Final = "released"

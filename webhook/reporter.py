@@ -18,9 +18,9 @@ the job is recorded as started here) and ``context`` must equal the job's docume
 queue is writable by the runtime) cannot point a token at another repository or issue. A patch too large for
 SQS arrives as ``patch_s3_uri``; it is read only from ``s3://<WORKSPACE_S3 bucket>/jobs/<job id>/patch.diff``.
 
-Environment: ``IDEMPOTENCY_TABLE``, ``TRACKERS`` and the tracker variables (tokens, API URLs; :mod:`wiring`),
-``PR_MODE``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``WORKSPACE_S3_URI`` (:mod:`webhook.fix.config`),
-``POWERTOOLS_SERVICE_NAME`` / ``POWERTOOLS_METRICS_NAMESPACE`` / ``LOG_LEVEL``.
+Environment: the variables :mod:`webhook.settings` declares for the reporter (``IDEMPOTENCY_TABLE``,
+``TRACKERS``, the trackers' token secret names and API URLs, ``PR_MODE``, ``PROGRESS_MIN_SECONDS``,
+``JOB_LEASE_SECONDS``, ``WORKSPACE_S3_URI``, …).
 
 IAM: ``sqs:ReceiveMessage/DeleteMessage/GetQueueAttributes/ChangeMessageVisibility`` on the events queue;
 ``dynamodb:GetItem/UpdateItem`` on the table for ``reply#*`` keys; ``secretsmanager:GetSecretValue`` on the
@@ -47,7 +47,7 @@ from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, Job
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
-from webhook.replies import DEFAULT_REPLY_TTL_SECONDS
+from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, WebhookSettings
 from webhook.trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
 from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook.trackers.reply_text import neutralise
@@ -97,20 +97,21 @@ class ReporterDeps:
 
 
 def deps_from_env() -> ReporterDeps:
-    table = os.environ.get(wiring.IDEMPOTENCY_TABLE, "")
+    s = WebhookSettings.from_env(os.environ)
+    table = s.idempotency_table
     if not table:
-        raise TrackerConfigError(f"environment variable {wiring.IDEMPOTENCY_TABLE} is required")
+        raise TrackerConfigError(f"environment variable {ENV['idempotency_table']} is required")
     secrets = boto3.client("secretsmanager")
-    built = wiring.build_trackers("worker", secrets_client=secrets)
-    settings = fix_settings(os.environ)
+    built = wiring.build_trackers("worker", env=s, secrets_client=secrets)
+    settings = fix_settings(s)
     return ReporterDeps(
         jobs=JobStore(
             client=boto3.client("dynamodb"), table_name=table, ttl_seconds=DEFAULT_REPLY_TTL_SECONDS
         ),
         comments=TrackerComments(built),
         repos=TrackerRepos(
-            tokens=wiring.token_providers(os.environ, secrets_client=secrets),
-            api_urls=wiring.api_urls(os.environ),
+            tokens=wiring.token_providers(s, secrets_client=secrets),
+            api_urls=wiring.api_urls(s),
         ),
         trackers=built,
         settings=settings,

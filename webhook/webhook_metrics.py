@@ -16,7 +16,8 @@ import os
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-DEFAULT_NAMESPACE = "AgentCoreClaudeKit"
+from webhook.settings import WebhookSettings
+
 TRACKER_DIMENSION = "Tracker"
 
 
@@ -25,7 +26,7 @@ class TrackerMetrics:
 
     def __init__(self, *, service: str, namespace: str | None = None) -> None:
         self.service = service
-        self.namespace = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_NAMESPACE)
+        self.namespace = namespace or WebhookSettings.from_env(os.environ).metrics_namespace
 
     def emit(self, name: str, tracker: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
         with single_metric(

@@ -50,20 +50,8 @@ bounded loop (``THROTTLE_RETRIES``), because a throttled call never reached the 
 The read timeout (default 780 s) must exceed the runtime's turn timeout (``AGENTKIT_TURN_TIMEOUT``,
 default 600 s) and stay below the Lambda timeout (the construct sets 14 minutes).
 
-Environment (tracker variables: see :mod:`wiring`):
-  AGENT_RUNTIME_ARN             runtime ARN (required)
-  AGENT_RUNTIME_QUALIFIER       runtime endpoint name (optional; default endpoint when empty)
-  TRACKERS and per tracker      the token secret name and API URL (GITHUB_TOKEN_SECRET_NAME, …)
-  ACTOR_HEADER                  default X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor (empty: none)
-  INVOKE_READ_TIMEOUT_SECONDS   botocore read timeout for the agent turn (default 780)
-  THROTTLE_RETRIES              extra attempts after a ThrottlingException (default 2)
-  MAX_PROMPT_CHARS              issue body / comment clip (default 20000)
-  IDEMPOTENCY_TABLE             DynamoDB table for stored replies (required; the receiver's table)
-  REPLY_TTL_SECONDS             how long a stored reply is kept (default 14 days = SQS/DLQ retention)
-  TURN_LEASE_SECONDS            how long a claimed turn blocks a duplicate delivery (default 900)
-  SECRET_MAX_AGE_SECONDS        default 300
-  PR_MODE, JIRA_REPOSITORIES, WORKSPACE_S3_URI, INLINE_SNAPSHOT_MAX_BYTES  fix jobs (:mod:`webhook.fix.config`)
-  POWERTOOLS_SERVICE_NAME / POWERTOOLS_METRICS_NAMESPACE / LOG_LEVEL
+Environment: the variables :mod:`webhook.settings` declares for the worker (``AGENT_RUNTIME_ARN``,
+``IDEMPOTENCY_TABLE``, ``TRACKERS``, the trackers' token secret names, the fix-job settings, …).
 
 IAM: ``bedrock-agentcore:InvokeAgentRuntime`` on the runtime ARN and ``<arn>/runtime-endpoint/*``;
 ``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets (never the webhook secrets); ``dynamodb:GetItem/PutItem/UpdateItem`` on the
@@ -97,27 +85,15 @@ from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.stop import Stopper
 from webhook.fix.worker import FixDeps, FixRunner
-from webhook.invoker import (  # noqa: F401  (re-exported: the worker's public names)
-    DEFAULT_ACTOR_HEADER,
-    DEFAULT_READ_TIMEOUT_SECONDS,
-    DEFAULT_THROTTLE_RETRIES,
-    KNOWN_RUNTIME_CODES,
-    THROTTLE_CODES,
+from webhook.invoker import (
     TRANSIENT_CODES,
-    TRANSIENT_RUNTIME_CODES,
     AgentRuntimeInvoker,
-    RuntimeReply,
-    RuntimeReplyError,
     TransientInvokeError,
     agentcore_client_config,
-    parse_reply,
-    runtime_client_error_code,
-    runtime_status,
     safe_error_code,
 )
 from webhook.replies import (
     ANSWERED,
-    DEFAULT_REPLY_TTL_SECONDS,
     POSTED,
     RUNNING,
     UNCONFIRMED,
@@ -125,6 +101,7 @@ from webhook.replies import (
     ReplyStoreError,
     StoredReply,
 )
+from webhook.settings import ENV, WebhookSettings
 from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
 from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook.webhook_metrics import TrackerMetrics
@@ -160,17 +137,17 @@ class WorkerDeps:
 
 
 def deps_from_env() -> WorkerDeps:
-    arn = os.environ.get("AGENT_RUNTIME_ARN", "")
-    table = os.environ.get("IDEMPOTENCY_TABLE", "")
+    s = WebhookSettings.from_env(os.environ)
+    arn, table = s.agent_runtime_arn, s.idempotency_table
     if not arn or not table:
-        raise RuntimeError("AGENT_RUNTIME_ARN and IDEMPOTENCY_TABLE are required")
-    read_timeout = int(os.environ.get("INVOKE_READ_TIMEOUT_SECONDS", str(DEFAULT_READ_TIMEOUT_SECONDS)))
+        raise RuntimeError(f"{ENV['agent_runtime_arn']} and {ENV['idempotency_table']} are required")
+    read_timeout = s.invoke_read_timeout_seconds
     client = boto3.client("bedrock-agentcore", config=agentcore_client_config(read_timeout=read_timeout))
     secrets = boto3.client("secretsmanager")
-    built = wiring.build_trackers("worker", secrets_client=secrets)
-    qualifier = os.environ.get("AGENT_RUNTIME_QUALIFIER") or None
-    ttl = int(os.environ.get("REPLY_TTL_SECONDS", str(DEFAULT_REPLY_TTL_SECONDS)))
-    lease = int(os.environ.get("TURN_LEASE_SECONDS", "900"))
+    built = wiring.build_trackers("worker", env=s, secrets_client=secrets)
+    qualifier = s.agent_runtime_qualifier or None
+    ttl = s.reply_ttl_seconds
+    lease = s.turn_lease_seconds
     ddb = boto3.client("dynamodb")
     replies = ReplyStore(client=ddb, table_name=table, ttl_seconds=ttl)
     jobs = JobStore(client=ddb, table_name=table, ttl_seconds=ttl)
@@ -178,17 +155,17 @@ def deps_from_env() -> WorkerDeps:
         client=client,
         runtime_arn=arn,
         qualifier=qualifier,
-        actor_header=os.environ.get("ACTOR_HEADER", DEFAULT_ACTOR_HEADER),
-        throttle_retries=int(os.environ.get("THROTTLE_RETRIES", str(DEFAULT_THROTTLE_RETRIES))),
+        actor_header=s.actor_header,
+        throttle_retries=s.throttle_retries,
     )
-    settings = fix_settings(os.environ)
+    settings = fix_settings(s)
     comments = TrackerComments(built)
-    max_prompt_chars = int(os.environ.get("MAX_PROMPT_CHARS", "20000"))
+    max_prompt_chars = s.max_prompt_chars
     fx = FixDeps(
         jobs=jobs,
         repos=TrackerRepos(
-            tokens=wiring.token_providers(os.environ, secrets_client=secrets),
-            api_urls=wiring.api_urls(os.environ),
+            tokens=wiring.token_providers(s, secrets_client=secrets),
+            api_urls=wiring.api_urls(s),
         ),
         comments=comments,
         settings=settings,

@@ -57,6 +57,7 @@ from infra.webhook.fix import add_fix_jobs, fix_environment
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.secrets import add_tracker_secrets, secret_env
 from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
+from webhook.settings import ENV
 
 if TYPE_CHECKING:
     from infra.workspaces import WorkspaceBucket
@@ -224,7 +225,7 @@ class IssueWebhook(Construct):
             architecture=arch,
             layer=lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn),
             code=package_code(),
-            environment={"POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace, "LOG_LEVEL": "INFO"},
+            environment={ENV["metrics_namespace"]: props.metrics_namespace, ENV["log_level"]: "INFO"},
         )
 
     # ------------------------------------------------------------------ receiver
@@ -240,10 +241,10 @@ class IssueWebhook(Construct):
             environment={
                 **base.environment,
                 **tracker_env,
-                "POWERTOOLS_SERVICE_NAME": "github-webhook",
-                "QUEUE_URL": self.queue.queue_url,
-                "IDEMPOTENCY_TABLE": self.table.table_name,
-                "MAX_BODY_BYTES": str(props.max_body_bytes),
+                ENV["service_name"]: "github-webhook",
+                ENV["queue_url"]: self.queue.queue_url,
+                ENV["idempotency_table"]: self.table.table_name,
+                ENV["max_body_bytes"]: str(props.max_body_bytes),
             },
         )
         self.queue.grant_send_messages(self.receiver)
@@ -281,17 +282,17 @@ class IssueWebhook(Construct):
         """Fed by the queue one job at a time: invokes the runtime, posts the answer on the issue."""
         environment = {
             **base.environment,
-            "POWERTOOLS_SERVICE_NAME": "github-webhook-worker",
+            ENV["service_name"]: "github-webhook-worker",
             **tracker_env,
-            "AGENT_RUNTIME_ARN": runtime_arn,
-            "ACTOR_HEADER": props.actor_header,
-            "INVOKE_READ_TIMEOUT_SECONDS": str(read_timeout),
+            ENV["agent_runtime_arn"]: runtime_arn,
+            ENV["actor_header"]: props.actor_header,
+            ENV["invoke_read_timeout_seconds"]: str(read_timeout),
             # Stored replies (replies.py) outlive every redelivery, DLQ redrives included.
-            "IDEMPOTENCY_TABLE": self.table.table_name,
-            "REPLY_TTL_SECONDS": str(int(DEAD_LETTER_RETENTION.to_seconds())),
+            ENV["idempotency_table"]: self.table.table_name,
+            ENV["reply_ttl_seconds"]: str(int(DEAD_LETTER_RETENTION.to_seconds())),
         }
         if props.runtime_endpoint_name:
-            environment["AGENT_RUNTIME_QUALIFIER"] = props.runtime_endpoint_name
+            environment[ENV["agent_runtime_qualifier"]] = props.runtime_endpoint_name
         self.worker = self._function(
             "Worker",
             base,

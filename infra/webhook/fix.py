@@ -28,6 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from infra import nag
 from infra.job_events import CONSUMER_TIMEOUT, RETENTION
 from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
+from webhook.settings import ENV
 
 if TYPE_CHECKING:
     from aws_cdk import aws_dynamodb as dynamodb
@@ -64,7 +65,7 @@ def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dic
     """The fix-job settings the worker and the reporter share (``WORKSPACE_S3_URI`` with a workspace bucket)."""
     env = dict(checked.fix_env)
     if workspaces is not None:
-        env["WORKSPACE_S3_URI"] = workspaces.uri
+        env[ENV["workspace_s3_uri"]] = workspaces.uri
     return env
 
 
@@ -119,9 +120,9 @@ def add_fix_jobs(
         **base.environment,
         **tracker_env,
         **fix_env,
-        "POWERTOOLS_SERVICE_NAME": "webhook-reporter",
-        "IDEMPOTENCY_TABLE": hook.table.table_name,
-        "JOB_LEASE_SECONDS": str(JOB_LEASE_SECONDS),
+        ENV["service_name"]: "webhook-reporter",
+        ENV["idempotency_table"]: hook.table.table_name,
+        ENV["job_lease_seconds"]: str(JOB_LEASE_SECONDS),
     }
     hook.reporter = hook.function(
         "Reporter",

@@ -27,6 +27,7 @@ from infra.webhook.trackers import (
     jira_env,
 )
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from webhook.settings import ENV
 from webhook.trackers.base import TrackerConfigError
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
@@ -145,7 +146,7 @@ def check(props: WebhookProps) -> Checked:
             "or remove 'jira' from trackers"
         )
     jira = props.jira
-    receiver_env, worker_env = {"TRACKERS": ",".join(enabled)}, {"TRACKERS": ",".join(enabled)}
+    receiver_env, worker_env = {ENV["trackers"]: ",".join(enabled)}, {ENV["trackers"]: ",".join(enabled)}
     for name, make in (
         ("github", lambda r: github_env(props.github, receiver=r)),
         ("gitlab", lambda r: gitlab_env(props.gitlab, receiver=r)),
@@ -169,7 +170,7 @@ def check(props: WebhookProps) -> Checked:
             f"{POST_REPLY_MARGIN_SECONDS}s), which must exceed the runtime turn timeout of {turn_timeout:.0f}s;"
             " raise worker_timeout or lower AGENTKIT_TURN_TIMEOUT / runtime_turn_timeout"
         )
-    receiver_env["FIX_TRIGGER_LABEL"] = _fix_label(props.fix_label)
+    receiver_env[ENV["fix_trigger_label"]] = _fix_label(props.fix_label)
     return Checked(enabled, receiver_env, worker_env, worker_timeout, read_timeout, fix_env(props, enabled))
 
 
@@ -199,9 +200,8 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
             )
     if targets and "jira" not in enabled:
         raise ValueError("jira_repositories is set but 'jira' is not in trackers")
-    # Names of webhook/wiring.py (PR_MODE, JIRA_REPOSITORIES, PROGRESS_MIN_SECONDS).
     return {
-        "PR_MODE": props.pr_mode,
-        "JIRA_REPOSITORIES": mapping,
-        "PROGRESS_MIN_SECONDS": str(props.progress_min_seconds),
+        ENV["pr_mode"]: props.pr_mode,
+        ENV["jira_repositories"]: mapping,
+        ENV["progress_min_seconds"]: str(props.progress_min_seconds),
     }

@@ -1,6 +1,6 @@
 """Per-tracker settings of the issue webhook construct, and the Lambda environment they become.
 
-The variable names are those of ``webhook/wiring.py``. Secrets (names under the
+The variable names are those declared in ``webhook/settings.py``. Secrets (names under the
 construct's ``name_prefix``): GitHub ``github-webhook-secret`` + ``github-token``; GitLab
 ``gitlab-webhook-secret`` (the ``X-Gitlab-Token`` value, or JSON with a ``signing_token``) +
 ``gitlab-token`` (project access token); Jira ``jira-webhook-secret`` (the admin webhook's secret) +
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from webhook.settings import ENV
 from webhook.trackers.base import TRACKER_NAMES
 from webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
 from webhook.trackers.gitlab_models import ACCESS_LEVELS  # the levels GitLab knows
@@ -26,7 +27,7 @@ _HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
 
 class TrackerSecrets(NamedTuple):
     """A tracker's two secrets: its title (descriptions, outputs), their construct ids and the variables
-    that name them to the Lambdas (``webhook/wiring.py``)."""
+    that name them to the Lambdas (``webhook/settings.py``)."""
 
     title: str
     webhook_id: str
@@ -39,17 +40,25 @@ class TrackerSecrets(NamedTuple):
 #: CloudFormation replace the secret and lose its value); GitHub's carry no prefix from the GitHub-only release.
 TRACKER_SECRETS = {
     "github": TrackerSecrets(
-        "GitHub", "WebhookSecret", "GitHubToken", "WEBHOOK_SECRET_NAME", "GITHUB_TOKEN_SECRET_NAME"
+        "GitHub",
+        "WebhookSecret",
+        "GitHubToken",
+        ENV["github_webhook_secret_name"],
+        ENV["github_token_secret_name"],
     ),
     "gitlab": TrackerSecrets(
         "GitLab",
         "GitLabWebhookSecret",
         "GitLabToken",
-        "GITLAB_WEBHOOK_SECRET_NAME",
-        "GITLAB_TOKEN_SECRET_NAME",
+        ENV["gitlab_webhook_secret_name"],
+        ENV["gitlab_token_secret_name"],
     ),
     "jira": TrackerSecrets(
-        "Jira", "JiraWebhookSecret", "JiraToken", "JIRA_WEBHOOK_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"
+        "Jira",
+        "JiraWebhookSecret",
+        "JiraToken",
+        ENV["jira_webhook_secret_name"],
+        ENV["jira_token_secret_name"],
     ),
 }
 #: Stack outputs for the GitLab and Jira adapters (stack scope, these names as ids: no hash suffix).
@@ -137,14 +146,14 @@ def id_list(values: Sequence[int], setting: str) -> str:
 def github_env(s: GitHubSettings, *, receiver: bool) -> dict[str, str]:
     if not s.trigger_label and not s.trigger_mention:
         raise ValueError("the GitHub adapter needs trigger_label and/or trigger_mention")
-    env = {"GITHUB_API_URL": s.api_url}
+    env = {ENV["github_api_url"]: s.api_url}
     if receiver:
         env |= {
-            "TRIGGER_LABEL": s.trigger_label,
-            "TRIGGER_MENTION": s.trigger_mention,
-            "BOT_LOGIN": s.bot_login,
-            "ALLOWED_ASSOCIATIONS": associations(s.allowed_author_associations),
-            "GITHUB_REPOSITORY_IDS": id_list(s.repository_ids, "repository_ids"),
+            ENV["github_trigger_label"]: s.trigger_label,
+            ENV["github_trigger_mention"]: s.trigger_mention,
+            ENV["github_bot_login"]: s.bot_login,
+            ENV["github_allowed_associations"]: associations(s.allowed_author_associations),
+            ENV["github_repository_ids"]: id_list(s.repository_ids, "repository_ids"),
         }
     return env
 
@@ -156,14 +165,14 @@ def gitlab_env(s: GitLabSettings, *, receiver: bool) -> dict[str, str]:
         raise ValueError(f"GitLab min_access_level {s.min_access_level} is not one of {GITLAB_ACCESS_LEVELS}")
     if not _HTTPS.match(s.api_url):
         raise ValueError(f"GitLab api_url {s.api_url!r} must be https://…/api/v4")
-    env = {"GITLAB_API_URL": s.api_url}
+    env = {ENV["gitlab_api_url"]: s.api_url}
     if receiver:
         env |= {
-            "GITLAB_TRIGGER_LABEL": s.trigger_label,
-            "GITLAB_TRIGGER_MENTION": s.trigger_mention,
-            "GITLAB_BOT_USERNAME": s.bot_username,
-            "GITLAB_MIN_ACCESS_LEVEL": str(s.min_access_level),
-            "GITLAB_PROJECT_IDS": id_list(s.project_ids, "gitlab project_ids"),
+            ENV["gitlab_trigger_label"]: s.trigger_label,
+            ENV["gitlab_trigger_mention"]: s.trigger_mention,
+            ENV["gitlab_bot_username"]: s.bot_username,
+            ENV["gitlab_min_access_level"]: str(s.min_access_level),
+            ENV["gitlab_project_ids"]: id_list(s.project_ids, "gitlab project_ids"),
         }
     return env
 
@@ -173,11 +182,11 @@ def jira_env(s: JiraSettings, *, receiver: bool) -> dict[str, str]:
         raise ValueError("the Jira adapter needs a trigger_label, trigger_mention or bot_account_id")
     if not _HTTPS.match(s.site_url) or (s.api_url and not _HTTPS.match(s.api_url)):
         raise ValueError(f"Jira site_url {s.site_url!r} (and api_url) must be https:// URLs")
-    env = {"JIRA_SITE_URL": s.site_url, "JIRA_API_URL": s.api_url}
+    env = {ENV["jira_site_url"]: s.site_url, ENV["jira_api_url"]: s.api_url}
     if receiver:
         env |= {
-            "JIRA_TRIGGER_LABEL": s.trigger_label,
-            "JIRA_TRIGGER_MENTION": s.trigger_mention,
-            "JIRA_BOT_ACCOUNT_ID": s.bot_account_id,
+            ENV["jira_trigger_label"]: s.trigger_label,
+            ENV["jira_trigger_mention"]: s.trigger_mention,
+            ENV["jira_bot_account_id"]: s.bot_account_id,
         }
     return env

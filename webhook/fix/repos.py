@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.fix.config import PrMode, RepoTarget
 from webhook.fix.jobs import FixJob
 from webhook.fix.worker import CommentRef, FetchedRepo, FixRefused, IssueRef
 from webhook.repo import (
@@ -29,6 +28,7 @@ from webhook.repo import (
 )
 from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
 from webhook.trackers.base import enabled_tracker
+from webhook.trackers.targets import PrMode, RepoTarget
 
 
 def issue_task(issue: IssueRef) -> AgentTask:

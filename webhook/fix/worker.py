@@ -44,13 +44,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.fix.config import FixSettings, RepoTarget
+from webhook.fix.config import FixSettings
 from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from webhook.session_stop import stopped_text
 from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
 from webhook.trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
 from webhook.trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
+from webhook.trackers.targets import RepoTarget
 from webhook.webhook_metrics import TrackerMetrics
 
 

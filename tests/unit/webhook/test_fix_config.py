@@ -9,8 +9,9 @@ import pytest
 
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.trackers import JiraSettings
-from webhook.fix.config import RepoTarget, fix_settings
+from webhook.fix.config import fix_settings
 from webhook.trackers import TrackerConfigError
+from webhook.trackers.targets import RepoTarget
 
 GOOD: dict[str, dict[str, Any]] = {
     "SP": {"tracker": "github", "repository": "octo/kit"},

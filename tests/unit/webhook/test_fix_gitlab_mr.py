@@ -10,9 +10,9 @@ import pytest
 from harness.gitlab_repo_api import GitLabRepoApi
 from tests.unit.webhook.support import GITLAB_TOKEN
 from webhook import trackers
-from webhook.fix.config import RepoTarget
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef
+from webhook.trackers.targets import RepoTarget
 
 FILES = {"src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n")}
 

@@ -28,10 +28,11 @@ from tests.unit.webhook.support import (
     worker_deps,
 )
 from webhook import trackers, worker
-from webhook.fix.config import FixSettings, RepoTarget
+from webhook.fix.config import FixSettings
 from webhook.fix.jobs import DONE, JOB, JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import FixDeps, FixRunner
+from webhook.trackers.targets import RepoTarget
 from webhook.webhook_metrics import TrackerMetrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")

@@ -31,7 +31,7 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
-from webhook import trackers, worker
+from webhook import settings, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -185,8 +185,8 @@ def test_construct_read_timeout_exceeds_the_runtime_turn_timeout() -> None:
     from runtime.settings import Settings
 
     turn_timeout = Settings.model_fields["turn_timeout_s"].default
-    assert turn_timeout < worker.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
-    assert worker.agentcore_client_config().read_timeout == worker.DEFAULT_READ_TIMEOUT_SECONDS
+    assert turn_timeout < settings.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
+    assert worker.agentcore_client_config().read_timeout == settings.DEFAULT_READ_TIMEOUT_SECONDS
 
 
 def test_comment_post_is_not_retried_after_a_read_timeout(stand_in: Any, github: Any) -> None:
