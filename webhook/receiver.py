@@ -45,11 +45,12 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
 from webhook import wiring
-from webhook.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, ENV, WebhookSettings
-from webhook.trackers import AgentTask, InboundRequest, IssueTracker, NotFoundError, WebhookError
+from webhook.errors import NotFoundError, WebhookError
+from webhook.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
+from webhook.trackers import AgentTask, InboundRequest, IssueTracker
 from webhook.webhook_metrics import TrackerMetrics
 
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook")
+SERVICE = os.environ.get(ENV["service_name"]) or SERVICE_NAMES["receiver"]
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)

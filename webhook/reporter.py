@@ -1,7 +1,7 @@
 """Reporter Lambda (SQS: the runtime's job events queue): progress and results of fix jobs onto the issue.
 
 The runtime sends, per asynchronous job, ``progress`` events and exactly one ``result`` event (delivery at
-least once; see docs/webhook.md "Fix jobs"). For each record the reporter:
+least once; see docs/webhook/fix-jobs.md). For each record the reporter:
 
 * ``progress`` → keeps the figures (:meth:`fix_jobs.JobStore.record_progress`: newer ``seq`` only, while the
   job runs) and edits the progress comment at most once per ``PROGRESS_MIN_SECONDS`` (elapsed time, tool
@@ -42,18 +42,19 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import BaseModel, ConfigDict, Field
 
 from webhook import wiring
+from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
 from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
-from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, WebhookSettings
-from webhook.trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
+from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
+from webhook.trackers import IssueTracker
 from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook.trackers.reply_text import neutralise
 from webhook.webhook_metrics import TrackerMetrics
 
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "webhook-reporter")
+SERVICE = os.environ.get(ENV["service_name"]) or SERVICE_NAMES["reporter"]
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)

@@ -23,13 +23,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from webhook.trackers.base import DEFAULT_MAX_BODY_BYTES, TRACKER_NAMES, TrackerConfigError, TrackerName
+from webhook.errors import TrackerConfigError
+from webhook.trackers.base import DEFAULT_MAX_BODY_BYTES, TRACKER_NAMES, TrackerName
 from webhook.trackers.github import DEFAULT_ALLOWED_ASSOCIATIONS
 from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
 #: The webhook's Lambda functions (``webhook.<name>.handler``).
 Lambda = Literal["receiver", "worker", "reporter"]
 LAMBDAS: tuple[Lambda, ...] = ("receiver", "worker", "reporter")
+#: Each Lambda's Powertools service (logs, traces, the ``service`` metric dimension): ``webhook-<lambda>``.
+SERVICE_NAMES: dict[Lambda, str] = {name: f"webhook-{name}" for name in LAMBDAS}
 
 #: How long the receiver remembers a body hash; also the Jira replay window (a delivery older than the
 #: receiver's memory must not be accepted again).
@@ -86,7 +89,7 @@ class WebhookSettings(BaseModel):
     service_name: str = setting(
         "POWERTOOLS_SERVICE_NAME",
         "",
-        "the Powertools service of logs, traces and metrics (empty: the Lambda's)",
+        "Powertools service of logs, traces and metrics (empty: `webhook-<lambda>`)",
     )
     metrics_namespace: str = setting(
         "POWERTOOLS_METRICS_NAMESPACE",

@@ -14,8 +14,10 @@ from typing import Any, Literal
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
+from webhook.errors import TrackerConfigError
 from webhook.settings import ENV, WebhookSettings
-from webhook.trackers import GitHubTracker, GitLabTracker, IssueTracker, JiraTracker, TrackerConfigError
+from webhook.trackers import IssueTracker
+from webhook.trackers.registry import REGISTRY
 
 Role = Literal["receiver", "worker"]
 
@@ -72,46 +74,15 @@ def build_trackers(
     receiver = role == "receiver"
     built: dict[str, IssueTracker] = {}
     for name in s.trackers:
-        if name == "github":
-            built[name] = GitHubTracker(
-                webhook_secret=secrets.raw("github_webhook_secret_name") if receiver else None,
-                token=None if receiver else secrets.token("github_token_secret_name"),
-                api_url=s.github_api_url,
-                trigger_label=s.github_trigger_label,
-                trigger_mention=s.github_trigger_mention,
-                fix_label=s.fix_trigger_label,
-                bot_login=s.github_bot_login,
-                allowed_associations=s.github_allowed_associations,
-                repository_ids=s.github_repository_ids,
-                max_age_seconds=s.idempotency_ttl_seconds,
-                max_body_bytes=s.max_body_bytes,
-            )
-        elif name == "gitlab":
-            built[name] = GitLabTracker(
-                webhook_secret=secrets.raw("gitlab_webhook_secret_name") if receiver else None,
-                token=secrets.token("gitlab_token_secret_name"),  # the receiver asks the members API
-                api_url=s.gitlab_api_url,
-                trigger_label=s.gitlab_trigger_label,
-                trigger_mention=s.gitlab_trigger_mention,
-                fix_label=s.fix_trigger_label,
-                bot_username=s.gitlab_bot_username,
-                min_access_level=s.gitlab_min_access_level,
-                project_ids=s.gitlab_project_ids,
-                max_body_bytes=s.max_body_bytes,
-            )
-        else:
-            built[name] = JiraTracker(
-                site_url=s.jira_site_url,
-                webhook_secret=secrets.raw("jira_webhook_secret_name") if receiver else None,
-                token=None if receiver else secrets.raw("jira_token_secret_name"),
-                api_url=s.jira_api_url,
-                trigger_label=s.jira_trigger_label,
-                trigger_mention=s.jira_trigger_mention,
-                fix_label=s.fix_trigger_label,
-                bot_account_id=s.jira_bot_account_id,
-                max_body_bytes=s.max_body_bytes,
-                max_age_seconds=s.idempotency_ttl_seconds,
-            )
+        entry = REGISTRY[name]
+        read_token = secrets.raw if entry.raw_token else secrets.token
+        built[name] = entry.adapter.from_settings(  # type: ignore[attr-defined]
+            s,
+            webhook_secret=secrets.raw(entry.webhook_secret_setting) if receiver else None,
+            token=read_token(entry.token_secret_setting)
+            if entry.receiver_reads_token or not receiver
+            else None,
+        )
     return built
 
 

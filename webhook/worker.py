@@ -6,7 +6,7 @@ starts an asynchronous fix job and returns (:mod:`webhook.fix.worker`; the resul
 
 For an answer the worker:
 
-1. renders the prompt (:func:`trackers.render_prompt`);
+1. renders the prompt (:func:`webhook.prompts.render_prompt`);
 2. calls ``bedrock-agentcore`` ``InvokeAgentRuntime`` with body ``{"prompt": ..., "stream": false}``,
    ``runtimeSessionId`` = ``task.runtime_session_id`` (``gh-``/``gitlab-``/``jira-`` + sha256 of the issue,
    so each issue of each tracker is one continuing conversation), ``qualifier`` = the runtime endpoint
@@ -80,6 +80,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError
 
 from webhook import wiring
+from webhook.errors import TrackerApiError, TrackerConfigError
 from webhook.fix.config import fix_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
@@ -92,6 +93,7 @@ from webhook.invoker import (
     agentcore_client_config,
     safe_error_code,
 )
+from webhook.prompts import render_prompt
 from webhook.replies import (
     ANSWERED,
     POSTED,
@@ -101,12 +103,12 @@ from webhook.replies import (
     ReplyStoreError,
     StoredReply,
 )
-from webhook.settings import ENV, WebhookSettings
-from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, render_prompt
+from webhook.settings import ENV, SERVICE_NAMES, WebhookSettings
+from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
 from webhook.webhook_metrics import TrackerMetrics
 
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "github-webhook-worker")
+SERVICE = os.environ.get(ENV["service_name"]) or SERVICE_NAMES["worker"]
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)
@@ -401,7 +403,7 @@ def process_task(task: AgentTask, deps: WorkerDeps, *, key: str | None = None) -
             _mark(store, key, status=UNCONFIRMED, url="", log_ctx=log_ctx, tracker=task.tracker)
     if stored.cost_usd is not None:
         metrics.emit("IssueCostUSD", task.tracker, stored.cost_usd, MetricUnit.NoUnit)
-    # One structured line per turn (logged once: when its reply is first posted). docs/webhook.md sums
+    # One structured line per turn (logged once: when its reply is first posted). docs/webhook/reference.md sums
     # cost_usd per issue with Logs Insights.
     logger.info(
         "issue turn answered",

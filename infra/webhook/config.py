@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, PositiveInt, model_validator
 
 from infra.config_base import ConfigModel as _Model
+from webhook.trackers.base import TrackerName
 
 
 class GitLabWebhookConfig(_Model):
@@ -51,7 +52,7 @@ class WebhookConfig(_Model):
     """
 
     enabled: bool = False
-    trackers: tuple[Literal["github", "gitlab", "jira"], ...] = ("github",)
+    trackers: tuple[TrackerName, ...] = ("github",)
     trigger_label: str = "agent"
     trigger_mention: str = "/agent"
     bot_login: str = ""

@@ -52,12 +52,14 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra import nag
+from infra.functions import PYTHON_RUNTIME
 from infra.webhook.asset import package_code
 from infra.webhook.fix import add_fix_jobs, fix_environment
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.secrets import add_tracker_secrets, secret_env
 from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
-from webhook.settings import ENV
+from webhook.settings import ENV, SERVICE_NAMES
+from webhook.trackers.registry import REGISTRY
 
 if TYPE_CHECKING:
     from infra.workspaces import WorkspaceBucket
@@ -214,7 +216,7 @@ class IssueWebhook(Construct):
 
     # ------------------------------------------------------------------ what both functions share
     def _lambda_base(self, props: WebhookProps) -> _LambdaBase:
-        runtime = props.python_runtime or lambda_.Runtime.PYTHON_3_14
+        runtime = props.python_runtime or PYTHON_RUNTIME
         arch = props.architecture or lambda_.Architecture.ARM_64
         layer_arn = props.powertools_layer_arn or ssm.StringParameter.value_for_string_parameter(
             self,
@@ -241,7 +243,7 @@ class IssueWebhook(Construct):
             environment={
                 **base.environment,
                 **tracker_env,
-                ENV["service_name"]: "github-webhook",
+                ENV["service_name"]: SERVICE_NAMES["receiver"],
                 ENV["queue_url"]: self.queue.queue_url,
                 ENV["idempotency_table"]: self.table.table_name,
                 ENV["max_body_bytes"]: str(props.max_body_bytes),
@@ -261,7 +263,7 @@ class IssueWebhook(Construct):
         )
         for name, (hook, token) in self.secrets.items():
             hook.grant_read(self.receiver)
-            if name == "gitlab":
+            if REGISTRY[name].receiver_reads_token:  # GitLab: the members API decides who may trigger
                 token.grant_read(self.receiver)
         self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
         self.url = self.function_url.url
@@ -282,7 +284,7 @@ class IssueWebhook(Construct):
         """Fed by the queue one job at a time: invokes the runtime, posts the answer on the issue."""
         environment = {
             **base.environment,
-            ENV["service_name"]: "github-webhook-worker",
+            ENV["service_name"]: SERVICE_NAMES["worker"],
             **tracker_env,
             ENV["agent_runtime_arn"]: runtime_arn,
             ENV["actor_header"]: props.actor_header,

@@ -28,7 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from infra import nag
 from infra.job_events import CONSUMER_TIMEOUT, RETENTION
 from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
-from webhook.settings import ENV
+from webhook.settings import ENV, SERVICE_NAMES
 
 if TYPE_CHECKING:
     from aws_cdk import aws_dynamodb as dynamodb
@@ -120,7 +120,7 @@ def add_fix_jobs(
         **base.environment,
         **tracker_env,
         **fix_env,
-        ENV["service_name"]: "webhook-reporter",
+        ENV["service_name"]: SERVICE_NAMES["reporter"],
         ENV["idempotency_table"]: hook.table.table_name,
         ENV["job_lease_seconds"]: str(JOB_LEASE_SECONDS),
     }

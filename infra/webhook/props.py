@@ -17,6 +17,7 @@ from aws_cdk import aws_logs as logs
 
 from infra import lifecycle
 from infra.config import AppConfig
+from infra.functions import POWERTOOLS_VERSION
 from infra.webhook.trackers import (
     GitHubSettings,
     GitLabSettings,
@@ -27,8 +28,8 @@ from infra.webhook.trackers import (
     jira_env,
 )
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from webhook.errors import TrackerConfigError
 from webhook.settings import ENV
-from webhook.trackers.base import TrackerConfigError
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -39,7 +40,6 @@ DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
 #: Seconds the worker keeps after the read timeout to post the reply.
 POST_REPLY_MARGIN_SECONDS = 60
 _NAME_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+=.@-]{0,100}$")
-POWERTOOLS_VERSION = "3.37.0"  # keep in step with pyproject's aws-lambda-powertools pin
 
 
 @dataclass(frozen=True)

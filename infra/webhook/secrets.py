@@ -103,7 +103,7 @@ def _secret(
             (
                 "AwsSolutions::AwsSolutions-SMG4",
                 "A tracker's webhook secret or API token cannot be rotated by a rotation Lambda; rotate it in the"
-                " tracker and put the new value into this secret (docs/webhook.md).",
+                " tracker and put the new value into this secret (docs/webhook/setup.md).",
             )
         ],
     )

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from webhook.settings import ENV
-from webhook.trackers.base import TRACKER_NAMES
 from webhook.trackers.github_models import AUTHOR_ASSOCIATIONS  # the values GitHub sends
 from webhook.trackers.gitlab_models import ACCESS_LEVELS  # the levels GitLab knows
+from webhook.trackers.registry import REGISTRY
 
-TRACKERS: tuple[str, ...] = TRACKER_NAMES  # the adapters the Lambdas have
+TRACKERS: tuple[str, ...] = tuple(REGISTRY)  # the adapters the Lambdas have
 GITLAB_ACCESS_LEVELS = tuple(sorted(ACCESS_LEVELS.values()))
 _HTTPS = re.compile(r"^https://[^\s/]+(?:/[^\s]*)?$")
 
@@ -36,36 +36,19 @@ class TrackerSecrets(NamedTuple):
     token_var: str
 
 
-#: The construct ids are part of the secrets' logical ids, so they stay as first deployed (a new id would make
-#: CloudFormation replace the secret and lose its value); GitHub's carry no prefix from the GitHub-only release.
-TRACKER_SECRETS = {
-    "github": TrackerSecrets(
-        "GitHub",
-        "WebhookSecret",
-        "GitHubToken",
-        ENV["github_webhook_secret_name"],
-        ENV["github_token_secret_name"],
-    ),
-    "gitlab": TrackerSecrets(
-        "GitLab",
-        "GitLabWebhookSecret",
-        "GitLabToken",
-        ENV["gitlab_webhook_secret_name"],
-        ENV["gitlab_token_secret_name"],
-    ),
-    "jira": TrackerSecrets(
-        "Jira",
-        "JiraWebhookSecret",
-        "JiraToken",
-        ENV["jira_webhook_secret_name"],
-        ENV["jira_token_secret_name"],
-    ),
+#: Each tracker's secrets, from the tracker registry (whose entries keep the construct ids as first deployed).
+TRACKER_SECRETS: dict[str, TrackerSecrets] = {
+    name: TrackerSecrets(
+        entry.title,
+        entry.webhook_secret_id,
+        entry.token_secret_id,
+        ENV[entry.webhook_secret_setting],
+        ENV[entry.token_secret_setting],
+    )
+    for name, entry in REGISTRY.items()
 }
-#: Stack outputs for the GitLab and Jira adapters (stack scope, these names as ids: no hash suffix).
-TRACKER_OUTPUTS = {
-    "gitlab": ("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
-    "jira": ("JiraWebhookUrl", "JiraWebhookSecretName", "JiraTokenSecretName"),
-}
+#: Stack outputs of the trackers that have their own (stack scope, these names as ids: no hash suffix).
+TRACKER_OUTPUTS = {name: entry.outputs for name, entry in REGISTRY.items() if entry.outputs is not None}
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,7 @@ def test_webhook_metrics_carry_the_tracker_dimension(
     """The webhook's real emitter writes each metric under exactly the dimension set the dashboard queries."""
     from webhook import webhook_metrics
 
-    webhook_metrics.TrackerMetrics(service="github-webhook-worker", namespace=NAMESPACE).emit(
+    webhook_metrics.TrackerMetrics(service="webhook-worker", namespace=NAMESPACE).emit(
         "IssueCostUSD", "gitlab", 0.25
     )
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]

@@ -41,6 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
+from webhook.trackers.base import TrackerName
 
 JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped"]
 RUNNING: Final = "running"
@@ -66,7 +67,7 @@ class FixJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     v: Literal[1] = 1
-    tracker: Literal["github", "gitlab", "jira"]
+    tracker: TrackerName
     repository: str
     scope_id: str
     issue_number: int

@@ -5,7 +5,7 @@ tokens, which stay in the Lambdas: the runtime gets files and gives back a patch
 posts and edits the progress comment through the adapters (``post_reply`` / ``edit_reply``).
 
 Token scopes: GitHub ``contents: write`` + ``pull_requests: write`` (+ ``issues: write`` for comments);
-GitLab a project access token with ``api`` and the Developer role (see docs/webhook.md).
+GitLab a project access token with ``api`` and the Developer role (see docs/webhook/fix-jobs.md).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.errors import TrackerApiError, TrackerConfigError
 from webhook.fix.jobs import FixJob
 from webhook.fix.worker import CommentRef, FetchedRepo, FixRefused, IssueRef
 from webhook.repo import (
@@ -26,7 +27,7 @@ from webhook.repo import (
     apply_patch,
     branch_name,
 )
-from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
+from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.targets import PrMode, RepoTarget
 

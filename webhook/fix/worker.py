@@ -44,13 +44,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
 from webhook.fix.config import FixSettings
 from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
+from webhook.prompts import render_fix_prompt
 from webhook.session_stop import stopped_text
-from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
-from webhook.trackers.base import UNTRUSTED_NOTE, enabled_tracker, reply_footer
-from webhook.trackers.sanitize import remove_invisible, sanitize_tracker_text, untrusted_block
+from webhook.trackers import AgentTask, IssueTracker
+from webhook.trackers.base import enabled_tracker, reply_footer
 from webhook.trackers.targets import RepoTarget
 from webhook.webhook_metrics import TrackerMetrics
 
@@ -159,34 +160,6 @@ WORKING_TEXT = (
     "Working on it… I am preparing a snapshot of the repository. This comment is updated as the run goes;"
     " comment `/agent stop` to stop it."
 )
-
-
-def render_fix_prompt(task: AgentTask, job: FixJob, *, max_chars: int = 20_000) -> str:
-    """The prompt of a fix turn: what to change, where the repository is, and the tracker's text sanitised and
-    fenced as untrusted data (as :func:`trackers.render_prompt` does for answers)."""
-
-    def clip(text: str) -> str:
-        text = sanitize_tracker_text(text)
-        return text if len(text) <= max_chars else text[:max_chars] + "\n[... truncated ...]"
-
-    where = f"pull request #{task.issue_number}'s head" if task.pull_request else f"branch {job.base_branch}"
-    title = " ".join(remove_invisible(task.title).split())
-    text = f"Title: {title}\n\n{clip(task.body)}"
-    if task.comment is not None:
-        text += f"\n\nComment from @{task.author}:\n{clip(task.comment)}"
-    return "\n".join(
-        [
-            f"You are working on issue {task.issue_ref} of the {task.tracker} project {task.repository}.",
-            f"Your working directory holds the repository {job.target_repository} at {where}"
-            f" (commit {job.base_sha[:12]}).",
-            "Make the change the issue asks for, run the repository's relevant tests, and end with a short"
-            " summary of what you changed and why: it becomes the description of a draft pull request for"
-            " human review. Do not commit; your edits to the working tree are the change.",
-            UNTRUSTED_NOTE,
-            "",
-            untrusted_block(text, label="issue"),
-        ]
-    )
 
 
 def resolve_target(task: AgentTask, settings: FixSettings) -> RepoTarget:

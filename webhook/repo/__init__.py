@@ -6,7 +6,7 @@
   draft pull/merge request (or only push the branch), through the tracker's REST API;
 - :mod:`.change`: the branch name of a run, the request and result of opening a change.
 
-See ``docs/webhook.md`` ("Changes as pull requests") for the APIs and token scopes.
+See ``docs/webhook/fix-jobs.md`` ("Changes as pull requests") for the APIs and token scopes.
 """
 
 from .change import CHANGE_MODES, ChangeMode, ChangeRequest, ChangeResult, branch_name

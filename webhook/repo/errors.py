@@ -1,11 +1,11 @@
 """Errors of repository work (snapshot, patch, change), in the webhook's one hierarchy (:mod:`trackers.base`).
 
-Calls to the tracker's API that fail raise :class:`trackers.base.TrackerApiError` (``retryable`` set).
+Calls to the tracker's API that fail raise :class:`webhook.errors.TrackerApiError` (``retryable`` set).
 """
 
 from __future__ import annotations
 
-from webhook.trackers.base import WebhookError
+from webhook.errors import WebhookError
 
 
 class SnapshotError(WebhookError):

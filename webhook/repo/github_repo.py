@@ -15,7 +15,7 @@ Endpoints (GitHub REST API, version ``2022-11-28``; docs.github.com/rest):
   (``title``, ``head``, ``base``, ``body``, ``draft: true``) (pulls#create-a-pull-request).
 
 Token (fine-grained or GitHub App): ``contents: write`` and ``pull_requests: write`` on the repository
-(``contents: read`` only for snapshots). Raises :class:`trackers.base.TrackerApiError` for API failures,
+(``contents: read`` only for snapshots). Raises :class:`webhook.errors.TrackerApiError` for API failures,
 :class:`repo.errors.ChangeConflict`, :class:`repo.errors.SnapshotError` and :class:`repo.errors.PatchRefused`.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.trackers.base import TrackerApiError, TrackerConfigError
+from webhook.errors import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, github_compare_url, holds_change
 from .errors import ChangeConflict

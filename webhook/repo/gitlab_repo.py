@@ -20,7 +20,7 @@ The commits API has no action for symbolic links: a change that creates or edits
 (:class:`repo.errors.PatchRefused`) rather than committed as a regular file.
 
 Token: a project access token with the ``api`` scope and the Developer role (Reporter reads only).
-Raises :class:`trackers.base.TrackerApiError` for API failures, :class:`repo.errors.ChangeConflict`,
+Raises :class:`webhook.errors.TrackerApiError` for API failures, :class:`repo.errors.ChangeConflict`,
 :class:`repo.errors.SnapshotError` and :class:`repo.errors.PatchRefused`.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.trackers.base import TrackerApiError, TrackerConfigError
+from webhook.errors import TrackerApiError, TrackerConfigError
 
 from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
 from .errors import ChangeConflict, PatchRefused

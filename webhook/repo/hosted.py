@@ -3,7 +3,7 @@
 A REST client whose token is read on every call (a rotated secret is picked up) and refused when empty, the
 repository's description read once per client (``default_branch``, its web URL), and the snapshot archive of
 one commit: downloaded within the size limit, repacked, and checked to be of that commit. Raises
-:class:`trackers.base.TrackerConfigError` (empty token), :class:`trackers.base.TrackerApiError`,
+:class:`webhook.errors.TrackerConfigError` (empty token), :class:`webhook.errors.TrackerApiError`,
 :class:`repo.errors.SnapshotTooLarge` and :class:`repo.errors.SnapshotError`.
 """
 
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from webhook.trackers.base import TrackerApiError, TrackerConfigError
+from webhook.errors import TrackerApiError, TrackerConfigError
 
 from .errors import SnapshotError, SnapshotTooLarge
 from .rest import Rest

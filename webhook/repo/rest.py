@@ -3,7 +3,7 @@
 Retries (up to ``attempts``, backing off): a 429/5xx answer, or a failure to connect or send. A call that
 is not ``idempotent`` (it may have created something: a pull request, a ref) is not retried once the
 request was sent and no answer came; the caller's own look-up (an existing branch or pull request) makes
-the next run safe. Every failure raises :class:`trackers.base.TrackerApiError` (``status``, ``retryable``).
+the next run safe. Every failure raises :class:`webhook.errors.TrackerApiError` (``status``, ``retryable``).
 
 Downloads follow redirects themselves (GitHub answers an archive request with a 302 to
 ``codeload.github.com``): at most :data:`MAX_REDIRECTS`, never from ``https`` to ``http``, and the token
@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from webhook.trackers.base import TrackerApiError
+from webhook.errors import TrackerApiError
 from webhook.trackers.http import USER_AGENT, answer_error, backoff
 
 MAX_REDIRECTS = 3

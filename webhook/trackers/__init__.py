@@ -4,6 +4,18 @@ The receiver and worker only see :mod:`.base` (task, decision, errors, prompt); 
 tracker's webhooks and posts replies through its REST API. See ``docs/webhook.md``.
 """
 
+from webhook.errors import (
+    BadRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    SignatureError,
+    StaleDeliveryError,
+    TrackerApiError,
+    TrackerConfigError,
+    UnsupportedMediaTypeError,
+    WebhookError,
+)
+
 from .base import (
     AGENT_REPLY_MARKER,
     DEFAULT_MAX_BODY_BYTES,
@@ -11,22 +23,12 @@ from .base import (
     REPLY_MARKERS,
     TRACKER_NAMES,
     AgentTask,
-    BadRequestError,
     Decision,
     InboundRequest,
     Intent,
     IssueTracker,
-    NotFoundError,
-    PayloadTooLargeError,
     ReplyRef,
-    SignatureError,
-    StaleDeliveryError,
-    TrackerApiError,
-    TrackerConfigError,
     TrackerName,
-    UnsupportedMediaTypeError,
-    WebhookError,
-    render_prompt,
 )
 from .github import (
     DEFAULT_ALLOWED_ASSOCIATIONS,
@@ -68,7 +70,6 @@ __all__ = [
     "WebhookError",
     "jira_auth_header",
     "parse_associations",
-    "render_prompt",
     "verify_github_signature",
     "verify_gitlab_request",
     "verify_jira_signature",

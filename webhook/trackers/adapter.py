@@ -12,14 +12,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import (
-    DEFAULT_MAX_BODY_BYTES,
-    InboundRequest,
-    Intent,
-    TrackerConfigError,
-    check_secret_text,
-    check_size,
-)
+from webhook.errors import TrackerConfigError
+
+from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, Intent, check_secret_text, check_size
 from .http import post_json, send_json
 from .triggers import markdown_unquoted, may_contain, mention_intent, mention_pattern
 

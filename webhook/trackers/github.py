@@ -10,20 +10,18 @@ import hmac
 import time
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from webhook.errors import BadRequestError, SignatureError, StaleDeliveryError, TrackerConfigError
 
 from .adapter import TrackerAdapter
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
     AgentTask,
-    BadRequestError,
     Decision,
     InboundRequest,
     Intent,
     ReplyRef,
-    SignatureError,
-    StaleDeliveryError,
-    TrackerConfigError,
     dispatch_event,
     is_agent_reply,
     parse_id_allowlist,
@@ -48,6 +46,9 @@ FUTURE_SKEW_SECONDS = 300
 MAX_COMMENT_CHARS = 65_000
 #: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
 DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+if TYPE_CHECKING:
+    from webhook.settings import WebhookSettings
 
 
 def verify_github_signature(*, secret: str, body: bytes, header: str | None) -> None:
@@ -103,6 +104,25 @@ class GitHubTracker(TrackerAdapter):
     """
 
     name: Literal["github"] = "github"
+
+    @classmethod
+    def from_settings(
+        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
+    ) -> GitHubTracker:
+        """The adapter the Lambdas build from their settings (``GITHUB_*``, ``TRIGGER_*``, …)."""
+        return cls(
+            webhook_secret=webhook_secret,
+            token=token,
+            api_url=s.github_api_url,
+            trigger_label=s.github_trigger_label,
+            trigger_mention=s.github_trigger_mention,
+            fix_label=s.fix_trigger_label,
+            bot_login=s.github_bot_login,
+            allowed_associations=s.github_allowed_associations,
+            repository_ids=s.github_repository_ids,
+            max_age_seconds=s.idempotency_ttl_seconds,
+            max_body_bytes=s.max_body_bytes,
+        )
 
     def __init__(
         self,

@@ -40,21 +40,24 @@ import re
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from webhook.errors import (
+    BadRequestError,
+    SignatureError,
+    StaleDeliveryError,
+    TrackerApiError,
+    TrackerConfigError,
+)
 
 from .adapter import TrackerAdapter
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
     AgentTask,
-    BadRequestError,
     Decision,
     InboundRequest,
     Intent,
     ReplyRef,
-    SignatureError,
-    StaleDeliveryError,
-    TrackerApiError,
-    TrackerConfigError,
     dispatch_event,
     is_agent_reply,
     parse_id_allowlist,
@@ -72,6 +75,9 @@ SIGNATURE_TOLERANCE_SECONDS = 300
 DEVELOPER = ACCESS_LEVELS["developer"]
 _TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot(?:_[0-9a-f]+)?$", re.IGNORECASE)
 _EMPTY_TOKEN = "GitLab token secret is empty; put a project access token into it"
+
+if TYPE_CHECKING:
+    from webhook.settings import WebhookSettings
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,24 @@ class GitLabTracker(TrackerAdapter):
     """GitLab issues: see the module docstring for verification, triggers and replies."""
 
     name: Literal["gitlab"] = "gitlab"
+
+    @classmethod
+    def from_settings(
+        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
+    ) -> GitLabTracker:
+        """The adapter the Lambdas build from their settings (``GITLAB_*``)."""
+        return cls(
+            webhook_secret=webhook_secret,
+            token=token,
+            api_url=s.gitlab_api_url,
+            trigger_label=s.gitlab_trigger_label,
+            trigger_mention=s.gitlab_trigger_mention,
+            fix_label=s.fix_trigger_label,
+            bot_username=s.gitlab_bot_username,
+            min_access_level=s.gitlab_min_access_level,
+            project_ids=s.gitlab_project_ids,
+            max_body_bytes=s.max_body_bytes,
+        )
 
     def __init__(
         self,

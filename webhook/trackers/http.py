@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import TrackerApiError
+from webhook.errors import TrackerApiError
 
 USER_AGENT = "agentcore-claude-kit-webhook"
 

@@ -35,9 +35,11 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
+
+from webhook.errors import SignatureError, StaleDeliveryError, TrackerApiError, TrackerConfigError
 
 from .adapter import TrackerAdapter
 from .adf import markdown_to_adf, plain_adf
@@ -49,10 +51,6 @@ from .base import (
     InboundRequest,
     Intent,
     ReplyRef,
-    SignatureError,
-    StaleDeliveryError,
-    TrackerApiError,
-    TrackerConfigError,
     clip_reply,
     is_agent_reply,
     require_json,
@@ -68,6 +66,9 @@ MAX_COMMENT_CHARS = 20_000
 DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
 FUTURE_SKEW_SECONDS = 300
 _KEY = re.compile(r"^([A-Z][A-Z0-9_]*)-(\d+)$")
+
+if TYPE_CHECKING:
+    from webhook.settings import WebhookSettings
 
 
 def verify_jira_signature(*, secret: str, body: bytes, header: str | None) -> None:
@@ -116,6 +117,24 @@ class JiraTracker(TrackerAdapter):
     """Jira Cloud issues: see the module docstring for verification, triggers and replies."""
 
     name: Literal["jira"] = "jira"
+
+    @classmethod
+    def from_settings(
+        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
+    ) -> JiraTracker:
+        """The adapter the Lambdas build from their settings (``JIRA_*``)."""
+        return cls(
+            site_url=s.jira_site_url,
+            webhook_secret=webhook_secret,
+            token=token,
+            api_url=s.jira_api_url,
+            trigger_label=s.jira_trigger_label,
+            trigger_mention=s.jira_trigger_mention,
+            fix_label=s.fix_trigger_label,
+            bot_account_id=s.jira_bot_account_id,
+            max_body_bytes=s.max_body_bytes,
+            max_age_seconds=s.idempotency_ttl_seconds,
+        )
 
     def __init__(
         self,

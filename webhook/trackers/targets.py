@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .base import TrackerConfigError
+from webhook.errors import TrackerConfigError
 
 PrMode = Literal["draft_pr", "branch"]
 PR_MODES: tuple[PrMode, ...] = ("draft_pr", "branch")

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from webhook import invoker, receiver, replies, reporter, settings, trackers, wiring, worker
+from webhook import invoker, prompts, receiver, replies, reporter, settings, trackers, wiring, worker
 from webhook.settings import ENV
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
@@ -404,7 +404,7 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             "accept": "application/json",
             "payload": json.dumps(
                 {
-                    "prompt": trackers.render_prompt(
+                    "prompt": prompts.render_prompt(
                         trackers.AgentTask.model_validate_json(task_json(number))
                     ),
                     "stream": False,

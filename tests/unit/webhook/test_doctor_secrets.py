@@ -11,7 +11,8 @@ from moto import mock_aws
 
 from agentkit.doctor.deployed import StackView
 from agentkit.doctor.secrets import check_webhook_secrets, webhook_secret_problem
-from webhook.trackers.base import TrackerConfigError, check_secret_text
+from webhook.errors import TrackerConfigError
+from webhook.trackers.base import check_secret_text
 from webhook.trackers.gitlab import GitLabWebhookSecret
 
 CASES = [

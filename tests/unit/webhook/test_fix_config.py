@@ -9,8 +9,8 @@ import pytest
 
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.trackers import JiraSettings
+from webhook.errors import TrackerConfigError
 from webhook.fix.config import fix_settings
-from webhook.trackers import TrackerConfigError
 from webhook.trackers.targets import RepoTarget
 
 GOOD: dict[str, dict[str, Any]] = {

@@ -16,8 +16,8 @@ from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.archive import SnapshotLimits, unpack
 from runtime.workspace.baseline import Baseline
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
+from webhook.errors import TrackerApiError
 from webhook.repo import ChangeConflict, ChangeRequest, GitHubRepo, PatchRefused, apply_patch, branch_name
-from webhook.trackers import TrackerApiError
 
 TOKEN = "ghp_repo_token_123"
 FILES = {

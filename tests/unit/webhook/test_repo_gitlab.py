@@ -14,6 +14,7 @@ from harness.gitlab_repo_api import GitLabRepoApi
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.archive import SnapshotLimits, unpack
 from runtime.workspace.baseline import Baseline
+from webhook.errors import TrackerApiError
 from webhook.repo import (
     ChangeConflict,
     ChangeRequest,
@@ -25,7 +26,6 @@ from webhook.repo import (
     branch_name,
 )
 from webhook.repo.gitlab_repo import _actions
-from webhook.trackers import TrackerApiError
 
 TOKEN = "glpat-repo-token"
 FILES = {

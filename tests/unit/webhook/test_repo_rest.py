@@ -12,9 +12,9 @@ import pytest
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.repo_standin import JsonStandIn
+from webhook.errors import TrackerApiError
 from webhook.repo import GitHubRepo, SnapshotLimits, SnapshotTooLarge
 from webhook.repo.rest import MAX_REDIRECTS, Rest
-from webhook.trackers import TrackerApiError
 
 
 class Redirecting(JsonStandIn):

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from webhook.errors import TrackerConfigError
 from webhook.settings import ENV, WebhookSettings
-from webhook.trackers import TrackerConfigError
 
 
 def test_each_variable_is_declared_once() -> None:
