@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from webhook.errors import TrackerConfigError
 from webhook.trackers.base import DEFAULT_MAX_BODY_BYTES, TRACKER_NAMES, TrackerName
-from webhook.trackers.github import DEFAULT_ALLOWED_ASSOCIATIONS
+from webhook.trackers.github_models import DEFAULT_ALLOWED_ASSOCIATIONS
 from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
 #: The webhook's Lambda functions (``webhook.<name>.handler``).

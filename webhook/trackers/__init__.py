@@ -31,12 +31,12 @@ from .base import (
     TrackerName,
 )
 from .github import (
-    DEFAULT_ALLOWED_ASSOCIATIONS,
     MAX_COMMENT_CHARS,
     GitHubTracker,
     parse_associations,
     verify_github_signature,
 )
+from .github_models import DEFAULT_ALLOWED_ASSOCIATIONS
 from .gitlab import GitLabTracker, GitLabWebhookSecret, verify_gitlab_request
 from .jira import JiraTracker, jira_auth_header, verify_jira_signature
 

@@ -30,6 +30,7 @@ from .base import (
 )
 from .github_models import (
     AUTHOR_ASSOCIATIONS,
+    DEFAULT_ALLOWED_ASSOCIATIONS,
     GitHubIssue,
     GitHubRepository,
     IssueCommentEvent,
@@ -44,8 +45,6 @@ DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
 FUTURE_SKEW_SECONDS = 300
 #: GitHub rejects comment bodies above 65,536 characters.
 MAX_COMMENT_CHARS = 65_000
-#: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
-DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 if TYPE_CHECKING:
     from webhook.settings import WebhookSettings

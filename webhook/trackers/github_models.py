@@ -24,6 +24,8 @@ AUTHOR_ASSOCIATIONS = frozenset(
         "OWNER",
     }
 )
+#: Who may trigger a (paid) agent turn by default: people with a role in the repository or its organization.
+DEFAULT_ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 
 class _Model(BaseModel):
