@@ -50,7 +50,8 @@ from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
 from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
 from webhook.trackers import IssueTracker
-from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
+from webhook.trackers.base import enabled_tracker
+from webhook.trackers.reply_marks import cost_text, reply_footer
 from webhook.trackers.reply_text import neutralise
 from webhook.webhook_metrics import TrackerMetrics
 

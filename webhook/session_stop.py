@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from webhook.trackers.base import cost_text
+from webhook.trackers.reply_marks import cost_text
 
 NOT_FOUND = "ResourceNotFoundException"
 

@@ -105,7 +105,8 @@ from webhook.replies import (
 )
 from webhook.settings import ENV, SERVICE_NAMES, WebhookSettings
 from webhook.trackers import AgentTask, IssueTracker
-from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
+from webhook.trackers.base import enabled_tracker
+from webhook.trackers.reply_marks import cost_text, reply_footer
 from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get(ENV["service_name"]) or SERVICE_NAMES["worker"]

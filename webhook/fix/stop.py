@@ -37,7 +37,8 @@ from webhook.replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from webhook.session_stop import NOT_FOUND, SessionStopper
 from webhook.session_stop import stopped_text as _stopped_text
 from webhook.trackers import AgentTask, IssueTracker
-from webhook.trackers.base import enabled_tracker, reply_footer
+from webhook.trackers.base import enabled_tracker
+from webhook.trackers.reply_marks import reply_footer
 from webhook.webhook_metrics import TrackerMetrics
 
 __all__ = ["NOT_FOUND", "Stopper", "stopped_text"]

@@ -51,7 +51,8 @@ from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_erro
 from webhook.prompts import render_fix_prompt
 from webhook.session_stop import stopped_text
 from webhook.trackers import AgentTask, IssueTracker
-from webhook.trackers.base import enabled_tracker, reply_footer
+from webhook.trackers.base import enabled_tracker
+from webhook.trackers.reply_marks import reply_footer
 from webhook.trackers.targets import RepoTarget
 from webhook.webhook_metrics import TrackerMetrics
 

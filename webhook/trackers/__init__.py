@@ -17,10 +17,7 @@ from webhook.errors import (
 )
 
 from .base import (
-    AGENT_REPLY_MARKER,
     DEFAULT_MAX_BODY_BYTES,
-    JIRA_REPLY_MARKER,
-    REPLY_MARKERS,
     TRACKER_NAMES,
     AgentTask,
     Decision,
@@ -39,6 +36,7 @@ from .github import (
 from .github_models import DEFAULT_ALLOWED_ASSOCIATIONS
 from .gitlab import GitLabTracker, GitLabWebhookSecret, verify_gitlab_request
 from .jira import JiraTracker, jira_auth_header, verify_jira_signature
+from .reply_marks import AGENT_REPLY_MARKER, JIRA_REPLY_MARKER, REPLY_MARKERS
 
 __all__ = [
     "AGENT_REPLY_MARKER",

@@ -16,7 +16,6 @@ carrying ``code`` and ``http_status``.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, get_args
@@ -31,6 +30,7 @@ from webhook.errors import (
 )
 
 from . import json_limits
+from .delivery import DELIVERY_ID_PATTERN, sqs_safe
 
 TrackerName = Literal["github", "gitlab", "jira"]
 #: What a trigger asks for: a reply on the issue, a change proposed as a pull/merge request, or a stop of
@@ -39,26 +39,6 @@ Intent = Literal["answer", "fix", "stop"]
 #: The names of :data:`TrackerName`, in order; :mod:`.registry` holds one entry for each.
 TRACKER_NAMES: tuple[TrackerName, ...] = get_args(TrackerName)
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-#: Hidden marker the GitHub and GitLab replies end with.
-AGENT_REPLY_MARKER = "<!-- agentkit:reply -->"
-#: The start of the last line of every Jira reply.
-JIRA_REPLY_MARKER = "agentkit reply ·"
-#: The visible footer of the GitHub and GitLab replies (``agentkit · session …``).
-FOOTER_MARKER = "agentkit · session "
-#: Every adapter ignores text carrying any of these: a sync integration that copies a reply from one
-#: tracker to another (Jira ↔ GitHub, say) must not make the agent answer itself across trackers.
-REPLY_MARKERS = (AGENT_REPLY_MARKER, JIRA_REPLY_MARKER, FOOTER_MARKER)
-
-
-def reply_footer(session_id: str, *parts: str) -> str:
-    """The visible footer of every reply the Lambdas post: :data:`FOOTER_MARKER` (which the loop guard looks
-    for), the start of the runtime session id, then ``parts`` (``"fix job"``, ``"cost $0.0100"``, ...)."""
-    return " · ".join([f"{FOOTER_MARKER}{session_id[:15]}…", *parts])
-
-
-def cost_text(cost_usd: float | None) -> str:
-    """A cost as replies show it: ``$0.0412``, or ``n/a`` when unknown."""
-    return f"${cost_usd:.4f}" if cost_usd is not None else "n/a"
 
 
 # --------------------------------------------------------------------------- data
@@ -75,20 +55,6 @@ class InboundRequest:
 
     def content_type(self) -> str:
         return self.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-
-
-#: Characters SQS accepts in a message body (SendMessage ``MessageBody``: ``#x9 | #xA | #xD | #x20 to
-#: #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF``); anything else (U+FFFF, lone surrogates, other
-#: control characters) would make the receiver's SendMessage fail, so it becomes U+FFFD.
-_NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-#: A delivery id the receiver keeps: tracker headers are not signed, so anything else is replaced.
-DELIVERY_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
-_DELIVERY_ID = re.compile(DELIVERY_ID_PATTERN)
-
-
-def sqs_safe(text: str) -> str:
-    """``text`` with every character SQS refuses replaced by U+FFFD."""
-    return _NOT_SQS_TEXT.sub("\ufffd", text)
 
 
 class AgentTask(BaseModel):
@@ -160,16 +126,6 @@ class AgentTask(BaseModel):
         return f"{self.tracker}:{self.scope_id}"
 
 
-def safe_delivery_id(value: str | None, prefix: str, body: bytes) -> str:
-    """The tracker's delivery id header when it looks like one, else one derived from the signed body.
-
-    The header is not signed: whatever it holds reaches logs and the task, never a public comment.
-    """
-    if value and _DELIVERY_ID.match(value):
-        return value
-    return body_delivery_id(prefix, body)
-
-
 @dataclass(frozen=True)
 class Decision:
     kind: Literal["accepted", "ignored", "ping"]
@@ -228,11 +184,6 @@ def check_secret_text(value: str, what: str) -> None:
         )
 
 
-def is_agent_reply(text: str) -> bool:
-    """Does ``text`` carry the reply marker or footer of any tracker's agent reply?"""
-    return any(marker in text for marker in REPLY_MARKERS)
-
-
 def parse_id_allowlist(value: str | Collection[int | str], *, setting: str) -> frozenset[int]:
     """Numeric ids from a comma-separated string or a collection. Raises :class:`TrackerConfigError`."""
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -288,16 +239,3 @@ def dispatch_event(
         return handler(payload)
     except ValidationError as exc:
         raise shape_error(event, exc) from None
-
-
-def body_delivery_id(prefix: str, body: bytes) -> str:
-    """A delivery id derived from the body, for deliveries that carry no id header: ``<prefix>-<32 hex>``."""
-    return f"{prefix}-" + hashlib.sha256(body).hexdigest()[:32]
-
-
-def clip_reply(text: str, limit: int) -> str:
-    """The agent's text, stripped, never empty, clipped to ``limit`` characters with a note."""
-    body = text.strip() or "_(the agent returned an empty answer)_"
-    if len(body) > limit:
-        body = body[:limit] + "\n\n_[reply truncated]_"
-    return body

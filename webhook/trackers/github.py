@@ -23,11 +23,10 @@ from .base import (
     Intent,
     ReplyRef,
     dispatch_event,
-    is_agent_reply,
     parse_id_allowlist,
     require_json,
-    safe_delivery_id,
 )
+from .delivery import safe_delivery_id
 from .github_models import (
     AUTHOR_ASSOCIATIONS,
     DEFAULT_ALLOWED_ASSOCIATIONS,
@@ -37,6 +36,7 @@ from .github_models import (
     IssuesEvent,
     PingEvent,
 )
+from .reply_marks import is_agent_reply
 from .reply_text import format_markdown_reply
 
 #: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).

@@ -59,13 +59,13 @@ from .base import (
     Intent,
     ReplyRef,
     dispatch_event,
-    is_agent_reply,
     parse_id_allowlist,
     require_json,
-    safe_delivery_id,
 )
+from .delivery import safe_delivery_id
 from .gitlab_models import ACCESS_LEVELS, GitLabUser, IssueHook, NoteHook
 from .http import get_json
+from .reply_marks import is_agent_reply
 from .reply_text import format_markdown_reply
 
 #: GitLab's note limit is 1,000,000 characters; the stored reply must also fit a DynamoDB item (400 KB).

@@ -45,20 +45,18 @@ from .adapter import TrackerAdapter
 from .adf import markdown_to_adf, plain_adf
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
-    JIRA_REPLY_MARKER,
     AgentTask,
     Decision,
     InboundRequest,
     Intent,
     ReplyRef,
-    clip_reply,
-    is_agent_reply,
     require_json,
-    safe_delivery_id,
     shape_error,
 )
+from .delivery import safe_delivery_id
 from .jira_models import JiraEvent, JiraIssue, JiraUser
-from .reply_text import neutralise
+from .reply_marks import JIRA_REPLY_MARKER, is_agent_reply
+from .reply_text import clip_reply, neutralise
 from .triggers import adf_unquoted, may_contain, mention_intent, wiki_unquoted
 
 #: Jira Cloud rejects comment bodies over 32,767 characters; leave room for the ADF structure.

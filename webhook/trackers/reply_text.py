@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from .base import AGENT_REPLY_MARKER, clip_reply
+from .reply_marks import AGENT_REPLY_MARKER
 
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
@@ -123,3 +123,11 @@ def format_markdown_reply(text: str, *, footer: str, limit: int, quick_actions: 
         parts.append(f"<sub>{footer}</sub>")
     parts.append(AGENT_REPLY_MARKER)
     return "\n\n".join(parts)
+
+
+def clip_reply(text: str, limit: int) -> str:
+    """The agent's text, stripped, never empty, clipped to ``limit`` characters with a note."""
+    body = text.strip() or "_(the agent returned an empty answer)_"
+    if len(body) > limit:
+        body = body[:limit] + "\n\n_[reply truncated]_"
+    return body

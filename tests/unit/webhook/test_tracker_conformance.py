@@ -42,9 +42,9 @@ from tests.unit.webhook.test_gitlab import note
 from tests.unit.webhook.test_jira import comment as jira_comment
 from webhook import trackers, wiring
 from webhook.settings import ENV
-from webhook.trackers.base import reply_footer
 from webhook.trackers.jira import jira_auth_header
 from webhook.trackers.registry import REGISTRY
+from webhook.trackers.reply_marks import reply_footer
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
