@@ -49,7 +49,7 @@ def services_for(setup: CliSetup, captured: list[Any]) -> Any:
     from claude_agent_sdk import ClaudeSDKClient
 
     from runtime.agent.runner import AgentTurnRunner
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
     from runtime.wiring import build_services
 
     settings = Settings.from_env(
@@ -74,7 +74,7 @@ def services_for(setup: CliSetup, captured: list[Any]) -> Any:
 async def registry_first_turn(services: Any, setup: CliSetup, name: str) -> tuple[float, float]:
     """A new session's first turn through the registry; (connect seconds from the runner's log, total)."""
     from runtime.identity import claude_session_id
-    from runtime.sessions import TurnRequest
+    from runtime.turn_request import TurnRequest
 
     key = f"{name}-{uuid.uuid4()}-cold-connect-session-id"
     start = time.perf_counter()

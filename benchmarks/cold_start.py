@@ -214,7 +214,7 @@ def bench_memory(setup: CliSetup, *, turns: int = 5) -> None:
             f"process tree after idle eviction                       {(after_own + sum(after_kids.values())) / mib:8.1f} MiB "
             f"(was {(own + sum(kids.values())) / mib:.1f} MiB; CLI processes left: {len(after_kids)})"
         )
-        from runtime.limits import PER_SESSION_BYTES, RUNTIME_RESERVE_BYTES, sessions_for
+        from runtime.process.limits import PER_SESSION_BYTES, RUNTIME_RESERVE_BYTES, sessions_for
 
         print(
             f"default AGENTKIT_MAX_SESSIONS: {PER_SESSION_BYTES // mib} MiB a session after "

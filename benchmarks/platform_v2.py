@@ -5,7 +5,7 @@ Bedrock stand-in, every figure from one interleaved run (one sample of each kind
    that has already imported the SDK. The restored runtime: one ``python -m runtime`` start-up in ``v2`` mode,
    copied once per round as a snapshot restore copies it (:mod:`harness.snapshot_restore`: libc fork, no
    at-fork handlers, the image's pid); each copy serves one new session's first invocation over HTTP, which
-   includes the restore renewals (:mod:`runtime.restore`) and the CLI spawn. The baseline runs here, in this
+   includes the restore renewals (:mod:`runtime.process.restore`) and the CLI spawn. The baseline runs here, in this
    process (the SDK imported long before), a fresh CLI per call.
 2. **V1, process start → first reply of a new session** <= 1.1 x a script that starts, imports the SDK and
    calls ``query()``: the image's CMD with the Dockerfile's ``OTEL_*`` environment and AgentCore's exporter

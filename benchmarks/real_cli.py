@@ -60,7 +60,7 @@ def raw_client_options(setup: CliSetup, workspace: Path) -> Any:
 
     from runtime.agent.definition import AgentDefinitionSpec
     from runtime.agent.tools import SERVER_NAME, build_sample_server
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     definition = AgentDefinitionSpec()
     settings = Settings.from_env(
@@ -96,7 +96,7 @@ def like_runtime_options(setup: CliSetup, workspace: Path) -> Any:
 
     warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)  # as runtime/agent/turn.py does
 
-    from runtime.store.sqlite import SqliteSessionStore
+    from runtime.session_store.sqlite import SqliteSessionStore
 
     async def allow(name: str, tool_input: dict[str, Any], context: Any) -> Any:
         return PermissionResultAllow()
@@ -131,7 +131,7 @@ def bare_client_options(setup: CliSetup, workspace: Path) -> Any:
 def in_process_services(setup: CliSetup) -> Any:
     """The runtime's own services (``runtime.wiring.build_services``: session registry and ``aclose``) with the
     HTTP server's settings, driven in this process: the runtime minus HTTP/SSE/bedrock-agentcore."""
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
     from runtime.wiring import build_services
 
     settings = Settings.from_env(
@@ -149,7 +149,7 @@ def in_process_services(setup: CliSetup) -> Any:
 async def registry_turn(registry: Any, session: str, prompt: str) -> float:
     """Seconds for one turn through the registry (invoke → last event), as the HTTP handler drives it."""
     from runtime.identity import claude_session_id
-    from runtime.sessions import TurnRequest
+    from runtime.turn_request import TurnRequest
 
     start = time.perf_counter()
     events = await registry.invoke(

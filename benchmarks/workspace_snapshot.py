@@ -6,7 +6,9 @@ The snapshot is this repository's own working tree (``git ls-files -co --exclude
 - **plain**: ``tarfile.extractall`` of the archive into an empty directory (no checks, no history): the floor;
 - **install**: :meth:`runtime.workspace.Workspaces.install`: every entry checked, staged, moved into the session's
   workspace, and recorded in a git directory outside it;
-- **patch (none)** / **patch (one file)**: :meth:`Workspaces.changes` with nothing changed, and after one edit.
+- **patch (none)** / **patch (one file)**: :meth:`Workspaces.changes` with nothing changed, and after one edit;
+- **pre-scan**: :func:`runtime.workspace.prescan.prescan` alone, the ``lstat`` walk each patch now starts with (what
+  git must not open is set aside before git runs), to show its share of a patch.
 
 Prints medians, the archive's size and entries, and install / plain (the price of the checks and the history; the
 install is paid once per snapshot, not per turn). No target: the figure tells what a snapshot adds to a turn.
@@ -30,6 +32,7 @@ from _harness import banner, describe, median
 
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace import SnapshotLimits, Workspaces
+from runtime.workspace.prescan import prescan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +65,7 @@ def main() -> None:
         f"archive: this repository's working tree, {entries} files, {len(archive) / 1024:.0f} KiB compressed"
     )
     limits = SnapshotLimits(100 * 2**20, 500 * 2**20, 100_000, 50 * 2**20)
-    plain, install, none, one = [], [], [], []
+    plain, install, none, one, scan = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         for i in range(args.n):
@@ -92,13 +95,18 @@ def main() -> None:
             started = time.perf_counter()
             assert ws.changes("s").changed_files == ["README.md"]
             one.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            assert not prescan(ws.tree_for("s"), max_file_bytes=limits.max_file_bytes).withheld
+            scan.append(time.perf_counter() - started)
             shutil.rmtree(base / f"snapshots-{i}")
             shutil.rmtree(base / f"workspaces-{i}")
     print(describe("plain tarfile.extractall (no checks, no history)", plain))
     print(describe("Workspaces.install (checked, staged, recorded)", install))
     print(describe("Workspaces.changes, nothing changed", none))
     print(describe("Workspaces.changes, one file changed", one))
+    print(describe("prescan (the lstat walk each patch starts with)", scan))
     print(f"install / plain: {median(install) / median(plain):.2f}x · load average {os.getloadavg()[0]:.2f}")
+    print(f"prescan / patch with one file changed: {median(scan) / median(one):.2f}x")
 
 
 if __name__ == "__main__":

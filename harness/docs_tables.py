@@ -10,7 +10,8 @@ Tables: ``request`` (the invocation body, :class:`runtime.protocol.InvocationReq
 events, the TypedDicts of :mod:`runtime.protocol`), ``job_events`` (an asynchronous job's SQS messages,
 :mod:`runtime.jobs.protocol`), ``errors`` (every error code, :data:`runtime.errors.ERRORS_BY_CODE`), ``metrics``
 (what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
-:data:`runtime.observe.prices.DEFAULT_PRICES`).
+:data:`runtime.observe.prices.DEFAULT_PRICES`), ``protected_paths`` (what a patch may not change unless allowed,
+:mod:`runtime.workspace.protected_paths`).
 """
 
 from __future__ import annotations
@@ -198,7 +199,16 @@ def prices_table() -> str:
     return _table(("what", "list price (USD)", "Region", "as of, source"), rows)
 
 
+def protected_paths_table() -> str:
+    """The protected-path classes (:mod:`runtime.workspace.protected_paths`, copied byte-identical to the client and
+    the webhook Lambda)."""
+    from runtime.workspace.protected_paths import markdown_table
+
+    return markdown_table()
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "protected_paths": protected_paths_table,
     "request": request_table,
     "events": events_table,
     "errors": errors_table,

@@ -30,7 +30,9 @@ A malformed directive (bad JSON, unterminated) ends the turn with error_during_e
 Turn order (as observed from the real CLI 2.1.330 against a Bedrock stand-in): ``session_state_changed``
 running -> UserPromptSubmit hooks -> ``system/init`` (every turn; lists SDK MCP tools after the first
 connect) -> per tool directive: assistant ``tool_use`` -> PreToolUse hooks (matcher vs tool name;
-``permissionDecision`` deny/allow and ``updatedInput`` honoured; a deny skips the permission step) ->
+``permissionDecision`` deny/allow and ``updatedInput`` honoured; a deny skips the permission step; a deny with
+``"continue": false`` ends the turn after the tool result with no further model call: result success, ``result``
+"", ``stop_reason`` tool_use, ``terminal_reason`` hook_stopped, as CLI 2.1.330 does) ->
 permission (``--disallowedTools`` deny; ``--allowedTools`` or ``bypassPermissions`` allow; else
 ``can_use_tool`` with state requires_action when ``--permission-prompt-tool stdio``, else deny) -> the tool
 (SDK MCP servers from ``--mcp-config`` through ``mcp_message`` JSON-RPC: initialize,
@@ -158,6 +160,10 @@ LOG_ENV_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "AWS_REGION", "AWS_DEFAULT_REGION",
 _DIRECTIVE_RE = re.compile(
     r"\[(tool|bash|read|slow|big|crash|hang|error|max_turns|max_budget|garbage|longline|api_error|api_retry)(?=[:\]])"
 )
+
+
+class HookStopped(Exception):
+    """A PreToolUse hook answered ``"continue": false``: the turn ends after the tool's result, no model call."""
 
 
 class Interrupted(Exception):
@@ -639,10 +645,12 @@ class FakeClaude:
         """Full tool flow after the tool_use was emitted; returns (status, summary text)."""
         tool_use_id = self._tool_use_id
         decision: tuple[Any, ...] | None = None
+        stop = False
         for out in self.run_hooks(
             "PreToolUse", name, {"tool_name": name, "tool_input": args, "tool_use_id": tool_use_id}
         ):
             spec = out.get("hookSpecificOutput") or {}
+            stop = stop or out.get("continue") is False
             if out.get("decision") == "block" or spec.get("permissionDecision") == "deny":
                 decision = (
                     "deny",
@@ -662,6 +670,8 @@ class FakeClaude:
             self.tool_result(tool_use_id, decision[1], True, decision[1])
             if len(decision) > 2 and decision[2] == "interrupt":
                 raise Interrupted
+            if stop:
+                raise HookStopped
             return "denied", decision[1]
         started = time.monotonic()
         content, text, is_error = self.execute(name, args)
@@ -817,6 +827,8 @@ class FakeClaude:
         aborted: bool = False,
         is_error: bool | None = None,
         api_error_status: int | None = None,
+        terminal_reason: str | None = None,
+        stop_reason: str | None = None,
     ) -> None:
         calls = self.calls
         total_calls = self.total_calls if COST_IS_CUMULATIVE else calls
@@ -864,6 +876,10 @@ class FakeClaude:
             msg["result"] = text
         if aborted:
             msg["terminal_reason"] = "aborted_streaming"
+        if terminal_reason is not None:
+            msg["terminal_reason"] = terminal_reason
+        if stop_reason is not None:
+            msg["stop_reason"] = stop_reason
         if errors:
             msg["errors"] = errors
         if api_error_status is not None:
@@ -1043,7 +1059,13 @@ class FakeClaude:
                 )
                 if self.over_budget(denials):
                     return
-                status, text = self.use_tool(name, args, denials)
+                try:
+                    status, text = self.use_tool(name, args, denials)
+                except HookStopped:  # like the real CLI: no further model call, an empty success result
+                    self.result(
+                        "success", "", denials, terminal_reason="hook_stopped", stop_reason="tool_use"
+                    )
+                    return
                 reply += f" | tool={name} {status}: {text[:120]}"
         if self.max_turns and self.calls >= self.max_turns:
             self.result(

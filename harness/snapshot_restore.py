@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     import logging
 
     from runtime.__main__ import prepare
-    from runtime.http_edge import ContractH11Protocol
+    from runtime.http.edge import ContractH11Protocol
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

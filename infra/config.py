@@ -31,7 +31,9 @@ from infra.errors import ConfigError as ConfigError
 from infra.names import MAX_GENERATION, StageNames
 from infra.overrides import apply_overrides
 from infra.webhook.config import WebhookConfig
+from runtime.approvals.rules import ApprovalRules
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from runtime.workspace.protected_paths import parse_allowed
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
@@ -77,6 +79,9 @@ class StageConfig(_Model):
     memory_event_expiry_days: int = Field(ge=7, le=365)
     # Part of the retained resources' names (infra.names): bump it to redeploy after a destroy of a retain stage.
     generation: int = Field(default=1, ge=1, le=MAX_GENERATION)
+    # Tool calls that wait for a person's approval in this stage (runtime.approvals.rules, docs/approvals.md); passed
+    # to the container as AGENTKIT_APPROVALS, replacing the agent definition's. None: the definition's (none).
+    approvals: ApprovalRules | None = None
 
 
 class JwtAuthConfig(_Model):
@@ -240,6 +245,11 @@ class AppConfig(_Model):
     # A bucket for workspace snapshots too large to send inline (infra.workspaces.WorkspaceBucket; the runtime gets
     # AGENTKIT_WORKSPACE_S3_URI, the GitHub OIDC role may upload). Off: inline snapshots only.
     workspace_bucket: bool = False
+    # Protected-path classes (runtime/workspace/protected_paths.py) an agent's patch may change: the runtime keeps
+    # them in the patch (AGENTKIT_WORKSPACE_ALLOW_PROTECTED) and the webhook reporter commits them
+    # (PATCH_ALLOW_PROTECTED). Empty: CI configuration, CODEOWNERS, new executable bits, … are refused. Per stage
+    # through stages.<stage>.overrides.
+    allow_protected_paths: tuple[str, ...] = ()
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
 
@@ -248,6 +258,11 @@ class AppConfig(_Model):
     def _model_is_profile(cls, value: str) -> str:
         inference_profile_parts(value)
         return value
+
+    @field_validator("allow_protected_paths")
+    @classmethod
+    def _protected_classes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(parse_allowed(value)))  # raises ValueError naming an unknown class
 
     @field_validator("extra_models")
     @classmethod

@@ -59,7 +59,7 @@ RUNTIME_METRICS = (
 #: used and of peak memory so far, 128 MB minimum; runtime/observe/prices.py).
 COMPUTE_METRICS = ("CPUUsed-vCPUHours", "MemoryUsed-GBHours")
 COMPUTE_SERVICE = "AgentCore.Runtime"
-MEMORY_USAGE_METRICS = ("MemoryEventsWritten", "MemoryRetrievals")  # runtime/store/agentcore_ids.py
+MEMORY_USAGE_METRICS = ("MemoryEventsWritten", "MemoryRetrievals")  # runtime/session_store/agentcore/ids.py
 FIVE_MINUTES = cdk.Duration.minutes(5)
 HOUR = cdk.Duration.hours(1)
 DAY = cdk.Duration.days(1)

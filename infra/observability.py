@@ -386,6 +386,25 @@ class AgentObservability(Construct):
                 width=12,
             ),
         )
+        # Tool calls that waited for a person (runtime.approvals; docs/approvals.md).
+        self.dashboard.add_widgets(
+            cw.GraphWidget(
+                title="Approvals per hour: requested, approved, denied, expired",
+                left=[
+                    self._total(name, "Sum", HOUR, name)
+                    for name in ("ApprovalsRequested", "Approved", "Denied", "Expired")
+                ],
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Approvals: seconds from request to answer (average, maximum)",
+                left=[
+                    self._total("ApprovalDecisionSeconds", s, HOUR, f"time to answer {s}")
+                    for s in ("Average", "Maximum")
+                ],
+                width=12,
+            ),
+        )
         row: list[cw.IWidget] = [
             cw.GraphWidget(
                 title="Session resumes and session-store errors",

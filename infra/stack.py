@@ -41,6 +41,7 @@ from runtime.env import (
     ENV_ACTOR_HEADER,
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
+    ENV_APPROVALS,
     ENV_AWS_REGION,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_GATEWAY_URL,
@@ -57,6 +58,7 @@ from runtime.env import (
     ENV_SMALL_MODEL,
     ENV_STAGE,
     ENV_WORKSPACE,
+    ENV_WORKSPACE_ALLOW_PROTECTED,
     ENV_WORKSPACE_BUCKET,
     ENV_WORKSPACE_S3_URI,
 )
@@ -107,6 +109,10 @@ def runtime_environment(
     env[ENV_SMALL_MODEL] = small[0] if small else config.model
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
+    if config.settings.approvals is not None:
+        env[ENV_APPROVALS] = config.settings.approvals.model_dump_json(exclude_defaults=True)
+    if config.allow_protected_paths:
+        env[ENV_WORKSPACE_ALLOW_PROTECTED] = ",".join(config.allow_protected_paths)
     if workspace_s3_uri:
         env[ENV_WORKSPACE_S3_URI] = workspace_s3_uri
     if job_events_queue_url:

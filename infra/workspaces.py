@@ -22,7 +22,7 @@ from infra import nag
 
 #: Days a snapshot object lives (the shortest S3 lifecycle expiration).
 EXPIRY_DAYS = 1
-#: Where asynchronous jobs put a patch too large for their result message (``jobs/<job id>/patch.diff``;
+#: Where asynchronous jobs put a patch too large for their result message (``jobs/<session id>/<job id>/patch.diff``;
 #: ``runtime/jobs/fit.py``), and how long it lives: as long as the result message naming it can (the job events
 #: queue keeps messages 14 days, dead-letter queue included: ``infra/job_events.py``).
 JOBS_PREFIX = "jobs/"

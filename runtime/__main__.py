@@ -5,14 +5,14 @@ authentication of its own, so a devcontainer or Codespace must not expose it; th
 AgentCore authenticates callers in front of it) and ``--port`` > ``AGENTKIT_PORT`` (default 8080). A warning
 is logged at start when the address is not loopback. ``--help`` prints the options and every environment variable, and exits;
 ``--print-config-table`` prints the settings table of ``docs/configuration.md`` (both generated from
-:class:`runtime.settings.Settings`). Bad settings exit with code 2 and a message naming the variable.
+:class:`runtime.config.settings.Settings`). Bad settings exit with code 2 and a message naming the variable.
 SIGTERM/SIGINT close every warm Claude session cleanly before the process exits.
 
-Start-up order follows ``AGENTKIT_PLATFORM_VERSION`` (:mod:`runtime.prewarm`, ``docs/platform.md``): ``v1``
+Start-up order follows ``AGENTKIT_PLATFORM_VERSION`` (:mod:`runtime.process.prewarm`, ``docs/platform.md``): ``v1``
 answers ``/ping`` at once and warms up in the background; ``v2`` warms up completely before it listens, because
 AgentCore V2 snapshots the process at its first healthy ``/ping``.
 
-Local extras: ``POST /stopruntimesession`` (:mod:`runtime.local_stop`, for ``agentkit sessions stop
+Local extras: ``POST /stopruntimesession`` (:mod:`runtime.http.local_stop`, for ``agentkit sessions stop
 --local``) and, when ``AGENTKIT_SPANS_FILE`` is set, spans written to that file (:mod:`runtime.observe.span_file`).
 """
 
@@ -25,10 +25,11 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
 #: Import names of the runtime's dependencies (pyproject.toml ``dependencies``), checked before anything imports
 #: them, so a Python without them gets a sentence instead of a traceback.
@@ -47,8 +48,8 @@ SHUTDOWN_TIMEOUT_S = 25.0
 
 def build_arg_parser() -> argparse.ArgumentParser:
     """Options of ``python -m runtime``; the epilog lists every setting's variable, generated from the settings
-    model (:mod:`runtime.config_reference`)."""
-    from runtime.config_reference import help_table
+    model (:mod:`runtime.config.reference`)."""
+    from runtime.config.reference import help_table
 
     epilog = (
         "environment variables (all optional; an option wins over its variable, a variable over the\n"
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = build_arg_parser().parse_args(argv)  # --help exits here, before anything starts
     if args.print_config_table:
-        from runtime.config_reference import markdown_table
+        from runtime.config.reference import markdown_table
 
         sys.stdout.write(markdown_table())
         return 0
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.model,
         settings.platform_version,
     )
-    from runtime.http_edge import ContractH11Protocol
+    from runtime.http.edge import ContractH11Protocol
 
     app.run(port=settings.port, host=settings.host, http=ContractH11Protocol)
     return 0
@@ -120,19 +121,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, Settings]:
     """Everything ``python -m runtime`` does before the server listens: settings, the app, and the start-up work
-    in the order of the platform version (:mod:`runtime.prewarm`): on ``v2`` it is all done when this returns
+    in the order of the platform version (:mod:`runtime.process.prewarm`): on ``v2`` it is all done when this returns
     (the process is what AgentCore snapshots), on ``v1`` it is scheduled to run once the server is up.
 
     Raises:
         ConfigurationError: invalid settings, or (``v2``) a required start-up step failed.
     """
-    from runtime import restore
-    from runtime.local_stop import add_stop_route
+    from runtime.config.settings import Settings
+    from runtime.http.local_stop import add_stop_route
+    from runtime.http.server import build_app
     from runtime.observe import otel_setup
     from runtime.observe.span_file import install_span_file
-    from runtime.server import build_app
-    from runtime.settings import Settings
-    from runtime.shutdown import EarlyClose
+    from runtime.process import restore
+    from runtime.process.shutdown import EarlyClose
 
     settings = Settings.from_env(host=host, port=port)
     exposure = settings.exposure_warning()
@@ -143,14 +144,14 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     app = build_app(settings)
     add_stop_route(app, actor_header=settings.actor_header)
     runtime = app.state.runtime
-    # What a snapshot restore must renew beyond runtime.restore's own list (the first invocation runs them).
+    # What a snapshot restore must renew beyond runtime.process.restore's own list (the first invocation runs them).
     restore.on_restore("ping clock", app.reset_ping_clock)
     restore.on_restore(
         "telemetry instance", lambda: otel_setup.refresh_instance_resource(restore.instance_id())
     )
     background = _initialise(app, settings) if settings.platform_version == "v2" else _prewarm(app, settings)
 
-    # SIGTERM starts closing the warm clients at once, on the loop that owns them (runtime.shutdown).
+    # SIGTERM starts closing the warm clients at once, on the loop that owns them (runtime.process.shutdown).
     early_close = EarlyClose(runtime.close, app.worker_loop)
 
     @contextlib.asynccontextmanager
@@ -182,12 +183,27 @@ def _npm_root() -> None:
     npm_global_root(os.environ.get("PATH") or "")
 
 
+def _import_sdk() -> None:
+    """The Claude Agent SDK import (~1 s, mostly ``mcp``), through the module of the runtime that needs it."""
+    import runtime.agent.turn  # noqa: F401
+
+
+def _cli_binary(cli_path: Path | None) -> Path | None:
+    """The CLI the runtime will spawn: ``AGENTKIT_CLI_PATH`` or the SDK's bundled one."""
+    if cli_path is not None:
+        return cli_path if cli_path.is_file() else None
+    with contextlib.suppress(Exception):
+        from runtime.agent.orphan_guard import bundled_cli
+
+        bundled = bundled_cli()
+        return Path(bundled) if bundled else None
+    return None
+
+
 def _cli_pages(settings: Settings, *, read: bool) -> None:
-    from pathlib import Path
+    from runtime.process.prewarm import page_in
 
-    from runtime.prewarm import cli_binary, page_in
-
-    path = cli_binary(Path(settings.cli_path) if settings.cli_path else None)
+    path = _cli_binary(Path(settings.cli_path) if settings.cli_path else None)
     if path is not None:
         page_in(path, read=read)
 
@@ -197,7 +213,7 @@ def _initialise(app: Any, settings: Settings) -> list[Any]:
     nothing is left for the background."""
     from runtime import aws
     from runtime.observe.otel_setup import OtelSetup, install
-    from runtime.prewarm import import_sdk, initialise
+    from runtime.process.prewarm import initialise
 
     otel = install(OtelSetup())
     runtime = app.state.runtime
@@ -209,7 +225,7 @@ def _initialise(app: Any, settings: Settings) -> list[Any]:
 
     initialise(
         [
-            ("sdk_import", import_sdk),
+            ("sdk_import", _import_sdk),
             ("cli_pages", lambda: _cli_pages(settings, read=True)),
             ("aws_models", aws.warm),
             ("services", services),
@@ -221,11 +237,11 @@ def _initialise(app: Any, settings: Settings) -> list[Any]:
 
 
 def _prewarm(app: Any, settings: Settings) -> list[Any]:
-    """Platform v1: the background start-up work (:mod:`runtime.prewarm`): the CLI binary's read-ahead (its own
+    """Platform v1: the background start-up work (:mod:`runtime.process.prewarm`): the CLI binary's read-ahead (its own
     thread: a system call, no GIL), then the SDK import, the runtime's object graph on the app's worker loop, and
     the OpenTelemetry set-up."""
     from runtime.observe.otel_setup import OtelSetup, install
-    from runtime.prewarm import Prewarm, import_sdk
+    from runtime.process.prewarm import Prewarm
 
     otel = install(OtelSetup())
 
@@ -233,7 +249,7 @@ def _prewarm(app: Any, settings: Settings) -> list[Any]:
         loop = app.worker_loop()
         asyncio.run_coroutine_threadsafe(app.state.runtime.get_services(), loop).result(timeout=60)
 
-    otel.schedule()  # turns wait for it from now on (it runs last; see runtime.prewarm)
+    otel.schedule()  # turns wait for it from now on (it runs last; see runtime.process.prewarm)
     readahead: list[tuple[str, Callable[[], object]]] = [
         ("cli_pages", lambda: _cli_pages(settings, read=False))
     ]
@@ -241,7 +257,7 @@ def _prewarm(app: Any, settings: Settings) -> list[Any]:
         readahead.append(("npm_root", _npm_root))
     return [
         Prewarm(readahead, name="agentkit-readahead"),
-        Prewarm([("sdk_import", import_sdk), ("registry", registry), ("otel", otel.run)]),
+        Prewarm([("sdk_import", _import_sdk), ("registry", registry), ("otel", otel.run)]),
     ]
 
 

@@ -14,7 +14,7 @@ always write the newest totals, so a write finishing late never replaces a newer
 Nothing here raises into a turn: store failures are reported through ``on_store_error`` (the observer's
 ``SessionStoreErrors`` metric) and logged. Environment variables: none. IAM: what the store needs
 (for AgentCore Memory ``bedrock-agentcore:CreateEvent``, ``ListEvents`` and ``DeleteEvent``: the state is an
-event, older ones are pruned; see :mod:`runtime.store.agentcore`).
+event, older ones are pruned; see :mod:`runtime.session_store.agentcore.store`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 class SpendStore(Protocol):
-    """Where a session's totals are persisted (the session stores of :mod:`runtime.store` implement it)."""
+    """Where a session's totals are persisted (the session stores of :mod:`runtime.session_store` implement it)."""
 
     async def get_state(self, session_id: str) -> dict[str, Any] | None: ...
 
@@ -36,7 +36,7 @@ class SpendStore(Protocol):
 
 
 class TurnMemory(Protocol):
-    """Long-term memory that takes each finished turn (:class:`runtime.store.recall.MemoryRecall`)."""
+    """Long-term memory that takes each finished turn (:class:`runtime.session_store.recall.MemoryRecall`)."""
 
     async def record_turn(
         self, *, actor_id: str, session_id: str, user_text: str, assistant_text: str

@@ -12,7 +12,7 @@ botocore resolves credentials when a client is created and keeps them, with its 
 client's life. A client built before the snapshot would hand every restored session the same credentials
 (which expire) and sockets opened by another machine. So the objects returned here are :class:`Restorable`
 proxies: the real client (and with it the credentials) is built on first use, and :func:`reset_all` — called
-once a restore is detected (:mod:`runtime.restore`) — drops them so the next call builds fresh ones. What is the
+once a restore is detected (:mod:`runtime.process.restore`) — drops them so the next call builds fresh ones. What is the
 same for the life of an image version (the parsed service models, ~tens of ms per service) lives in one shared
 botocore loader, warmed before the snapshot by :func:`warm`, so a rebuild after a restore costs little.
 

@@ -1,6 +1,6 @@
 """The environment contract of the runtime container: every ``AGENTKIT_*`` name, as a constant, in one place.
 
-Read only by :meth:`runtime.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
+Read only by :meth:`runtime.config.settings.Settings.from_env` (the boundary), where each name is declared as exactly one
 setting with its default and meaning (``tests/unit/test_config_reference.py`` checks it); the CDK stack
 (``infra/stack.py``) imports the names from here to set them, and ``tests/infra`` checks that what it sets parses
 through ``Settings``.
@@ -50,6 +50,9 @@ ENV_WORKSPACE_MAX_UNPACKED_BYTES = "AGENTKIT_WORKSPACE_MAX_UNPACKED_BYTES"
 ENV_WORKSPACE_MAX_FILES = "AGENTKIT_WORKSPACE_MAX_FILES"
 ENV_WORKSPACE_MAX_FILE_BYTES = "AGENTKIT_WORKSPACE_MAX_FILE_BYTES"
 ENV_WORKSPACE_MAX_PATCH_BYTES = "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES"
+#: Protected-path classes (:mod:`runtime.workspace.protected_paths`) a patch may carry, comma-separated; none by
+#: default (CI configuration, CODEOWNERS, new executable bits, … are withheld and listed in ``withheld_files``).
+ENV_WORKSPACE_ALLOW_PROTECTED = "AGENTKIT_WORKSPACE_ALLOW_PROTECTED"
 #: ``s3://<bucket>/<prefix>``: the only place snapshots too large to send inline may be read from (the stack's
 #: workspace bucket and stage prefix); unset: no S3 snapshots. And the largest such archive.
 ENV_WORKSPACE_S3_URI = "AGENTKIT_WORKSPACE_S3_URI"
@@ -72,6 +75,8 @@ ENV_SESSION_MEMORY_MB = "AGENTKIT_SESSION_MEMORY_MB"
 ENV_SESSION_PROCESSES = "AGENTKIT_SESSION_PROCESSES"
 ENV_NETWORK_ALLOWED_CIDRS = "AGENTKIT_NETWORK_ALLOWED_CIDRS"
 ENV_AGENT_PROFILE = "AGENTKIT_AGENT_PROFILE"
+#: JSON approval rules (runtime.approvals.rules) that replace the agent definition's; the stack passes cdk.json's.
+ENV_APPROVALS = "AGENTKIT_APPROVALS"
 #: ``v1`` | ``v2``: the AgentCore Runtime platform version the stack deployed (start-up order, docs/platform.md).
 ENV_PLATFORM_VERSION = "AGENTKIT_PLATFORM_VERSION"
 

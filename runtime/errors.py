@@ -108,6 +108,30 @@ class JobResultTooLarge(AgentKitError):
     http_status = 422
 
 
+class ApprovalNotFound(AgentKitError):
+    """An ``approve`` / ``deny`` names an approval this session does not have (HTTP 404): another session's id, a
+    typo, or one removed long after it was decided. Approvals are bound to their session."""
+
+    code = "approval_not_found"
+    http_status = 404
+
+
+class ApprovalNotPending(AgentKitError):
+    """The approval was already answered (approved, denied, used): each is answered once and used once (HTTP 409).
+    A call with another input waits for a new approval."""
+
+    code = "approval_not_pending"
+    http_status = 409
+
+
+class ApprovalExpired(AgentKitError):
+    """The approval waited longer than its rules' ``expiry_hours`` and can no longer be answered (HTTP 410); the
+    agent asks again if it still needs the call."""
+
+    code = "approval_expired"
+    http_status = 410
+
+
 class BudgetExceeded(AgentKitError):
     """A turn, invocation or session budget is exhausted (HTTP 402)."""
 

@@ -3,7 +3,12 @@
 Request body (``POST /invocations``)::
 
     {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
-     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?, "async": bool = false, "job": {"id": str, "context": {}}?}
+     "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?, "async": bool = false, "job": {"id": str, "context": {}}?,
+     "approve": {"id": str, "by": str?, "note": str?}?, "deny": {"id": str, "by": str?, "reason": str?}?}
+
+Exactly one of ``prompt``, ``approve`` and ``deny``: an answer to a tool call waiting for approval
+(:mod:`runtime.approvals`, docs/approvals.md) starts the session's next turn itself. A turn stopped by such a call
+ends with a ``result`` whose ``subtype`` is ``awaiting_approval`` and whose ``approval`` is the request's card.
 
 Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
 at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
@@ -17,7 +22,7 @@ nothing changed), ``changed_files`` and ``withheld_files`` (changed paths kept o
 ``tool_result````{"type": "tool_result", "id": str, "name": str, "ok": bool, "summary": str}``
 ``result``     ``{"type": "result", "session_id", "claude_session_id", "text", "cost_usd", "sdk_cost_usd",
                "usage", "num_turns", "subtype", "duration_ms", "resumed", "patch"?, "changed_files"?,
-               "withheld_files"?}``
+               "withheld_files"?, "approval"?}``
 ``error``      ``{"type": "error", "code": str, "message": str, "partial": {...}?}``
 =============  =======================================================================================
 
@@ -41,6 +46,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime import json_guard
+from runtime.approvals.records import ApprovalCard
 from runtime.errors import (
     AgentKitError,
     InvalidRequest,
@@ -55,6 +61,8 @@ SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{32,255}$")
 MAX_METADATA_KEYS = 15
 MAX_SUMMARY_CHARS = 160
+#: The ``subtype`` of a result whose turn stopped at a tool call that waits for a person's approval.
+AWAITING_APPROVAL = "awaiting_approval"
 #: Bytes one prompt character may take in the body: a character outside the BMP sent as a ``\\u`` surrogate pair
 #: (``json.dumps``' default, ``ensure_ascii=True``) is 12 bytes.
 MAX_BYTES_PER_CHAR = 12
@@ -130,6 +138,8 @@ class ResultEvent(TurnFigures):
     patch: NotRequired[str]
     changed_files: NotRequired[list[str]]
     withheld_files: NotRequired[list[str]]
+    #: Only when ``subtype`` is ``awaiting_approval``: the call that waits and how to answer it.
+    approval: NotRequired[ApprovalCard]
 
 
 class ErrorEvent(TypedDict):
@@ -253,12 +263,38 @@ def encode_context(context: dict[str, Any]) -> bytes:
     return json.dumps(context, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+APPROVAL_ID_RE = r"^apv-[0-9a-f]{20}$"
+
+
+class ApproveSpec(BaseModel):
+    """The request's ``approve``: the approval to grant, who granted it (for the record) and an optional ``note``
+    the agent is given with the approval."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(pattern=APPROVAL_ID_RE)
+    by: str | None = Field(default=None, min_length=1, max_length=256)
+    note: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
+class DenySpec(BaseModel):
+    """The request's ``deny``: the approval to refuse, who refused it and why (the agent is told the reason)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(pattern=APPROVAL_ID_RE)
+    by: str | None = Field(default=None, min_length=1, max_length=256)
+    reason: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
 class InvocationRequest(BaseModel):
     """A validated invocation body."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    prompt: str = Field(min_length=1)
+    prompt: str | None = Field(default=None, min_length=1)
+    approve: ApproveSpec | None = None
+    deny: DenySpec | None = None
     stream: bool = True
     max_turns: int | None = Field(default=None, gt=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
@@ -267,6 +303,21 @@ class InvocationRequest(BaseModel):
     #: ``"async": true``: answer ``202`` at once and report through SQS (:mod:`runtime.jobs`); needs ``job``.
     async_: bool = Field(default=False, alias="async")
     job: JobSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_of_prompt_approve_deny(self) -> InvocationRequest:
+        given = [name for name in ("prompt", "approve", "deny") if getattr(self, name) is not None]
+        if not given:
+            raise ValueError(
+                '\'prompt\' is required (or, to answer a tool call waiting for approval, "approve" or "deny")'
+            )
+        if len(given) > 1:
+            raise ValueError(
+                f'give exactly one of "prompt", "approve" and "deny" (got {", ".join(given)}): a prompt starts a '
+                'turn; {"approve": {"id": "apv-…"}} or {"deny": {"id": "apv-…", "reason": "…"}} answers a tool call '
+                "waiting for approval and starts the turn that follows"
+            )
+        return self
 
     @model_validator(mode="after")
     def _job_with_async(self) -> InvocationRequest:
@@ -278,8 +329,8 @@ class InvocationRequest(BaseModel):
 
     @field_validator("prompt")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
             raise ValueError("must contain non-whitespace text")
         return value
 
@@ -341,10 +392,16 @@ def _explain(exc: ValidationError) -> str:
             problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
         elif error["type"] == "extra_forbidden" and loc.startswith("job."):
             problems.append(f"unknown field '{loc}' (allowed in job: id, context)")
+        elif error["type"] == "extra_forbidden" and loc.startswith(("approve.", "deny.")):
+            problems.append(f"unknown field '{loc}' (allowed: id, by, and note in approve or reason in deny)")
+        elif error["type"] == "string_pattern_mismatch" and loc.endswith(".id"):
+            problems.append(
+                f"'{loc}' is not an approval id (apv- and 20 hex digits, as the awaiting result gave it)"
+            )
         elif error["type"] == "extra_forbidden":
             problems.append(
                 f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace, "
-                "async, job)"
+                "async, job, approve, deny)"
             )
         elif loc == "body" and error["type"] == "value_error":
             problems.append(str(error["msg"]).removeprefix("Value error, "))

@@ -34,7 +34,7 @@ from runtime.errors import AgentKitError, SessionBusy, ShuttingDown
 from runtime.protocol import Emit, Failure, TextEvent, TurnItem, summarize
 from runtime.turn_request import END as _END
 from runtime.turn_request import End as _End
-from runtime.turn_request import TurnRequest as TurnRequest
+from runtime.turn_request import TurnRequest
 
 logger = logging.getLogger(__name__)
 

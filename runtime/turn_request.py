@@ -40,5 +40,7 @@ class TurnRequest:
     #: Told the turn's running cost (USD, priced from its streamed usage) after each model call, and what an
     #: aborted turn cost: an asynchronous job reports it in its progress (:mod:`runtime.jobs.service`).
     on_cost: Callable[[float], None] | None = None
+    #: The asynchronous job this turn is (its ``job.id``), for the approval it may wait for (runtime.approvals).
+    job_id: str | None = None
     #: Seconds this turn may take, when not ``AGENTKIT_TURN_TIMEOUT`` (an asynchronous job's, ``AGENTKIT_JOB_TIMEOUT``).
     timeout_s: float | None = None

@@ -1,9 +1,9 @@
-"""Builds the runtime's object graph from :class:`runtime.settings.Settings` (no logic of its own).
+"""Builds the runtime's object graph from :class:`runtime.config.settings.Settings` (no logic of its own).
 
 Imports the Claude Agent SDK (via :mod:`runtime.agent.runner`), so the server calls it lazily on the first
-invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.prewarm`). Outside
+invocation (platform V1) or ``python -m runtime`` before it listens (V2, :mod:`runtime.process.prewarm`). Outside
 dependencies are created here (boto3 clients through :mod:`runtime.aws`, built on first use); what a snapshot
-restore must renew registers with :mod:`runtime.restore`.
+restore must renew registers with :mod:`runtime.process.restore`.
 """
 
 from __future__ import annotations
@@ -15,25 +15,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtime import aws, restore
+from runtime import aws
 from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.approvals import Approvals
+from runtime.approvals.rules import rules_from
+from runtime.config.settings import Settings
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
 from runtime.guard import resources, tool_disk
 from runtime.guard.confine import release_session_dirs
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus
-from runtime.limits import default_max_sessions
 from runtime.observe.costs import load_price_table
 from runtime.observe.metrics import make_metrics
 from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
+from runtime.process import restore
+from runtime.process.limits import default_max_sessions
 from runtime.sessions import SessionRegistry, TurnRunner
-from runtime.settings import Settings
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 from runtime.workspace.retention import Retention
 from runtime.workspace.s3 import S3Location, S3Snapshots
@@ -41,9 +44,10 @@ from runtime.workspace.s3 import S3Location, S3Snapshots
 if TYPE_CHECKING:
     from claude_agent_sdk.types import McpServerConfig
 
+    from runtime.approvals.index import MemoryPendingIndex
     from runtime.jobs.service import Jobs
-    from runtime.store.recall import MemoryRecall
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.recall import MemoryRecall
+    from runtime.session_store.spool import SpoolingSessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +68,8 @@ class Services:
     #: The sweep of unused sessions' workspaces (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` > 0), else None; the server
     #: starts it on the loop that owns the sessions.
     retention: Retention | None = None
+    #: Tool calls waiting for a person, and their answers (runtime.approvals); None: approvals are refused.
+    approvals: Approvals | None = None
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -120,7 +126,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     )
     memory: MemoryRecall | None = None
     if settings.memory_id and settings.recall_namespaces:
-        from runtime.store.recall import MemoryRecall
+        from runtime.session_store.recall import MemoryRecall
 
         memory = MemoryRecall(
             client=aws.agentcore_client(settings.aws_region),
@@ -153,6 +159,14 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             session=aws.session(settings.aws_region),
             region=settings.aws_region,
         )
+    approvals = Approvals(
+        rules_from(settings.approvals, definition.approvals),
+        store=store,
+        sink=observer,
+        workspace=str(settings.resolved_workspace),
+        allowed_hosts=definition.network_allowed_domains,
+        index=_pending_index(settings),
+    )
     deps = AgentDeps(
         settings=settings,
         definition=definition,
@@ -174,6 +188,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         extra_mcp_servers=extra_servers,
         workspaces=_workspaces(settings),
         retention=retention,
+        approvals=approvals,
         clock=clock,
     )
     runner = AgentTurnRunner(deps)
@@ -190,7 +205,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         clock=clock,
     )
 
-    # After a snapshot restore (runtime.restore): directories the image lacks (a session storage mount is attached
+    # After a snapshot restore (runtime.process.restore): directories the image lacks (a session storage mount is attached
     # only then) and the store's own handles are made anew.
     restore_hooks = [restore.on_restore("directories", settings.ensure_dirs)]
     if store is not None:
@@ -213,7 +228,19 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         pending_writes=(lambda: store.pending_count) if store is not None else (lambda: 0),
         jobs=jobs,
         retention=retention,
+        approvals=approvals,
     )
+
+
+def _pending_index(settings: Settings) -> MemoryPendingIndex | None:
+    """The deployment's list of pending approvals: on the AgentCore Memory the sessions are stored in (the client's
+    ``agentkit sessions pending`` reads it), none with a local store."""
+    url = settings.resolved_session_store or ""
+    if not url.startswith("agentcore://"):
+        return None
+    from runtime.approvals.index import MemoryPendingIndex
+
+    return MemoryPendingIndex(aws.agentcore_client(settings.aws_region), url.removeprefix("agentcore://"))
 
 
 def _jobs(settings: Settings, clock: Callable[[], float], *, on_event: Callable[[str], None]) -> Jobs | None:
@@ -315,8 +342,8 @@ def build_store(
     url = settings.resolved_session_store
     if url is None:
         return None
-    from runtime.store.factory import store_from_url
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.factory import store_from_url
+    from runtime.session_store.spool import SpoolingSessionStore
 
     if settings.store_strict and settings.store_write_behind:
         raise ConfigurationError(
@@ -365,6 +392,7 @@ def _workspaces(settings: Settings) -> Workspaces | None:
         ),
         max_patch_bytes=settings.workspace_max_patch_bytes,
         withhold=is_sensitive_name,
+        allow_protected=frozenset(settings.workspace_allow_protected),
         on_installed=lambda tree: _hand_over(tree, settings),
         s3=S3Snapshots(
             client=aws.s3_client(settings.aws_region),

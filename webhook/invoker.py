@@ -38,7 +38,7 @@ TRANSIENT_CODES = THROTTLE_CODES | {
 }
 #: Runtime error codes (runtime/errors.py) that mean "try again later"; every other one is final.
 TRANSIENT_RUNTIME_CODES = frozenset({"session_busy", "shutting_down", "runtime_unavailable"})
-#: The container's HTTP status (runtime/errors.py, runtime/server.py) → its error code. AgentCore does not
+#: The container's HTTP status (runtime/errors.py, runtime/http/server.py) → its error code. AgentCore does not
 #: relay the container's body, only its status, in the documented message
 #: ``Received error (<status>) from runtime. Please check your CloudWatch logs for more information``
 #: (the same wording ``runtime/client_errors.py`` parses). 429 and 503 are the transient ones.
@@ -67,7 +67,8 @@ KNOWN_RUNTIME_CODES = (
     "configuration_error",
     "agent_error",
 )
-_SAFE_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+#: A code, optionally with a detail of the same alphabet (``patch_refused: ci_config,code_owners``).
+_SAFE_CODE = re.compile(r"^[a-z][a-z0-9_]{0,63}(?:: [a-z][a-z0-9_]{0,63}(?:,[a-z][a-z0-9_]{0,63}){0,9})?$")
 _JSON_CODE = re.compile(r'"code"\s*:\s*"([A-Za-z][A-Za-z0-9_]{0,63})"')
 _current_actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentkit_actor", default=None)
 

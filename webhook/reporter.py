@@ -16,7 +16,8 @@ What the message says is checked against the job the worker recorded: the job id
 (or a claim whose worker kept that job document before invoking: the event proves the runtime accepted it, and
 the job is recorded as started here) and ``context`` must equal the job's document, so a message nobody on the trusted side started (the events
 queue is writable by the runtime) cannot point a token at another repository or issue. A patch too large for
-SQS arrives as ``patch_s3_uri``; it is read only from ``s3://<WORKSPACE_S3 bucket>/jobs/<job id>/patch.diff``.
+SQS arrives as ``patch_s3_uri``; it is read only from ``s3://<WORKSPACE_S3 bucket>/jobs/<session id>/<job id>/patch.diff``
+of the job's recorded session and id (two sessions may use one job id).
 
 Environment: the variables :mod:`webhook.settings` declares for the reporter (``IDEMPOTENCY_TABLE``,
 ``TRACKERS``, the trackers' token secret names and API URLs, ``PR_MODE``, ``PROGRESS_MIN_SECONDS``,
@@ -48,6 +49,8 @@ from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, Job
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
+from webhook.repo import ProtectedPathRefused
+from webhook.repo.protected_paths import refusal_code
 from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
 from webhook.trackers import IssueTracker
 from webhook.trackers.base import enabled_tracker
@@ -60,11 +63,13 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-_PATCH_URI = re.compile(r"^s3://([^/]+)/(jobs/([A-Za-z0-9._:-]{1,128})/patch\.diff)$")
+_PATCH_URI = re.compile(
+    r"^s3://([^/]+)/(jobs/([A-Za-z0-9._:-]{1,256})/([A-Za-z0-9._:-]{1,128})/patch\.diff)$"
+)
 
 
 class PatchLocationRefused(WebhookError):
-    """A result names a patch object outside ``s3://<workspace bucket>/jobs/<its job id>/patch.diff``."""
+    """A result names a patch object outside ``s3://<workspace bucket>/jobs/<its session>/<its job id>/patch.diff``."""
 
     code, http_status = "patch_location_refused", 422
 
@@ -114,6 +119,7 @@ def deps_from_env() -> ReporterDeps:
         repos=TrackerRepos(
             tokens=wiring.token_providers(s, secrets_client=secrets),
             api_urls=wiring.api_urls(s),
+            allow_protected=settings.allow_protected,
         ),
         trackers=built,
         settings=settings,
@@ -253,7 +259,9 @@ class Reporter:
             if isinstance(exc, TrackerConfigError):
                 jobs.unreport(ev.job_id)
                 raise
-            return self._fail(ev, job, exc.code, exc.message, cost=_cost(ev.result))
+            # a protected change names its classes on the issue (the policy's names, nothing of the patch)
+            code = refusal_code(exc.classes) if isinstance(exc, ProtectedPathRefused) else exc.code
+            return self._fail(ev, job, code, exc.message, cost=_cost(ev.result))
         except Exception:
             jobs.unreport(ev.job_id)
             raise
@@ -264,7 +272,7 @@ class Reporter:
         if result.get("type") != "result":
             code = str(result.get("code") or "agent_error")
             return self._fail(ev, job, code, str(result.get("message") or ""), cost=cost)
-        patch = self._patch(ev, result)
+        patch = self._patch(ev, job, result)
         answer = str(result.get("text") or "").strip() or "_(the agent returned no summary)_"
         pr_url, lines = "", [answer, ""]
         proposal = None
@@ -307,14 +315,21 @@ class Reporter:
         )
         return "reported"
 
-    def _patch(self, ev: JobEvent, result: dict[str, Any]) -> str:
-        """The result's patch, inline or from the workspace bucket (only this job's patch object)."""
+    def _patch(self, ev: JobEvent, job: FixJob, result: dict[str, Any]) -> str:
+        """The result's patch, inline or from the workspace bucket (only this job's patch object, under the session
+        the worker recorded for it)."""
         uri = result.get("patch_s3_uri")
         if not uri:
             return str(result.get("patch") or "")
         match = _PATCH_URI.match(str(uri))
         location = self.deps.settings.s3_location
-        if match is None or location is None or match.group(1) != location[0] or match.group(3) != ev.job_id:
+        if (
+            match is None
+            or location is None
+            or match.group(1) != location[0]
+            or match.group(3) != job.session_id
+            or match.group(4) != ev.job_id
+        ):
             raise PatchLocationRefused(
                 f"patch_s3_uri {str(uri)[:200]!r} is not this job's patch in the workspace bucket"
             )

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from webhook.errors import TrackerConfigError
+from webhook.repo.protected_paths import parse_allowed
 from webhook.trackers.base import DEFAULT_MAX_BODY_BYTES, TRACKER_NAMES, TrackerName
 from webhook.trackers.github_models import DEFAULT_ALLOWED_ASSOCIATIONS
 from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
@@ -166,6 +167,12 @@ class WebhookSettings(BaseModel):
     progress_min_seconds: float = setting(
         "PROGRESS_MIN_SECONDS", 20.0, "reporter: at most one progress edit per this many seconds", ge=0
     )
+    patch_allow_protected: frozenset[str] = setting(
+        "PATCH_ALLOW_PROTECTED",
+        frozenset(),
+        "reporter: comma list of protected-path classes a patch may change (`webhook/repo/protected_paths.py`;"
+        " empty: such a patch is refused with `patch_refused: <class>`)",
+    )
     job_lease_seconds: float = setting(
         "JOB_LEASE_SECONDS", 300.0, "reporter: how long a result being reported blocks a duplicate", ge=30
     )
@@ -265,6 +272,16 @@ class WebhookSettings(BaseModel):
     @classmethod
     def _jira_repositories(cls, raw: Any) -> Any:
         return parse_jira_repositories(raw, setting=ENV["jira_repositories"]) if isinstance(raw, str) else raw
+
+    @field_validator("patch_allow_protected", mode="before")
+    @classmethod
+    def _patch_allow_protected(cls, raw: Any) -> Any:
+        if not isinstance(raw, str):
+            return raw
+        try:
+            return parse_allowed(raw)
+        except ValueError as exc:
+            raise TrackerConfigError(f"{ENV['patch_allow_protected']}: {exc}") from None
 
     @field_validator("workspace_s3_uri", mode="before")
     @classmethod

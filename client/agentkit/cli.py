@@ -7,6 +7,9 @@ Synopsis::
                     [--runtime-arn ARN | --stack NAME | --local URL] [--qualifier Q] [--no-stream]
                     [--workspace DIR [--apply] [--patch-file F]] ...
     agentkit sessions stop SESSION_ID (--runtime-arn ARN | --stack NAME | --local URL) [--qualifier Q]
+    agentkit sessions pending [--memory-id ID | --stack NAME] [--session ID]
+    agentkit approve SESSION_ID APPROVAL_ID [--by NAME] [--note TEXT] (--runtime-arn ARN | --stack NAME | --local URL)
+    agentkit deny    SESSION_ID APPROVAL_ID [--by NAME] [--reason TEXT] (...)
     agentkit status  [--runtime-arn ARN | --stack NAME] [--qualifier Q]
     agentkit logs    [--runtime-arn ARN | --stack NAME] [--since 1h] [--session ID] [--level error]
     agentkit cost    [--days N] [--hourly] [--by model|session|actor] [--budget USD] [--local FILE]
@@ -18,7 +21,7 @@ Synopsis::
 Exit codes: 0 success · 1 agent error (error result, runtime unreachable, bad reply) · 2 usage error (bad
 arguments, empty prompt, request rejected as invalid) · 3 budget exceeded · 4 AWS/transport error
 (no region, credentials, access denied, throttled after retries, stack not found, read timeout or
-connection lost after the request was sent) · 130 interrupted. No traceback reaches the user
+connection lost after the request was sent) · 5 the turn waits for a person's approval · 130 interrupted. No traceback reaches the user
 (``AGENTKIT_DEBUG=1`` prints one for an unexpected error).
 
 Commands: each module of :data:`COMMANDS` has ``register(subparsers, common)``, which adds its sub-parser with
@@ -41,13 +44,13 @@ from typing import TextIO
 
 from agentkit import __version__
 from agentkit.aws import Aws, ClientFactory, boto3_client_factory
-from agentkit.commands import cost, doctor, invoke, logs, report, sessions, status
+from agentkit.commands import approvals, cost, doctor, invoke, logs, report, sessions, status
 from agentkit.context import OUTPUT_FORMATS, Context
 from agentkit.env import ENV_DEBUG
 from agentkit.errors import AgentkitError, ExitCode, aws_error
 
 #: The commands, in help order.
-COMMANDS = (invoke, sessions, status, logs, cost, report, doctor)
+COMMANDS = (invoke, approvals, sessions, status, logs, cost, report, doctor)
 
 
 def _common_options() -> argparse.ArgumentParser:

@@ -46,6 +46,8 @@ class ExitCode(IntEnum):
     USAGE = 2
     BUDGET_EXCEEDED = 3
     AWS_ERROR = 4
+    #: The turn stopped at a tool call that waits for a person's approval (docs/approvals.md).
+    AWAITING_APPROVAL = 5
     INTERRUPTED = 130
 
 

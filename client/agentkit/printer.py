@@ -16,6 +16,7 @@ Env vars: none. IAM actions: none.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import re
@@ -52,6 +53,25 @@ def same_stream(a: TextIO, b: TextIO) -> bool:
     except (AttributeError, OSError, ValueError):
         return False
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def approval_card(card: dict[str, Any], session_id: str) -> str:
+    """A tool call waiting for approval, as lines for a terminal: what, why, until when, how to answer."""
+    call = json.dumps(card.get("input"), ensure_ascii=False, sort_keys=True)
+    if len(call) > 500:
+        call = call[:499] + "…"
+    expires = card.get("expires_at")
+    until = (
+        _dt.datetime.fromtimestamp(float(expires), _dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if isinstance(expires, int | float)
+        else "?"
+    )
+    sid = session_id or str(card.get("session_id") or "SESSION_ID")
+    return (
+        f"[approval] {card.get('id')} waits for a person: {card.get('tool')} {call}\n"
+        f"  rule: {card.get('rule')} · cost so far ${float(card.get('cost_usd') or 0):.4f} · expires {until}\n"
+        f"  answer: agentkit approve {sid} {card.get('id')}  |  agentkit deny {sid} {card.get('id')} --reason …"
+    )
 
 
 class EventPrinter:
@@ -157,8 +177,13 @@ class EventPrinter:
             self._write_text(str(event["text"]), final=True)  # an error's text is never the answer
         elif not self._final_only and not self._streamed_text and event.get("text"):
             self._write_text(str(event["text"]))
+        approval = event.get("approval")
         if subtype == "error_max_budget_usd":
             self._exit = ExitCode.BUDGET_EXCEEDED
+        elif subtype == "awaiting_approval" and isinstance(approval, dict):
+            self._exit = ExitCode.AWAITING_APPROVAL
+            if not self._json:
+                self._progress(approval_card(approval, str(event.get("session_id") or "")))
         elif failed:
             self._exit = ExitCode.AGENT_ERROR
         else:

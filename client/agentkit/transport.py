@@ -92,7 +92,7 @@ def validate_session_id(session_id: str) -> str:
 class InvocationRequest:
     """What to send: the contract body plus the runtime session id."""
 
-    prompt: str
+    prompt: str | None
     session_id: str
     stream: bool = True
     max_budget_usd: float | None = None
@@ -100,10 +100,15 @@ class InvocationRequest:
     workspace: bytes | None = None
     #: ... or the S3 URI it was uploaded to (``agentkit.workspace.upload``).
     workspace_s3_uri: str | None = None
+    #: Instead of a prompt: ``{"approve": {"id": …, "by"?, "note"?}}`` or ``{"deny": {"id": …, "by"?, "reason"?}}``,
+    #: the answer to a tool call waiting for approval (docs/approvals.md).
+    answer: dict[str, dict[str, str]] | None = None
 
     def body(self) -> dict[str, Any]:
         """The invocation body (docs/http-api.md#request). Optional fields are sent only when set."""
-        body: dict[str, Any] = {"prompt": self.prompt, "stream": self.stream}
+        body: dict[str, Any] = {} if self.prompt is None else {"prompt": self.prompt}
+        body["stream"] = self.stream
+        body.update(self.answer or {})
         if self.max_budget_usd is not None:
             body["max_budget_usd"] = self.max_budget_usd
         if self.workspace_s3_uri is not None:

@@ -4,7 +4,12 @@
   files ``.gitignore`` does not exclude; deleted ones are left out) as a tar.gz archive: regular files with
   their execute bit, symbolic links as links. Names are relative to DIR.
 - :func:`check_patch` / :func:`apply_patch`: the returned patch is refused when any path it touches (also a
-  rename's source, a link's target) leaves DIR or enters a ``.git`` directory, and applied only after
+  rename's source, a link's target) leaves DIR or enters a ``.git`` directory; when it makes a protected change
+  (:mod:`agentkit.protected_paths`: CI configuration, composite actions, CODEOWNERS, ``.gitmodules``, new
+  executable bits, agent configuration; classes are matched on the path in the repository, so DIR may be a
+  subdirectory) whose class the caller did not allow (``--allow-protected``); or when a binary hunk would
+  inflate to more than :data:`MAX_APPLIED_FILE_BYTES` for one file or :data:`MAX_APPLIED_BYTES` in all (checked
+  on the patch's own size fields before git, which would inflate it in memory, reads it). It is applied only after
   ``git apply --check`` passed, so a patch applies completely or not at all.
 
 The runtime never holds a repository token; neither does this module: it reads and writes the local tree only.
@@ -13,21 +18,32 @@ Needs ``git`` on ``PATH``. Env vars: none. IAM actions: none.
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import posixpath
+import re
 import stat
 import subprocess
 import tarfile
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentkit import protected_paths
 from agentkit.errors import AgentkitError, ExitCode, usage_error
 
 #: AgentCore accepts 100 MB payloads; base64 makes the archive 4/3 larger, and the prompt needs room too.
 MAX_SNAPSHOT_BYTES = 70 * 1024 * 1024
+#: What one file a patch writes may become: the runtime's default per-file limit (AGENTKIT_WORKSPACE_MAX_FILE_BYTES),
+#: beyond which it never proposes a file. A 6 MiB binary hunk can otherwise inflate to a gigabyte.
+MAX_APPLIED_FILE_BYTES = 25 * 1024 * 1024
+#: What all binary hunks of one patch may inflate to together: the runtime's default for a whole unpacked snapshot.
+MAX_APPLIED_BYTES = 200 * 1024 * 1024
+_BINARY_HUNK = re.compile(r"^(literal|delta) (\d+)$")
+_SUMMARY_MODE = re.compile(r"^ (?:create mode (\d{6})|mode change (\d{6}) => (\d{6})) (.*)$")
 
 
 @dataclass(frozen=True)
@@ -130,7 +146,9 @@ def upload(s3: Any, location: str, session_id: str, archive: bytes) -> str:
 
 def patch_paths(tree: WorkTree, patch: str) -> list[str]:
     """Every path the patch touches, as git reads it (``git apply --numstat -z``; renames give both names)."""
-    done = _git(tree.directory, "apply", "--numstat", "-z", "-", stdin=patch.encode(), check=False)
+    # From the top: run in a subdirectory, git apply leaves out (as if --include=<dir>) every path outside it, and
+    # the patch's paths are DIR-relative, so from DIR it would list none of them.
+    done = _git(tree.top, "apply", "--numstat", "-z", "-", stdin=patch.encode(), check=False)
     if done.returncode != 0:
         raise _refused(f"git cannot read it ({_last_line(done.stderr)})")
     paths: list[str] = []
@@ -154,18 +172,23 @@ def patch_paths(tree: WorkTree, patch: str) -> list[str]:
     return paths
 
 
-def check_patch(tree: WorkTree, patch: str) -> list[str]:
-    """The paths the patch changes, after checking it stays inside DIR and applies cleanly.
+def check_patch(tree: WorkTree, patch: str, *, allow: frozenset[str] = frozenset()) -> list[str]:
+    """The paths the patch changes, after checking it stays inside DIR, makes no protected change outside
+    ``allow`` (class names of :mod:`agentkit.protected_paths`), inflates within bounds and applies cleanly.
 
     Raises:
-        AgentkitError (exit 1, code ``patch_refused``): a path or link target leaves DIR or enters ``.git``, or
-            ``git apply --check`` fails (DIR changed since the snapshot, or the patch is damaged).
+        AgentkitError (exit 1, code ``patch_refused``): a path or link target leaves DIR or enters ``.git``, a
+            protected change (the message starts ``patch_refused: <class>,…`` and names the paths), a binary
+            hunk over the size bounds, or ``git apply --check`` fails (DIR changed since the snapshot, or the
+            patch is damaged).
     """
+    check_inflated_sizes(patch)
     paths = patch_paths(tree, patch)
     for path in paths:
         problem = _path_problem(path)
         if problem:
             raise _refused(f"it touches {path!r}, which {problem}")
+    _check_protected(tree, patch, paths, allow)
     for path, target in _link_targets(patch):
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
         if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
@@ -178,13 +201,117 @@ def check_patch(tree: WorkTree, patch: str) -> list[str]:
     return paths
 
 
-def apply_patch(tree: WorkTree, patch: str) -> list[str]:
+def apply_patch(tree: WorkTree, patch: str, *, allow: frozenset[str] = frozenset()) -> list[str]:
     """Check the patch (:func:`check_patch`), then apply it to DIR; returns the paths it changed."""
-    paths = check_patch(tree, patch)
+    paths = check_patch(tree, patch, allow=allow)
     done = _git(tree.top, *_apply_args(tree), "-", stdin=patch.encode(), check=False)
     if done.returncode != 0:  # --check passed a moment ago: the tree changed under us
         raise _refused(f"git apply failed ({_last_line(done.stderr)})")
     return paths
+
+
+def _check_protected(tree: WorkTree, patch: str, paths: list[str], allow: frozenset[str]) -> None:
+    """Refuse protected changes whose class is not in ``allow``: paths as they lie in the repository (DIR's
+    prefix added), new executable bits from ``git apply --summary``."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        cls = protected_paths.path_class(tree.prefix + path)
+        if cls:
+            found.setdefault(cls, []).append(path)
+    done = _git(tree.top, "apply", "--summary", "-", stdin=patch.encode(), check=False)
+    for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
+        match = _SUMMARY_MODE.match(line)
+        if match:
+            created, old, new, name = match.groups()
+            if (created or new) == protected_paths.MODE_EXECUTABLE and old != protected_paths.MODE_EXECUTABLE:
+                found.setdefault("executable", []).append(name)
+        elif (
+            "100755" in line and "delete mode" not in line
+        ):  # a form not read above: refuse rather than miss it
+            found.setdefault("executable", []).append(line.strip())
+    refused = {cls: names for cls, names in found.items() if cls not in allow}
+    if refused:
+        shown = "; ".join(f"{cls}: {', '.join(sorted(set(names)))}" for cls, names in sorted(refused.items()))
+        raise AgentkitError(
+            f"the patch was not applied: {protected_paths.refusal_code(refused)}: it changes protected paths "
+            f"({shown}). Review the patch, then apply it yourself or run again with --allow-protected "
+            f"{','.join(n for n in protected_paths.NAMES if n in refused)}",
+            exit_code=ExitCode.AGENT_ERROR,
+            code="patch_refused",
+        )
+
+
+def check_inflated_sizes(
+    patch: str, *, max_file_bytes: int = MAX_APPLIED_FILE_BYTES, max_total_bytes: int = MAX_APPLIED_BYTES
+) -> None:
+    """Refuse a patch whose binary hunks would write more than ``max_file_bytes`` into one file or
+    ``max_total_bytes`` in all, from their size fields (``literal N``: the file's size; ``delta N``: the delta's,
+    whose header then names the result's), before anything inflates them whole.
+
+    Raises:
+        AgentkitError (exit 1, code ``patch_refused``).
+    """
+    total = 0
+    lines = patch.split("\n")
+    name = ""
+    expect_hunk = False
+    for i, line in enumerate(lines):
+        if line.startswith("diff --git "):
+            name, expect_hunk = line[len("diff --git ") :], False
+        elif line == "GIT binary patch":
+            expect_hunk = True
+        elif expect_hunk:
+            expect_hunk = False  # only the forward hunk writes the file; git's reverse one follows it
+            match = _BINARY_HUNK.match(line)
+            if match is None:
+                continue
+            size = int(match.group(2))
+            if match.group(1) == "delta":
+                size = _delta_result_size(lines, i + 1, size, max_file_bytes, name)
+            if size > max_file_bytes:
+                raise _refused(
+                    f"it would write {size} bytes into one file ({name}); the limit is {max_file_bytes} bytes per "
+                    "file (a few compressed bytes can inflate to that: a decompression bomb, or a file the runtime "
+                    "would never propose)"
+                )
+            total += size
+            if total > max_total_bytes:
+                raise _refused(
+                    f"its binary files would inflate to more than {max_total_bytes} bytes together (at {name})"
+                )
+
+
+def _delta_result_size(lines: list[str], start: int, delta_size: int, limit: int, name: str) -> int:
+    """The size of the file a ``delta`` hunk produces: the second varint of the inflated delta's header."""
+    if delta_size > limit:
+        raise _refused(f"a binary delta of {name} is {delta_size} bytes inflated; the limit is {limit}")
+    raw = bytearray()
+    for line in lines[start:]:
+        if not line:
+            break
+        length = ord(line[0]) - (ord("A") - 1 if line[0] <= "Z" else ord("a") - 27)
+        try:
+            raw += base64.b85decode(line[1:])[:length]
+        except ValueError:
+            raise _refused(f"the binary hunk of {name} is not valid base85") from None
+    try:
+        delta = zlib.decompressobj().decompress(bytes(raw), 64)  # the header is two varints at the start
+    except zlib.error:
+        raise _refused(f"the binary hunk of {name} is not valid zlib data") from None
+    pos, sizes = 0, []
+    for _ in range(2):
+        value = shift = 0
+        while True:
+            if pos >= len(delta):
+                raise _refused(f"the binary delta of {name} has no header")
+            byte = delta[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(value)
+    return sizes[1]
 
 
 def _apply_args(tree: WorkTree) -> list[str]:

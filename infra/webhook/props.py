@@ -28,6 +28,7 @@ from infra.webhook.trackers import (
     jira_env,
 )
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from runtime.workspace.protected_paths import parse_allowed
 from webhook.errors import TrackerConfigError
 from webhook.settings import ENV
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
@@ -35,7 +36,7 @@ from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 DEFAULT_NAME_PREFIX = "agentkit"
 DEFAULT_WORKER_TIMEOUT = cdk.Duration.minutes(14)
-#: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/settings.py).
+#: The runtime's default AGENTKIT_TURN_TIMEOUT (runtime/config/settings.py).
 DEFAULT_RUNTIME_TURN_TIMEOUT = cdk.Duration.seconds(600)
 #: Seconds the worker keeps after the read timeout to post the reply.
 POST_REPLY_MARGIN_SECONDS = 60
@@ -90,6 +91,9 @@ class WebhookProps:
     jira_repositories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: At most one progress edit of a fix job's comment per this many seconds.
     progress_min_seconds: int = 20
+    #: Protected-path classes a fix's patch may change (the reporter's ``PATCH_ALLOW_PROTECTED``; see
+    #: ``repo/protected_paths.py``). Empty: such a patch is refused with ``patch_refused: <class>``.
+    allow_protected_paths: Sequence[str] = ()
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -119,6 +123,7 @@ class WebhookProps:
             metrics_namespace=config.metrics_namespace,
             fix_label=hook.fix_label,
             pr_mode=hook.pr_mode,
+            allow_protected_paths=config.allow_protected_paths,
             jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
             removal_policy=lifecycle.removal_policy(config.settings),
@@ -187,6 +192,9 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
     if props.progress_min_seconds < 0:
         raise ValueError("progress_min_seconds must be >= 0")
+    allowed = ",".join(
+        sorted(parse_allowed(props.allow_protected_paths))
+    )  # ValueError names an unknown class
     mapping = json.dumps(dict(props.jira_repositories), sort_keys=True) if props.jira_repositories else ""
     try:
         targets = parse_jira_repositories(mapping)
@@ -204,4 +212,5 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["pr_mode"]: props.pr_mode,
         ENV["jira_repositories"]: mapping,
         ENV["progress_min_seconds"]: str(props.progress_min_seconds),
+        ENV["patch_allow_protected"]: allowed,
     }

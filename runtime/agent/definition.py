@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from runtime.approvals.rules import ApprovalRules
 from runtime.errors import ConfigurationError
 from runtime.guard.policy import DEFAULT_BASH_ALLOWLIST
 from runtime.guard.profiles import COMMAND_TOOLS, DEVELOPER_PROGRAMS, HOST_FILE_TOOLS, SandboxStatus
@@ -90,6 +91,9 @@ class AgentDefinitionSpec(BaseModel):
     ``name:port``; none by default (:mod:`runtime.guard.egress`)."""
     sandbox_read_paths: tuple[str, ...] = ()
     """Absolute paths outside the system dirs that sandboxed commands may read (a toolchain, a virtualenv)."""
+    approvals: ApprovalRules = Field(default_factory=ApprovalRules)
+    """Tool calls that wait for a person's approval before they run (:mod:`runtime.approvals.rules`); none by
+    default. ``AGENTKIT_APPROVALS`` (``cdk.json`` stage key ``approvals``) replaces them when set."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentDefinitionSpec:

@@ -7,7 +7,7 @@ credentials. The MCP session (``initialize`` + ``Mcp-Session-Id``) is opened laz
 gateway answers HTTP 404 to a request carrying the session id (the session expired or was dropped), the
 client opens a new session and sends the request once more.
 
-Env vars: none read here; ``AGENTKIT_GATEWAY_URL`` and ``AWS_REGION`` are resolved by ``runtime.settings``.
+Env vars: none read here; ``AGENTKIT_GATEWAY_URL`` and ``AWS_REGION`` are resolved by ``runtime.config.settings``.
 IAM actions needed: ``bedrock-agentcore:InvokeGateway`` on the gateway ARN.
 
 Raises:

@@ -19,6 +19,7 @@ from claude_agent_sdk.types import AgentDefinition, HookCallback, McpServerConfi
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.orphan_guard import bundled_cli, helper_path_env, parent_death_wrapper
 from runtime.agent.request_metadata import custom_headers_env
+from runtime.config.settings import Settings
 from runtime.guard import resources, tool_disk
 from runtime.guard.confine import (
     ENV_SESSION_DISK,
@@ -33,7 +34,6 @@ from runtime.guard.confine import (
 from runtime.guard.egress import parse_allowlist, parse_networks, parse_pins, shared_proxy
 from runtime.guard.gate import CanUseTool
 from runtime.guard.tool_env import session_isolation
-from runtime.settings import Settings
 
 #: Output lines from the CLI may be long (tool results); the SDK's default limit is 1 MiB.
 MAX_BUFFER_SIZE = 8 * 1024 * 1024

@@ -5,7 +5,7 @@ each turn on it is a :class:`runtime.agent.turn.Turn`.
 connects is a :class:`runtime.agent.process.CliProcess`, the session's connection until it is dropped.
 
 Imports ``claude_agent_sdk`` (about a second); the server imports this module lazily, after ``/ping`` is up.
-Environment variables: none read here (:class:`runtime.settings.Settings` carries them).
+Environment variables: none read here (:class:`runtime.config.settings.Settings` carries them).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from runtime.agent.orphan_guard import bundled_cli
 from runtime.agent.process import CliProcess
 from runtime.agent.request_metadata import request_metadata
 from runtime.agent.turn import Turn
+from runtime.config.settings import Settings
 from runtime.env import ENV_WORKSPACE_RETENTION_HOURS
 from runtime.errors import (
     AgentProcessError,
@@ -58,14 +59,16 @@ from runtime.guard.confine import decided_confinement
 from runtime.guard.gate import PermissionGate
 from runtime.guard.limit_hook import make_limit_hook
 from runtime.guard.policy import PermissionPolicy
-from runtime.observe.costs import DEFAULT_PRICES, PriceTable, TurnCostTracker
+from runtime.observe.costs import TurnCostTracker
 from runtime.observe.observer import Observer
+from runtime.observe.prices import DEFAULT_PRICES, PriceTable
 from runtime.protocol import Emit
-from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 if TYPE_CHECKING:
-    from runtime.store.recall import MemoryRecall
+    from runtime.approvals import Approvals
+    from runtime.session_store.recall import MemoryRecall
     from runtime.workspace import Changes, Workspaces
     from runtime.workspace.retention import Retention
 
@@ -96,6 +99,8 @@ class AgentDeps:
     workspaces: Workspaces | None = None
     #: Removes the directories of sessions unused for ``AGENTKIT_WORKSPACE_RETENTION_HOURS``; None: kept forever.
     retention: Retention | None = None
+    #: Tool calls that wait for a person's approval (runtime.approvals); None: none do.
+    approvals: Approvals | None = None
     #: Builds the SDK client for a connect (tests pass a scripted one).
     client_factory: Callable[[ClaudeAgentOptions], ClaudeSDKClient] = ClaudeSDKClient
     #: Monotonic seconds, for latencies and time to first token (the one clock of the runtime, from wiring).
@@ -111,7 +116,7 @@ class AgentTurnRunner:
         self.clock = deps.clock
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
-        self.gate = PermissionGate(deps.policy, deps.observer)
+        self.gate = PermissionGate(deps.policy, deps.observer, deps.approvals)
         # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
         # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
         self.npm_root_dir = (
@@ -205,8 +210,10 @@ class AgentTurnRunner:
                 unpacked.bytes,
             )
 
-    async def workspace_changes(self, session: WarmSession[CliProcess]) -> Changes | None:
-        """The session's change against its snapshot (None when it has none).
+    async def workspace_changes(
+        self, session: WarmSession[CliProcess], timeout_s: float | None = None
+    ) -> Changes | None:
+        """The session's change against its snapshot (None when it has none), within ``timeout_s``.
 
         Raises:
             PatchTooLarge: over ``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``. WorkspaceError: git failed.
@@ -214,7 +221,7 @@ class AgentTurnRunner:
         workspaces = self.deps.workspaces
         if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
             return None
-        return await asyncio.to_thread(workspaces.changes, session.claude_session_id)
+        return await asyncio.to_thread(workspaces.changes, session.claude_session_id, timeout_s)
 
     def wants_reconnect(self, session: WarmSession[CliProcess], request: TurnRequest) -> bool:
         process = session.client
@@ -271,7 +278,9 @@ class AgentTurnRunner:
         max_turns, process_budget = self.max_turns_for(request), self.process_budget()
         gate = self.gate
         if cwd != self.cwd:  # file tools and paths are confined to the session's own workspace
-            gate = PermissionGate(self.deps.policy.for_workspace(cwd), self.deps.observer)
+            gate = PermissionGate(
+                self.deps.policy.for_workspace(cwd), self.deps.observer, self.deps.approvals
+            )
         options = build_options(
             settings=self.settings,
             definition=self.deps.definition,
@@ -360,7 +369,7 @@ class AgentTurnRunner:
                 hooks.setdefault(event, []).append(after)
         memory = self.deps.memory
         if memory is not None and session.actor_id is not None:
-            from runtime.store.recall import make_recall_hook
+            from runtime.session_store.recall import make_recall_hook
 
             recall = make_recall_hook(memory, actor_id=session.actor_id, session_id=session.claude_session_id)
             hooks["UserPromptSubmit"] = [HookMatcher(matcher=None, hooks=[cast(HookCallback, recall)])]
@@ -385,6 +394,7 @@ class AgentTurnRunner:
             prices=self.deps.prices,
             clock=self.clock,
             store=self.deps.session_store,
+            approvals=self.deps.approvals,
         )
         return await turn.run()
 

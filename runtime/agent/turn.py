@@ -13,7 +13,9 @@ A turn is one invocation on a warm session: a prompt in, events out. The session
    each model call is priced as it completes, and the turn is interrupted once it is over its budget or its
    caller leaves (``request.abandoned``, set by the HTTP edge); the running cost goes to ``request.on_cost`` (an
    asynchronous job's progress). Sending and reading both run within the turn timeout.
-3. **settle**: in a session that works on a workspace snapshot, the workspace's change becomes the result's
+3. **settle**: a turn the permission gate stopped because a call waits for a person's approval
+   (:mod:`runtime.approvals`) ends with subtype ``awaiting_approval`` and the request's card as ``approval`` (no
+   patch: the work is not done). Otherwise, in a session that works on a workspace snapshot, the workspace's change becomes the result's
    ``patch`` and ``changed_files`` (:mod:`runtime.workspace`); the ``ResultMessage`` becomes the ``result`` event,
    or an error that reports what the turn cost; its cost is recorded and added to the session's spend. A turn that never gets there (timeout, crashed CLI,
    shutdown) still counts what its model calls cost, priced from the streamed usage.
@@ -50,6 +52,8 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
 from runtime.agent.stream import CLIGone, guarded, prompt_stream, settle_task, sum_usage
+from runtime.approvals import Approvals, TurnBinding
+from runtime.config.settings import Settings
 from runtime.errors import (
     AgentKitError,
     AgentProcessError,
@@ -59,17 +63,21 @@ from runtime.errors import (
     TurnTimeout,
 )
 from runtime.guard import resources
-from runtime.observe.costs import PriceTable, compute_turn_cost
+from runtime.observe.costs import compute_turn_cost
 from runtime.observe.observer import Observer
-from runtime.protocol import Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
-from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
+from runtime.observe.prices import PriceTable
+from runtime.protocol import AWAITING_APPROVAL, Emit, Failure, ResultEvent, TurnFigures, TurnItem, summarize
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 from runtime.workspace import Changes
 
 logger = logging.getLogger(__name__)
 
 #: The session's workspace change against its snapshot, or None when it works on none (the runner's).
-WorkspaceChanges = Callable[[WarmSession[CliProcess]], Awaitable[Changes | None]]
+WorkspaceChanges = Callable[[WarmSession[CliProcess], float | None], Awaitable[Changes | None]]
+#: The least time the patch gets after a turn that used (nearly) all of its own: a small repository's patch takes
+#: well under a second, and a git blocked on what the agent left behind still ends within it.
+MIN_PATCH_TIME_S = 15.0
 
 #: How long a turn that got its result waits for its interrupt to be answered before cancelling it.
 INTERRUPT_GRACE_S = 2.0
@@ -92,8 +100,16 @@ class Turn:
         clock: Callable[[], float],
         workspace_changes: WorkspaceChanges | None = None,
         store: Any = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.session, self.process, self.request, self.emit = session, process, request, emit
+        self.approvals = approvals
+        # what the approvals need to know about this turn; its ``paused`` is set when a call waits
+        self.binding = TurnBinding(
+            runtime_session_id=session.runtime_session_id,
+            cost_so_far=lambda: (self.session.account.total_usd or 0.0) + self.running_cost,
+            job_id=request.job_id,
+        )
         self.workspace_changes = workspace_changes
         self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
@@ -146,7 +162,7 @@ class Turn:
             self.observer.budget_exceeded(sid, "session")
             raise
         self.budget = limits.max_budget_usd
-        # The first turns wait for the background OpenTelemetry set-up (runtime.prewarm), so their spans export.
+        # The first turns wait for the background OpenTelemetry set-up (runtime.process.prewarm), so their spans export.
         await self.observer.spans_ready()
         self.started = self.clock()
 
@@ -162,17 +178,23 @@ class Turn:
         client = self.process.client
         result: ResultMessage | None = None
         timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
+        approvals = (
+            self.approvals.bind(self.session.claude_session_id, self.binding)
+            if self.approvals is not None
+            else contextlib.nullcontext()
+        )
         try:
             async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
-                try:
-                    await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
-                except (CLIConnectionError, ProcessError) as exc:
-                    raise CLIGone(str(exc) or type(exc).__name__) from exc
-                async for message in guarded(client.receive_response()):
-                    if isinstance(message, ResultMessage):
-                        result = message
-                        break
-                    await self._translate(message)
+                with approvals:
+                    try:
+                        await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
+                    except (CLIConnectionError, ProcessError) as exc:
+                        raise CLIGone(str(exc) or type(exc).__name__) from exc
+                    async for message in guarded(client.receive_response()):
+                        if isinstance(message, ResultMessage):
+                            result = message
+                            break
+                        await self._translate(message)
         except TimeoutError:
             self._count_aborted(span)
             self.observer.invocation_error("turn_timeout")
@@ -377,10 +399,13 @@ class Turn:
     async def changes(self, result: ResultMessage) -> Changes | AgentKitError | None:
         """The workspace's change for a successful turn of a session that works on a snapshot; an error (patch
         too large, git failed) is returned, so the turn still settles its cost."""
-        if self.workspace_changes is None or self._error_for(result) is not None:
+        if self.workspace_changes is None or self._error_for(result) is not None or self.binding.paused:
             return None
+        # git runs in the turn's time: what is left of the turn's timeout, never less than MIN_PATCH_TIME_S
+        timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
+        left = max(MIN_PATCH_TIME_S, timeout_s - (self.clock() - self.started))
         try:
-            return await self.workspace_changes(self.session)
+            return await self.workspace_changes(self.session, left)
         except AgentKitError as exc:
             logger.warning("session %s: no patch: %s", self.session.runtime_session_id, exc.message)
             return exc
@@ -435,6 +460,9 @@ class Turn:
                 "resumed": process.resumed and session.client_turns == 0,
                 **figures,
             }
+            if self.binding.paused is not None:
+                reply["subtype"] = AWAITING_APPROVAL
+                reply["approval"] = self.binding.paused.card()
             if isinstance(changes, Changes):
                 reply["patch"] = changes.patch
                 reply["changed_files"] = changes.changed_files

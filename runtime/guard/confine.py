@@ -176,7 +176,12 @@ def wrapper_script(c: Confinement, cli: str, workspace: Path, limits: ResourceLi
     own_userns = [c.unshare, "--user", f"--map-user={uid}", f"--map-group={gid}", "--"]
     nproc = limits.processes if limits is not None else PROCESS_LIMIT
     data = limits.data_rlimit_bytes if limits is not None else None
-    rlimits = [f"--nproc={nproc}:{nproc}", *([f"--data={data}:{data}"] if data else [])]
+    fsize = limits.fsize_rlimit_bytes if limits is not None else None
+    rlimits = [
+        f"--nproc={nproc}:{nproc}",
+        *([f"--data={data}:{data}"] if data else []),
+        *([f"--fsize={fsize}:{fsize}"] if fsize else []),
+    ]
     limit = [c.prlimit, *rlimits, "--"] if c.prlimit else []
     start = [*own_userns, *limit, c.setpriv, "--pdeathsig=KILL", "--", cli]
     if c.run_as is not None:

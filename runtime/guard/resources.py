@@ -93,6 +93,16 @@ class ResourceLimits:
         """``RLIMIT_DATA`` for each process of the tree (rlimit enforcement with a memory limit only)."""
         return self.memory_mb * MIB if self.enforcement == "rlimit" and self.memory_mb > 0 else None
 
+    @property
+    def fsize_rlimit_bytes(self) -> int | None:
+        """``RLIMIT_FSIZE`` for each process of the tree (rlimit enforcement with a memory limit only): the largest
+        file a process may write or extend. ``RLIMIT_DATA`` counts private memory only; a file on a tmpfs (the
+        sandbox's ``/tmp`` and ``/dev/shm``, which bubblewrap mounts without a size) or a ``memfd_create`` file is
+        memory too, and without this one process held twice the limit in each (measured with the bundled CLI:
+        1536 MiB against a 768 MiB limit). With it, one such file stops at the limit (``EFBIG``; a process that does
+        not ignore ``SIGXFSZ`` is ended by it)."""
+        return self.data_rlimit_bytes
+
     def describe(self) -> dict[str, object]:
         """What ``/ping`` shows: the limits, how they are enforced, and how often commands of this process's
         sessions hit them (cgroup enforcement only: nothing counts an rlimit hit)."""

@@ -1,7 +1,7 @@
 """What one session's tools run with: a minimal environment, an empty ``HOME``, a private temp dir, the sandbox.
 
 The CLI process itself keeps what it needs to call Bedrock (the SDK passes it the runtime's environment plus
-:meth:`runtime.settings.Settings.cli_env`). Its tool subprocesses get much less:
+:meth:`runtime.config.settings.Settings.cli_env`). Its tool subprocesses get much less:
 
 - every variable not on :data:`TOOL_ENV_ALLOWLIST` is unset for sandboxed commands (the sandbox's
   ``credentials.envVars`` deny list, computed from the CLI's actual environment at spawn time), so AWS

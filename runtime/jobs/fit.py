@@ -1,7 +1,7 @@
 """Make a job's result message fit one SQS message.
 
 A result whose body is over the limit (:data:`~runtime.jobs.protocol.SQS_MAX_MESSAGE_BYTES`) has its ``patch``
-put in S3 (``s3://<AGENTKIT_WORKSPACE_BUCKET>/jobs/<job id>/patch.diff``): ``result["patch"]`` is removed and
+put in S3 (``s3://<AGENTKIT_WORKSPACE_BUCKET>/jobs/<session id>/<job id>/patch.diff``): ``result["patch"]`` is removed and
 ``result["patch_s3_uri"]`` names the object. When that is not possible (no bucket configured) or not enough (an
 answer text of about a megabyte), the result becomes a ``result_too_large`` error that keeps the turn's cost and
 changed files and says what to do: the consumer learns the job finished, never receives a message SQS refuses.
@@ -34,7 +34,8 @@ def fit_message(message: ResultMessage, *, limit: int, put_patch: PutPatch | Non
     result = message["result"]
     patch = result.get("patch") if result.get("type") == "result" else None
     if isinstance(patch, str) and patch and put_patch is not None:
-        uri = put_patch(PATCH_KEY.format(job_id=message["job_id"]), patch.encode())
+        key = PATCH_KEY.format(session_id=message["session_id"], job_id=message["job_id"])
+        uri = put_patch(key, patch.encode())
         moved = {key: value for key, value in result.items() if key != "patch"}
         moved["patch_s3_uri"] = uri
         smaller: ResultMessage = {**message, "result": moved}

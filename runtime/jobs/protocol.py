@@ -25,8 +25,10 @@ EVENT_VERSION = 1
 #: 2012-11-05, ``SendMessageRequest.MessageBody``; a queue's ``MaximumMessageSize`` defaults to it, and the stack
 #: sets it on the events queue: ``infra/job_events.py``).
 SQS_MAX_MESSAGE_BYTES = 1_048_576
-#: Where a patch too large for one message goes in the workspace bucket (``AGENTKIT_WORKSPACE_BUCKET``).
-PATCH_KEY = "jobs/{job_id}/patch.diff"
+#: Where a patch too large for one message goes in the workspace bucket (``AGENTKIT_WORKSPACE_BUCKET``): under the
+#: runtime session too, since job ids are the caller's and two sessions may use the same one (session ids are
+#: ``[A-Za-z0-9._:-]``, safe as a key part: ``runtime.protocol.SESSION_ID_RE``).
+PATCH_KEY = "jobs/{session_id}/{job_id}/patch.diff"
 
 
 class JobAccepted(TypedDict):

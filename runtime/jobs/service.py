@@ -49,7 +49,7 @@ from runtime.jobs.protocol import (
 )
 from runtime.jobs.sink import EventsUnavailable, S3Patches, SqsEvents
 from runtime.protocol import Failure, JobSpec, TurnItem
-from runtime.sessions import TurnRequest
+from runtime.turn_request import TurnRequest
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ Shapes priced (claude-agent-sdk 0.2.187, ``claude_agent_sdk/types.py``):
 are counted separately.
 
 Environment variables: none read here; ``AGENTKIT_PRICES`` (JSON price overrides) reaches
-:func:`load_price_table` through :class:`runtime.settings.Settings`.
+:func:`load_price_table` through :class:`runtime.config.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -37,19 +37,11 @@ from runtime.env import ENV_PRICES
 from runtime.observe.prices import (
     DEFAULT_PRICES,
     PRICES_AS_OF,
-    PRICES_SOURCE,
-    REGIONAL_PREMIUM,
     ModelPrice,
     PriceTable,
 )
 
 __all__ = [
-    "DEFAULT_PRICES",
-    "PRICES_AS_OF",
-    "PRICES_SOURCE",
-    "REGIONAL_PREMIUM",
-    "ModelPrice",
-    "PriceTable",
     "TurnCost",
     "TurnCostTracker",
     "compute_turn_cost",

@@ -28,6 +28,8 @@ from runtime.observe.tracing import Tracing, record_turn_result
 if TYPE_CHECKING:
     from claude_agent_sdk import HookMatcher
 
+    from runtime.approvals.records import ApprovalRecord
+
 logger = logging.getLogger(__name__)
 
 
@@ -257,6 +259,60 @@ class Observer:
             value=times,
             properties={"limit": limit, "session_id": runtime_session_id, "enforcement": enforcement},
         )
+
+    def approval(self, event: str, record: ApprovalRecord, *, wait_s: float | None = None) -> None:
+        """A tool call's approval was requested, approved, denied, used or expired (:mod:`runtime.approvals`): a
+        log line, a span on the session and, except for ``used``, a metric (with the time to decision for an answer).
+        Never raises."""
+        try:
+            logger.info(
+                "approval %s %s: session %s, tool %s, rule %s%s",
+                record.id,
+                event,
+                record.session_id or record.claude_session_id,
+                record.tool,
+                record.rule,
+                f", by {record.decided_by}" if event in ("approved", "denied") and record.decided_by else "",
+            )
+            props = {
+                "session_id": record.session_id or None,
+                "approval_id": record.id,
+                "rule": record.rule,
+                "job_id": record.job_id,
+                "by": record.decided_by if event in ("approved", "denied") else None,
+            }
+            name = {
+                "requested": "ApprovalsRequested",
+                "approved": "Approved",
+                "denied": "Denied",
+                "expired": "Expired",
+            }.get(event)
+            if name is not None:
+                self.metrics.record_event(name, dimensions={"Tool": record.tool}, properties=props)
+            if wait_s is not None:
+                self.metrics.record_event(
+                    "ApprovalDecisionSeconds",
+                    value=wait_s,
+                    dimensions={"Tool": record.tool},
+                    properties=props,
+                )
+            self.tracing.approval_event(
+                event,
+                {
+                    "session.id": record.session_id or None,
+                    "gen_ai.conversation.id": record.session_id or None,
+                    "agentkit.claude_session_id": record.claude_session_id,
+                    "agentkit.approval.id": record.id,
+                    "agentkit.approval.tool": record.tool,
+                    "agentkit.approval.rule": record.rule,
+                    "agentkit.approval.input_hash": record.input_hash,
+                    "agentkit.approval.by": props["by"],
+                    "agentkit.approval.job_id": record.job_id,
+                    "agentkit.approval.wait_s": wait_s,
+                },
+            )
+        except Exception:
+            logger.exception("could not record approval event %s", event)
 
     def store_error(self, operation: str, exc: BaseException) -> None:
         logger.warning("session store %s failed: %s", operation, exc)

@@ -20,7 +20,7 @@ provider is already installed) nothing is done.
 
 On AgentCore Runtime V2 the set-up runs before the snapshot, so the providers' resource, with its
 ``service.instance.id`` (a random id the SDK draws once per pid), is shared by every restored session:
-:func:`refresh_instance_resource` gives each restored process its own (:mod:`runtime.restore` runs it).
+:func:`refresh_instance_resource` gives each restored process its own (:mod:`runtime.process.restore` runs it).
 """
 
 from __future__ import annotations

@@ -108,6 +108,12 @@ class Tracing:
         with self._span(f"chat {model}", attrs) as span:
             yield span
 
+    def approval_event(self, event: str, attributes: Mapping[str, Any]) -> None:
+        """Span ``approval.<event>`` (requested, approved, denied, expired, used) with the session's ``session.id``,
+        so it groups with the session's other spans; ended at once (the wait itself spans processes)."""
+        with self._span(f"approval.{event}", {"agentkit.approval.event": event, **attributes}):
+            pass
+
     @contextmanager
     def session_op(
         self, op: Literal["load", "flush", "resume"], *, session_id: str, store: str | None = None

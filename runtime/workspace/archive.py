@@ -49,7 +49,7 @@ _COPY_CHUNK = 1024 * 1024
 
 @dataclass(frozen=True)
 class SnapshotLimits:
-    """What one snapshot may be (``AGENTKIT_WORKSPACE_MAX_*``, :class:`runtime.settings.Settings`)."""
+    """What one snapshot may be (``AGENTKIT_WORKSPACE_MAX_*``, :class:`runtime.config.settings.Settings`)."""
 
     max_archive_bytes: int
     max_unpacked_bytes: int

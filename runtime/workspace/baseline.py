@@ -16,10 +16,19 @@ The workspace is the agent's, so git is run as if the tree were hostile:
   are :data:`CACHE_PATTERNS` (``info/exclude``): caches the agent's test runs leave behind (``__pycache__``,
   ``.pytest_cache`` …) stay out of the patch even in a repository that does not ignore them.
 
-Withheld from the patch (their paths are reported, their content never): anything under a ``.git``
-directory or a nested repository (gitlinks), files whose names match the secret-name rules
-(:data:`runtime.guard.policy.SENSITIVE_PATTERNS`), symbolic links that point outside the workspace, names that
-are not UTF-8, and files whose changed text is not UTF-8 (the reply is JSON).
+Before git reads the work tree, :mod:`runtime.workspace.prescan` walks it with ``lstat`` (nothing is opened or
+followed) and sets aside what git must never open: any ``.git`` entry below the top (a nested repository, or a
+gitfile naming a host path git would read), FIFOs, sockets and devices (opening one blocks git), and files over
+the snapshot's per-file limit (a sparse file costs nothing in the sandbox and gigabytes in git). They are moved
+into a directory git is told to ignore for the one ``git add`` that reads the tree, and moved back right after.
+Every git command runs against the turn's remaining time (``changes(timeout_s=…)``).
+
+Withheld from the patch (their paths are reported, their content never): what the pre-scan set aside, anything
+under a ``.git`` directory or a nested repository (gitlinks), files whose names match the secret-name rules
+(:data:`runtime.guard.policy.SENSITIVE_PATTERNS`), protected changes (:mod:`runtime.workspace.protected_paths`: CI
+configuration, composite actions, CODEOWNERS, ``.gitmodules``, new executable bits, agent configuration) unless
+their class is allowed, symbolic links that point outside the workspace, names that are not UTF-8, and files
+whose changed text is not UTF-8 (the reply is JSON).
 
 Raises :class:`~runtime.errors.WorkspaceError` when git fails, :class:`~runtime.errors.PatchTooLarge` when the
 patch is over its limit. Needs ``git`` on ``PATH``. Environment variables: none read here.
@@ -31,15 +40,20 @@ import os
 import posixpath
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.errors import PatchTooLarge, WorkspaceError
+from runtime.workspace import protected_paths
 from runtime.workspace.archive import inside
+from runtime.workspace.prescan import Prescan, prescan
 
 #: Overrides every in-tree ``.gitattributes`` (``info/attributes`` has the highest precedence in git).
-NEUTRAL_ATTRIBUTES = "* !text !eol !filter !diff !merge !ident !working-tree-encoding !export-subst\n"
+#: ``crlf`` is git's legacy spelling of ``text``: git reads it whenever ``text`` is unspecified, which ``!text`` makes
+#: it, so it is unset too (a nested ``* crlf`` would otherwise turn the CRLF on disk into LF in the patch).
+NEUTRAL_ATTRIBUTES = "* !text !crlf !eol !filter !diff !merge !ident !working-tree-encoding !export-subst\n"
 #: New files never proposed: what test runs and builds leave behind (a snapshot's own files of these names stay
 #: tracked). A repository's ``.gitignore`` adds its own.
 CACHE_PATTERNS = (
@@ -73,6 +87,7 @@ _BASE_FILE = "agentkit-base-tree"
 _GITLINK = "160000"
 _SYMLINK = "120000"
 _ZERO = "0" * 40
+#: The most one ``changes()`` may take when the caller gives no time of its own.
 GIT_TIMEOUT_S = 300.0
 
 
@@ -99,7 +114,10 @@ class _Entry:
 class Baseline:
     """The recorded snapshot of ``work_tree``, in the git directory ``git_dir`` (outside the work tree).
 
-    ``withhold`` says whether a changed path must stay out of the patch (the secret-name rules).
+    ``withhold`` says whether a changed path must stay out of the patch (the secret-name rules). ``files`` is the
+    work tree as this process reaches it for ``lstat`` (``work_tree`` unless the tree is in another mount namespace).
+    ``max_file_bytes`` bounds one file git may read; ``allow_protected`` names the protected-path classes that may
+    be in the patch (:mod:`runtime.workspace.protected_paths`).
     """
 
     def __init__(
@@ -111,8 +129,14 @@ class Baseline:
         max_patch_bytes: int,
         git: str = "git",
         enter: Sequence[str] = (),
+        files: Path | None = None,
+        max_file_bytes: int | None = None,
+        allow_protected: frozenset[str] = frozenset(),
     ) -> None:
         self.git_dir, self.work_tree = git_dir, work_tree
+        self.files = files if files is not None else work_tree
+        self.max_file_bytes, self.allow_protected = max_file_bytes, allow_protected
+        self._deadline: float | None = None
         self.withhold, self.max_patch_bytes, self.git_path = withhold, max_patch_bytes, git
         # A command prefix that runs git (and realpath) where ``work_tree`` is the session's workspace: the mount
         # namespace of a CLI working on its tool disk (runtime.guard.tool_disk); empty: here.
@@ -137,8 +161,15 @@ class Baseline:
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")
 
-    def changes(self) -> Changes:
-        """Stage the work tree in a throw-away index and diff it against the snapshot."""
+    def changes(self, *, timeout_s: float | None = None) -> Changes:
+        """Stage the work tree in a throw-away index and diff it against the snapshot, within ``timeout_s``."""
+        self._deadline = time.monotonic() + (timeout_s if timeout_s is not None else GIT_TIMEOUT_S)
+        try:
+            return self._changes()
+        finally:
+            self._deadline = None
+
+    def _changes(self) -> Changes:
         base = (self.git_dir / _BASE_FILE).read_text().strip()
         index = self.git_dir / "turn-index"
         # copy2 keeps the index's mtime, which git compares with each entry's to find "racily clean" entries: this
@@ -146,32 +177,18 @@ class Baseline:
         # recorded looks unchanged by its stat. A copy stamped "now" would hide such an edit from every later
         # patch; with the recorded mtime git re-reads those entries' content.
         shutil.copy2(self.git_dir / "index", index)
+        excludes = self.git_dir / "turn-exclude"
         try:
-            env = {"GIT_INDEX_FILE": str(index)}
-            self._git("add", "--all", "--", ".", env=env)
-            tree = self._git("write-tree", env=env).decode().strip()
-            entries = self._raw_diff(base, tree)
-            withheld: list[str] = []
-            reset: list[_Entry] = []
-            for entry in entries:
-                reason = self._reason_to_withhold(entry)
-                if reason:
-                    withheld.append(f"{_shown(entry.path)} ({reason})")
-                    reset.append(entry)
-            if reset:
-                self._restore(reset, env)
-                tree = self._git("write-tree", env=env).decode().strip()
-            patch_bytes = self._diff_tree(base, tree)
-            try:
-                patch = patch_bytes.decode("utf-8")
-            except UnicodeDecodeError:
-                patch, undecodable = self._drop_undecodable(base, tree, env)
-                withheld += [f"{_shown(e.path)} (content is not UTF-8 text)" for e in undecodable]
-                reset += undecodable
-            dropped = {e.path for e in reset}
-            changed = sorted(e.path.decode() for e in entries if e.path not in dropped)
+            scan = prescan(self.files, max_file_bytes=self.max_file_bytes, tracked_dirs=self._tracked_dirs())
+            # set aside until git is done: diff-tree reads the work tree's .gitattributes too
+            with scan.aside() as ignore:
+                excludes.write_bytes(ignore)
+                patch, changed, withheld = self._staged_patch(base, index, excludes, scan)
+        except OSError as exc:
+            raise WorkspaceError(f"could not scan the workspace before git ({exc})") from exc
         finally:
             index.unlink(missing_ok=True)
+            excludes.unlink(missing_ok=True)
         if len(patch.encode()) > self.max_patch_bytes:
             raise PatchTooLarge(
                 f"the change is {len(patch.encode())} bytes as a patch; the limit is {self.max_patch_bytes} "
@@ -180,7 +197,48 @@ class Baseline:
             )
         return Changes(patch=patch, changed_files=changed, withheld_files=sorted(withheld))
 
+    def _staged_patch(
+        self, base: str, index: Path, excludes: Path, scan: Prescan
+    ) -> tuple[str, list[str], list[str]]:
+        """Stage the work tree in ``index`` (what ``scan`` found set aside and ignored), withhold, and diff."""
+        env = {"GIT_INDEX_FILE": str(index)}
+        self._git("add", "--all", "--", ".", env=env, config=(f"core.excludesFile={excludes}",))
+        tree = self._git("write-tree", env=env).decode().strip()
+        entries = self._raw_diff(base, tree)
+        withheld = [f"{_shown(path)} ({why})" for path, why in scan.withheld.items()]
+        reset: list[_Entry] = []
+        for entry in entries:
+            set_aside = scan.withheld.get(entry.path)
+            reason = set_aside or self._reason_to_withhold(entry)
+            if reason:
+                if not set_aside:  # what was set aside is listed once, above
+                    withheld.append(f"{_shown(entry.path)} ({reason})")
+                reset.append(entry)
+        if reset:
+            self._restore(reset, env)
+            tree = self._git("write-tree", env=env).decode().strip()
+        patch_bytes = self._diff_tree(base, tree)
+        try:
+            patch = patch_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            patch, undecodable = self._drop_undecodable(base, tree, env)
+            withheld += [f"{_shown(e.path)} (content is not UTF-8 text)" for e in undecodable]
+            reset += undecodable
+        dropped = {e.path for e in reset}
+        changed = sorted(e.path.decode() for e in entries if e.path not in dropped)
+        return patch, changed, withheld
+
     # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _tracked_dirs(self) -> frozenset[bytes]:
+        """Every directory of the recorded snapshot (its index only; the work tree is not read)."""
+        listed = self._git("ls-files", "-z", "--cached")
+        dirs: set[bytes] = set()
+        for path in listed.split(b"\0"):
+            parts = path.split(b"/")[:-1]
+            for i in range(1, len(parts) + 1):
+                dirs.add(b"/".join(parts[:i]))
+        return frozenset(dirs)
 
     def _raw_diff(self, base: str, tree: str) -> list[_Entry]:
         out = self._git("diff-tree", "-r", "-z", "--raw", "--no-renames", "--full-index", base, tree)
@@ -203,6 +261,19 @@ class Baseline:
             return "a git repository"
         if self.withhold(path):
             return "secret file name"
+        added, deleted = entry.old_mode == "000000", entry.new_mode == "000000"
+        refused = [
+            c
+            for c in protected_paths.change_classes(
+                None if added else path,
+                None if deleted else path,
+                None if added else entry.old_mode,
+                None if deleted else entry.new_mode,
+            )
+            if c not in self.allow_protected
+        ]
+        if refused:
+            return f"protected: {','.join(refused)}"
         if entry.new_mode == _SYMLINK:
             target = self._git("cat-file", "blob", entry.new_sha).decode("utf-8", "surrogateescape")
             if not _link_stays_inside(path, target, self.work_tree, self._realpath):
@@ -259,7 +330,7 @@ class Baseline:
             done = subprocess.run(
                 [*self.enter, "realpath", "-m", "--", path],
                 capture_output=True,
-                timeout=GIT_TIMEOUT_S,
+                timeout=self._time_left(),
                 check=True,
             )
         except (OSError, subprocess.SubprocessError) as exc:
@@ -267,10 +338,15 @@ class Baseline:
         return done.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
 
     def _git(
-        self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, bare: bool = False
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        stdin: bytes | None = None,
+        bare: bool = False,
+        config: Sequence[str] = (),
     ) -> bytes:
         command = [*self.enter, self.git_path]
-        for item in _CONFIG:
+        for item in (*_CONFIG, *config):
             command += ["-c", item]
         command += list(args)
         full_env = {
@@ -293,10 +369,15 @@ class Baseline:
                 env=full_env,
                 # entering another mount namespace sets its own working directory (runtime.guard.tool_disk)
                 cwd=self.work_tree if not bare and not self.enter else self.git_dir,
-                timeout=GIT_TIMEOUT_S,
+                timeout=self._time_left(),
                 check=False,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired as exc:
+            raise WorkspaceError(
+                f"git {args[0]} did not finish within the turn's time left ({exc.timeout:.0f} s); the workspace is "
+                "kept"
+            ) from exc
+        except OSError as exc:
             raise WorkspaceError(f"git could not run for the workspace ({exc}); is git installed?") from exc
         if done.returncode != 0:
             detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -304,6 +385,11 @@ class Baseline:
                 f"git {args[0]} failed for the workspace: {detail[-1] if detail else done.returncode}"
             )
         return done.stdout
+
+    def _time_left(self) -> float:
+        if self._deadline is None:
+            return GIT_TIMEOUT_S
+        return max(0.5, self._deadline - time.monotonic())
 
 
 def _link_stays_inside(

@@ -28,7 +28,7 @@ disk is full. :class:`Retention` removes them once the session has not been used
   in a thread. One log line per removal says what was freed.
 
 Environment variables: none read here (``AGENTKIT_WORKSPACE_RETENTION_HOURS`` reaches it through
-:class:`runtime.settings.Settings`).
+:class:`runtime.config.settings.Settings`).
 """
 
 from __future__ import annotations

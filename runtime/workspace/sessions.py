@@ -11,7 +11,7 @@ unpacked into) lives under a separate root the agent's sandbox cannot reach:
 
 Both are on local disk and outlive the session's warm CLI process (an idle session that comes back finds its
 workspace) until :mod:`runtime.workspace.retention` removes them after ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` unused. Unpacking runs in the runtime process, outside the sandbox, before the CLI sees the directory.
-Environment variables: none read here (the limits come from :class:`runtime.settings.Settings`).
+Environment variables: none read here (the limits come from :class:`runtime.config.settings.Settings`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class Workspaces:
         s3: where snapshots too large to send inline are read from; None: inline snapshots only.
         view_for: where the session's workspace is right now (default: :attr:`tree_for` itself); with a tool
             disk, inside the session's running CLI (``runtime.guard.tool_disk``).
+        allow_protected: protected-path classes a patch may carry (:mod:`runtime.workspace.protected_paths`).
     """
 
     def __init__(
@@ -79,7 +80,9 @@ class Workspaces:
         on_installed: Callable[[Path], None] = lambda tree: None,
         s3: S3Snapshots | None = None,
         view_for: Callable[[str], WorkspaceView] | None = None,
+        allow_protected: frozenset[str] = frozenset(),
     ) -> None:
+        self.allow_protected = allow_protected
         self.view_for = view_for
         self.s3 = s3
         self.on_installed = on_installed
@@ -103,6 +106,9 @@ class Workspaces:
             withhold=self.withhold,
             max_patch_bytes=self.max_patch_bytes,
             enter=view.enter,
+            files=view.files,
+            max_file_bytes=self.limits.max_file_bytes,
+            allow_protected=self.allow_protected,
         )
 
     def has_snapshot(self, claude_session_id: str) -> bool:
@@ -170,14 +176,14 @@ class Workspaces:
         assert self.s3 is not None
         return self.install(claude_session_id, self.s3.fetch(uri))
 
-    def changes(self, claude_session_id: str) -> Changes:
-        """The session's workspace against its snapshot. Blocking: run it in a thread.
+    def changes(self, claude_session_id: str, timeout_s: float | None = None) -> Changes:
+        """The session's workspace against its snapshot, within ``timeout_s``. Blocking: run it in a thread.
 
         Raises:
             PatchTooLarge: the patch is over ``max_patch_bytes`` (the workspace is kept).
-            WorkspaceError: git failed.
+            WorkspaceError: git failed or ran out of time.
         """
-        return self.baseline(claude_session_id).changes()
+        return self.baseline(claude_session_id).changes(timeout_s=timeout_s)
 
 
 #: What a file costs beyond its bytes on the smallest filesystem it may land on (a tmpfs page).

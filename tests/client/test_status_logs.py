@@ -51,8 +51,11 @@ def deployed() -> Iterator[dict[str, Any]]:
         logs.create_log_stream(logGroupName=group, logStreamName="[runtime-logs] abc")
         lines = [
             (NOW - dt.timedelta(hours=3), "2026-01-01 ERROR runtime.agent.turn: old failure"),
-            (NOW - dt.timedelta(minutes=50), "2026-01-01 INFO runtime.server: started sess-1111"),
-            (NOW - dt.timedelta(minutes=40), "2026-01-01 WARNING runtime.store: slow store sess-1111"),
+            (NOW - dt.timedelta(minutes=50), "2026-01-01 INFO runtime.http.server: started sess-1111"),
+            (
+                NOW - dt.timedelta(minutes=40),
+                "2026-01-01 WARNING runtime.session_store: slow store sess-1111",
+            ),
             (
                 NOW - dt.timedelta(minutes=20),
                 "2026-01-01 ERROR runtime.agent.turn: turn failed for sess-2222",
@@ -255,8 +258,8 @@ def test_logs_since_session_and_level(deployed: dict[str, Any]) -> None:
         ["logs", "--stack", "AgentKit-dev", "--since", "1h", "--session", "sess-1111"], factory
     )
     assert [line.split("  ", 1)[1] for line in out.splitlines()] == [
-        "2026-01-01 INFO runtime.server: started sess-1111",
-        "2026-01-01 WARNING runtime.store: slow store sess-1111",
+        "2026-01-01 INFO runtime.http.server: started sess-1111",
+        "2026-01-01 WARNING runtime.session_store: slow store sess-1111",
         json.dumps({"level": "error", "message": "json failure sess-1111"}),
         "2026-01-01 DEBUG runtime.agent.turn: detail sess-1111",
     ]

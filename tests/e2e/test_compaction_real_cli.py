@@ -4,7 +4,7 @@ What a compaction writes to the transcript (asserted here, so a CLI that changes
 ``compact_boundary`` system entry starting a new chain, whose ``compactMetadata`` lists the preserved
 pre-compaction messages, and a user entry with ``isCompactSummary`` whose text ends with "read the full
 transcript at: <the compacting CLI's local transcript>". A fresh microVM has no such file. The runtime hands the
-resuming CLI the transcript from the last boundary on, without that sentence (``runtime/store/compaction.py``);
+resuming CLI the transcript from the last boundary on, without that sentence (``runtime/session_store/compaction.py``);
 the model request of the resumed turn must hold the summary, the preserved message and the turns after the
 compaction, and neither the pre-compaction turns nor the dead path. The store keeps everything.
 """

@@ -239,3 +239,71 @@ def test_many_processes_over_the_limit_together(scene: Scene) -> None:
         assert "after-many" in tool_result(scene, "toolu_after_many")
     finally:
         server.stop()
+
+
+#: Fills one kind of memory that is not a process's private heap in 32 MiB steps up to CAP_MB: a file in the
+#: sandbox's /tmp or /dev/shm (tmpfs mounts bubblewrap makes without a size), a memfd, or a shared anonymous
+#: mapping. Prints how far it got and how it ended. Python ignores SIGXFSZ, so an RLIMIT_FSIZE hit is an OSError.
+SINK = (
+    "import mmap, os, sys\n"
+    "kind = sys.argv[1]\n"
+    "chunk = b'x' * (32 * 2**20)\n"
+    "held = 0\n"
+    "try:\n"
+    "    if kind == 'shared_mmap':\n"
+    f"        m = mmap.mmap(-1, {CAP_MB} * 2**20, flags=mmap.MAP_SHARED)\n"
+    f"        while held < {CAP_MB}:\n"
+    "            m[held * 2**20:(held + 32) * 2**20] = chunk\n"
+    "            held += 32\n"
+    "    else:\n"
+    "        fd = os.memfd_create('x') if kind == 'memfd' else os.open(\n"
+    "            '/tmp/fill' if kind == 'tmp' else '/dev/shm/fill', os.O_CREAT | os.O_WRONLY, 0o600)\n"
+    f"        while held < {CAP_MB}:\n"
+    "            os.write(fd, chunk)\n"
+    "            held += 32\n"
+    "except (OSError, MemoryError) as exc:\n"
+    "    print('STOPPED', kind, held, type(exc).__name__, getattr(exc, 'errno', ''), flush=True)\n"
+    "    sys.exit(3)\n"
+    "print('REACHED', kind, held, flush=True)\n"
+)
+
+
+def test_tmpfs_shm_and_memfd_files_stop_at_the_limit(scene: Scene) -> None:
+    """One process, no fork: a file in the sandbox's /tmp, one in /dev/shm and a memfd each stop at the session's
+    limit. cgroup enforcement charges their pages to the session; rlimit enforcement bounds each file
+    (``RLIMIT_FSIZE``), not their sum. A shared anonymous mapping is bounded only by a cgroup: printed, asserted
+    only there (docs/security.md says what each mode bounds)."""
+    (scene.root / "ws" / "sink.py").write_text(SINK)
+    prefix = ["unshare", "--uts", "--ipc", "--"] if ROOT else []
+    server = RuntimeServer(env=scene.env, log_path=scene.root / "runtime.log", prefix=prefix).start(
+        timeout=60
+    )
+    kinds = ("tmp", "shm", "memfd", "shared_mmap")
+    try:
+        enforcement = ""
+        held: dict[str, int] = {}
+        for kind in kinds:
+            scene.bedrock.reset()
+            scene.bedrock.enqueue(
+                Reply.message(ToolUse(*bash(f"python3 sink.py {kind}"), id=f"toolu_sink_{kind}")),
+                Reply.text("sink done"),
+            )
+            reply = server.invoke("fill", session=session_id(f"sink-{kind}"), timeout=300)
+            enforcement = server.ping()["limits"]["enforcement"]
+            out = tool_result(scene, f"toolu_sink_{kind}")
+            print(f"\n{enforcement} {kind}: {reply.last.get('type')} {out[:300]}")
+            reached = re.search(r"(?:STOPPED|REACHED) \w+ (\d+)", out)
+            if reached:
+                held[kind] = int(reached.group(1))
+            else:  # the kernel ended it (cgroup), or the CLI when it was the largest process: the turn says why
+                told = json.dumps(reply.last) + request_after(scene, f"toolu_sink_{kind}")
+                assert enforcement.startswith("cgroup") and "memory limit" in told, told[-1500:]
+                held[kind] = 0
+        for kind in ("tmp", "shm", "memfd"):
+            assert held[kind] <= LIMIT_MB, (kind, held)
+        if enforcement.startswith("cgroup"):
+            assert held["shared_mmap"] <= LIMIT_MB, held
+        # the sessions' processes are gone and nothing was left in the host's /dev/shm
+        assert not [p for p in Path("/dev/shm").glob("fill*")]
+    finally:
+        server.stop()

@@ -209,7 +209,7 @@ def test_shm_truncated_under_the_runtime(tmp_path: Path) -> None:
     try:
         assert srv.invoke("turn 1", session=sid, stream=False).status == 200
         # Truncate while nothing writes: turn 1 persists after its reply, and a truncation in the middle of a
-        # write is the window the guard cannot close (runtime/store/file_guard.py).
+        # write is the window the guard cannot close (runtime/session_store/file_guard.py).
         srv.until_idle()
         os.truncate(tmp_path / "state" / "sessions.db-shm", 0)
         for n in (2, 3):

@@ -198,9 +198,10 @@ def test_a_patch_too_large_for_a_message_goes_to_s3(
         assert reply.status == 202, reply.body
         result = inbox.result("big-1")["result"]
     assert result["type"] == "result" and "patch" not in result, result
-    assert result["patch_s3_uri"] == f"s3://{BUCKET}/jobs/big-1/patch.diff"
+    key = f"jobs/{session_id('job-big')}/big-1/patch.diff"
+    assert result["patch_s3_uri"] == f"s3://{BUCKET}/{key}"
     assert result["changed_files"] == ["gen.txt"]
-    patch = aws["s3"].get_object(Bucket=BUCKET, Key="jobs/big-1/patch.diff")["Body"].read().decode()
+    patch = aws["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
     assert len(patch) > 1_048_576 and "+line 44999 of a generated file" in patch
 
 

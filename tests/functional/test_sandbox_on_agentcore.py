@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.runtime_server import ROOT, fake_cli_server, session_id
+from runtime.config.settings import Settings, on_agentcore
 from runtime.env import SANDBOX_UNSAFE
 from runtime.errors import ConfigurationError
-from runtime.setting_fields import on_agentcore
-from runtime.settings import Settings
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -80,7 +80,7 @@ def _seed_transcript(moto_server: str, memory_id: str, workspace: Path, claude_s
     """A transcript in the store, so a restored copy's first turn resumes it (the SDK materialises it)."""
     from claude_agent_sdk import project_key_for_directory
 
-    from runtime.store.agentcore import AgentCoreMemorySessionStore
+    from runtime.session_store.agentcore.store import AgentCoreMemorySessionStore
 
     client = boto3.client(
         "bedrock-agentcore",

@@ -22,8 +22,8 @@ PROBE = """
 import json, sys, time
 started = time.perf_counter()
 from starlette.testclient import TestClient
-from runtime.server import build_app
-from runtime.settings import Settings
+from runtime.http.server import build_app
+from runtime.config.settings import Settings
 app = build_app(Settings.from_env({"AGENTKIT_STATE_DIR": sys.argv[1]}))
 with TestClient(app) as client:
     status = client.get("/ping").json()["status"]

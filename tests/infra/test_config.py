@@ -251,3 +251,26 @@ def test_agent_profile_and_sandbox_keys() -> None:
     with pytest.raises(ConfigError) as err:
         load_config(data, stage="dev")
     assert err.value.key == "agentkit.agent_profile" and "developer" in str(err.value)
+
+
+def test_allowed_protected_paths_reach_the_runtime_and_the_reporter_per_stage() -> None:
+    from infra.stack import runtime_environment
+    from infra.webhook.props import WebhookProps, fix_env
+
+    data = raw()
+    data["stages"]["prod"]["overrides"]["allow_protected_paths"] = ["executable", "ci_config"]
+    dev, prod = load_config(data, stage="dev"), load_config(data, stage="prod")
+    assert dev.allow_protected_paths == () and prod.allow_protected_paths == ("ci_config", "executable")
+    env = runtime_environment(prod, memory_id="m", gateway_url=None, region="us-east-1")
+    assert env["AGENTKIT_WORKSPACE_ALLOW_PROTECTED"] == "ci_config,executable"
+    assert "AGENTKIT_WORKSPACE_ALLOW_PROTECTED" not in runtime_environment(
+        dev, memory_id="m", gateway_url=None, region="us-east-1"
+    )
+    assert (
+        fix_env(WebhookProps.from_config(prod), ["github"])["PATCH_ALLOW_PROTECTED"] == "ci_config,executable"
+    )
+    assert fix_env(WebhookProps.from_config(dev), ["github"])["PATCH_ALLOW_PROTECTED"] == ""
+    data["allow_protected_paths"] = ["workflows"]
+    with pytest.raises(ConfigError) as err:
+        load_config(data, stage="dev")
+    assert err.value.key == "agentkit.allow_protected_paths" and "ci_config" in str(err.value)

@@ -107,7 +107,7 @@ def test_the_construct_exposes_the_queue_to_its_consumer(optional: Synth) -> Non
 
 
 def test_what_the_stack_sets_for_jobs_parses_through_the_runtime_settings(optional: Synth) -> None:
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     env = runtime_of(optional)["Properties"]["EnvironmentVariables"]
     resolved = {

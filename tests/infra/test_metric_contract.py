@@ -84,6 +84,23 @@ def drive(sink: Any) -> None:
     # What the stores' on_usage reports (runtime/wiring.py: one event per billed Memory call).
     sink.record_event("MemoryEventsWritten", properties={"ClaudeSessionId": "c-1"})
     sink.record_event("MemoryRetrievals", properties={"ClaudeSessionId": "c-1"})
+    # A tool call that waited for a person, and each answer (runtime.approvals).
+    from runtime.approvals.records import ApprovalRecord
+
+    record = ApprovalRecord(
+        id="apv-" + "0" * 20,
+        session_id=session.runtime_session_id,
+        claude_session_id="c-1",
+        tool="Bash",
+        input={},
+        input_hash="sha256:0",
+        rule="bash_programs: git",
+        cost_usd=0.0,
+        created_at=0.0,
+        expires_at=1.0,
+    )
+    for event in ("requested", "approved", "denied", "expired"):
+        facade.approval(event, record, wait_s=5.0 if event in ("approved", "denied") else None)
 
 
 def cloudwatch_emitted() -> set[tuple[str, frozenset[str]]]:

@@ -12,8 +12,9 @@ import pytest
 
 from infra.config import AppConfig, inference_profile_parts
 from infra.model_access import MARKETPLACE_PRODUCT_IDS
-from runtime.observe.costs import DEFAULT_PRICES, parse_model
-from runtime.settings import DEFAULT_MODEL, DEFAULT_SMALL_MODEL
+from runtime.config.settings import DEFAULT_MODEL, DEFAULT_SMALL_MODEL
+from runtime.observe.costs import parse_model
+from runtime.observe.prices import DEFAULT_PRICES
 from tests.infra.conftest import ROOT, base_context
 
 if str(ROOT / "client") not in sys.path:

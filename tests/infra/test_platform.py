@@ -94,7 +94,7 @@ def test_rendered_properties_match_the_cfn_schema(v1_with_storage: Synth) -> Non
 
 
 def test_what_the_stack_sets_for_v1_parses_through_the_runtime_settings(v1_with_storage: Synth) -> None:
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     env = {
         k: v for k, v in runtime_props(v1_with_storage)["EnvironmentVariables"].items() if isinstance(v, str)

@@ -98,8 +98,8 @@ def _resolve(value: Any) -> str:
 
 
 def test_what_the_stack_sets_parses_through_the_runtime_settings(dev: Synth) -> None:
+    from runtime.config.settings import Settings
     from runtime.env import ENV_MEMORY_ID
-    from runtime.settings import Settings
 
     env = {name: _resolve(value) for name, value in runtime_props(dev)["EnvironmentVariables"].items()}
     settings = Settings.from_env(env)  # raises ConfigurationError on any value the runtime would refuse

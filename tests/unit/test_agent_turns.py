@@ -28,6 +28,7 @@ from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.process import CliProcess
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.config.settings import Settings
 from runtime.errors import AgentProcessError, TurnTimeout
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.costs import TurnCostTracker
@@ -35,9 +36,9 @@ from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
 from runtime.protocol import Failure, TurnItem
-from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
-from runtime.store.sqlite import SqliteSessionStore
+from runtime.session_store.sqlite import SqliteSessionStore
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 pytestmark = pytest.mark.anyio
 

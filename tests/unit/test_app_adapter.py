@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.testclient import TestClient
 
-from runtime.app_adapter import AgentCoreAdapter
+from runtime.http.app_adapter import AgentCoreAdapter
 
 
 def test_the_private_methods_keep_their_signatures() -> None:
@@ -91,8 +91,8 @@ def test_handle_invocation_answers_the_route_and_the_default_is_the_base_apps_ha
 LOG_ONCE = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-from runtime.server import build_app
-from runtime.settings import Settings
+from runtime.http.server import build_app
+from runtime.config.settings import Settings
 build_app(Settings.from_env({"AGENTKIT_STATE_DIR": sys.argv[1]}))
 build_app(Settings.from_env({"AGENTKIT_STATE_DIR": sys.argv[1]}))  # a second app adds no second handler
 logging.getLogger("bedrock_agentcore.app").warning("probe-line")

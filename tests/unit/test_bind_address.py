@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.dockerfile import dockerfile_env
-from runtime.setting_fields import is_loopback
-from runtime.settings import Settings
+from runtime.config.settings import Settings, is_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -78,7 +78,7 @@ def test_bad_config_is_rejected_at_start() -> None:
 
 def test_session_budget_survives_a_restart(tmp_path: Path) -> None:
     """Spend persisted with the session (SQLite store state) stops the session in a new process."""
-    from runtime.store.sqlite import SqliteSessionStore
+    from runtime.session_store.sqlite import SqliteSessionStore
 
     policy = BudgetPolicy(session_budget_usd=0.02)
     usage = {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 300}

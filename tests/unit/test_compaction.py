@@ -21,8 +21,8 @@ from claude_agent_sdk.types import SessionKey
 from moto import mock_aws
 
 from runtime.session_store import AgentCoreMemorySessionStore, SqliteSessionStore
-from runtime.store.compaction import resume_view, strip_transcript_pointer
-from runtime.store.spool import SpoolingSessionStore
+from runtime.session_store.compaction import resume_view, strip_transcript_pointer
+from runtime.session_store.spool import SpoolingSessionStore
 
 KEY: SessionKey = {"project_key": "-work-ws", "session_id": "0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"}
 GONE = "/tmp/claude-resume-x8k2/projects/-work-ws/0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11.jsonl"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import runtime.env
-from runtime.config_reference import TABLE_BEGIN, TABLE_END, documented_table, help_table, markdown_table
+from runtime.config.reference import TABLE_BEGIN, TABLE_END, documented_table, help_table, markdown_table
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError
-from runtime.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "configuration.md"
@@ -36,6 +36,7 @@ CONTRACT_NAMES = {
     "AGENTKIT_WORKSPACE_MAX_FILES",
     "AGENTKIT_WORKSPACE_MAX_FILE_BYTES",
     "AGENTKIT_WORKSPACE_MAX_PATCH_BYTES",
+    "AGENTKIT_WORKSPACE_ALLOW_PROTECTED",
     "AGENTKIT_WORKSPACE_S3_URI",
     "AGENTKIT_WORKSPACE_MAX_S3_BYTES",
     "AGENTKIT_WORKSPACE_RETENTION_HOURS",
@@ -71,6 +72,7 @@ CONTRACT_NAMES = {
     "AGENTKIT_SESSION_PROCESSES",
     "AGENTKIT_NETWORK_ALLOWED_CIDRS",
     "AGENTKIT_AGENT_PROFILE",
+    "AGENTKIT_APPROVALS",
     "AGENTKIT_PLATFORM_VERSION",
     "AGENTKIT_JOB_EVENTS_QUEUE_URL",
     "AGENTKIT_JOB_PROGRESS_SECONDS",
@@ -199,7 +201,7 @@ def test_no_runtime_module_reads_an_agentkit_variable_outside_the_settings() -> 
         reads = _reads_of_own_variables(ast.parse(path.read_text()), constants)
         if reads:
             offenders[str(path.relative_to(ROOT))] = reads
-    assert offenders == {}, "read these through runtime.settings.Settings instead"
+    assert offenders == {}, "read these through runtime.config.settings.Settings instead"
 
 
 def test_the_scan_finds_the_reads_it_looks_for() -> None:

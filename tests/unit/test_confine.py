@@ -202,7 +202,7 @@ def test_temp_roots_of_a_runtime_that_is_gone_are_swept(tmp_path: Path) -> None:
 
 def test_the_tool_disk_and_workspace_snapshots_go_together() -> None:
     """Snapshots are unpacked into, and patches read from, the running CLI's tool disk (runtime.guard.tool_disk)."""
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     both = Settings.from_env({"AGENTKIT_TOOL_DISK_MB": "32"})
     assert both.tool_disk_mb == 32 and both.workspace_max_bytes > 0

@@ -9,13 +9,13 @@ import pytest
 
 from harness import fake_claude
 from runtime.observe.costs import (
-    DEFAULT_PRICES,
     TurnCostTracker,
     compute_turn_cost,
     load_price_table,
     parse_model,
     usage_delta,
 )
+from runtime.observe.prices import DEFAULT_PRICES
 
 SONNET_US = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SONNET_GLOBAL = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -58,9 +58,9 @@ def table_after(text: str, heading: str) -> list[list[str]]:
 
 
 def test_the_endpoints_table_is_what_the_app_serves(tmp_path: Path) -> None:
-    from runtime.local_stop import add_stop_route
-    from runtime.server import build_app
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
+    from runtime.http.local_stop import add_stop_route
+    from runtime.http.server import build_app
 
     app = build_app(Settings.from_env({"AGENTKIT_STATE_DIR": str(tmp_path)}))
     add_stop_route(app, actor_header=None)

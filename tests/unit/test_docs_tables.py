@@ -15,6 +15,7 @@ from runtime.errors import ERRORS_BY_CODE
 EXPECTED = {
     "http-api.md": {"request", "events", "errors", "job_events"},
     "observability.md": {"metrics", "prices"},
+    "security.md": {"protected_paths"},
 }
 
 

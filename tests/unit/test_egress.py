@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError
 from runtime.guard.egress import EgressProxy, Refused, parse_allowlist, parse_networks, parse_pins
-from runtime.settings import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from harness.runtime_server import SESSION_HEADER, session_id
-from runtime.server import build_app
-from runtime.settings import Settings
+from runtime.config.settings import Settings
+from runtime.http.server import build_app
 from runtime.wiring import Services
 from webhook import trackers
 

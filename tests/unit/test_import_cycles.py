@@ -103,8 +103,8 @@ def test_the_checker_finds_a_cycle_it_is_shown() -> None:
 
 def test_the_graph_sees_lazy_and_type_checking_imports() -> None:
     files = file_graph()
-    assert "runtime.wiring" in files["runtime.server"]  # under TYPE_CHECKING
-    assert "runtime.store.factory" in files["runtime.wiring"]  # inside a function
+    assert "runtime.wiring" in files["runtime.http.server"]  # under TYPE_CHECKING
+    assert "runtime.session_store.factory" in files["runtime.wiring"]  # inside a function
 
 
 def test_no_file_imports_itself_round_a_cycle() -> None:

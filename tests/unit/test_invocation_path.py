@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-import runtime.server
+import runtime.http.server
 from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.protocol import InvocationRequest, TextEvent
 from tests.unit.test_server_errors import OK, ScriptedRunner, _client
@@ -54,7 +54,7 @@ def test_the_body_is_decoded_and_validated_once_and_the_session_id_checked_once(
     calls: list[str] = []
     _counting(monkeypatch, InvocationRequest, "model_validate", calls)
     _counting(monkeypatch, Request, "json", calls)  # the base app's own decoding
-    _counting(monkeypatch, runtime.server, "resolve_session_id", calls)
+    _counting(monkeypatch, runtime.http.server, "resolve_session_id", calls)
     with _client(tmp_path, ScriptedRunner([OK])) as client:
         reply = client.post(
             "/invocations",

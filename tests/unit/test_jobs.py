@@ -13,6 +13,7 @@ import pytest
 from botocore.stub import Stubber
 from pydantic import ValidationError
 
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError, SessionBusy, ShuttingDown
 from runtime.jobs.fit import fit_message
 from runtime.jobs.outbox import Outbox
@@ -21,7 +22,6 @@ from runtime.jobs.protocol import ResultMessage, encode_message
 from runtime.jobs.service import _result_of
 from runtime.jobs.sink import EventsUnavailable, SqsEvents
 from runtime.protocol import MAX_CONTEXT_BYTES, Failure, JobSpec
-from runtime.settings import Settings
 
 # -- the progress throttle ----------------------------------------------------------------------------------------
 
@@ -109,9 +109,12 @@ def test_a_patch_over_the_limit_goes_to_s3_under_the_jobs_prefix() -> None:
     message = _message(_result(patch))
     puts = Puts()
     fitted = fit_message(message, limit=2000, put_patch=puts)
-    assert puts.calls == [("jobs/gh-1/patch.diff", patch.encode())]
+    # keyed by session and job: another session's job of the same id never overwrites it
+    assert puts.calls == [(f"jobs/{'s' * 40}/gh-1/patch.diff", patch.encode())]
     assert "patch" not in fitted["result"]
-    assert fitted["result"]["patch_s3_uri"] == "s3://bucket/jobs/gh-1/patch.diff"
+    assert fitted["result"]["patch_s3_uri"] == f"s3://bucket/jobs/{'s' * 40}/gh-1/patch.diff"
+    other = fit_message({**message, "session_id": "t" * 40}, limit=2000, put_patch=puts)
+    assert other["result"]["patch_s3_uri"] != fitted["result"]["patch_s3_uri"]
     assert fitted["result"]["changed_files"] == ["a.py"] and fitted["result"]["text"] == "done"
     assert len(encode_message(fitted)) <= 2000
     assert message["result"]["patch"] == patch  # the kept (outbox) copy is not changed

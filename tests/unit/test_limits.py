@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.limits import (
+from runtime.config.settings import Settings
+from runtime.process.limits import (
     MAX_DEFAULT_SESSIONS,
     MIB,
     PER_SESSION_BYTES,
@@ -15,7 +16,6 @@ from runtime.limits import (
     default_max_sessions,
     sessions_for,
 )
-from runtime.settings import Settings
 
 GIB = 1024 * MIB
 

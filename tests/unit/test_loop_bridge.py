@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from runtime.loop_bridge import LoopStream, start_on
+from runtime.http.loop_bridge import LoopStream, start_on
 
 
 @pytest.fixture

@@ -19,14 +19,14 @@ from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
 from runtime.errors import SessionStoreError
-from runtime.store.agentcore import AgentCoreMemorySessionStore
-from runtime.store.agentcore_ids import (
+from runtime.session_store.agentcore.ids import (
     INDEX_SESSION_ID,
     MEMORY_EVENTS_WRITTEN,
     MEMORY_RETRIEVALS,
     session_id_for,
 )
-from runtime.store.recall import MemoryRecall
+from runtime.session_store.agentcore.store import AgentCoreMemorySessionStore
+from runtime.session_store.recall import MemoryRecall
 
 MEMORY = "agentkit_mem-AbCdEf1234"
 

@@ -18,12 +18,13 @@ from runtime.agent import npm_root
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.config.settings import Settings
 from runtime.guard.policy import PermissionPolicy
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
 from runtime.observe.tracing import Tracing
-from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 
 GLOBAL_ROOT = "/opt/fake node/lib/node_modules"  # a space: the answer must survive shell quoting
 

@@ -13,7 +13,13 @@ import pytest
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
-from runtime.store.recall import HEADER, MemoryRecall, make_recall_hook, memory_actor_id, memory_session_id
+from runtime.session_store.recall import (
+    HEADER,
+    MemoryRecall,
+    make_recall_hook,
+    memory_actor_id,
+    memory_session_id,
+)
 
 MEMORY = "agentkit_mem-AbCdEf1234"
 

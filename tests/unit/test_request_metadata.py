@@ -63,7 +63,7 @@ def test_the_cli_gets_one_header_line_with_a_json_object() -> None:
 def test_build_options_puts_it_in_the_clis_environment(tmp_path: Path) -> None:
     from runtime.agent.definition import AgentDefinitionSpec
     from runtime.agent.options import build_options
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     async def gate(*_: object) -> dict[str, object]:
         return {}

@@ -1,4 +1,4 @@
-"""What a snapshot restore renews (runtime.restore), piece by piece; the whole is shown by
+"""What a snapshot restore renews (runtime.process.restore), piece by piece; the whole is shown by
 tests/functional/test_snapshot_restore.py."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import aws, restore
+from runtime import aws
+from runtime.process import restore
 
 
 @pytest.fixture(autouse=True)
@@ -153,8 +154,8 @@ def test_telemetry_instance_id_is_renewed_on_existing_tracers() -> None:
 
 
 def test_spool_journal_gets_its_own_name_and_sqlite_its_own_connection(tmp_path: Path) -> None:
-    from runtime.store.spool import SpoolingSessionStore
-    from runtime.store.sqlite import SqliteSessionStore
+    from runtime.session_store.spool import SpoolingSessionStore
+    from runtime.session_store.sqlite import SqliteSessionStore
 
     inner = SqliteSessionStore(tmp_path / "s.db")
     spool = SpoolingSessionStore(inner, spool_dir=tmp_path / "spool")
@@ -172,8 +173,8 @@ def test_spool_journal_gets_its_own_name_and_sqlite_its_own_connection(tmp_path:
 def test_ping_reports_the_time_of_the_restore(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
-    from runtime.server import build_app
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
+    from runtime.http.server import build_app
 
     app = build_app(Settings.from_env({"AGENTKIT_STATE_DIR": str(tmp_path)}))
     with TestClient(app) as client:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from runtime.agent.definition import AgentDefinitionSpec
+from runtime.config.settings import Settings
 from runtime.errors import ConfigurationError
 from runtime.guard.profiles import DEVELOPER_PROGRAMS, SandboxStatus, probe_sandbox
 from runtime.guard.tool_env import TOOL_ENV_ALLOWLIST, session_isolation
-from runtime.settings import Settings
 
 
 def isolation(tmp_path: Path, *, sandboxed: bool = True, host: dict[str, str] | None = None):

@@ -17,10 +17,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from harness.runtime_server import SESSION_HEADER, session_id
+from runtime.config.settings import Settings
+from runtime.http.server import build_app
 from runtime.protocol import Emit, Failure, ResultEvent, TurnItem
-from runtime.server import build_app
-from runtime.sessions import SessionRegistry, TurnRequest, WarmSession
-from runtime.settings import Settings
+from runtime.sessions import SessionRegistry, WarmSession
+from runtime.turn_request import TurnRequest
 from runtime.wiring import Services
 
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"

@@ -143,13 +143,15 @@ def test_the_wrapper_moves_into_the_cgroups_first_or_adds_rlimit_data(tmp_path: 
     assert "--nproc=300:300" in cgroup and "--data=" not in cgroup
     rlimit = wrapper_script(c, "/cli", tmp_path, ResourceLimits(1024, 300, "rlimit"))
     assert f"--data={1024 * MIB}:{1024 * MIB}" in rlimit and resources.ENV_SESSION_CGROUPS not in rlimit
+    # tmpfs and memfd files are memory RLIMIT_DATA does not count: each file is bounded by the limit too
+    assert f"--fsize={1024 * MIB}:{1024 * MIB}" in rlimit and "--fsize=" not in cgroup
     unlimited = wrapper_script(c, "/cli", tmp_path, ResourceLimits(0, 300, "rlimit"))
-    assert "--data=" not in unlimited
+    assert "--data=" not in unlimited and "--fsize=" not in unlimited
 
 
 def test_ping_shows_the_limits_once_decided() -> None:
-    from runtime.server import build_app
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
+    from runtime.http.server import build_app
 
     app = build_app(Settings.from_env({}), services_factory=lambda s: None)  # type: ignore[arg-type,return-value]
     saved, hits = list(resources._decided), resources._hits.copy()
@@ -173,8 +175,8 @@ def test_ping_shows_the_limits_once_decided() -> None:
 
 
 def test_a_limit_below_what_the_cli_needs_is_refused() -> None:
+    from runtime.config.settings import Settings
     from runtime.errors import ConfigurationError
-    from runtime.settings import Settings
 
     with pytest.raises(ConfigurationError, match="AGENTKIT_SESSION_MEMORY_MB=512 is below 768"):
         Settings.from_env({"AGENTKIT_SESSION_MEMORY_MB": "512"})

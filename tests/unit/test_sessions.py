@@ -13,7 +13,8 @@ import pytest
 
 from runtime.errors import AgentKitError, AgentProcessError, SessionBusy
 from runtime.protocol import Failure
-from runtime.sessions import SessionRegistry, TurnRequest
+from runtime.sessions import SessionRegistry
+from runtime.turn_request import TurnRequest
 
 pytestmark = pytest.mark.anyio
 

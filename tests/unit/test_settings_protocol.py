@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from runtime.config.settings import Settings, is_inference_profile
 from runtime.errors import ConfigurationError, InvalidRequest, InvalidSessionId, PromptTooLarge
 from runtime.identity import claude_session_id, normalise_actor, resolve_actor
 from runtime.protocol import parse_body, resolve_session_id, summarize
-from runtime.setting_fields import is_inference_profile
-from runtime.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""runtime.shutdown: a signal starts the close at once, the close runs once, the previous handler still runs."""
+"""runtime.process.shutdown: a signal starts the close at once, the close runs once, the previous handler still runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runtime.shutdown import EarlyClose
+from runtime.process.shutdown import EarlyClose
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from claude_agent_sdk.types import SessionKey
 
 from runtime.session_store import SessionStoreError, SqliteSessionStore
-from runtime.store.spool import SpoolingSessionStore
+from runtime.session_store.spool import SpoolingSessionStore
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 SUB: SessionKey = {**KEY, "subpath": "subagents/agent-1"}
@@ -362,8 +362,8 @@ def test_a_mirror_error_is_recovered_from_the_cli_transcript(tmp_path: Path) -> 
 
 
 def test_strict_and_write_behind_together_are_refused(tmp_path: Path) -> None:
+    from runtime.config.settings import Settings
     from runtime.errors import ConfigurationError
-    from runtime.settings import Settings
     from runtime.wiring import build_store
 
     settings = Settings.from_env(

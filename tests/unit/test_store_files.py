@@ -20,7 +20,7 @@ from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from harness.runtime_server import ROOT
 from runtime.session_store import SqliteSessionStore
-from runtime.store.spool import SpoolingSessionStore
+from runtime.session_store.spool import SpoolingSessionStore
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 OTHER: SessionKey = {"project_key": "proj", "session_id": "other"}
@@ -134,7 +134,7 @@ _TRUNCATE_CHILD = textwrap.dedent(
     import asyncio, json, os, sys
     from pathlib import Path
     from runtime.session_store import SqliteSessionStore
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.spool import SpoolingSessionStore
 
     path, spool = Path(sys.argv[1]), Path(sys.argv[2])
     key = {"project_key": "proj", "session_id": "sess"}
@@ -176,7 +176,7 @@ _DISK_FULL_CHILD = textwrap.dedent(
     import asyncio, json, resource, signal, sys
     from pathlib import Path
     from runtime.session_store import SqliteSessionStore
-    from runtime.store.spool import SpoolingSessionStore
+    from runtime.session_store.spool import SpoolingSessionStore
 
     path, spool = Path(sys.argv[1]), Path(sys.argv[2])
     key = {"project_key": "proj", "session_id": "sess"}

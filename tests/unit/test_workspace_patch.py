@@ -29,13 +29,20 @@ ORIGINAL = [
 ]
 
 
-def make(tmp_path: Path, entries: list[Entry | tuple[str, bytes]] | None = None, **kw: int) -> Workspaces:
+def make(
+    tmp_path: Path,
+    entries: list[Entry | tuple[str, bytes]] | None = None,
+    *,
+    allow: frozenset[str] = frozenset(),
+    **kw: int,
+) -> Workspaces:
     ws = Workspaces(
         trusted_root=tmp_path / "snapshots",
         tree_for=lambda sid: tmp_path / "workspaces" / sid,
         limits=LIMITS,
         max_patch_bytes=kw.get("max_patch_bytes", 1_000_000),
         withhold=is_sensitive_name,
+        allow_protected=allow,
     )
     ws.install("s", tar_gz(entries if entries is not None else ORIGINAL))
     return ws
@@ -72,7 +79,7 @@ def test_unchanged_workspace_gives_an_empty_patch(tmp_path: Path) -> None:
 
 
 def test_patch_applies_to_the_original_and_gives_the_agents_tree(tmp_path: Path) -> None:
-    ws = make(tmp_path)
+    ws = make(tmp_path, allow=frozenset({"executable"}))  # the mode change is a protected class, allowed here
     tree = ws.tree_for("s")
     (tree / "src" / "app.py").write_text("def add(a, b):\n    return a + b\n")
     (tree / "src" / "old.py").unlink()

@@ -22,7 +22,8 @@ from runtime.jobs.outbox import Outbox
 from runtime.jobs.service import Jobs
 from runtime.jobs.sink import SqsEvents
 from runtime.protocol import JobSpec
-from runtime.sessions import SessionRegistry, TurnRequest
+from runtime.sessions import SessionRegistry
+from runtime.turn_request import TurnRequest
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 from runtime.workspace.retention import EXPIRED, LAST_USED, MARKER_KEEP_S, Retention, _open_up, interval_for
 from tests.unit.test_sessions import RecordingRunner, _collect, until

@@ -21,12 +21,13 @@ from runtime.accounting import Accounting
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.agent.runner import AgentDeps, AgentTurnRunner
+from runtime.config.settings import Settings
 from runtime.errors import InvalidWorkspace
 from runtime.guard.policy import PermissionPolicy, is_sensitive_name
 from runtime.observe.metrics import EmfMetrics
 from runtime.observe.observer import Observer
-from runtime.sessions import TurnRequest, WarmSession
-from runtime.settings import Settings
+from runtime.sessions import WarmSession
+from runtime.turn_request import TurnRequest
 from runtime.workspace import SnapshotLimits, Workspaces, default_tree_for
 
 pytestmark = pytest.mark.anyio

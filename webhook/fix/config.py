@@ -1,6 +1,6 @@
 """Fix jobs' settings as the worker and the reporter use them, taken from :class:`webhook.settings.WebhookSettings`
 (which declares and checks the variables: ``PR_MODE``, ``JIRA_REPOSITORIES``, ``WORKSPACE_S3_URI``,
-``INLINE_SNAPSHOT_MAX_BYTES``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``).
+``INLINE_SNAPSHOT_MAX_BYTES``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``PATCH_ALLOW_PROTECTED``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class FixSettings:
     inline_snapshot_max_bytes: int = DEFAULT_INLINE_SNAPSHOT_MAX_BYTES
     progress_min_seconds: float = 20.0
     job_lease_seconds: float = 300.0
+    allow_protected: frozenset[str] = frozenset()
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -39,4 +40,5 @@ def fix_settings(env: Mapping[str, str] | WebhookSettings) -> FixSettings:
         inline_snapshot_max_bytes=int(s.inline_snapshot_max_bytes),
         progress_min_seconds=s.progress_min_seconds,
         job_lease_seconds=s.job_lease_seconds,
+        allow_protected=s.patch_allow_protected,
     )

@@ -95,7 +95,11 @@ class TrackerRepos:
         tokens: Mapping[str, Callable[[], str]],
         api_urls: Mapping[str, str],
         limits: SnapshotLimits = DEFAULT_LIMITS,
+        allow_protected: frozenset[str] = frozenset(),
     ) -> None:
+        self.allow_protected = (
+            allow_protected  # protected-path classes a patch may change (PATCH_ALLOW_PROTECTED)
+        )
         self.tokens = tokens
         self.api_urls = api_urls
         self.limits = limits
@@ -154,7 +158,7 @@ class TrackerRepos:
         ``TrackerApiError``."""
         repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
         snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
-        changes = apply_patch(snap.files, patch)
+        changes = apply_patch(snap.files, patch, allow_protected=self.allow_protected)
         if not changes:
             return None
         label = job.issue_ref.lstrip("#")

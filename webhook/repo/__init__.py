@@ -10,7 +10,7 @@ See ``docs/webhook/fix-jobs.md`` ("Changes as pull requests") for the APIs and t
 """
 
 from .change import CHANGE_MODES, ChangeMode, ChangeRequest, ChangeResult, branch_name
-from .errors import ChangeConflict, PatchRefused, SnapshotError, SnapshotTooLarge
+from .errors import ChangeConflict, PatchRefused, ProtectedPathRefused, SnapshotError, SnapshotTooLarge
 from .files import FileChange, FileEntry, git_blob_sha
 from .github_repo import GitHubRepo, PullHead
 from .gitlab_repo import GitLabRepo, MergeRequestHead
@@ -30,6 +30,7 @@ __all__ = [
     "GitLabRepo",
     "MergeRequestHead",
     "PatchRefused",
+    "ProtectedPathRefused",
     "PullHead",
     "Snapshot",
     "SnapshotError",

@@ -26,6 +26,15 @@ class PatchRefused(WebhookError):
     code, http_status = "patch_refused", 422
 
 
+class ProtectedPathRefused(PatchRefused):
+    """The patch makes protected changes (:mod:`repo.protected_paths`) whose classes the deployment does not allow
+    (``PATCH_ALLOW_PROTECTED``). ``classes`` are the policy's class names, safe to show on the issue."""
+
+    def __init__(self, message: str, classes: list[str]) -> None:
+        super().__init__(message)
+        self.classes = classes
+
+
 class ChangeConflict(WebhookError):
     """The change's branch exists and holds something else than this change; it is never overwritten."""
 

@@ -16,7 +16,10 @@ names. A patch is applied whole or not at all.
 Refused (:class:`repo.errors.PatchRefused`, saying which file and why): paths that are absolute, climb out
 (``..``), lie in ``.git``, are not UTF-8 or hold control characters; what the runtime never puts into a
 patch (secret file names, gitlinks/submodules, links pointing outside the tree); a file below another file
-or link; ``Binary files ... differ`` without data; anything that is not a ``diff --git`` section.
+or link; ``Binary files ... differ`` without data; anything that is not a ``diff --git`` section. Protected
+changes (:mod:`repo.protected_paths`: CI configuration, composite actions, CODEOWNERS, ``.gitmodules``, new
+executable bits, agent configuration) raise :class:`repo.errors.ProtectedPathRefused` (``patch_refused: <class>``)
+unless their class is in ``allow_protected``.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from . import gitbinary
-from .errors import PatchRefused
+from . import gitbinary, protected_paths
+from .errors import PatchRefused, ProtectedPathRefused
 from .files import (
     FILE_MODES,
     MODE_FILE,
@@ -78,10 +81,12 @@ def apply_patch(
     *,
     max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    allow_protected: frozenset[str] = frozenset(),
 ) -> list[FileChange]:
     """The changes ``patch`` makes to ``files`` (sorted by path; ``[]`` for an empty patch).
 
-    ``files`` is not modified. Raises :class:`PatchRefused` (nothing applied) naming the file and the reason.
+    ``files`` is not modified. Raises :class:`PatchRefused` (nothing applied) naming the file and the reason, and
+    :class:`ProtectedPathRefused` for protected changes outside ``allow_protected``.
     """
     if len(patch.encode("utf-8", "surrogatepass")) > max_patch_bytes:
         raise PatchRefused(f"the patch is over {max_patch_bytes} bytes")
@@ -91,7 +96,30 @@ def apply_patch(
         _apply_one(tree, section, max_file_bytes)
     changes = _diff_views(files, tree)
     _check_tree(tree, changes)
+    _check_protected(changes, allow_protected)
     return changes
+
+
+def _check_protected(changes: list[FileChange], allow: frozenset[str]) -> None:
+    """Refuse protected changes (:mod:`repo.protected_paths`) whose class ``allow`` does not name."""
+    found: dict[str, list[str]] = {}
+    for change in changes:
+        classes = protected_paths.change_classes(
+            None if change.action == "create" else change.path,
+            None if change.action == "delete" else change.path,
+            change.old_mode,
+            change.mode,
+        )
+        for cls in classes:
+            if cls not in allow:
+                found.setdefault(cls, []).append(change.path)
+    if found:
+        shown = "; ".join(f"{cls}: {', '.join(paths[:10])}" for cls, paths in sorted(found.items()))
+        raise ProtectedPathRefused(
+            f"{protected_paths.refusal_code(found)}: the patch changes protected paths ({shown}); the deployment "
+            "allows none of these classes (PATCH_ALLOW_PROTECTED)",
+            [n for n in protected_paths.NAMES if n in found],
+        )
 
 
 # --------------------------------------------------------------------------- parsing

@@ -9,7 +9,7 @@ When nothing has arrived for ``--wait-notice`` seconds (30), a "still waiting" l
 Repository work (docs/repository-work.md): ``--workspace DIR`` sends DIR's working tree (a git work tree: the
 files ``git ls-files -co --exclude-standard`` lists) and the result then carries the agent's change as a patch;
 ``--patch-file F`` writes it to F (also when it is empty), ``--apply`` applies it to DIR after checking that it
-stays inside DIR and applies cleanly. A refused patch is kept: in F, or in a temporary file the error names.
+stays inside DIR, makes no protected change (CI configuration, CODEOWNERS, new executable bits, …; ``--allow-protected CLASSES`` allows classes) and applies cleanly. A refused patch is kept: in F, or in a temporary file the error names.
 ``--workspace-s3 s3://bucket/prefix/`` uploads the snapshot there (the runtime's ``AGENTKIT_WORKSPACE_S3_URI``)
 instead of sending it inline, for working trees over the runtime's inline cap.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agentkit import workspace
+from agentkit import protected_paths, workspace
 from agentkit.context import Context
 from agentkit.errors import AgentkitError, ExitCode, usage_error
 from agentkit.printer import EventPrinter
@@ -87,6 +87,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     repo.add_argument("--patch-file", metavar="F", help="write the returned patch to F (needs --workspace)")
     repo.add_argument(
+        "--allow-protected",
+        metavar="CLASSES",
+        default="",
+        help="let --apply write these protected-path classes (comma-separated: "
+        f"{', '.join(protected_paths.NAMES)}, or all); refused by default (docs/security.md)",
+    )
+    repo.add_argument(
         "--workspace-s3",
         metavar="URI",
         help="upload the snapshot under s3://bucket/prefix/ (the runtime's AGENTKIT_WORKSPACE_S3_URI) instead of "
@@ -120,6 +127,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise usage_error("--wait-notice must be >= 0")
     if args.final and (ctx.json or args.json):
         raise usage_error("--final prints the answer as text; it cannot be combined with JSON output")
+    try:
+        allow_protected = protected_paths.parse_allowed(args.allow_protected)
+    except ValueError as exc:
+        raise usage_error(f"--allow-protected: {exc}") from None
+    if allow_protected and not args.apply:
+        raise usage_error("--allow-protected applies to --apply")
     if (args.apply or args.patch_file or args.workspace_s3) and not args.workspace:
         raise usage_error(
             "--apply, --patch-file and --workspace-s3 need --workspace DIR (the tree the patch is made against)"
@@ -186,7 +199,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return int(ExitCode.INTERRUPTED)
     code = printer.finish()
     if tree is not None and code == ExitCode.OK:
-        handle_patch(result, tree, apply=args.apply, patch_file=args.patch_file, ctx=ctx)
+        handle_patch(
+            result,
+            tree,
+            apply=args.apply,
+            patch_file=args.patch_file,
+            ctx=ctx,
+            allow_protected=allow_protected,
+        )
     return int(code)
 
 
@@ -197,6 +217,7 @@ def handle_patch(
     apply: bool,
     patch_file: str | None,
     ctx: Context,
+    allow_protected: frozenset[str] = frozenset(),
 ) -> None:
     """Write and/or apply the result's patch; say what changed (and what the runtime withheld) on stderr.
 
@@ -224,7 +245,7 @@ def handle_patch(
     if not apply:
         return
     try:
-        changed = workspace.apply_patch(tree, patch)
+        changed = workspace.apply_patch(tree, patch, allow=allow_protected)
     except AgentkitError as exc:
         kept = patch_file or _keep(patch)
         raise AgentkitError(

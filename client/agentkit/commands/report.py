@@ -24,8 +24,8 @@ from agentkit.data.spans import read_span_file
 from agentkit.data.usage import for_agent
 from agentkit.env import ENV_AGENT_NAME, ENV_RUNTIME_ARN, ENV_STACK
 from agentkit.errors import AgentkitError, ExitCode, aws_error, usage_error
+from agentkit.report import approvals, delivery
 from agentkit.report import cloudwatch as cw_report
-from agentkit.report import delivery
 from agentkit.report.html import render
 from agentkit.report.model import ReportData, from_samples, summary
 from agentkit.stack import runtime_log_group
@@ -93,6 +93,7 @@ def _local(args: argparse.Namespace, ctx: Context, now: dt.datetime) -> ReportDa
         region=ctx.aws.region,
     )
     data.delivery = delivery.from_samples(everything)  # the webhook's documents have no Agent dimension
+    data.approvals = approvals.from_samples(samples)
     if not args.emf:
         data.notes.append("no EMF file given (--emf): cost, tokens, latency and tools are empty")
     if not args.spans:

@@ -1,4 +1,10 @@
-"""``agentkit sessions stop``: the kill switch for one runtime session.
+"""``agentkit sessions stop``: the kill switch for one runtime session. ``agentkit sessions pending``: the tool calls
+waiting for a person's approval, across the deployment's sessions (docs/approvals.md).
+
+Pending approvals are read from the deployment's AgentCore Memory (``--memory-id``, or the ``MemoryId`` output of
+``--stack`` / ``$AGENTKIT_STACK``): the runtime lists each request there while it waits (actorId
+``agentkit-approvals``, sessionId ``pending``; no session is woken to list them). Expired ones are left out. Answer
+one with ``agentkit approve|deny SESSION_ID APPROVAL_ID``.
 
 AWS: ``StopRuntimeSession`` ends the session's microVM (retried on throttling: it is idempotent).
 Stopping a session that is not running (already stopped, expired, never started) exits 0 and says so, so a
@@ -6,7 +12,8 @@ pipeline's clean-up step can run it unconditionally. Local
 (``--local URL``): the runtime's ``POST /stopruntimesession`` ends the running and queued turns and closes
 the session's Claude process; the transcript stays in the store.
 
-IAM actions: ``bedrock-agentcore:StopRuntimeSession``, ``cloudformation:DescribeStacks`` (``--stack``).
+IAM actions: ``bedrock-agentcore:StopRuntimeSession``, ``bedrock-agentcore:ListEvents`` (``pending``),
+``cloudformation:DescribeStacks`` (``--stack``).
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ import argparse
 from typing import Any
 
 from agentkit.context import Context
-from agentkit.errors import ExitCode, usage_error
-from agentkit.targets import add_target_options, resolve_target
+from agentkit.errors import ExitCode, aws_error, usage_error
+from agentkit.printer import approval_card
+from agentkit.stack import describe_stack, region_of_runtime_arn
+from agentkit.targets import add_target_options, resolve_target, stack_name
 from agentkit.transport import (
     SessionNotRunning,
     retry_config,
@@ -31,7 +40,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "sessions", parents=[common], help="manage runtime sessions", description="Manage runtime sessions."
     )
     sessions.set_defaults(usage_parser=sessions, handler=lambda args, ctx: _help(sessions, ctx))
-    commands = sessions.add_subparsers(dest="session_command", metavar="{stop}")
+    commands = sessions.add_subparsers(dest="session_command", metavar="{stop,pending}")
     stop = commands.add_parser(
         "stop",
         parents=[common],
@@ -42,6 +51,18 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     stop.add_argument("session_id", metavar="SESSION_ID")
     add_target_options(stop, local=True)
     stop.set_defaults(handler=run_stop, usage_parser=stop)
+    pending = commands.add_parser(
+        "pending",
+        parents=[common],
+        help="list the tool calls waiting for a person's approval",
+        description="List the tool calls waiting for a person's approval, in every session of the deployment "
+        "(read from its AgentCore Memory), oldest first.",
+    )
+    where = pending.add_mutually_exclusive_group()
+    where.add_argument("--memory-id", metavar="ID", help="the deployment's AgentCore Memory id")
+    where.add_argument("--stack", metavar="NAME", help="read the Memory id from this stack's MemoryId output")
+    pending.add_argument("--session", metavar="ID", help="only this runtime session's requests")
+    pending.set_defaults(handler=run_pending, usage_parser=pending)
 
 
 def _help(parser: argparse.ArgumentParser, ctx: Context) -> int:
@@ -83,3 +104,69 @@ def run_stop(args: argparse.Namespace, ctx: Context) -> int:
         f"stopped session {session_id} (HTTP {status})",
     )
     return int(ExitCode.OK)
+
+
+#: Where the runtime lists pending approvals (runtime.approvals.index).
+INDEX_ACTOR_ID = "agentkit-approvals"
+INDEX_SESSION_ID = "pending"
+
+
+def run_pending(args: argparse.Namespace, ctx: Context) -> int:
+    memory_id, region = args.memory_id, ctx.aws.explicit_region
+    if not memory_id:
+        name = stack_name(args, ctx)
+        if not name:
+            raise usage_error("pass --memory-id ID or --stack NAME (or set $AGENTKIT_STACK)")
+        stack = describe_stack(ctx.aws.client("cloudformation"), stack_name=name)
+        memory_id = stack.outputs.get("MemoryId")
+        if not memory_id:
+            raise usage_error(f"stack {name} has no MemoryId output")
+        arn = stack.outputs.get("RuntimeArn")
+        region = region or (region_of_runtime_arn(arn) if arn else None)
+    client = ctx.aws.client("bedrock-agentcore", region=region, config=retry_config())
+    now = ctx.now().timestamp()
+    cards = [c for c in _listed(client, memory_id) if float(c.get("expires_at") or 0) > now]
+    if args.session:
+        cards = [c for c in cards if c.get("session_id") == args.session]
+    cards.sort(key=lambda c: float(c.get("created_at") or 0))
+
+    def text() -> str:
+        if not cards:
+            return "no tool calls are waiting for approval"
+        return "\n".join(approval_card(c, str(c.get("session_id") or "")) for c in cards)
+
+    ctx.emit({"pending": cards, "memory_id": memory_id}, text)
+    return int(ExitCode.OK)
+
+
+def _listed(client: Any, memory_id: str) -> list[dict[str, Any]]:
+    """Every card in the index (deduplicated by approval id), following ``nextToken``."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    cards: dict[str, dict[str, Any]] = {}
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {
+            "memoryId": memory_id,
+            "actorId": INDEX_ACTOR_ID,
+            "sessionId": INDEX_SESSION_ID,
+            "includePayloads": True,
+        }
+        if token:
+            kwargs["nextToken"] = token
+        try:
+            page = client.list_events(**kwargs)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return list(cards.values())  # nothing was ever listed
+            raise aws_error(exc, action="ListEvents", iam_action="bedrock-agentcore:ListEvents") from exc
+        except BotoCoreError as exc:
+            raise aws_error(exc, action="ListEvents", iam_action="bedrock-agentcore:ListEvents") from exc
+        for event in page.get("events", []):
+            for item in event.get("payload") or []:
+                blob = item.get("blob")
+                if isinstance(blob, dict) and blob.get("k") == "approval" and isinstance(blob.get("d"), dict):
+                    cards[str(blob["d"].get("id"))] = blob["d"]
+        token = page.get("nextToken")
+        if not token:
+            return list(cards.values())

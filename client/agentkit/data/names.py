@@ -27,7 +27,16 @@ TOOL_METRICS: tuple[str, ...] = (TOOL_CALLS, TOOL_ERRORS, TOOL_LATENCY, TOOL_DEN
 
 # events, dimensions [Agent, <one of Model/Tool/ErrorCode>] and [Agent]
 INVOCATION_ERRORS = "InvocationErrors"  # dimension ErrorCode: the error code the caller got
+# tool calls waiting for a person (dimension Tool); ApprovalDecisionSeconds: request → answer, unit Seconds
+APPROVAL_METRICS: tuple[str, ...] = (
+    "ApprovalsRequested",
+    "Approved",
+    "Denied",
+    "Expired",
+    "ApprovalDecisionSeconds",
+)
 EVENT_METRICS: tuple[str, ...] = (
+    *APPROVAL_METRICS,
     "BudgetExceeded",
     "Disconnected",
     INVOCATION_ERRORS,

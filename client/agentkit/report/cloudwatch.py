@@ -10,7 +10,8 @@ Waterfall: span records in ``aws/spans`` (CloudWatch Transaction Search), first 
 id, then every span of their traces.
 
 Cost in parts per day: model, the runtime's compute and Memory (:mod:`agentkit.data.agentcore_usage`); the
-webhook's pull requests, patches and stops per tracker (:mod:`agentkit.report.delivery`).
+webhook's pull requests, patches and stops per tracker (:mod:`agentkit.report.delivery`); tool calls that waited for
+a person's approval, per tool (:mod:`agentkit.report.approvals`).
 
 IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``, ``logs:FilterLogEvents``.
 """
@@ -28,7 +29,7 @@ from agentkit.data.bill import Memory, combine
 from agentkit.data.emf import parse_emf_lines
 from agentkit.data.spans import Span, parse_span_lines
 from agentkit.data.usage import totals
-from agentkit.report import delivery
+from agentkit.report import approvals, delivery
 from agentkit.report.model import ReportData, TurnRow, daily_model_cost, pick_trace, top_sessions, turn_rows
 
 SPANS_LOG_GROUP = "aws/spans"  # CloudWatch Transaction Search destination
@@ -183,4 +184,7 @@ def gather(
         parts=parts,
         prices_region=region,
         delivery=delivery.from_cloudwatch(cloudwatch, namespace=namespace, start=start, end=day_end),
+        approvals=approvals.from_cloudwatch(
+            cloudwatch, namespace=namespace, agent=agent, start=start, end=day_end
+        ),
     )

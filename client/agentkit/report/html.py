@@ -91,6 +91,7 @@ def render(data: ReportData) -> str:
             _turn_table(data),
             _waterfall(data),
             panels.delivery(data),
+            panels.approvals(data),
         ]
     )
     return (

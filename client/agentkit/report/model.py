@@ -22,6 +22,7 @@ from agentkit.data import usage as u
 from agentkit.data.bill import Breakdown, Slot, combine, memory_by_session, per_period
 from agentkit.data.emf import Sample
 from agentkit.data.spans import Span, session_trace, sessions_with_spans
+from agentkit.report.approvals import Approvals
 from agentkit.report.delivery import Delivery
 
 TOP_SESSIONS = 10
@@ -93,6 +94,7 @@ class ReportData:
     parts: list[Breakdown] = field(default_factory=list)  # per day: model + compute + memory
     prices_region: str | None = None  # whose AgentCore prices priced ``parts``
     delivery: Delivery = field(default_factory=Delivery)  # the webhook's pull requests, patches, stops
+    approvals: Approvals = field(default_factory=Approvals)  # tool calls that waited for a person, per tool
 
     @property
     def total_cost(self) -> float:
@@ -260,4 +262,5 @@ def summary(data: ReportData) -> dict[str, Any]:
         "cost_parts": [b.as_dict() for b in data.parts],
         "prices": prices.describe(data.prices_region),
         "delivery": data.delivery.as_json(),
+        "approvals": data.approvals.as_json(),
     }

@@ -92,3 +92,43 @@ def delivery(data: ReportData) -> str:
         "<th class='n'>patches applied</th><th class='n'>stops</th><th class='n'>cost per pull request</th></tr>"
         f"{''.join(rows)}</table></section>"
     )
+
+
+def approvals(data: ReportData) -> str:
+    """Per tool: approval requests, approvals, denials, expiries and the mean time to an answer."""
+    title = "Approvals: tool calls that waited for a person, by tool"
+    tools = data.approvals.tools
+    if not tools:
+        return (
+            f"<section class='wide'><h2>{title}</h2><p class='muted'>No approval requests in this window "
+            "(ApprovalsRequested): no approval rules are set, or no call needed one.</p></section>"
+        )
+    rows = []
+    for tool, row in sorted(tools.items()):
+        mean = data.approvals.mean_decision_s(tool)
+        rows.append(
+            f"<tr><td>{escape(tool)}</td>"
+            + "".join(
+                _cell(f"{key}:{tool}", row[key], f"{row[key]:,.0f}")
+                for key in ("requested", "approved", "denied", "expired")
+            )
+            + (
+                _cell(f"mean_decision_s:{tool}", mean, _duration(mean))
+                if mean is not None
+                else f"<td class='n muted'>{NONE}</td>"
+            )
+            + "</tr>"
+        )
+    return (
+        f"<section class='wide'><h2>{title}</h2><table><tr><th>tool</th><th class='n'>requested</th>"
+        "<th class='n'>approved</th><th class='n'>denied</th><th class='n'>expired</th>"
+        f"<th class='n'>mean time to answer</th></tr>{''.join(rows)}</table></section>"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

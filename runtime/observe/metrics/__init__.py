@@ -12,7 +12,9 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
 * events via :meth:`BaseMetrics.record_event`, dimensions ``[Agent, <given>]`` and ``[Agent]``:
   BudgetExceeded, Disconnected, InvocationErrors (``ErrorCode``), SessionResumed, SessionStoreErrors,
   SessionStoreDeadLetters, SessionStoreLateWrites, JobsAccepted (an asynchronous job queued), JobResultsKept (a
-  job's result SQS did not take at once: it waits in the outbox, :mod:`runtime.jobs.service`).
+  job's result SQS did not take at once: it waits in the outbox, :mod:`runtime.jobs.service`); for tool calls that
+  wait for a person (:mod:`runtime.approvals`), dimension ``Tool``: ApprovalsRequested, Approved, Denied, Expired
+  and ApprovalDecisionSeconds (Seconds: from the request to its answer).
 
 Dimensions are restricted to the low-cardinality names in :data:`DIMENSIONS`; session id, caller, Claude
 session id and the SDK's own cost go in as EMF properties (``emf``) or log fields (``cloudwatch``), never

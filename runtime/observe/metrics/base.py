@@ -22,8 +22,13 @@ DEFAULT_NAMESPACE = DEFAULT_METRICS_NAMESPACE
 DIMENSIONS = frozenset({"Agent", "Model", "Tool", "ErrorCode"})
 EVENTS = frozenset(
     {
+        "ApprovalDecisionSeconds",
+        "Approved",
+        "ApprovalsRequested",
         "BudgetExceeded",
+        "Denied",
         "Disconnected",
+        "Expired",
         "InvocationErrors",
         "JobResultsKept",
         "JobsAccepted",
@@ -41,6 +46,8 @@ EVENTS = frozenset(
 )
 
 COUNT, MS, NONE = "Count", "Milliseconds", "None"
+#: Events whose value is not a count.
+EVENT_UNITS = {"ApprovalDecisionSeconds": "Seconds"}
 MAX_VALUES_PER_DATUM = 150  # PutMetricData limit on distinct Values per datum
 
 
@@ -194,7 +201,7 @@ class BaseMetrics:
             )
         return MetricDoc(
             {"Agent": self.agent, **{k: str(v) for k, v in dims.items()}},
-            [(name, COUNT, float(value))],
+            [(name, EVENT_UNITS.get(name, COUNT), float(value))],
             {k: v for k, v in (properties or {}).items() if v is not None},
             timestamp=self._now(),
         )

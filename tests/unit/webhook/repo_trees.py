@@ -11,6 +11,7 @@ from pathlib import Path
 
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.baseline import Baseline
+from runtime.workspace.protected_paths import NAMES
 from webhook.repo.files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry
 
 GIT_ENV = {
@@ -71,8 +72,13 @@ def runtime_patch(
     work.mkdir()
     write_tree(work, files, **tree)  # type: ignore[arg-type]
     before = view_of(work)
+    # every protected class allowed: these tests are about the patch format, the policy has its own
     baseline = Baseline(
-        git_dir=tmp / "snap", work_tree=work, withhold=is_sensitive_name, max_patch_bytes=20 << 20
+        git_dir=tmp / "snap",
+        work_tree=work,
+        withhold=is_sensitive_name,
+        max_patch_bytes=20 << 20,
+        allow_protected=frozenset(NAMES),
     )
     baseline.record()
     change(work)

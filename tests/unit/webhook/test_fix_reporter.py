@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import boto3
 import pytest
 
 from harness.github_repo_api import GitHubRepoApi
@@ -369,3 +370,64 @@ def test_a_start_the_reporter_records_is_counted_once(
         assert deliver(json.dumps(doc)) == {"batchItemFailures": []}
     counted = [doc for doc in emf_lines(capsys.readouterr().out) if "FixJobsStarted" in doc]
     assert len(counted) == 1 and counted[0]["Tracker"] == "github"
+
+
+ON_PUSH = b"on: push\n"
+WORKFLOW = (
+    "diff --git a/.github/workflows/x.yml b/.github/workflows/x.yml\nnew file mode 100644\n"
+    f"index {'0' * 40}..{git_blob_sha(ON_PUSH)}\n"
+    "--- /dev/null\n+++ b/.github/workflows/x.yml\n@@ -0,0 +1 @@\n+on: push\n"
+)
+
+
+def test_a_protected_change_is_refused_with_its_class_and_nothing_is_pushed(world: SimpleNamespace) -> None:
+    result = {"type": "result", "text": "Fixed.", "cost_usd": 0.1, "patch": PATCH + WORKFLOW}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    assert not world.api.pulls and not [n for n in world.api.git.refs if n.startswith("agent/")]
+    [comment] = world.api.comments.values()
+    assert "`patch_refused: ci_config`" in comment["body"], comment["body"]
+    assert world.jobs.get(KEY).error_code == "patch_refused: ci_config"
+
+
+def test_a_class_the_deployment_allows_is_proposed(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deps = reporter._get_deps()
+    monkeypatch.setattr(deps.repos, "allow_protected", frozenset({"ci_config"}))
+    result = {"type": "result", "text": "Fixed.", "cost_usd": 0.1, "patch": PATCH + WORKFLOW}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"]) == {
+        "src/calc.py": ("100644", NEW),
+        ".github/workflows/x.yml": ("100644", b"on: push\n"),
+    }
+
+
+def test_a_large_patch_is_read_only_from_its_sessions_and_jobs_key(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions may send the same job id: the runtime keys the object by session and job, and the reporter
+    reads only the key of the session the worker recorded, so another session's object is never proposed."""
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="kit-bucket")
+    own, other = f"jobs/{world.job.session_id}/{KEY}/patch.diff", f"jobs/gh-{'f' * 64}/{KEY}/patch.diff"
+    s3.put_object(Bucket="kit-bucket", Key=own, Body=PATCH.encode())
+    s3.put_object(Bucket="kit-bucket", Key=other, Body=PATCH.replace("a + b", "a * b").encode())
+    monkeypatch.setattr(reporter._get_deps(), "s3", s3)
+    stolen = {"type": "result", "text": "x", "cost_usd": 0.1, "patch_s3_uri": f"s3://kit-bucket/{other}"}
+    assert deliver(event(world, 2, "result", result=stolen)) == {"batchItemFailures": []}
+    assert not world.api.pulls and world.jobs.get(KEY).error_code == "patch_location_refused"
+
+
+def test_a_large_patch_under_its_own_session_and_job_is_proposed(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="kit-bucket")
+    own = f"jobs/{world.job.session_id}/{KEY}/patch.diff"
+    s3.put_object(Bucket="kit-bucket", Key=own, Body=PATCH.encode())
+    monkeypatch.setattr(reporter._get_deps(), "s3", s3)
+    result = {"type": "result", "text": "x", "cost_usd": 0.1, "patch_s3_uri": f"s3://kit-bucket/{own}"}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"]) == {"src/calc.py": ("100644", NEW)}

@@ -52,6 +52,9 @@ def api() -> Iterator[GitLabRepoApi]:
         yield server
 
 
+EXECUTABLE = frozenset({"executable"})
+
+
 def _repo(api: GitLabRepoApi) -> GitLabRepo:
     return GitLabRepo(42, token=lambda: TOKEN, api_url=api.api_url, sleep=lambda _s: None)
 
@@ -60,8 +63,13 @@ def _agent_patch(tmp: Path, archive: bytes) -> str:
     work = tmp / "ws"
     work.mkdir()
     unpack(archive, work, LIMITS)
+    # new executable bits allowed on both sides: these tests are about committing them (chmod actions)
     baseline = Baseline(
-        git_dir=tmp / "snap", work_tree=work, withhold=is_sensitive_name, max_patch_bytes=1 << 20
+        git_dir=tmp / "snap",
+        work_tree=work,
+        withhold=is_sensitive_name,
+        max_patch_bytes=1 << 20,
+        allow_protected=EXECUTABLE,
     )
     baseline.record()
     (work / "app/main.py").write_text("print('hello')\n")
@@ -92,7 +100,9 @@ def test_issue_to_draft_merge_request_with_exactly_the_agents_change(
     snapshot = repo.fetch_snapshot()
     assert snapshot.commit_sha == api.base_commit
     assert {p: (e.mode, e.data) for p, e in snapshot.files.items()} == FILES
-    changes = apply_patch(snapshot.files, _agent_patch(tmp_path, snapshot.archive))
+    changes = apply_patch(
+        snapshot.files, _agent_patch(tmp_path, snapshot.archive), allow_protected=EXECUTABLE
+    )
     result = repo.open_change(_request(api, snapshot.commit_sha), changes)
     assert result.kind == "pull_request" and result.created and result.number == 1
     assert result.url == "https://gitlab.example/group/app/-/merge_requests/1"
@@ -111,7 +121,9 @@ def test_issue_to_draft_merge_request_with_exactly_the_agents_change(
 def test_a_retried_run_reuses_its_branch_and_merge_request(api: GitLabRepoApi, tmp_path: Path) -> None:
     repo = _repo(api)
     snapshot = repo.fetch_snapshot()
-    changes = apply_patch(snapshot.files, _agent_patch(tmp_path, snapshot.archive))
+    changes = apply_patch(
+        snapshot.files, _agent_patch(tmp_path, snapshot.archive), allow_protected=EXECUTABLE
+    )
     first = repo.open_change(_request(api, snapshot.commit_sha), changes)
     again = repo.open_change(_request(api, snapshot.commit_sha), changes)
     assert (again.url, again.commit_sha, again.created) == (first.url, first.commit_sha, False)
@@ -121,7 +133,9 @@ def test_a_retried_run_reuses_its_branch_and_merge_request(api: GitLabRepoApi, t
 def test_branch_mode_returns_the_new_merge_request_link(api: GitLabRepoApi, tmp_path: Path) -> None:
     repo = _repo(api)
     snapshot = repo.fetch_snapshot()
-    changes = apply_patch(snapshot.files, _agent_patch(tmp_path, snapshot.archive))
+    changes = apply_patch(
+        snapshot.files, _agent_patch(tmp_path, snapshot.archive), allow_protected=EXECUTABLE
+    )
     result = repo.open_change(_request(api, snapshot.commit_sha, mode="branch"), changes)
     assert result.url == (
         "https://gitlab.example/group/app/-/merge_requests/new?"
@@ -133,7 +147,9 @@ def test_branch_mode_returns_the_new_merge_request_link(api: GitLabRepoApi, tmp_
 def test_a_branch_holding_other_commits_is_never_overwritten(api: GitLabRepoApi, tmp_path: Path) -> None:
     repo = _repo(api)
     snapshot = repo.fetch_snapshot()
-    changes = apply_patch(snapshot.files, _agent_patch(tmp_path, snapshot.archive))
+    changes = apply_patch(
+        snapshot.files, _agent_patch(tmp_path, snapshot.archive), allow_protected=EXECUTABLE
+    )
     request = _request(api, snapshot.commit_sha)
     api.git.refs[request.branch] = api.git.commit_files({}, [api.base_commit], "theirs")
     with pytest.raises(ChangeConflict):

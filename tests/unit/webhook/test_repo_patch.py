@@ -12,6 +12,7 @@ import pytest
 from tests.unit.webhook.repo_trees import git_diff, runtime_patch
 from webhook.repo import FileEntry, PatchRefused, apply_patch
 from webhook.repo.files import MODE_SYMLINK
+from webhook.repo.protected_paths import NAMES
 
 BASE: dict[str, bytes | str] = {
     "README.md": "# demo\n",
@@ -29,7 +30,7 @@ BASE: dict[str, bytes | str] = {
 
 def _applied(before: dict[str, FileEntry], patch: str) -> dict[str, FileEntry]:
     after = dict(before)
-    for change in apply_patch(before, patch):
+    for change in apply_patch(before, patch, allow_protected=frozenset(NAMES)):
         if change.action == "delete":
             del after[change.path]
         else:
@@ -77,7 +78,10 @@ def test_every_kind_of_change_the_runtime_reports_applies_to_the_same_tree(tmp_p
 
 def test_changes_are_listed_by_kind_with_modes(tmp_path: Path) -> None:
     before, patch, _ = runtime_patch(tmp_path, BASE, _edit, executable=("scripts/run.sh",))
-    kinds = {c.path: (c.action, c.mode, c.old_mode) for c in apply_patch(before, patch)}
+    allowed = frozenset(NAMES)
+    kinds = {
+        c.path: (c.action, c.mode, c.old_mode) for c in apply_patch(before, patch, allow_protected=allowed)
+    }
     assert kinds["old.txt"] == ("delete", None, "100644")
     assert kinds["src/tool.py"] == ("create", "100755", None)
     assert kinds["scripts/run.sh"] == ("update", "100644", "100755")

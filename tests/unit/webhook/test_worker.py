@@ -182,7 +182,7 @@ def test_read_timeout_is_final_and_not_retried(stand_in: Any, github: Any) -> No
 
 
 def test_construct_read_timeout_exceeds_the_runtime_turn_timeout() -> None:
-    from runtime.settings import Settings
+    from runtime.config.settings import Settings
 
     turn_timeout = Settings.model_fields["turn_timeout_s"].default
     assert turn_timeout < settings.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
