@@ -46,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import Any
 
-from _harness import ROOT, banner
+from _harness import banner
 
 REGION = "us-east-1"
 SECRET = "burst-webhook-secret"
@@ -349,11 +349,10 @@ def run(args: argparse.Namespace, moto: Any, agentcore: AgentCore, github: GitHu
         visibility=args.visibility,
         receives=args.max_receives,
     )
-    sys.path.insert(0, str(ROOT / "infra" / "functions" / "webhook"))
     import boto3
-    import receiver
-    import worker
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from webhook import receiver, worker
 
     sqs = boto3.client("sqs")
     accepted_at: dict[int, float] = {}

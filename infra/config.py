@@ -30,11 +30,7 @@ from infra.config_base import ConfigModel as _Model
 from infra.errors import ConfigError as ConfigError
 from infra.names import MAX_GENERATION, StageNames
 from infra.overrides import apply_overrides
-
-# The webhook's settings live in their own module, re-exported here: ``from infra.config import WebhookConfig``.
-from infra.webhook_config import GitLabWebhookConfig as GitLabWebhookConfig
-from infra.webhook_config import JiraWebhookConfig as JiraWebhookConfig
-from infra.webhook_config import WebhookConfig as WebhookConfig
+from infra.webhook.config import WebhookConfig
 from runtime.approvals.rules import ApprovalRules
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.workspace.protected_paths import parse_allowed
@@ -352,7 +348,7 @@ _ALLOWED_HINTS = {
     "greater_than_equal": "a number >= {ge}",
     "less_than_equal": "a number <= {le}",
     "string_pattern_mismatch": "strings matching {pattern}",
-    "extra_forbidden": "the keys documented in infra/config.py (webhook.*: infra/webhook_config.py)",
+    "extra_forbidden": "the keys documented in infra/config.py (webhook.*: infra/webhook/config.py)",
     "missing": "a value must be given",
     "bool_parsing": "true or false",
     "bool_type": "true or false",

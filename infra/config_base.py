@@ -1,4 +1,4 @@
-"""The base of every configuration model of the CDK app (:mod:`infra.config`, :mod:`infra.webhook_config`).
+"""The base of every configuration model of the CDK app (:mod:`infra.config`, :mod:`infra.webhook.config`).
 
 Kept apart so the modules holding parts of the configuration share it without importing each other.
 """

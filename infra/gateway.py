@@ -25,12 +25,13 @@ from constructs import Construct
 
 from infra import lifecycle
 from infra.config import AppConfig
+from infra.functions import POWERTOOLS_VERSION, PYTHON_RUNTIME
 from infra.trust import agentcore_principal
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent / "functions"
-POWERTOOLS_VERSION = "3.37.0"
-LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_13
-POWERTOOLS_LAYER_PARAMETER = f"/aws/service/powertools/python/arm64/python3.13/{POWERTOOLS_VERSION}"
+POWERTOOLS_LAYER_PARAMETER = (
+    f"/aws/service/powertools/python/arm64/{PYTHON_RUNTIME.name}/{POWERTOOLS_VERSION}"
+)
 """Public SSM parameter holding the Powertools layer ARN for this Region (resolved at deploy time)."""
 
 _S = agentcore.SchemaDefinitionType
@@ -118,7 +119,7 @@ class InvoiceTools(Construct):
             self,
             "Function",
             description="AgentCore Gateway tools: list_overdue_invoices, get_invoice",
-            runtime=LAMBDA_RUNTIME,
+            runtime=PYTHON_RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
             handler="app.handler",
             code=lambda_.Code.from_asset(

@@ -32,6 +32,7 @@ from constructs import Construct, IDependable
 
 from infra import lifecycle
 from infra.config import AppConfig
+from infra.functions import PYTHON_RUNTIME
 
 TRIGGER_DIR = Path(__file__).resolve().parent / "functions" / "image_build_trigger"
 """The custom resource's Lambda code (``index.handler``), shipped as a plain asset."""
@@ -173,7 +174,7 @@ class CodeBuildImage(Construct):
             self,
             "Trigger",
             description="Starts the CodeBuild image build; CodeBuild answers CloudFormation",
-            runtime=lambda_.Runtime.PYTHON_3_13,
+            runtime=PYTHON_RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
             code=lambda_.Code.from_asset(str(TRIGGER_DIR), exclude=["__pycache__", "*.pyc"]),

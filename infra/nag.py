@@ -83,12 +83,6 @@ FUNCTION_VERSIONS = (
     "The L2 gateway target grants lambda:InvokeFunction on the function and its versions/aliases (<arn>:*); "
     "that is one function of ours."
 )
-L1_PINNED = (
-    "Pinned to python3.13 because the Powertools layer is resolved from the public SSM parameter for "
-    "python3.13/arm64; bump both together."
-)
-
-
 MEMORY_KEY = (
     "The L2 Memory grants its service role the KMS data-key/re-encrypt action families on our one key only."
 )
@@ -164,7 +158,6 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
                 [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
             )
             acknowledge(invoices.node.find_child("Role"), [iam5("*", XRAY_STAR)])
-            acknowledge(invoices.node.find_child("Function"), [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])
     memory = stack.node.try_find_child("Memory")
     if memory is not None and memory.node.try_find_child("Key") is not None:
         acknowledge(
@@ -187,4 +180,3 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
                 ("AwsSolutions::AwsSolutions-CB4", CODEBUILD_KMS),
             ],
         )
-        acknowledge(image.node.find_child("Trigger"), [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])

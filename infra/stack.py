@@ -13,7 +13,7 @@ lifetime less :data:`JOB_RESULT_MARGIN_S`), with the bucket too ``AGENTKIT_WORKS
 Constructs take their config: image, memory, gateway, runtime and observability read the validated
 :class:`AppConfig`; the optional front doors, usable in any stack, take one props object each, which
 ``from_config`` builds from the app config. They are composed behind config flags: ``webhook.enabled`` ->
-``infra.webhook.IssueWebhook``; ``github_oidc.enabled`` (+ ``repository``) -> ``infra.ci_access.GitHubOidcInvoker``.
+``infra.webhook.construct.IssueWebhook``; ``github_oidc.enabled`` (+ ``repository``) -> ``infra.ci_access.GitHubOidcInvoker``.
 
 Construct ids (``Image``, ``Memory``, ``Gateway``, ``Agent``, ``Observability``, ``GitHubWebhook``,
 ``GitHubOidc``) are part of the logical id of every resource below them: a new id makes CloudFormation replace
@@ -206,7 +206,8 @@ class AgentKitStack(cdk.Stack):
         """Build the webhook / CI-access constructs when their flags are on."""
         built: dict[str, Construct] = {}
         if config.webhook.enabled:
-            from infra.webhook import IssueWebhook, WebhookProps
+            from infra.webhook.construct import IssueWebhook
+            from infra.webhook.props import WebhookProps
 
             # "GitHubWebhook" (the GitHub-only release's name) prefixes the logical id of every resource of the
             # webhook: a new id would make CloudFormation replace its secrets, queues and idempotency table.
@@ -277,6 +278,6 @@ class AgentKitStack(cdk.Stack):
 def _webhook_worker_timeout(config: AppConfig) -> cdk.Duration:
     """The webhook worker's timeout: the longest any of the webhook's functions takes, so either may consume the job
     events (Lambda refuses an SQS event source whose visibility timeout is shorter than the function's timeout)."""
-    from infra.webhook_props import DEFAULT_WORKER_TIMEOUT, WebhookProps
+    from infra.webhook.props import DEFAULT_WORKER_TIMEOUT, WebhookProps
 
     return WebhookProps.from_config(config).worker_timeout or DEFAULT_WORKER_TIMEOUT

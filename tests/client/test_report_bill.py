@@ -21,10 +21,10 @@ from moto import mock_aws
 
 from agentkit.cli import main
 from agentkit.data import prices as client_prices
-from infra.functions.webhook.webhook_metrics import TrackerMetrics
 from runtime.observe.costs import compute_turn_cost
 from runtime.observe.metrics import CloudWatchMetrics, EmfMetrics, TurnRecord
 from tests.client.test_cli_aws import Factory
+from webhook.webhook_metrics import TrackerMetrics
 
 REGION = "us-east-1"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -48,6 +48,7 @@ from tests.unit.webhook.support import (
     wiring,
     worker,
 )
+from webhook.settings import ENV
 
 #: The header the data plane forwards the caller's actor in (the runtime reads ``AGENTKIT_ACTOR_HEADER``).
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -124,8 +125,8 @@ def fix_world(
             "ACTOR_HEADER": ACTOR_HEADER,
             "GITHUB_API_URL": github.url,
             "THROTTLE_RETRIES": "0",
-            wiring.FIX_TRIGGER_LABEL: "agent-fix",
-            wiring.PROGRESS_MIN_SECONDS: "0",
+            ENV["fix_trigger_label"]: "agent-fix",
+            ENV["progress_min_seconds"]: "0",
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
@@ -134,7 +135,7 @@ def fix_world(
         receiver.configure(
             receiver.ReceiverDeps(
                 trackers=wiring.build_trackers(
-                    "receiver", env={**env, wiring.GITLAB_API_URL: members.api_url}, secrets_client=aws.sm
+                    "receiver", env={**env, ENV["gitlab_api_url"]: members.api_url}, secrets_client=aws.sm
                 ),
                 sqs=aws.sqs,
                 queue_url=tasks,

@@ -184,7 +184,7 @@ class WorkerDied(Exception):
 def test_a_worker_that_died_after_the_runtime_accepted_is_taken_over_without_a_second_turn(
     world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fix_jobs
+    from webhook.fix import jobs as fix_jobs
 
     monkeypatch.setenv("TURN_LEASE_SECONDS", "0")  # the redelivery comes after the lease
     record_started = fix_jobs.JobStore.started

@@ -173,16 +173,18 @@ def test_eu_profiles_in_an_eu_region_are_accepted() -> None:
 
 
 def test_cdk_json_enables_github_alone_as_the_docs_say() -> None:
-    """docs/webhook.md: GitHub is the default tracker; the other trackers' settings are there to fill in."""
+    """docs/webhook/setup.md: GitHub is the default tracker; the other trackers' settings are there to fill in."""
     config = load_config(raw(), stage="dev")
     assert config.webhook.trackers == ("github",)
     assert config.webhook.gitlab.min_access_level == 30 and config.webhook.jira.site_url is None
-    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "webhook.md").read_text().split())
+    page = " ".join(
+        (Path(__file__).resolve().parents[2] / "docs" / "webhook" / "setup.md").read_text().split()
+    )
     assert '`cdk.json` ships `"trackers": ["github"]` (GitHub alone, the default)' in page
 
 
 def test_enabling_the_webhook_as_shipped_works() -> None:
-    """``-c webhook.enabled=true`` on cdk.json as shipped, the first step of docs/webhook.md."""
+    """``-c webhook.enabled=true`` on cdk.json as shipped, the first step of docs/webhook/setup.md."""
     config = load_config(raw(), stage="dev", overrides={"webhook.enabled": "true"})
     assert config.webhook.enabled and config.webhook.trackers == ("github",)
 
@@ -253,7 +255,7 @@ def test_agent_profile_and_sandbox_keys() -> None:
 
 def test_allowed_protected_paths_reach_the_runtime_and_the_reporter_per_stage() -> None:
     from infra.stack import runtime_environment
-    from infra.webhook_props import WebhookProps, fix_env
+    from infra.webhook.props import WebhookProps, fix_env
 
     data = raw()
     data["stages"]["prod"]["overrides"]["allow_protected_paths"] = ["executable", "ci_config"]

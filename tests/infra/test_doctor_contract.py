@@ -39,7 +39,9 @@ def test_layer_parameters_are_the_stacks(dev: Synth, optional: Synth, tmp_path: 
     assert set(doctor_config(tmp_path).layer_parameters) == ssm_parameters(dev)
     webhook_on = doctor_config(tmp_path, webhook={"enabled": True})
     assert set(webhook_on.layer_parameters) == ssm_parameters(optional)
-    assert len(ssm_parameters(optional)) == 2  # gateway tool (python3.13) and webhook (python3.14)
+    assert (
+        len(ssm_parameters(optional)) == 1
+    )  # one runtime, so one Powertools layer for the gateway tool and the webhook
 
 
 def test_bootstrap_version_and_parameter_are_the_templates(dev: Synth) -> None:

@@ -86,7 +86,7 @@ def _path_through(component: list[str], graph: dict[str, set[str]]) -> list[str]
 
 def test_the_graph_sees_the_stack_and_its_constructs() -> None:
     graph = import_graph()
-    assert {"infra.config", "infra.runtime", "infra.webhook"} <= graph["infra.stack"]
+    assert {"infra.config", "infra.runtime", "infra.webhook.construct"} <= graph["infra.stack"]
     assert "infra.config" in graph["infra.context"]
 
 

@@ -25,7 +25,7 @@ from tests.infra.conftest import ROOT, Synth
 pytestmark = pytest.mark.infra
 NAMESPACE, AGENT = "AgentCoreClaudeKit", "agentkit"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-WEBHOOK_DIR = ROOT / "infra" / "functions" / "webhook"
+WEBHOOK_DIR = ROOT / "webhook"
 
 Query = tuple[
     str, str, frozenset[str], dict[str, str], str
@@ -256,7 +256,7 @@ def test_billed_compute_is_read_with_the_dimensions_agentcore_documents(queried:
 
 def webhook_emitted_names() -> set[str]:
     """Metric names the webhook Lambdas emit (``TrackerMetrics.emit("<name>", tracker)`` calls)."""
-    source = "".join(p.read_text() for p in WEBHOOK_DIR.glob("*.py"))
+    source = "".join(p.read_text() for p in sorted(WEBHOOK_DIR.rglob("*.py")))
     return set(re.findall(r'\.emit\(\s*"([A-Za-z]+)"', source))
 
 
@@ -276,10 +276,9 @@ def test_webhook_metrics_carry_the_tracker_dimension(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The webhook's real emitter writes each metric under exactly the dimension set the dashboard queries."""
-    monkeypatch.syspath_prepend(str(WEBHOOK_DIR))
-    import webhook_metrics
+    from webhook import webhook_metrics
 
-    webhook_metrics.TrackerMetrics(service="github-webhook-worker", namespace=NAMESPACE).emit(
+    webhook_metrics.TrackerMetrics(service="webhook-worker", namespace=NAMESPACE).emit(
         "IssueCostUSD", "gitlab", 0.25
     )
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]

@@ -10,7 +10,7 @@ import pytest
 from tests.infra.conftest import ROOT, Synth
 
 pytestmark = pytest.mark.infra
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 TABLE_HEADING = "## Stack outputs"
 CFN_FIELDS = {"OutputKey", "OutputValue", "ExportName", "Description"}  # CloudFormation's words, not outputs
 

@@ -22,8 +22,9 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps, github_subjects
-from infra.webhook import IssueWebhook, WebhookProps
-from infra.webhook_trackers import GitHubSettings, GitLabSettings, JiraSettings
+from infra.webhook.construct import IssueWebhook
+from infra.webhook.props import WebhookProps
+from infra.webhook.trackers import GitHubSettings, GitLabSettings, JiraSettings
 
 pytestmark = pytest.mark.infra
 
@@ -156,7 +157,7 @@ def test_function_url_is_public_and_signature_checked_in_code(synthed: dict[str,
     t.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "receiver.handler",
+            "Handler": "webhook.receiver.handler",
             "Runtime": "python3.14",
             "Architectures": ["arm64"],
             "TracingConfig": {"Mode": "Active"},
@@ -255,7 +256,7 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
     assert sorted(stmt["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
     assert stmt["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     assert stmt["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
-    env = _env_of(t, "worker.handler")["Environment"]["Variables"]
+    env = _env_of(t, "webhook.worker.handler")["Environment"]["Variables"]
     assert env["IDEMPOTENCY_TABLE"] == {"Ref": table_id}
     # Stored replies outlive the longest a message can come back (DLQ retention, 14 days).
     assert env["REPLY_TTL_SECONDS"] == str(14 * 24 * 3600)
@@ -474,13 +475,13 @@ def _env_of(template: Template, handler: str) -> dict[str, Any]:
 
 
 def test_only_trusted_authors_trigger_by_default(synthed: dict[str, Any]) -> None:
-    env = _env_of(synthed["templates"]["literal"], "receiver.handler")["Environment"]["Variables"]
+    env = _env_of(synthed["templates"]["literal"], "webhook.receiver.handler")["Environment"]["Variables"]
     assert env["ALLOWED_ASSOCIATIONS"] == "COLLABORATOR,MEMBER,OWNER"
 
 
 def test_worker_read_timeout_exceeds_turn_timeout_and_queue_outlasts_lambda(synthed: dict[str, Any]) -> None:
     t = synthed["templates"]["literal"]
-    worker = _env_of(t, "worker.handler")
+    worker = _env_of(t, "webhook.worker.handler")
     assert worker["Timeout"] == 14 * 60
     read_timeout = int(worker["Environment"]["Variables"]["INVOKE_READ_TIMEOUT_SECONDS"])
     assert read_timeout == 13 * 60 and 600 < read_timeout < worker["Timeout"]
@@ -515,7 +516,7 @@ def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
     receivers = [
         f["Properties"]["Environment"]["Variables"]
         for f in t.find_resources("AWS::Lambda::Function").values()
-        if f["Properties"].get("Handler") == "receiver.handler"
+        if f["Properties"].get("Handler") == "webhook.receiver.handler"
     ]
     assert [r["ALLOWED_ASSOCIATIONS"] for r in receivers] == ["MEMBER,OWNER", "MEMBER,OWNER"]
 
@@ -571,14 +572,14 @@ def test_multi_tracker_secrets_and_least_privilege_reads(synthed: dict[str, Any]
         f"agentkit-dev/{n}-{k}" for n in ("github", "gitlab", "jira") for k in ("webhook-secret", "token")
     )
     # The receiver reads the webhook secrets (+ the GitLab token for the members API), never another token.
-    assert _secret_reads(t, "receiver.handler") == [
+    assert _secret_reads(t, "webhook.receiver.handler") == [
         "agentkit-dev/github-webhook-secret",
         "agentkit-dev/gitlab-token",
         "agentkit-dev/gitlab-webhook-secret",
         "agentkit-dev/jira-webhook-secret",
     ]
     # The worker reads the tokens only: a leaked worker role cannot forge deliveries.
-    assert _secret_reads(t, "worker.handler") == [
+    assert _secret_reads(t, "webhook.worker.handler") == [
         "agentkit-dev/github-token",
         "agentkit-dev/gitlab-token",
         "agentkit-dev/jira-token",
@@ -587,8 +588,8 @@ def test_multi_tracker_secrets_and_least_privilege_reads(synthed: dict[str, Any]
 
 def test_multi_tracker_environment(synthed: dict[str, Any]) -> None:
     t = synthed["templates"]["multi"]
-    recv = _env_of(t, "receiver.handler")["Environment"]["Variables"]
-    work = _env_of(t, "worker.handler")["Environment"]["Variables"]
+    recv = _env_of(t, "webhook.receiver.handler")["Environment"]["Variables"]
+    work = _env_of(t, "webhook.worker.handler")["Environment"]["Variables"]
     assert recv["TRACKERS"] == work["TRACKERS"] == "github,gitlab,jira"
     assert recv["GITLAB_MIN_ACCESS_LEVEL"] == "40" and recv["GITLAB_BOT_USERNAME"] == "project_5_bot"
     assert recv["JIRA_BOT_ACCOUNT_ID"] == "5b10a2844c20165700ede21g"

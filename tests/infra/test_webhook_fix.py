@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra.conftest import Synth
+from tests.infra.conftest import ROOT, Synth
 from tests.infra.test_metric_contract import dashboard_queries, webhook_emitted_names
 
 pytestmark = pytest.mark.infra
@@ -37,7 +37,7 @@ def statements(s: Synth, role_ref: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_reporter_consumes_the_runtimes_job_events_queue(optional: Synth) -> None:
-    fid, reporter = function(optional, "reporter.handler")
+    fid, reporter = function(optional, "webhook.reporter.handler")
     [mapping] = [
         m["Properties"]
         for m in of_type(optional, "AWS::Lambda::EventSourceMapping").values()
@@ -53,8 +53,8 @@ def test_the_reporter_consumes_the_runtimes_job_events_queue(optional: Synth) ->
 
 
 def test_least_privilege_for_fix_jobs(optional: Synth) -> None:
-    _, worker = function(optional, "worker.handler")
-    _, reporter = function(optional, "reporter.handler")
+    _, worker = function(optional, "webhook.worker.handler")
+    _, reporter = function(optional, "webhook.reporter.handler")
     worker_st, reporter_st = statements(optional, worker["Role"]), statements(optional, reporter["Role"])
     # CDK merges it with InvokeAgentRuntime: the same two resources, the runtime and the worker's endpoint.
     [stop] = [s for s in worker_st if "bedrock-agentcore:StopRuntimeSession" in s["Action"]]
@@ -80,3 +80,21 @@ def test_the_fix_metrics_are_on_the_dashboard(optional: Synth) -> None:
     plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
     assert plotted >= FIX_METRICS
     assert webhook_emitted_names() >= FIX_METRICS
+
+
+def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(optional: Synth) -> None:
+    """Each handler path ``webhook.<module>.handler`` resolves inside its code asset, and the asset holds the
+    ``webhook`` package under its own name and nothing else of the repository (no tests, no infra, no caches)."""
+    outdir = optional.template_path.parent
+    package = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "webhook").rglob("*.py"))
+    handlers = set()
+    for fn in of_type(optional, "AWS::Lambda::Function").values():
+        props = fn["Properties"]
+        if not str(props.get("Handler", "")).startswith("webhook."):
+            continue
+        handlers.add(props["Handler"])
+        asset = outdir / f"asset.{props['Code']['S3Key'].removesuffix('.zip')}"
+        assert sorted(p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()) == package
+        module, attr = props["Handler"].rsplit(".", 1)
+        assert f"\ndef {attr}(" in (asset / f"{module.replace('.', '/')}.py").read_text()
+    assert handlers == {"webhook.receiver.handler", "webhook.worker.handler", "webhook.reporter.handler"}

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 UNITS: dict[str, tuple[str, ...]] = {
     "runtime": ("runtime",),
     "client": ("client/agentkit",),
-    "webhook": ("infra/functions/webhook",),
+    "webhook": ("webhook",),
     "invoices": ("infra/functions/invoices",),
     "image_build_trigger": ("infra/functions/image_build_trigger",),
 }

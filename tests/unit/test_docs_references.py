@@ -19,10 +19,29 @@ PAGES = [
     ROOT / "benchmarks" / "README.md",
     *(
         ROOT / "docs" / name
-        for name in ("architecture.md", "http-api.md", "observability.md", "agent.md", "development.md")
+        for name in (
+            "architecture.md",
+            "http-api.md",
+            "observability.md",
+            "agent.md",
+            "development.md",
+            "webhook.md",
+        )
     ),
+    *sorted((ROOT / "docs" / "webhook").glob("*.md")),
 ]
-TOP = ("runtime", "client", "infra", "harness", "standins", "tests", "benchmarks", "scripts", "docs")
+TOP = (
+    "runtime",
+    "client",
+    "infra",
+    "webhook",
+    "harness",
+    "standins",
+    "tests",
+    "benchmarks",
+    "scripts",
+    "docs",
+)
 
 
 def table_after(text: str, heading: str) -> list[list[str]]:
@@ -66,7 +85,7 @@ def test_every_repository_path_a_page_names_exists(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     pattern = r"`((?:" + "|".join(TOP) + r")/[A-Za-z0-9_./-]*[A-Za-z0-9_/])`"
     named = set(re.findall(pattern, text))
-    assert named or page.name == "README.md" or page.parent.name == "benchmarks"
+    assert named or page.name == "README.md" or page.parent.name in ("benchmarks", "webhook")
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
 
@@ -88,3 +107,33 @@ def test_the_ownership_table_names_classes_that_exist() -> None:
     assert not missing, (
         f"docs/architecture.md names owners that are not classes in runtime/: {sorted(missing)}"
     )
+
+
+@pytest.mark.parametrize(
+    "page",
+    sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"]),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_relative_link_of_a_page_resolves(page: Path) -> None:
+    """A page moved or split keeps its readers: each relative link names a file that exists and, with an
+    ``#anchor``, a heading of that file."""
+    text = re.sub(r"`[^`\n]*`", "", page.read_text(encoding="utf-8"))  # a link shown as code is no link
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue  # http(s), mailto
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in _anchors(file)):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)} links to what does not exist: {broken}"
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    out = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out

@@ -25,7 +25,7 @@ from agentkit.commands import doctor as doctor_command  # noqa: E402
 REGION = "us-east-1"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
-LAYER = "/aws/service/powertools/python/arm64/python3.13/3.37.0"
+LAYER = "/aws/service/powertools/python/arm64/python3.14/3.37.0"
 
 
 class Session:

@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -27,10 +26,7 @@ from harness.runtime_server import SESSION_HEADER, session_id
 from runtime.config.settings import Settings
 from runtime.http.server import build_app
 from runtime.wiring import Services
-
-WEBHOOK_DIR = Path(__file__).resolve().parents[2] / "infra" / "functions" / "webhook"
-sys.path.insert(0, str(WEBHOOK_DIR))
-import trackers  # noqa: E402
+from webhook import trackers
 
 FUZZ = settings(
     max_examples=150,

@@ -29,9 +29,8 @@ from agentkit.env import ENV_DEFAULT_REGION, ENV_REGION
 Status = Literal["ok", "warn", "fail", "skip"]
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MIN_BOOTSTRAP_VERSION = 6  # the templates' requiresBootstrapStackVersion (cdk.out/manifest.json)
-POWERTOOLS_VERSION = "3.37.0"  # infra/gateway.py, infra/webhook.py
-GATEWAY_TOOL_RUNTIME = "python3.13"  # infra/gateway.py LAMBDA_RUNTIME
-WEBHOOK_RUNTIME = "python3.14"  # infra/webhook.py default python_runtime
+POWERTOOLS_VERSION = "3.37.0"  # infra/functions/__init__.py
+LAMBDA_RUNTIME = "python3.14"  # infra/functions/__init__.py PYTHON_RUNTIME: every Lambda of the stack
 LAYER_ARCHITECTURE = "arm64"
 GEO_PREFIXES = ("us-gov.", "us.", "eu.", "apac.", "jp.", "au.", "global.")
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # infra/config.py AppConfig.model
@@ -121,7 +120,7 @@ class DoctorConfig:
     @property
     def secret_names(self) -> tuple[str, ...]:
         """The secrets the webhook creates: ``<secret prefix>/<tracker>-webhook-secret`` and ``-token``
-        (infra/webhook.py), none when it references existing ones."""
+        (infra/webhook/construct.py), none when it references existing ones."""
         if not self.webhook_creates_secrets:
             return ()
         return tuple(
@@ -169,15 +168,15 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
     oidc = merged.get("github_oidc") or {}
     layers = []
     if gateway.get("enabled", True) and gateway.get("invoices_tool", True):
-        layers.append(layer_parameter(GATEWAY_TOOL_RUNTIME))
+        layers.append(layer_parameter(LAMBDA_RUNTIME))
     if webhook.get("enabled", False):
-        layers.append(layer_parameter(WEBHOOK_RUNTIME))
+        layers.append(layer_parameter(LAMBDA_RUNTIME))
     return DoctorConfig(
         stage=stage,
         profiles=tuple(dict.fromkeys([model, *extra])),
         region=merged.get("region"),
         account=merged.get("account"),
-        layer_parameters=tuple(layers),
+        layer_parameters=tuple(dict.fromkeys(layers)),
         transaction_search_in_stack=bool(
             (merged.get("observability") or {}).get("transaction_search", False)
         ),

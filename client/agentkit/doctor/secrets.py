@@ -22,7 +22,10 @@ from agentkit.doctor.core import CheckResult, error_of
 from agentkit.doctor.deployed import StackView
 
 SECRET_TYPE = "AWS::SecretsManager::Secret"
-WEBHOOK_SECRET_SUFFIX = "-webhook-secret"  # <name prefix>/<tracker>-webhook-secret (infra/webhook.py)
+#: The webhook's trackers (the slim client cannot import ``webhook/trackers/registry.py``;
+#: ``tests/unit/webhook/test_tracker_conformance.py`` holds the two equal).
+TRACKERS = ("github", "gitlab", "jira")
+WEBHOOK_SECRET_SUFFIX = "-webhook-secret"  # <name prefix>/<tracker>-webhook-secret (infra/webhook/secrets.py)
 SIGNING_PREFIX = "whsec_"
 
 
@@ -30,7 +33,7 @@ def webhook_secret_problem(tracker: str, value: str) -> str | None:
     """Why the receiver would refuse (or be fooled by) ``value`` as ``tracker``'s webhook secret, or None.
 
     The same rules as the receiver's ``check_secret_text`` and ``GitLabWebhookSecret.parse``
-    (infra/functions/webhook/trackers/); ``tests/unit/webhook/test_doctor_secrets.py`` holds the two equal.
+    (webhook/trackers/); ``tests/unit/webhook/test_doctor_secrets.py`` holds the two equal.
     """
     if not value.strip():
         return "is blank"
@@ -63,7 +66,7 @@ def webhook_secret_problem(tracker: str, value: str) -> str | None:
 def _tracker_of(secret_id: str) -> str | None:
     name = secret_id.rsplit(":", 1)[-1] if secret_id.startswith("arn:") else secret_id
     name = name.rsplit("/", 1)[-1]
-    for tracker in ("github", "gitlab", "jira"):
+    for tracker in TRACKERS:
         if name.startswith(f"{tracker}{WEBHOOK_SECRET_SUFFIX}"):
             return tracker
     return None

@@ -3,7 +3,7 @@ pull request cost.
 
 The webhook Lambdas write these with Powertools EMF into the stack's metrics namespace (``POWERTOOLS_METRICS_
 NAMESPACE``, the same as the runtime's), each with the dimensions ``Tracker`` and ``service``
-(``infra/functions/webhook/webhook_metrics.py``): ``PullRequestsOpened``, ``PatchesApplied``, ``Stops`` (counts)
+(``webhook/webhook_metrics.py``): ``PullRequestsOpened``, ``PatchesApplied``, ``Stops`` (counts)
 and ``PullRequestCostUSD`` (the cost of the session behind each pull request). The dimension sets are discovered
 with ``ListMetrics`` rather than assumed, so a different ``service`` value still reads. Absent metrics (a stack
 without the webhook, or before its first pull request) leave :func:`from_cloudwatch` empty, and the report says so.

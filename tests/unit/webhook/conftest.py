@@ -15,9 +15,6 @@ from typing import Any
 
 import boto3
 import pytest
-import receiver
-import trackers
-import worker
 from moto import mock_aws
 
 from harness.loopback import send_reply
@@ -34,6 +31,7 @@ from tests.unit.webhook.support import (
     create_webhook_resources,
     tracker_env,
 )
+from webhook import receiver, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -9,11 +9,10 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from repo.files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry
-
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.baseline import Baseline
 from runtime.workspace.protected_paths import NAMES
+from webhook.repo.files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry
 
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",

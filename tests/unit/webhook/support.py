@@ -1,7 +1,4 @@
-"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk.
-
-The Lambda directory is put on ``sys.path`` by this package's ``__init__``.
-"""
+"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk."""
 
 from __future__ import annotations
 
@@ -16,16 +13,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import boto3
-import invoker
-import receiver
-import replies
-import reporter
-import trackers
-import wiring
-import worker
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+
+from webhook import invoker, prompts, receiver, replies, reporter, settings, trackers, wiring, worker
+from webhook.settings import ENV
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
 REGION = "us-east-1"
@@ -259,12 +252,12 @@ GITLAB_PROJECT_ID = 5
 GITLAB_MEMBERS = {("5", 1): 30, ("5", 3): 40, ("5", 9): 20}
 
 SECRET_NAMES = {
-    wiring.GITHUB_WEBHOOK_SECRET_NAME: ("agentkit/github-webhook-secret", SECRET),
-    wiring.GITHUB_TOKEN_SECRET_NAME: ("agentkit/github-token", json.dumps({"token": TOKEN})),
-    wiring.GITLAB_WEBHOOK_SECRET_NAME: ("agentkit/gitlab-webhook-secret", GITLAB_SECRET),
-    wiring.GITLAB_TOKEN_SECRET_NAME: ("agentkit/gitlab-token", GITLAB_TOKEN),
-    wiring.JIRA_WEBHOOK_SECRET_NAME: ("agentkit/jira-webhook-secret", JIRA_SECRET),
-    wiring.JIRA_TOKEN_SECRET_NAME: ("agentkit/jira-token", JIRA_TOKEN),
+    ENV["github_webhook_secret_name"]: ("agentkit/github-webhook-secret", SECRET),
+    ENV["github_token_secret_name"]: ("agentkit/github-token", json.dumps({"token": TOKEN})),
+    ENV["gitlab_webhook_secret_name"]: ("agentkit/gitlab-webhook-secret", GITLAB_SECRET),
+    ENV["gitlab_token_secret_name"]: ("agentkit/gitlab-token", GITLAB_TOKEN),
+    ENV["jira_webhook_secret_name"]: ("agentkit/jira-webhook-secret", JIRA_SECRET),
+    ENV["jira_token_secret_name"]: ("agentkit/jira-token", JIRA_TOKEN),
 }
 
 
@@ -273,17 +266,17 @@ def tracker_env(gitlab_api_url: str = "http://127.0.0.1:9", jira_api_url: str = 
     env = {var: name for var, (name, _) in SECRET_NAMES.items()}
     env.update(
         {
-            wiring.TRACKERS: "github,gitlab,jira",
-            wiring.GITHUB_TRIGGER_LABEL: "agent",
-            wiring.GITHUB_TRIGGER_MENTION: "/agent",
-            wiring.GITHUB_BOT_LOGIN: "agentkit-bot",
-            wiring.GITHUB_REPOSITORY_IDS: str(GITHUB_REPOSITORY_ID),
-            wiring.GITLAB_API_URL: gitlab_api_url,
-            wiring.GITLAB_BOT_USERNAME: "agentkit-bot",
-            wiring.GITLAB_PROJECT_IDS: str(GITLAB_PROJECT_ID),
-            wiring.JIRA_SITE_URL: JIRA_SITE,
-            wiring.JIRA_API_URL: jira_api_url,
-            wiring.JIRA_BOT_ACCOUNT_ID: JIRA_BOT,
+            ENV["trackers"]: "github,gitlab,jira",
+            ENV["github_trigger_label"]: "agent",
+            ENV["github_trigger_mention"]: "/agent",
+            ENV["github_bot_login"]: "agentkit-bot",
+            ENV["github_repository_ids"]: str(GITHUB_REPOSITORY_ID),
+            ENV["gitlab_api_url"]: gitlab_api_url,
+            ENV["gitlab_bot_username"]: "agentkit-bot",
+            ENV["gitlab_project_ids"]: str(GITLAB_PROJECT_ID),
+            ENV["jira_site_url"]: JIRA_SITE,
+            ENV["jira_api_url"]: jira_api_url,
+            ENV["jira_bot_account_id"]: JIRA_BOT,
         }
     )
     return env
@@ -373,7 +366,7 @@ def worker_deps(
             client=client,
             runtime_arn=RUNTIME_ARN,
             qualifier=qualifier,
-            actor_header=worker.DEFAULT_ACTOR_HEADER,
+            actor_header=settings.DEFAULT_ACTOR_HEADER,
             throttle_retries=throttle_retries,
             sleep=record.append,
         ),
@@ -411,7 +404,7 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             "accept": "application/json",
             "payload": json.dumps(
                 {
-                    "prompt": trackers.render_prompt(
+                    "prompt": prompts.render_prompt(
                         trackers.AgentTask.model_validate_json(task_json(number))
                     ),
                     "stream": False,

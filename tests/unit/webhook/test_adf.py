@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from trackers.adf import inline, markdown_to_adf
 
 from harness.adf_check import adf_errors
+from webhook.trackers.adf import inline, markdown_to_adf
 
 
 def text(node: dict[str, Any]) -> str:

@@ -16,8 +16,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import receiver
-import wiring
 
 from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
@@ -35,6 +33,8 @@ from tests.unit.webhook.support import (
     jira_event,
     queued,
 )
+from webhook import receiver, settings, wiring
+from webhook.settings import ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -206,7 +206,7 @@ def test_jira_event_of_another_site_is_not_answered_here(aws: SimpleNamespace) -
 
 # --------------------------------------------------------------------------- 8: immutable ids
 def test_recreated_repository_of_the_same_name_gets_another_session(aws: SimpleNamespace) -> None:
-    env = {**aws.tracker_env, wiring.GITHUB_REPOSITORY_IDS: f"{GITHUB_REPOSITORY_ID},4242"}
+    env = {**aws.tracker_env, ENV["github_repository_ids"]: f"{GITHUB_REPOSITORY_ID},4242"}
     configure_receiver(aws, env)
     original = call(github_event(github_comment("/agent a"), event="issue_comment", delivery="d-a"))[1]
     recreated = github_comment("/agent b", repo_id=4242)  # same owner/name and issue number
@@ -223,7 +223,7 @@ def test_recreated_repository_of_the_same_name_gets_another_session(aws: SimpleN
 def test_reused_gitlab_path_and_moved_jira_issue_keep_their_sessions_apart(
     aws: SimpleNamespace, gitlab_api: GitLabApi
 ) -> None:
-    env = {**aws.tracker_env, wiring.GITLAB_PROJECT_IDS: f"{GITLAB_PROJECT_ID},6"}
+    env = {**aws.tracker_env, ENV["gitlab_project_ids"]: f"{GITLAB_PROJECT_ID},6"}
     configure_receiver(aws, env)
     gitlab_api.members[("6", 1)] = 30
     first = call(gitlab_event(gitlab_note("/agent a")))[1]
@@ -271,7 +271,7 @@ def test_jira_delivery_older_than_the_window_less_the_future_skew_is_stale(aws: 
     # Dated 200 s in the future (within the accepted skew), its idempotency record would expire 200 s
     # before the delivery itself is too old: the age limit must leave that margin.
     payload = jira_comment("/agent again")
-    payload["timestamp"] = int((time.time() - wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS + 200) * 1000)
+    payload["timestamp"] = int((time.time() - settings.DEFAULT_IDEMPOTENCY_TTL_SECONDS + 200) * 1000)
     status, doc = call(jira_event(encode(payload)))
     assert (status, doc["error"]) == (400, "stale_delivery")
 
@@ -279,7 +279,7 @@ def test_jira_delivery_older_than_the_window_less_the_future_skew_is_stale(aws: 
 def test_github_body_replayed_after_the_window_is_stale(aws: SimpleNamespace) -> None:
     # GitHub signs no delivery time, but the comment's updated_at is signed with the body.
     payload = json.loads(github_comment("/agent again"))
-    payload["comment"]["updated_at"] = github_now(200 - wiring.DEFAULT_IDEMPOTENCY_TTL_SECONDS)
+    payload["comment"]["updated_at"] = github_now(200 - settings.DEFAULT_IDEMPOTENCY_TTL_SECONDS)
     status, doc = call(github_event(encode(payload), event="issue_comment"))
     assert (status, doc["error"]) == (400, "stale_delivery")
     labeled = json.loads(github_issue_event("labeled", sender="bob", association="OWNER"))
@@ -343,7 +343,7 @@ def put_secret(aws: SimpleNamespace, var: str, value: str) -> None:
 def test_gitlab_signing_token_without_a_key_is_refused_not_ignored(aws: SimpleNamespace) -> None:
     put_secret(
         aws,
-        wiring.GITLAB_WEBHOOK_SECRET_NAME,
+        ENV["gitlab_webhook_secret_name"],
         json.dumps({"token": "gl-webhook-token-123", "signing_token": "whsec_"}),
     )
     status, doc = call(gitlab_event(gitlab_note("/agent unsigned")))  # token only, no webhook-signature
@@ -356,7 +356,7 @@ def test_gitlab_signing_token_without_a_key_is_refused_not_ignored(aws: SimpleNa
 
 
 def test_webhook_secret_stored_with_a_newline_is_named_not_a_signature_mismatch(aws: SimpleNamespace) -> None:
-    put_secret(aws, wiring.GITHUB_WEBHOOK_SECRET_NAME, "s3cr3t-webhook\n")
+    put_secret(aws, ENV["github_webhook_secret_name"], "s3cr3t-webhook\n")
     status, doc = call(github_event(github_comment("/agent x"), event="issue_comment"))
     assert (status, doc["error"]) == (500, "misconfigured") and "whitespace" in doc["message"]
     problems = receiver.check_secrets(

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import worker
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from harness.adf_check import adf_errors
@@ -31,6 +30,7 @@ from tests.unit.webhook.support import (
     runtime_client_error,
     sqs_event,
 )
+from webhook import worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import trackers
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.gitlab_repo_api import GitLabRepoApi
 from harness.tracker_apis import JiraApi
 from tests.unit.webhook.support import JIRA_SITE, JIRA_TOKEN, task_json
+from webhook import trackers
 
 
 def _task(tracker: str, **kw: object) -> trackers.AgentTask:
@@ -23,6 +23,7 @@ def test_github_progress_comment_is_edited_in_place() -> None:
         tracker = trackers.GitHubTracker(token=lambda: "ghp_t", api_url=api.url, sleep=lambda _s: None)
         task = _task("github")
         ref = tracker.post_reply(task, "working…")
+        assert ref.id is not None  # GitHub answers a comment with its id
         tracker.edit_reply(task, ref.id, "working… 2 tool calls, 0:12")
         done = tracker.edit_reply(task, ref.id, "Done: https://github.example/octo/kit/pull/1")
     assert done.id == ref.id and done.url == ref.url
@@ -49,6 +50,7 @@ def test_an_edit_is_retried_after_a_server_error() -> None:
         tracker = trackers.GitHubTracker(token=lambda: "ghp_t", api_url=api.url, sleep=slept.append)
         task = _task("github")
         ref = tracker.post_reply(task, "working…")
+        assert isinstance(ref.id, int)  # GitHub's comment ids are numbers
         api.script.append((503, {"message": "unavailable"}))
         tracker.edit_reply(task, ref.id, "still working")
     assert api.comments[ref.id]["body"] == "still working" and len(slept) == 1

@@ -8,11 +8,12 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from trackers.base import TrackerConfigError, check_secret_text
-from trackers.gitlab import GitLabWebhookSecret
 
 from agentkit.doctor.deployed import StackView
 from agentkit.doctor.secrets import check_webhook_secrets, webhook_secret_problem
+from webhook.errors import TrackerConfigError
+from webhook.trackers.base import check_secret_text
+from webhook.trackers.gitlab import GitLabWebhookSecret
 
 CASES = [
     ("github", "s3cret"),

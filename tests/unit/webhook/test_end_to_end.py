@@ -9,8 +9,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
-import worker
 
 from harness.tracker_apis import GitLabApi, JiraApi
 from tests.unit.webhook.support import (
@@ -27,6 +25,7 @@ from tests.unit.webhook.support import (
     queued,
     sqs_event,
 )
+from webhook import trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

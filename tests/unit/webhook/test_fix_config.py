@@ -6,11 +6,12 @@ import json
 from typing import Any
 
 import pytest
-from fix_config import RepoTarget, fix_settings
-from trackers import TrackerConfigError
 
-from infra.webhook_props import WebhookProps, check
-from infra.webhook_trackers import JiraSettings
+from infra.webhook.props import WebhookProps, check
+from infra.webhook.trackers import JiraSettings
+from webhook.errors import TrackerConfigError
+from webhook.fix.config import fix_settings
+from webhook.trackers.targets import RepoTarget
 
 GOOD: dict[str, dict[str, Any]] = {
     "SP": {"tracker": "github", "repository": "octo/kit"},

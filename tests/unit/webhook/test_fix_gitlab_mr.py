@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import trackers
-from fix_config import RepoTarget
-from fix_repos import TrackerComments, TrackerRepos
-from fix_worker import IssueRef
 
 from harness.gitlab_repo_api import GitLabRepoApi
 from tests.unit.webhook.support import GITLAB_TOKEN
+from webhook import trackers
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.worker import IssueRef
+from webhook.trackers.targets import RepoTarget
 
 FILES = {"src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n")}
 

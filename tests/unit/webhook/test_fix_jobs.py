@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from fix_jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
+
+from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
 
 KEY = "a" * 64
 SESSION = "gh-" + "b" * 64

@@ -10,15 +10,15 @@ from typing import Any
 
 import boto3
 import pytest
-import reporter
-import trackers
-from fix_config import FixSettings, RepoTarget
-from fix_jobs import DONE, FixJob, JobStore
-from fix_repos import TrackerComments, TrackerRepos
-from repo import git_blob_sha
 
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import CTX, JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, sqs_event
+from webhook import reporter, trackers
+from webhook.fix.config import FixSettings
+from webhook.fix.jobs import DONE, FixJob, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.repo import git_blob_sha
+from webhook.trackers.targets import RepoTarget
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 OLD, NEW = b"def add(a, b):\n    return a - b\n", b"def add(a, b):\n    return a + b\n"

@@ -9,17 +9,16 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
-import trackers
-import worker
 from botocore.stub import Stubber
-from fix_jobs import STOPPED, FixJob, JobStore
-from fix_repos import TrackerComments
-from fix_stop import Stopper
-from replies import ReplyStore
-from webhook_metrics import TrackerMetrics
 
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import CTX, RUNTIME_ARN, TOKEN, agentcore_client, sqs_event, task_json
+from webhook import trackers, worker
+from webhook.fix.jobs import STOPPED, FixJob, JobStore
+from webhook.fix.repos import TrackerComments
+from webhook.fix.stop import Stopper
+from webhook.replies import ReplyStore
+from webhook.webhook_metrics import TrackerMetrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 JOB_KEY = "1" * 64

@@ -14,17 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
-import worker
 from botocore.stub import Stubber
-from fix_config import FixSettings
-from fix_jobs import RELEASED, STOPPED, JobStore
-from fix_repos import TrackerComments, TrackerRepos
-from fix_stop import Stopper
-from fix_worker import FixDeps, FixRunner
-from replies import ReplyStore
-from session_stop import SessionStopper
-from webhook_metrics import TrackerMetrics
 
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import (
@@ -39,6 +29,15 @@ from tests.unit.webhook.support import (
     worker_deps,
 )
 from tests.unit.webhook.test_fix_worker import FILES, accept, fix_task
+from webhook import trackers, worker
+from webhook.fix.config import FixSettings
+from webhook.fix.jobs import RELEASED, STOPPED, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.stop import Stopper
+from webhook.fix.worker import FixDeps, FixRunner
+from webhook.replies import ReplyStore
+from webhook.session_stop import SessionStopper
+from webhook.webhook_metrics import TrackerMetrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 STOP_KEY = "5" * 64

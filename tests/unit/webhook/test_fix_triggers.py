@@ -8,9 +8,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
-import wiring
-from trackers.triggers import markdown_unquoted, mention_intent, mention_pattern
 
 from tests.unit.webhook.support import (
     GITHUB_REPOSITORY_ID,
@@ -25,6 +22,9 @@ from tests.unit.webhook.support import (
     queued,
 )
 from tests.unit.webhook.test_github import comment_payload, labeled_payload
+from webhook import trackers
+from webhook.settings import ENV
+from webhook.trackers.triggers import markdown_unquoted, mention_intent, mention_pattern
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 AGENT = mention_pattern("/agent")
@@ -53,7 +53,7 @@ def test_mention_intent(text: str, intent: str | None) -> None:
 
 @pytest.fixture
 def fix_label(aws: SimpleNamespace) -> SimpleNamespace:
-    configure_receiver(aws, {**aws.tracker_env, wiring.FIX_TRIGGER_LABEL: "agent-fix"})
+    configure_receiver(aws, {**aws.tracker_env, ENV["fix_trigger_label"]: "agent-fix"})
     return aws
 
 

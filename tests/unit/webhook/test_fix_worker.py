@@ -12,13 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
-import worker
-from fix_config import FixSettings, RepoTarget
-from fix_jobs import DONE, JOB, JobStore
-from fix_repos import TrackerComments, TrackerRepos
-from fix_worker import FixDeps, FixRunner
-from webhook_metrics import TrackerMetrics
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.tracker_apis import JiraApi
@@ -34,6 +27,13 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
+from webhook import trackers, worker
+from webhook.fix.config import FixSettings
+from webhook.fix.jobs import DONE, JOB, JobStore
+from webhook.fix.repos import TrackerComments, TrackerRepos
+from webhook.fix.worker import FixDeps, FixRunner
+from webhook.trackers.targets import RepoTarget
+from webhook.webhook_metrics import TrackerMetrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 FILES = {"src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n")}

@@ -13,7 +13,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
 
 from tests.unit.webhook.support import (
     GITHUB_REPOSITORY_ID,
@@ -26,6 +25,7 @@ from tests.unit.webhook.support import (
     queued,
     sign,
 )
+from webhook import trackers
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import trackers
 
 from harness.tracker_apis import GitLabApi
 from tests.unit.webhook.support import (
@@ -30,6 +29,7 @@ from tests.unit.webhook.support import (
     queued,
     standard_webhook_headers,
 )
+from webhook import trackers
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

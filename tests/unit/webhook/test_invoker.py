@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 
-import invoker
 import pytest
-import worker
 
 from tests.unit.webhook.support import RESULT
+from webhook import invoker
 
 DOCUMENTED = "Received error ({status}) from runtime. Please check your CloudWatch logs for more information"
 
@@ -70,7 +69,7 @@ def test_parse_reply_rejects_unknown_shapes(body: bytes) -> None:
     ids=["json", "known-word", "nested-upper", "hostile", "status-only", "no-status", "empty"],
 )
 def test_runtime_client_error_code_extraction(message: str, code: str) -> None:
-    assert worker.runtime_client_error_code(message) == code
+    assert invoker.runtime_client_error_code(message) == code
 
 
 @pytest.mark.parametrize(
@@ -90,7 +89,7 @@ def test_runtime_client_error_code_extraction(message: str, code: str) -> None:
 def test_documented_message_names_the_error_by_status(status: int, code: str) -> None:
     message = DOCUMENTED.format(status=status)
     assert invoker.runtime_status(message) == status
-    assert worker.runtime_client_error_code(message) == code
+    assert invoker.runtime_client_error_code(message) == code
 
 
 def test_every_status_code_is_a_runtime_code_the_runtime_sends() -> None:

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-import wiring
 
-from infra.config import WebhookConfig
-from infra.webhook_trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
+from infra.webhook.config import WebhookConfig
+from infra.webhook.trackers import GitHubSettings, GitLabSettings, github_env, gitlab_env
+from webhook import wiring
+from webhook.settings import ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -17,12 +18,12 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_allowlists_become_receiver_variables_the_wiring_reads() -> None:
     github = github_env(GitHubSettings(repository_ids=(42, 7, 42)), receiver=True)
     gitlab = gitlab_env(GitLabSettings(project_ids=(5,)), receiver=True)
-    assert github[wiring.GITHUB_REPOSITORY_IDS] == "7,42" and gitlab[wiring.GITLAB_PROJECT_IDS] == "5"
-    assert wiring.GITHUB_REPOSITORY_IDS not in github_env(GitHubSettings(repository_ids=(7,)), receiver=False)
-    secrets = {wiring.GITHUB_WEBHOOK_SECRET_NAME: "gh", wiring.GITLAB_WEBHOOK_SECRET_NAME: "gl"}
+    assert github[ENV["github_repository_ids"]] == "7,42" and gitlab[ENV["gitlab_project_ids"]] == "5"
+    assert ENV["github_repository_ids"] not in github_env(GitHubSettings(repository_ids=(7,)), receiver=False)
+    secrets = {ENV["github_webhook_secret_name"]: "gh", ENV["gitlab_webhook_secret_name"]: "gl"}
     env = {
-        wiring.TRACKERS: "github,gitlab",
-        wiring.GITLAB_TOKEN_SECRET_NAME: "t",
+        ENV["trackers"]: "github,gitlab",
+        ENV["gitlab_token_secret_name"]: "t",
         **secrets,
         **github,
         **gitlab,
@@ -45,7 +46,7 @@ def test_config_takes_numeric_ids_only() -> None:
 
 def test_cdk_json_allowlists_reach_the_receiver_environment() -> None:
     from infra.config import load_config
-    from infra.webhook_props import WebhookProps, check
+    from infra.webhook.props import WebhookProps, check
 
     raw = json.loads((ROOT / "cdk.json").read_text())["context"]["agentkit"]
     raw["webhook"] = {
@@ -57,8 +58,8 @@ def test_cdk_json_allowlists_reach_the_receiver_environment() -> None:
     raw["webhook"]["gitlab"] = {**raw["webhook"]["gitlab"], "project_ids": [5]}
     config = load_config(raw, stage="dev", environ={"CDK_DEFAULT_REGION": "us-east-1"})
     receiver_env = check(WebhookProps.from_config(config)).receiver_env
-    assert receiver_env[wiring.GITHUB_REPOSITORY_IDS] == "3,9"
-    assert receiver_env[wiring.GITLAB_PROJECT_IDS] == "5"
+    assert receiver_env[ENV["github_repository_ids"]] == "3,9"
+    assert receiver_env[ENV["gitlab_project_ids"]] == "5"
 
 
 @pytest.mark.parametrize(
@@ -72,8 +73,8 @@ def test_a_tracker_without_pinned_ids_is_a_synth_warning(
     import aws_cdk as cdk
     from aws_cdk.assertions import Annotations, Match
 
-    from infra.webhook import IssueWebhook
-    from infra.webhook_props import WebhookProps
+    from infra.webhook.construct import IssueWebhook
+    from infra.webhook.props import WebhookProps
 
     app = cdk.App()
     stack = cdk.Stack(app, "Hook")

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo import FileEntry, ProtectedPathRefused, apply_patch, git_blob_sha
-from repo import protected_paths as webhook_copy
 
 import agentkit.protected_paths as client_copy
 from runtime.workspace import protected_paths as policy
+from webhook.repo import FileEntry, ProtectedPathRefused, apply_patch, git_blob_sha
+from webhook.repo import protected_paths as webhook_copy
 
 
 def test_the_three_copies_are_byte_identical() -> None:

@@ -6,8 +6,6 @@ import json
 from types import SimpleNamespace
 
 import pytest
-import receiver
-import wiring
 
 from tests.unit.webhook.support import (
     call,
@@ -21,6 +19,8 @@ from tests.unit.webhook.support import (
     queued,
     url_event,
 )
+from webhook import receiver, trackers, wiring
+from webhook.settings import ENV, WebhookSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -52,14 +52,14 @@ def test_a_delivery_on_the_wrong_path_fails_verification(aws: SimpleNamespace) -
 
 def test_unknown_or_disabled_tracker_paths_are_404(aws: SimpleNamespace) -> None:
     assert call(url_event(b"{}", path="/bitbucket"))[0] == 404
-    configure_receiver(aws, {**aws.tracker_env, wiring.TRACKERS: "github"})
+    configure_receiver(aws, {**aws.tracker_env, ENV["trackers"]: "github"})
     status, doc = call(jira_event(json.dumps(fresh_jira(fixture("jira", "comment_created"))).encode()))
     assert (status, doc["error"]) == (404, "not_found") and "github" in doc["message"]
     assert call(github_event(github_body()))[1]["status"] == "queued"  # GitHub still answers
 
 
 def test_gitlab_only_deployment_has_no_bare_url(aws: SimpleNamespace) -> None:
-    configure_receiver(aws, {**aws.tracker_env, wiring.TRACKERS: "gitlab"})
+    configure_receiver(aws, {**aws.tracker_env, ENV["trackers"]: "gitlab"})
     assert call(github_event(github_body()))[0] == 404
 
 
@@ -69,8 +69,8 @@ def test_get_is_not_a_webhook(aws: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize("value", ["", "github,svn", " , "])
 def test_bad_tracker_list_is_a_config_error(value: str) -> None:
-    with pytest.raises(wiring.TrackerConfigError, match="TRACKERS"):
-        wiring.enabled_trackers({wiring.TRACKERS: value})
+    with pytest.raises(trackers.TrackerConfigError, match="TRACKERS"):
+        WebhookSettings.from_env({ENV["trackers"]: value})
 
 
 def test_receiver_gets_webhook_secrets_and_worker_gets_tokens_only(aws: SimpleNamespace) -> None:
@@ -91,8 +91,8 @@ def test_receiver_gets_webhook_secrets_and_worker_gets_tokens_only(aws: SimpleNa
         ("worker", "gitlab", "_token"),
         ("worker", "jira", "_token"),
     ]
-    missing = {k: v for k, v in aws.tracker_env.items() if k != wiring.JIRA_WEBHOOK_SECRET_NAME}
-    with pytest.raises(wiring.TrackerConfigError, match="JIRA_WEBHOOK_SECRET_NAME"):
+    missing = {k: v for k, v in aws.tracker_env.items() if k != ENV["jira_webhook_secret_name"]}
+    with pytest.raises(trackers.TrackerConfigError, match="JIRA_WEBHOOK_SECRET_NAME"):
         wiring.build_trackers("receiver", env=missing, secrets_client=aws.sm)
 
 

@@ -10,9 +10,6 @@ from typing import Any
 
 import boto3
 import pytest
-import replies
-import trackers
-import worker
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 
@@ -27,6 +24,7 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
+from webhook import replies, settings, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -95,7 +93,7 @@ def test_redelivery_after_a_successful_post_does_nothing(aws: SimpleNamespace, g
     item = stored_item(aws, "sqs-" + hashlib.sha256(body.encode()).hexdigest())
     assert item["status"]["S"] == "posted"
     assert item["comment_url"]["S"] == "https://github.com/octo/kit/issues/7#c1"
-    assert int(item["expiration"]["N"]) - int(item["stored_at"]["N"]) == replies.DEFAULT_REPLY_TTL_SECONDS
+    assert int(item["expiration"]["N"]) - int(item["stored_at"]["N"]) == settings.DEFAULT_REPLY_TTL_SECONDS
 
 
 def test_reply_is_posted_when_dynamodb_cannot_store_it(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from repo import ChangeRequest, FileChange, branch_name
-from repo.change import change_id, holds_change
-from repo.files import SENSITIVE_PATTERNS, SENSITIVE_SUFFIXES, is_sensitive_name
 
 from runtime.guard import policy
+from webhook.repo import ChangeRequest, FileChange, branch_name
+from webhook.repo.change import change_id, holds_change
+from webhook.repo.files import SENSITIVE_PATTERNS, SENSITIVE_SUFFIXES, is_sensitive_name
 
 
 def test_the_secret_name_rules_are_the_runtimes() -> None:

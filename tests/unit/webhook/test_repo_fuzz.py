@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo import PatchRefused, SnapshotError, apply_patch, repack
-from repo.files import is_sensitive_name
 
 from tests.unit.webhook.repo_trees import runtime_patch
+from webhook.repo import PatchRefused, SnapshotError, apply_patch, repack
+from webhook.repo.files import is_sensitive_name
 
 FUZZ = settings(
     max_examples=200,

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo import ChangeConflict, ChangeRequest, GitHubRepo, PatchRefused, apply_patch, branch_name
-from trackers import TrackerApiError
 
 from harness.github_repo_api import GitHubRepoApi
 from runtime.guard.policy import is_sensitive_name
 from runtime.workspace.archive import SnapshotLimits, unpack
 from runtime.workspace.baseline import Baseline
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
+from webhook.errors import TrackerApiError
+from webhook.repo import ChangeConflict, ChangeRequest, GitHubRepo, PatchRefused, apply_patch, branch_name
 
 TOKEN = "ghp_repo_token_123"
 FILES = {

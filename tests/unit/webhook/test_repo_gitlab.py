@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo import (
+
+from harness.gitlab_repo_api import GitLabRepoApi
+from runtime.guard.policy import is_sensitive_name
+from runtime.workspace.archive import SnapshotLimits, unpack
+from runtime.workspace.baseline import Baseline
+from webhook.errors import TrackerApiError
+from webhook.repo import (
     ChangeConflict,
     ChangeRequest,
     FileChange,
@@ -19,13 +25,7 @@ from repo import (
     apply_patch,
     branch_name,
 )
-from repo.gitlab_repo import _actions
-from trackers import TrackerApiError
-
-from harness.gitlab_repo_api import GitLabRepoApi
-from runtime.guard.policy import is_sensitive_name
-from runtime.workspace.archive import SnapshotLimits, unpack
-from runtime.workspace.baseline import Baseline
+from webhook.repo.gitlab_repo import _actions
 
 TOKEN = "glpat-repo-token"
 FILES = {

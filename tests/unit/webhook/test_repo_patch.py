@@ -8,11 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
-from repo import FileEntry, PatchRefused, apply_patch
-from repo.files import MODE_SYMLINK
-from repo.protected_paths import NAMES
 
 from tests.unit.webhook.repo_trees import git_diff, runtime_patch
+from webhook.repo import FileEntry, PatchRefused, apply_patch
+from webhook.repo.files import MODE_SYMLINK
+from webhook.repo.protected_paths import NAMES
 
 BASE: dict[str, bytes | str] = {
     "README.md": "# demo\n",

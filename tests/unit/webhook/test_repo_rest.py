@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from repo import GitHubRepo, SnapshotLimits, SnapshotTooLarge
-from repo.rest import MAX_REDIRECTS, Rest
-from trackers import TrackerApiError
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.repo_standin import JsonStandIn
+from webhook.errors import TrackerApiError
+from webhook.repo import GitHubRepo, SnapshotLimits, SnapshotTooLarge
+from webhook.repo.rest import MAX_REDIRECTS, Rest
 
 
 class Redirecting(JsonStandIn):

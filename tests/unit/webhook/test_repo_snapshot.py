@@ -10,12 +10,12 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from repo import SnapshotError, SnapshotLimits, SnapshotTooLarge, repack
-from repo.files import MODE_EXECUTABLE, MODE_SYMLINK
 
 from runtime.workspace.archive import SnapshotLimits as RuntimeLimits
 from runtime.workspace.archive import unpack
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
+from webhook.repo import SnapshotError, SnapshotLimits, SnapshotTooLarge, repack
+from webhook.repo.files import MODE_EXECUTABLE, MODE_SYMLINK
 
 RUNTIME = RuntimeLimits(
     max_archive_bytes=20 << 20, max_unpacked_bytes=200 << 20, max_files=50_000, max_file_bytes=25 << 20

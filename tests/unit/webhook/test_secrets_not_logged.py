@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import worker
 
 from tests.unit.webhook.support import (
     CTX,
@@ -37,6 +36,7 @@ from tests.unit.webhook.support import (
 from tests.unit.webhook.test_github import labeled_payload
 from tests.unit.webhook.test_gitlab import note
 from tests.unit.webhook.test_jira import comment
+from webhook import worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

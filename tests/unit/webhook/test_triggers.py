@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from trackers.triggers import adf_unquoted, markdown_unquoted, mention_pattern, wiki_unquoted
+
+from webhook.trackers.triggers import adf_unquoted, markdown_unquoted, mention_pattern, wiki_unquoted
 
 AGENT = mention_pattern("/agent")
 

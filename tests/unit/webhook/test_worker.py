@@ -13,8 +13,6 @@ import urllib.parse
 from typing import Any
 
 import pytest
-import trackers
-import worker
 from botocore.stub import Stubber
 
 from tests.unit.webhook.support import (
@@ -33,6 +31,7 @@ from tests.unit.webhook.support import (
     worker_client,
     worker_deps,
 )
+from webhook import settings, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -186,8 +185,8 @@ def test_construct_read_timeout_exceeds_the_runtime_turn_timeout() -> None:
     from runtime.config.settings import Settings
 
     turn_timeout = Settings.model_fields["turn_timeout_s"].default
-    assert turn_timeout < worker.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
-    assert worker.agentcore_client_config().read_timeout == worker.DEFAULT_READ_TIMEOUT_SECONDS
+    assert turn_timeout < settings.DEFAULT_READ_TIMEOUT_SECONDS < 14 * 60
+    assert worker.agentcore_client_config().read_timeout == settings.DEFAULT_READ_TIMEOUT_SECONDS
 
 
 def test_comment_post_is_not_retried_after_a_read_timeout(stand_in: Any, github: Any) -> None:

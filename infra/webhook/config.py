@@ -1,0 +1,86 @@
+"""Typed settings of the issue webhook (``agentkit.webhook`` in ``cdk.json``), validated by ``load_config``.
+
+:class:`WebhookConfig` is a part of :class:`infra.config.AppConfig`; it lives here, next to nothing else, so the
+webhook's keys read in one place. This module imports no other module of
+``infra`` but :mod:`infra.config_base`, so it adds no import cycle.
+
+Raises (through :func:`infra.config.load_config`): ``ConfigError`` naming ``agentkit.webhook.<key>``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from infra.config_base import ConfigModel as _Model
+from webhook.trackers.base import TrackerName
+
+
+class GitLabWebhookConfig(_Model):
+    """GitLab adapter settings (used when ``"gitlab"`` is in ``webhook.trackers``)."""
+
+    api_url: str = Field(default="https://gitlab.com/api/v4", pattern=r"^https://[^\s]+/api/v4$")
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_username: str = ""
+    # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
+    min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
+    project_ids: tuple[PositiveInt, ...] = ()
+    """Numeric ids of the projects served (Settings → General); events of any other project are
+    ignored. Empty: none is served."""
+
+
+class JiraWebhookConfig(_Model):
+    """Jira Cloud adapter settings (used when ``"jira"`` is in ``webhook.trackers``)."""
+
+    site_url: str | None = Field(default=None, pattern=r"^https://[A-Za-z0-9.-]+$")
+    api_url: str | None = Field(default=None, pattern=r"^https://[^\s]+$")
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_account_id: str = ""
+    repositories: dict[str, dict[str, str | int]] = {}
+    """Fix jobs of Jira issues: project key → ``{"tracker": "github", "repository": "owner/repo"}`` or
+    ``{"tracker": "gitlab", "project_id": 5, "repository": "group/project"}`` (checked by the webhook construct)."""
+
+
+class WebhookConfig(_Model):
+    """Hook for ``infra.webhook.construct.IssueWebhook`` (built when ``enabled``).
+
+    ``trigger_label`` / ``trigger_mention`` / ``bot_login`` / ``allowed_author_associations`` are the GitHub
+    adapter's settings (names kept from the GitHub-only release); ``gitlab`` and ``jira`` hold the others.
+    """
+
+    enabled: bool = False
+    trackers: tuple[TrackerName, ...] = ("github",)
+    trigger_label: str = "agent"
+    trigger_mention: str = "/agent"
+    bot_login: str = ""
+    create_secrets: bool = True
+    # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
+    allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
+    repository_ids: tuple[PositiveInt, ...] = ()
+    """GitHub: numeric ids of the repositories served (``gh api repos/OWNER/REPO --jq .id``); events of
+    any other repository are ignored. Empty: none is served."""
+    gitlab: GitLabWebhookConfig = GitLabWebhookConfig()
+    jira: JiraWebhookConfig = JiraWebhookConfig()
+    fix_label: str = "agent-fix"
+    """The label that asks the agent for a change (a draft pull/merge request) on every tracker; ``""``: only
+    ``/agent fix …`` does."""
+    pr_mode: Literal["draft_pr", "branch"] = "draft_pr"
+    """``draft_pr``: open a draft pull/merge request; ``branch``: push the branch and link "create PR"."""
+
+    @model_validator(mode="after")
+    def _trackers_usable(self) -> WebhookConfig:
+        if not self.trackers or len(set(self.trackers)) != len(self.trackers):
+            raise ValueError(
+                "webhook.trackers must list each of github, gitlab, jira at most once (at least one)"
+            )
+        if self.enabled and "jira" in self.trackers and not self.jira.site_url:
+            others = ",".join(t for t in self.trackers if t != "jira") or "github"
+            raise ValueError(
+                "webhook.jira.site_url (https://<site>.atlassian.net) is required when 'jira' is in "
+                "webhook.trackers: set it (-c webhook.jira.site_url=https://<site>.atlassian.net), or remove "
+                f"jira from webhook.trackers (-c webhook.trackers={others})"
+            )
+        return self

@@ -1,0 +1,86 @@
+"""Each synthesized webhook Lambda's environment goes through the Lambdas' own settings model
+(:class:`webhook.settings.WebhookSettings`): a variable the code does not declare, a required one the template
+lacks, or a value the model refuses fails here, at synth, instead of at the Lambda's first cold start.
+
+The ``optional`` stack has every tracker on and fix jobs on (workspace bucket), so the receiver, the worker and the
+reporter each carry their fullest environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.infra.conftest import Synth
+from webhook.settings import ENV, LAMBDAS, WebhookSettings
+
+pytestmark = pytest.mark.infra
+
+#: What a CloudFormation reference stands for in a value read here: a name, an ARN or a bucket.
+TOKEN = "token"
+
+
+def resolved(value: Any) -> str:
+    """A template value as a string: literals as they are, ``Ref``/``GetAtt`` as :data:`TOKEN`, ``Fn::Join``
+    joined (``s3://<bucket>/dev/`` stays a well-formed S3 URI)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(resolved(p) for p in parts)
+    if isinstance(value, dict) and ({"Ref", "Fn::GetAtt"} & set(value)):
+        return TOKEN
+    raise AssertionError(f"unexpected template value {value!r}")
+
+
+def problems(function: str, env: dict[str, Any]) -> list[str]:
+    """What is wrong with ``env`` as the environment of the Lambda ``function`` (empty: nothing)."""
+    found = [
+        f"{name} is not a variable the webhook code reads" for name in sorted(set(env) - set(ENV.values()))
+    ]
+    try:
+        settings = WebhookSettings.from_env({k: resolved(v) for k, v in env.items()})
+    except Exception as exc:  # the model's own error names the variable
+        return [*found, f"refused: {exc}"]
+    missing = WebhookSettings.required(function, settings.trackers) - set(env)  # type: ignore[arg-type]
+    return found + [f"{name} is required by the {function} and not set" for name in sorted(missing)]
+
+
+def environments(s: Synth) -> dict[str, dict[str, Any]]:
+    """Lambda name (``receiver``, …) → its synthesized environment, for the webhook's functions."""
+    out: dict[str, dict[str, Any]] = {}
+    for resource in s.raw["Resources"].values():
+        props = resource.get("Properties", {})
+        handler = str(props.get("Handler", ""))
+        if resource["Type"] == "AWS::Lambda::Function" and handler.startswith("webhook."):
+            function = handler.split(".")[1]
+            assert function not in out, f"two {function} functions"
+            out[function] = props["Environment"]["Variables"]
+    return out
+
+
+def test_every_webhook_lambda_is_checked(optional: Synth) -> None:
+    assert set(environments(optional)) == set(LAMBDAS)
+
+
+@pytest.mark.parametrize("function", LAMBDAS)
+def test_the_lambda_environment_is_what_the_code_reads(optional: Synth, function: str) -> None:
+    env = environments(optional)[function]
+    assert problems(function, env) == []
+    settings = WebhookSettings.from_env({k: resolved(v) for k, v in env.items()})
+    assert settings.trackers == ("github", "gitlab", "jira")
+
+
+def test_the_check_names_an_unknown_a_missing_and_a_bad_variable(optional: Synth) -> None:
+    """The check above is live: a typo, a dropped required variable and a refused value are each reported."""
+    env = dict(environments(optional)["worker"])
+    env["TRACKER"] = env.pop(ENV["trackers"])  # a typo: the Lambda would serve GitHub only, silently
+    del env[ENV["agent_runtime_arn"]]
+    assert problems("worker", env) == [
+        "TRACKER is not a variable the webhook code reads",
+        "AGENT_RUNTIME_ARN is required by the worker and not set",
+        "TRACKERS is required by the worker and not set",
+    ]
+    env = dict(environments(optional)["reporter"], JOB_LEASE_SECONDS="5")
+    assert problems("reporter", env) == ["refused: JOB_LEASE_SECONDS='5' must be at least 30"]

@@ -1,0 +1,173 @@
+"""The trusted side's repository work for fix jobs, on :mod:`repo` and the tracker adapters.
+
+:class:`TrackerRepos` fetches snapshots (worker) and proposes changes (reporter) with the GitHub / GitLab
+tokens, which stay in the Lambdas: the runtime gets files and gives back a patch. :class:`TrackerComments`
+posts and edits the progress comment through the adapters (``post_reply`` / ``edit_reply``).
+
+Token scopes: GitHub ``contents: write`` + ``pull_requests: write`` (+ ``issues: write`` for comments);
+GitLab a project access token with ``api`` and the Developer role (see docs/webhook/fix-jobs.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.errors import TrackerApiError, TrackerConfigError
+from webhook.fix.jobs import FixJob
+from webhook.fix.worker import CommentRef, FetchedRepo, FixRefused, IssueRef
+from webhook.repo import (
+    DEFAULT_LIMITS,
+    ChangeRequest,
+    ChangeResult,
+    GitHubRepo,
+    GitLabRepo,
+    SnapshotLimits,
+    apply_patch,
+    branch_name,
+)
+from webhook.trackers import AgentTask, IssueTracker
+from webhook.trackers.base import enabled_tracker
+from webhook.trackers.targets import PrMode, RepoTarget
+
+
+def issue_task(issue: IssueRef) -> AgentTask:
+    """A task naming only ``issue`` (what the adapters' ``post_reply`` / ``edit_reply`` read)."""
+    return AgentTask(
+        tracker=issue.tracker,  # type: ignore[arg-type]
+        repository=issue.repository,
+        issue_number=issue.issue_number,
+        scope_id=issue.scope_id,
+        issue_id=issue.issue_id,
+        title="",
+        author="agentkit",
+        delivery_id="progress",
+        event="progress",
+        html_url=issue.html_url,
+        pull_request=issue.pull_request,
+    )
+
+
+class TrackerComments:
+    """Progress comments through the adapters of ``trackers``."""
+
+    def __init__(self, trackers: Mapping[str, IssueTracker]) -> None:
+        self.trackers = trackers
+
+    def _adapter(self, name: str) -> IssueTracker:
+        return enabled_tracker(self.trackers, name)
+
+    def post(self, issue: IssueRef, text: str) -> CommentRef:
+        ref = self._adapter(issue.tracker).post_reply(issue_task(issue), text)
+        return CommentRef(id=str(ref.id or ""), url=ref.url)
+
+    def edit(self, issue: IssueRef, comment_id: str, text: str) -> None:
+        """Replace the progress comment's text; when it is gone (someone deleted it: 404), post ``text`` as a new
+        comment instead, so a paid result is never lost to a missing comment."""
+        adapter: Any = self._adapter(issue.tracker)
+        try:
+            if not comment_id:
+                raise TrackerApiError("no progress comment to edit", status=404, retryable=False)
+            if issue.tracker == "gitlab" and issue.pull_request:
+                adapter.edit_reply(issue_task(issue), comment_id, text, noteable="merge_requests")
+            else:
+                adapter.edit_reply(issue_task(issue), comment_id, text)
+        except TrackerApiError as exc:
+            if exc.status != 404:
+                raise
+            self.post(issue, text)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    result: ChangeResult
+    files: int
+
+
+class TrackerRepos:
+    """Snapshots and changes on GitHub and GitLab: ``tokens`` maps ``github`` / ``gitlab`` to a token provider
+    (the one the tracker adapter uses); ``api_urls`` their REST API roots."""
+
+    def __init__(
+        self,
+        *,
+        tokens: Mapping[str, Callable[[], str]],
+        api_urls: Mapping[str, str],
+        limits: SnapshotLimits = DEFAULT_LIMITS,
+        allow_protected: frozenset[str] = frozenset(),
+    ) -> None:
+        self.allow_protected = (
+            allow_protected  # protected-path classes a patch may change (PATCH_ALLOW_PROTECTED)
+        )
+        self.tokens = tokens
+        self.api_urls = api_urls
+        self.limits = limits
+
+    def repo(self, tracker: str, repository: str, project_id: str = "") -> GitHubRepo | GitLabRepo:
+        token = self.tokens.get(tracker)
+        if token is None:
+            raise TrackerConfigError(
+                f"no {tracker} token is configured for fix jobs (enable the {tracker} tracker)"
+            )
+        if tracker == "github":
+            return GitHubRepo(
+                repository, token=token, api_url=self.api_urls.get("github", "https://api.github.com")
+            )
+        return GitLabRepo(
+            project_id, token=token, api_url=self.api_urls.get("gitlab", "https://gitlab.com/api/v4")
+        )
+
+    def fetch(self, target: RepoTarget, *, pull_request: int | None) -> FetchedRepo:
+        """The snapshot a fix starts from: the default branch, or the head of pull/merge request
+        ``pull_request`` (only one in the same repository: a fork's branch cannot be pushed to)."""
+        repo = self.repo(target.tracker, target.repository, target.project_id)
+        if pull_request is None:
+            branch = repo.default_branch()
+            snap = repo.fetch_snapshot(branch, limits=self.limits)
+            return FetchedRepo(
+                archive=snap.archive, commit_sha=snap.commit_sha, branch=branch, pr_base=branch
+            )
+        if isinstance(repo, GitHubRepo):
+            head = repo.pull_request_head(pull_request)
+            same, ref, sha = head.same_repository, head.ref, head.sha
+        else:
+            mr = repo.merge_request_head(pull_request)
+            same, ref, sha = mr.same_project, mr.ref, mr.sha
+        if not same:
+            raise FixRefused(
+                "fork_pull_request", "the pull request's head is in a fork; its branch cannot be pushed to"
+            )
+        snap = repo.fetch_snapshot(sha, limits=self.limits)
+        return FetchedRepo(archive=snap.archive, commit_sha=snap.commit_sha, branch=ref, pr_base=ref)
+
+    def refetch(self, job: FixJob) -> FetchedRepo:
+        """The snapshot of ``job``'s base commit (a retried start re-sends exactly the job it prepared)."""
+        repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
+        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        return FetchedRepo(
+            archive=snap.archive, commit_sha=snap.commit_sha, branch=job.base_branch, pr_base=job.pr_base
+        )
+
+    def propose(
+        self, job: FixJob, job_key: str, patch: str, *, mode: PrMode, title: str, body: str
+    ) -> Proposal | None:
+        """Apply ``patch`` to the job's base commit and open the change; ``None`` when it changes nothing.
+
+        Raises ``repo`` errors (``PatchRefused``, ``ChangeConflict``, ``SnapshotError``) and
+        ``TrackerApiError``."""
+        repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
+        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        changes = apply_patch(snap.files, patch, allow_protected=self.allow_protected)
+        if not changes:
+            return None
+        label = job.issue_ref.lstrip("#")
+        request = ChangeRequest(
+            branch=branch_name(job.tracker, job.scope_id, job.issue_id, job_key, label=label),
+            base_branch=job.pr_base,
+            base_sha=job.base_sha,
+            title=title,
+            body=body,
+            mode="branch" if mode == "branch" else "pull_request",
+        )
+        return Proposal(result=repo.open_change(request, changes), files=len(changes))

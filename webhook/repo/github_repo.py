@@ -1,0 +1,225 @@
+"""A GitHub repository through the REST API: fetch a snapshot, commit a change to a branch, open a draft PR.
+
+Endpoints (GitHub REST API, version ``2022-11-28``; docs.github.com/rest):
+
+- ``GET /repos/{o}/{r}`` (repos#get-a-repository): ``default_branch``, ``html_url``;
+- ``GET /repos/{o}/{r}/pulls/{n}`` (pulls#get-a-pull-request): a pull request's head;
+- ``GET /repos/{o}/{r}/commits/{ref}`` (commits#get-a-commit): the ref's commit id and root tree;
+- ``GET /repos/{o}/{r}/tarball/{sha}`` (repos/contents#download-a-repository-archive-tar): a 302 to a
+  short-lived archive URL, followed without the token (:mod:`.rest`);
+- git data API: ``POST .../git/blobs`` (``content`` base64, ``encoding: "base64"``: binary-safe),
+  ``POST .../git/trees`` (``base_tree`` plus entries ``{path, mode, type: "blob", sha}``; ``sha: null``
+  deletes a path), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
+  (``ref: "refs/heads/<branch>"``, ``sha``), ``GET .../git/ref/heads/{branch}``, ``GET .../git/commits/{sha}``;
+- ``GET /repos/{o}/{r}/pulls?head=<owner>:<branch>&state=open`` and ``POST /repos/{o}/{r}/pulls``
+  (``title``, ``head``, ``base``, ``body``, ``draft: true``) (pulls#create-a-pull-request).
+
+Token (fine-grained or GitHub App): ``contents: write`` and ``pull_requests: write`` on the repository
+(``contents: read`` only for snapshots). Raises :class:`webhook.errors.TrackerApiError` for API failures,
+:class:`repo.errors.ChangeConflict`, :class:`repo.errors.SnapshotError` and :class:`repo.errors.PatchRefused`.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.errors import TrackerApiError, TrackerConfigError
+
+from .change import ChangeRequest, ChangeResult, commit_message, github_compare_url, holds_change
+from .errors import ChangeConflict
+from .files import FileChange
+from .hosted import HostedRepo
+from .rest import quote
+from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
+
+
+@dataclass(frozen=True)
+class PullHead:
+    """A pull request's head: branch, commit, and whether it lives in the same repository (not a fork)."""
+
+    ref: str
+    sha: str
+    same_repository: bool
+    base_ref: str
+
+
+class GitHubRepo(HostedRepo):
+    """``owner/repo`` on ``api_url`` with the token ``token()`` returns (read on every call)."""
+
+    service = "GitHub"
+    token_kind = "a token"
+
+    def __init__(
+        self,
+        repository: str,
+        *,
+        token: Callable[[], str],
+        api_url: str = "https://api.github.com",
+        timeout: float = 30.0,
+        attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if repository.count("/") != 1 or not all(repository.split("/")):
+            raise TrackerConfigError(f"GitHub repository {repository!r} must be owner/name")
+        self.repository = repository
+        super().__init__(
+            token=token,
+            api_url=api_url,
+            timeout=timeout,
+            attempts=attempts,
+            sleep=sleep,
+            extra_headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
+        )
+
+    def _token_headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    @property
+    def _base(self) -> str:
+        """``/repos/{o}/{r}``: :meth:`info` reads it."""
+        return f"/repos/{self.repository}"
+
+    def pull_request_head(self, number: int) -> PullHead:
+        """The head of pull request ``number`` (a comment on a pull request works on its head)."""
+        doc = self.rest.call("GET", f"{self._base}/pulls/{number}")
+        head = doc["head"]
+        same = (head.get("repo") or {}).get("full_name", "").lower() == self.repository.lower()
+        return PullHead(ref=head["ref"], sha=head["sha"], same_repository=same, base_ref=doc["base"]["ref"])
+
+    def resolve(self, ref: str) -> tuple[str, str]:
+        """``(commit id, root tree id)`` of ``ref`` (a branch, tag or commit id)."""
+        doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
+        return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
+
+    def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
+        """The repository at ``ref`` (default: the default branch) as a workspace snapshot.
+
+        The ref is resolved to a commit first and the archive fetched by that commit id, so the snapshot
+        is the commit the change will be based on even when the branch moves meanwhile.
+        """
+        ref = ref or self.default_branch()
+        sha, tree = self.resolve(ref)
+        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits)
+        return Snapshot(
+            sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
+        )
+
+    # ---- the change
+    def open_change(self, request: ChangeRequest, changes: Sequence[FileChange]) -> ChangeResult:
+        """Commit ``changes`` on ``request.base_sha`` to ``request.branch``; then open a draft pull request
+        (``mode="pull_request"``; an open one for the branch is returned as is) or return GitHub's compare
+        link (``mode="branch"``). Safe to call again for the same request (a retried run)."""
+        message = commit_message(request, changes)
+        commit = self._existing_branch(request, changes)
+        if commit is None:
+            commit = self._commit(request, changes, message)
+            commit = self._create_ref(request, changes, commit)
+        if request.mode == "branch":
+            return self._branch_result(request, commit)
+        return self._pull_request(request, commit)
+
+    def _existing_branch(self, request: ChangeRequest, changes: Sequence[FileChange]) -> str | None:
+        """The branch head when the branch holds exactly this change; ``None`` when there is no branch."""
+        ref = self.rest.call(
+            "GET", f"{self._base}/git/ref/heads/{quote(request.branch, keep_slashes=True)}", allow_404=True
+        )
+        if ref is None:
+            return None
+        head = str(ref["object"]["sha"])
+        doc = self.rest.call("GET", f"{self._base}/git/commits/{head}")
+        parents = [str(p["sha"]) for p in doc.get("parents", [])]
+        if not holds_change(str(doc.get("message", "")), parents, request, changes):
+            raise ChangeConflict(
+                f"branch {request.branch!r} exists in {self.repository} and holds other commits; it is left "
+                "as it is (delete it, or run again to get a new branch)"
+            )
+        return head
+
+    def _commit(self, request: ChangeRequest, changes: Sequence[FileChange], message: str) -> str:
+        base = self.rest.call("GET", f"{self._base}/git/commits/{request.base_sha}")
+        entries: list[dict[str, Any]] = []
+        for change in changes:
+            if change.action == "delete":
+                entries.append(
+                    {"path": change.path, "mode": change.old_mode or "100644", "type": "blob", "sha": None}
+                )
+                continue
+            blob = self.rest.call(
+                "POST",
+                f"{self._base}/git/blobs",
+                {"content": base64.b64encode(change.content or b"").decode(), "encoding": "base64"},
+                idempotent=True,  # content-addressed: the same blob again
+            )
+            entries.append({"path": change.path, "mode": change.mode, "type": "blob", "sha": blob["sha"]})
+        tree = self.rest.call(
+            "POST",
+            f"{self._base}/git/trees",
+            {"base_tree": base["tree"]["sha"], "tree": entries},
+            idempotent=True,
+        )
+        commit = self.rest.call(
+            "POST",
+            f"{self._base}/git/commits",
+            {"message": message, "tree": tree["sha"], "parents": [request.base_sha]},
+            idempotent=True,  # an unreferenced commit is harmless
+        )
+        return str(commit["sha"])
+
+    def _create_ref(self, request: ChangeRequest, changes: Sequence[FileChange], commit: str) -> str:
+        try:
+            self.rest.call(
+                "POST", f"{self._base}/git/refs", {"ref": f"refs/heads/{request.branch}", "sha": commit}
+            )
+        except TrackerApiError as exc:
+            if exc.status != 422:  # 422: the ref exists (a concurrent attempt of the same run)
+                raise
+            existing = self._existing_branch(request, changes)
+            if existing is None:
+                raise
+            return existing
+        return commit
+
+    def _branch_result(self, request: ChangeRequest, commit: str, note: str = "") -> ChangeResult:
+        url = github_compare_url(str(self.info()["html_url"]), request.base_branch, request.branch)
+        return ChangeResult(kind="branch", url=url, branch=request.branch, commit_sha=commit, note=note)
+
+    def _open_pull(self, request: ChangeRequest, commit: str) -> ChangeResult | None:
+        owner = self.repository.split("/")[0]
+        found = self.rest.call(
+            "GET", f"{self._base}/pulls", query={"head": f"{owner}:{request.branch}", "state": "open"}
+        )
+        if isinstance(found, list) and found:
+            pull = found[0]
+            return ChangeResult("pull_request", pull["html_url"], request.branch, commit, int(pull["number"]))
+        return None
+
+    def _pull_request(self, request: ChangeRequest, commit: str) -> ChangeResult:
+        existing = self._open_pull(request, commit)
+        if existing is not None:
+            return existing
+        payload = {
+            "title": request.title,
+            "head": request.branch,
+            "base": request.base_branch,
+            "body": request.body,
+            "draft": True,
+        }
+        try:
+            pull = self.rest.call("POST", f"{self._base}/pulls", payload)
+        except TrackerApiError as exc:
+            # Draft pull requests need a public repository or a paid plan; GitHub answers 422 otherwise.
+            if exc.status == 422 and "draft" in exc.message.lower():
+                return self._branch_result(
+                    request, commit, note="draft pull requests are not available in this repository"
+                )
+            raced = self._open_pull(request, commit) if exc.status == 422 else None
+            if raced is None:
+                raise
+            return raced
+        return ChangeResult(
+            "pull_request", pull["html_url"], request.branch, commit, int(pull["number"]), created=True
+        )

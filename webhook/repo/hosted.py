@@ -1,0 +1,89 @@
+"""What the GitHub and GitLab repository clients share (:mod:`.github_repo`, :mod:`.gitlab_repo`).
+
+A REST client whose token is read on every call (a rotated secret is picked up) and refused when empty, the
+repository's description read once per client (``default_branch``, its web URL), and the snapshot archive of
+one commit: downloaded within the size limit, repacked, and checked to be of that commit. Raises
+:class:`webhook.errors.TrackerConfigError` (empty token), :class:`webhook.errors.TrackerApiError`,
+:class:`repo.errors.SnapshotTooLarge` and :class:`repo.errors.SnapshotError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from webhook.errors import TrackerApiError, TrackerConfigError
+
+from .errors import SnapshotError, SnapshotTooLarge
+from .rest import Rest
+from .snapshot import Repacked, SnapshotLimits, repack
+
+
+class HostedRepo:
+    """A repository on a tracker's REST API; subclasses name the service, the token's headers and the
+    repository's API path (:attr:`_base`)."""
+
+    service: ClassVar[str]
+    #: What the token secret should hold, for the message when it is empty.
+    token_kind: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        token: Callable[[], str],
+        api_url: str,
+        timeout: float = 30.0,
+        attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._token = token
+        self.rest = Rest(
+            base_url=api_url,
+            auth_headers=self._auth,
+            service=self.service,
+            extra_headers=extra_headers,
+            timeout=timeout,
+            attempts=attempts,
+            sleep=sleep,
+        )
+        self._info: dict[str, Any] | None = None
+
+    @property
+    def _base(self) -> str:
+        raise NotImplementedError
+
+    def _token_headers(self, token: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _auth(self) -> dict[str, str]:
+        token = self._token()
+        if not token:
+            raise TrackerConfigError(f"{self.service} token secret is empty; put {self.token_kind} into it")
+        return self._token_headers(token)
+
+    def info(self) -> dict[str, Any]:
+        """``GET`` the repository (cached for this client)."""
+        if self._info is None:
+            self._info = self.rest.call("GET", self._base)
+        return self._info
+
+    def default_branch(self) -> str:
+        return str(self.info()["default_branch"])
+
+    def _archive(
+        self, path: str, sha: str, *, limits: SnapshotLimits, query: Mapping[str, str] | None = None
+    ) -> Repacked:
+        """The archive at ``path`` (of commit ``sha``), repacked; refused when it names another commit (git
+        archive writes the commit id into the tar's comment)."""
+        try:
+            tarball = self.rest.download(path, query=query, max_bytes=limits.max_download_bytes)
+        except TrackerApiError as exc:
+            if exc.status == 413:
+                raise SnapshotTooLarge(exc.message) from None
+            raise
+        repacked = repack(tarball, limits=limits)
+        if repacked.comment is not None and repacked.comment != sha:
+            raise SnapshotError(f"{self.service} sent the archive of {repacked.comment}, not of commit {sha}")
+        return repacked

@@ -1,0 +1,154 @@
+"""JSON and archive calls to a tracker's REST API over ``urllib`` (the Lambda ships no HTTP library).
+
+Retries (up to ``attempts``, backing off): a 429/5xx answer, or a failure to connect or send. A call that
+is not ``idempotent`` (it may have created something: a pull request, a ref) is not retried once the
+request was sent and no answer came; the caller's own look-up (an existing branch or pull request) makes
+the next run safe. Every failure raises :class:`webhook.errors.TrackerApiError` (``status``, ``retryable``).
+
+Downloads follow redirects themselves (GitHub answers an archive request with a 302 to
+``codeload.github.com``): at most :data:`MAX_REDIRECTS`, never from ``https`` to ``http``, and the token
+headers are sent only to the API's own origin, never to the host a redirect names.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from webhook.errors import TrackerApiError
+from webhook.trackers.http import USER_AGENT, answer_error, backoff
+
+MAX_REDIRECTS = 3
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx reaches the caller as an HTTPError; :meth:`Rest.download` follows it
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+class Rest:
+    """One tracker API: ``base_url`` (``https://api.github.com``, ``https://gitlab.com/api/v4``), the
+    headers carrying the token (read on every call, so a rotated secret is picked up), the service's name
+    for messages, timeout, attempts and sleep (injected in tests)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        auth_headers: Callable[[], Mapping[str, str]],
+        service: str,
+        extra_headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth = auth_headers
+        self.service = service
+        self._extra = dict(extra_headers or {})
+        self.timeout = timeout
+        self.attempts = max(1, attempts)
+        self._sleep = sleep
+
+    def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
+        url = path if path.startswith(("https://", "http://")) else f"{self.base_url}{path}"
+        return f"{url}?{urllib.parse.urlencode(query)}" if query else url
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        *,
+        query: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        allow_404: bool = False,
+    ) -> Any:
+        """``method`` ``path`` with a JSON ``payload``; the JSON answer (``None`` for a 404 when
+        ``allow_404``). ``idempotent`` defaults to true for every method but POST."""
+        url = self.url(path, query)
+        data = None if payload is None else json.dumps(payload).encode()
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json", **self._extra, **self._auth()}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        repeatable = method != "POST" if idempotent is None else idempotent
+        last: TrackerApiError | None = None
+        for attempt in range(self.attempts):
+            if attempt:
+                self._sleep(backoff(attempt))
+            request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as resp:
+                    body = resp.read()
+                return json.loads(body) if body.strip() else {}
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404 and allow_404:
+                    return None
+                last = answer_error(exc, service=self.service, target=f"{method} {url}")
+                if not last.retryable:
+                    raise last from None
+            except urllib.error.URLError as exc:  # connect / send failed: nothing reached the API
+                last = TrackerApiError(f"{self.service} API unreachable at {url}: {exc.reason}")
+            except (TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
+                last = TrackerApiError(
+                    f"no usable answer from {self.service} on {method} {url} ({type(exc).__name__}: {exc})",
+                    retryable=repeatable,
+                )
+                if not repeatable:
+                    raise last from None
+        assert last is not None
+        raise last
+
+    def download(self, path: str, *, max_bytes: int, query: Mapping[str, str] | None = None) -> bytes:
+        """GET ``path`` as bytes (at most ``max_bytes``), following redirects as the module docstring says.
+
+        Raises :class:`TrackerApiError` (status 413 when over ``max_bytes``).
+        """
+        url = self.url(path, query)
+        home = _origin(url)
+        for _ in range(MAX_REDIRECTS + 1):
+            same_origin = _origin(url) == home
+            headers = {"User-Agent": USER_AGENT, **self._extra, **(self._auth() if same_origin else {})}
+            request = urllib.request.Request(url, headers=headers)  # noqa: S310
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as resp:
+                    body = resp.read(max_bytes + 1)
+            except urllib.error.HTTPError as exc:
+                location = exc.headers.get("Location") if exc.code in (301, 302, 303, 307, 308) else None
+                if not location:
+                    raise answer_error(exc, service=self.service, target=f"GET {url}") from None
+                target = urllib.parse.urljoin(url, location)
+                if _origin(target)[0] not in ("https", _origin(url)[0]):
+                    raise TrackerApiError(
+                        f"{self.service} redirected {url} to {target}, which is not https", retryable=False
+                    ) from None
+                url = target
+                continue
+            except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
+                raise TrackerApiError(f"{self.service} download of {url} failed: {exc}") from None
+            if len(body) > max_bytes:
+                raise TrackerApiError(
+                    f"{self.service} archive at {url} is over {max_bytes} bytes", status=413, retryable=False
+                )
+            return body
+        raise TrackerApiError(f"{self.service} redirected more than {MAX_REDIRECTS} times from {path}")
+
+
+def quote(value: str, *, keep_slashes: bool = False) -> str:
+    """A path segment with special characters escaped; ``/`` too unless ``keep_slashes`` (GitLab wants a
+    branch name's slashes escaped in one segment, GitHub's ref paths take them as they are)."""
+    return urllib.parse.quote(value, safe="/" if keep_slashes else "")

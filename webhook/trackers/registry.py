@@ -1,0 +1,94 @@
+"""The trackers the webhook serves, one entry each: every other list of trackers derives from this one.
+
+An entry names the adapter class (which builds itself from :class:`webhook.settings.WebhookSettings` with
+``from_settings``), how its Lambdas read its two secrets, and the CDK parts the construct makes for it (the construct
+ids of its secrets, its stack outputs). The settings' ``TRACKERS`` check, the receiver's routes, the worker's and the
+reporter's adapters, the construct's secrets, outputs and environment, and the conformance suite
+(``tests/unit/webhook/test_tracker_conformance.py``) all read it. Adding a tracker: ``docs/webhook/adding-a-tracker.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import get_args
+
+from .adapter import TrackerAdapter
+from .base import TRACKER_NAMES, TrackerName
+from .github import GitHubTracker
+from .gitlab import GitLabTracker
+from .jira import JiraTracker
+
+
+@dataclass(frozen=True)
+class TrackerEntry:
+    """One tracker: its name (the URL path ``/<name>``, the ``TRACKERS`` value, the ``Tracker`` metric
+    dimension), title, adapter, how its token secret is read and its CDK parts."""
+
+    name: TrackerName
+    title: str
+    adapter: type[TrackerAdapter]
+    #: How the prompt names where the issue lives, the markup the reply is written in, and what it is posted as.
+    noun: str = "project"
+    markup: str = "Markdown"
+    posted_as: str = "a comment"
+    #: The receiver reads the token too (GitLab: the members API decides who may trigger).
+    receiver_reads_token: bool = False
+    #: The token secret is handed over as stored (Jira: JSON with an e-mail and an API token) instead of as
+    #: one token (a plain string or ``{"token": …}``).
+    raw_token: bool = False
+    #: Construct ids of its secrets. They are part of the secrets' logical ids, so they stay as first deployed (a
+    #: new id would make CloudFormation replace the secret and lose its value); GitHub's carry no prefix from the
+    #: GitHub-only release.
+    webhook_secret_id: str = ""
+    token_secret_id: str = ""
+    #: Stack outputs (URL, webhook secret name, token secret name; stack scope, no hash suffix). GitHub's are the
+    #: stack's own ``WebhookUrl`` / ``WebhookSecretName`` / ``GitHubTokenSecretName``, made by the construct.
+    outputs: tuple[str, str, str] | None = None
+
+    @property
+    def webhook_secret_setting(self) -> str:
+        """The :class:`~webhook.settings.WebhookSettings` field naming its webhook secret."""
+        return f"{self.name}_webhook_secret_name"
+
+    @property
+    def token_secret_setting(self) -> str:
+        """The :class:`~webhook.settings.WebhookSettings` field naming its token secret."""
+        return f"{self.name}_token_secret_name"
+
+
+REGISTRY: dict[str, TrackerEntry] = {
+    entry.name: entry
+    for entry in (
+        TrackerEntry(
+            "github",
+            "GitHub",
+            GitHubTracker,
+            webhook_secret_id="WebhookSecret",
+            token_secret_id="GitHubToken",
+        ),
+        TrackerEntry(
+            "gitlab",
+            "GitLab",
+            GitLabTracker,
+            markup="GitLab-flavoured Markdown",
+            posted_as="a note",
+            receiver_reads_token=True,
+            webhook_secret_id="GitLabWebhookSecret",
+            token_secret_id="GitLabToken",
+            outputs=("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
+        ),
+        TrackerEntry(
+            "jira",
+            "Jira",
+            JiraTracker,
+            markup="Markdown (headings, lists, code blocks, links, bold and italics; it is converted to Jira's format)",
+            raw_token=True,
+            webhook_secret_id="JiraWebhookSecret",
+            token_secret_id="JiraToken",
+            outputs=("JiraWebhookUrl", "JiraWebhookSecretName", "JiraTokenSecretName"),
+        ),
+    )
+}
+
+# The tracker type (``TrackerName``, a Literal the models validate with) must name exactly the registered ones.
+assert tuple(REGISTRY) == TRACKER_NAMES == get_args(TrackerName), "TrackerName and REGISTRY differ"
