@@ -25,6 +25,8 @@ ENV_AGENT_NAME = "AGENTKIT_AGENT_NAME"
 #: The stack's stage (``dev``, ``prod``): attribution in each Bedrock call's request metadata.
 ENV_STAGE = "AGENTKIT_STAGE"
 ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
+#: An agent directory (:mod:`runtime.agent.agent_dir`): the image sets it to the directory it copied in.
+ENV_AGENT_DIR = "AGENTKIT_AGENT_DIR"
 ENV_PRICES = "AGENTKIT_PRICES"
 ENV_MODEL = "AGENTKIT_MODEL"
 ENV_SMALL_MODEL = "AGENTKIT_SMALL_MODEL"

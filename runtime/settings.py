@@ -29,6 +29,7 @@ from runtime.env import (
     DEFAULT_WORKSPACE_MAX_S3_BYTES,
     DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
+    ENV_AGENT_DIR,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
@@ -339,6 +340,13 @@ class Settings(SettingsChecks):
         None,
         "JSON agent definition replacing the built-in one",
         shown="the built-in definition",
+    )
+    agent_dir: Path | None = setting(
+        ENV_AGENT_DIR,
+        None,
+        "agent directory (`agent.json`, `tools/`, `gateway/`; docs/customize.md): the team's own agent, loaded and "
+        "checked at start; the image sets it to where it copied `agent_dir` from `cdk.json`",
+        shown="none",
     )
     sandbox: Literal["required", "off", "unsafe-no-isolation"] = setting(
         ENV_SANDBOX,

@@ -70,9 +70,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     """The session registry and its runner, with every dependency wired from settings."""
     settings.ensure_dirs()
     clock = time.monotonic  # the one clock: latencies, time to first token, tool spans, least recently used
+    from runtime.agent.loaded import load_agent
+
+    agent = load_agent(settings.agent_file, settings.agent_dir)
     if definition is None:
-        agent_file = settings.agent_file
-        definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
+        definition = agent.definition
     unsafe = settings.sandbox == SANDBOX_UNSAFE
     if unsafe:
         # Chosen on purpose (Settings refuses plain "off" on AgentCore); from here on it means "off".
@@ -144,7 +146,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         if settings.workspace_retention_hours > 0
         else None
     )
-    extra_servers: dict[str, McpServerConfig] = {}
+    extra_servers: dict[str, McpServerConfig] = dict(agent.mcp_servers)
     if settings.gateway_url:
         from runtime.agent.gateway_tools import build_gateway_mcp_server
 
@@ -172,6 +174,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         memory=memory,
         extra_mcp_servers=extra_servers,
+        agent_hooks=agent.tools.hooks,
         workspaces=_workspaces(settings),
         retention=retention,
         clock=clock,
