@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import (
     Field,
@@ -36,6 +37,9 @@ from infra.webhook_config import GitLabWebhookConfig as GitLabWebhookConfig
 from infra.webhook_config import JiraWebhookConfig as JiraWebhookConfig
 from infra.webhook_config import WebhookConfig as WebhookConfig
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+
+if TYPE_CHECKING:
+    from runtime.agent.agent_dir import AgentDirectory
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
@@ -244,8 +248,12 @@ class AppConfig(_Model):
     # A bucket for workspace snapshots too large to send inline (infra.workspaces.WorkspaceBucket; the runtime gets
     # AGENTKIT_WORKSPACE_S3_URI, the GitHub OIDC role may upload). Off: inline snapshots only.
     workspace_bucket: bool = False
+    # The agent the image carries (infra.agent_config, docs/customize.md): a directory with agent.json and optionally
+    # a tools/ package and gateway/<target>/ Lambdas. Relative paths are read from the directory of cdk.json.
+    agent_dir: str = Field(default="agents/sample", min_length=1)
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
+    _agent: Any = PrivateAttr(default=None)
 
     @field_validator("model")
     @classmethod
@@ -327,6 +335,15 @@ class AppConfig(_Model):
         return StageNames(self.project_name, self.stage, self.settings.generation)
 
     @property
+    def agent(self) -> AgentDirectory:
+        """The checked agent directory (read by :func:`load_config`)."""
+        if self._agent is None:
+            from infra.agent_config import read_agent_config
+
+            self._agent = read_agent_config(self.agent_dir, base_dir=None)
+        return cast("AgentDirectory", self._agent)
+
+    @property
     def models(self) -> tuple[str, ...]:
         return (self.model, *[m for m in self.extra_models if m != self.model])
 
@@ -385,13 +402,15 @@ def load_config(
     stage: str,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
 ) -> AppConfig:
     """Validate the ``agentkit`` context object for ``stage`` and return the typed config.
 
     ``raw`` holds shared keys plus ``stages: {dev: {...}, prod: {...}}``; the chosen stage's object becomes
     ``AppConfig.settings`` and may override shared keys under ``overrides``. ``overrides`` (``-c key=value``
     from the CDK CLI, see :mod:`infra.overrides`) apply last, over the stage's values. The deploy Region is
-    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`). Whether a profile can be called
+    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`); ``agent_dir`` from ``base_dir`` (default: the
+    working directory, where ``cdk.json`` is) and checked (:mod:`infra.agent_config`). Whether a profile can be called
     from that Region is Bedrock's answer, not a table here: ``agentkit doctor`` asks it (GetInferenceProfile).
 
     Raises:
@@ -424,6 +443,18 @@ def load_config(
             message += f" (set by -c {origin})"
         raise ConfigError(key, message, allowed=_allowed_for(first)) from exc
     config._deploy_region = resolve_region(config.region, environ or {})
+    from infra.agent_config import read_agent_config
+
+    config._agent = read_agent_config(
+        config.agent_dir, base_dir=base_dir
+    )  # checked at synth, before any construct
+    if config._agent.gateway_targets and not config.gateway.enabled:
+        raise ConfigError(
+            "agentkit.gateway.enabled",
+            f"false, but the agent directory {config._agent.path} has Gateway tools "
+            f"({', '.join(t.name for t in config._agent.gateway_targets)}): they would not be deployed",
+            allowed="true, or remove the agent directory's gateway/ targets",
+        )
     return config
 
 

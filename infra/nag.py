@@ -84,8 +84,8 @@ FUNCTION_VERSIONS = (
     "that is one function of ours."
 )
 L1_PINNED = (
-    "Pinned to python3.13 because the Powertools layer is resolved from the public SSM parameter for "
-    "python3.13/arm64; bump both together."
+    "Pinned to python3.13 (infra.gateway.LAMBDA_RUNTIME, shared by every Gateway tool Lambda) because the "
+    "Powertools layer is resolved from the public SSM parameter for python3.13/arm64; bump both together."
 )
 
 
@@ -118,6 +118,24 @@ def _default_resource(construct: IConstruct) -> cdk.CfnElement:
     if not isinstance(child, cdk.CfnElement):
         raise TypeError(f"{construct.node.path} has no CloudFormation resource as its default child")
     return child
+
+
+def acknowledge_gateway_tools(stack: cdk.Stack, gateway: IConstruct) -> None:
+    """What every Lambda tool behind the gateway has in common, acknowledged per tool: any construct directly under
+    the gateway with a ``Function`` and a ``Role`` child (the sample's ``InvoiceTools``, each agent directory target
+    of :mod:`infra.agent_tools`, or a team's own construct built the same way). Anything else such a tool's role is
+    granted is still reported."""
+    for tool in gateway.node.children:
+        function = tool.node.try_find_child("Function")
+        role = tool.node.try_find_child("Role")
+        if function is None or role is None:
+            continue
+        function_id = _logical_id(stack, function)
+        acknowledge(
+            gateway.node.find_child("ServiceRole"), [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)]
+        )
+        acknowledge(role, [iam5("*", XRAY_STAR)])
+        acknowledge(function, [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])
 
 
 def acknowledge_stack(stack: cdk.Stack) -> None:
@@ -156,15 +174,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
         )
     gateway = stack.node.try_find_child("Gateway")
     if gateway is not None:
-        invoices = gateway.node.try_find_child("Invoices")
-        if invoices is not None:
-            function_id = _logical_id(stack, invoices.node.find_child("Function"))
-            acknowledge(
-                gateway.node.find_child("ServiceRole"),
-                [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
-            )
-            acknowledge(invoices.node.find_child("Role"), [iam5("*", XRAY_STAR)])
-            acknowledge(invoices.node.find_child("Function"), [("AwsSolutions::AwsSolutions-L1", L1_PINNED)])
+        acknowledge_gateway_tools(stack, gateway)
     memory = stack.node.try_find_child("Memory")
     if memory is not None and memory.node.try_find_child("Key") is not None:
         acknowledge(

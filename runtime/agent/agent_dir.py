@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.errors import ConfigurationError
@@ -65,6 +65,35 @@ HOOK_EVENTS = frozenset(
 )
 
 
+#: What a Gateway tool's input schema may say: the fields of the Gateway's ``SchemaDefinition`` (CloudFormation
+#: AWS::BedrockAgentCore::GatewayTarget: Type, Description, Properties, Required, Items).
+SCHEMA_KEYS = frozenset({"type", "description", "properties", "required", "items"})
+SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object"})
+
+
+def check_schema(schema: Any, where: str = "input_schema") -> None:
+    """Raise ``ValueError`` naming the first part of ``schema`` the Gateway cannot express."""
+    if not isinstance(schema, dict):
+        raise ValueError(f"{where} must be an object")
+    unknown = sorted(set(schema) - SCHEMA_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{where}: the Gateway's tool schema has no {unknown}; it takes {sorted(SCHEMA_KEYS)}"
+        )
+    if schema.get("type") not in SCHEMA_TYPES:
+        raise ValueError(f"{where}.type must be one of {sorted(SCHEMA_TYPES)}, got {schema.get('type')!r}")
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        raise ValueError(f"{where}.properties must be an object")
+    for name, sub in properties.items():
+        check_schema(sub, f"{where}.properties.{name}")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not set(required) <= set(properties):
+        raise ValueError(f"{where}.required must list names of its properties")
+    if "items" in schema:
+        check_schema(schema["items"], f"{where}.items")
+
+
 class GatewayToolSpec(BaseModel):
     """One tool of a Gateway Lambda target."""
 
@@ -73,6 +102,14 @@ class GatewayToolSpec(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
     description: str = Field(min_length=1, max_length=2000)
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+    @field_validator("input_schema")
+    @classmethod
+    def _gateway_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_schema(value)
+        if value["type"] != "object":
+            raise ValueError("input_schema.type must be 'object' (a tool's arguments)")
+        return value
 
 
 class GatewayTargetSpec(BaseModel):
