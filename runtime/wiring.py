@@ -9,6 +9,7 @@ restore must renew registers with :mod:`runtime.restore`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -84,6 +85,14 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             SANDBOX_UNSAFE,
         )
         settings = settings.model_copy(update={"sandbox": "off"})
+    if settings.cli_path is None and os.geteuid() == 0:
+        # its CLI runs as an unprivileged user, who must be able to execute it (runtime.guard.cli_reach)
+        from runtime.agent.orphan_guard import bundled_cli
+        from runtime.guard.cli_reach import reachable_cli
+
+        bundled = bundled_cli()
+        if bundled is not None and (reached := reachable_cli(bundled)) != bundled:
+            settings = settings.model_copy(update={"cli_path": reached})
     definition, sandbox = _sandboxed_definition(settings, definition)
     if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
