@@ -30,7 +30,9 @@ def _as_cli_user(path: str) -> bool:
     setpriv = shutil.which("setpriv")
     assert setpriv, "setpriv (util-linux) is needed"
     done = subprocess.run(
-        [setpriv, "--reuid", "10001", "--regid", "10001", "--clear-groups", path], capture_output=True, timeout=30
+        [setpriv, "--reuid", "10001", "--regid", "10001", "--clear-groups", path],
+        capture_output=True,
+        timeout=30,
     )
     return done.returncode == 0 and b"ran" in done.stdout
 
