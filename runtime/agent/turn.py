@@ -433,6 +433,9 @@ class Turn:
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
                 "resumed": process.resumed and session.client_turns == 0,
+                # the conversation had earlier turns (warm, or restored from the store): a caller who meant to
+                # continue one sees a mistyped session id start a new one
+                "continued": process.resumed or session.client_turns > 0,
                 **figures,
             }
             if isinstance(changes, Changes):
