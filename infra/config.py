@@ -12,6 +12,7 @@ Raises:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -432,15 +433,14 @@ def load_config(
     try:
         config = AppConfig.model_validate({**merged, "stage": stage, "settings": stage_data})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = [str(part) for part in first["loc"]]
-        if loc and loc[0] == "settings":
-            loc = ["stages", stage, *loc[1:]]
-        key = ".".join(["agentkit", *loc])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        origin = _override_origin(loc, stage, overrides or {})
-        if origin:
-            message += f" (set by -c {origin})"
+        # A misspelt key is two errors (the unknown key, the real one "missing"): lead with the unknown key, say
+        # which known key it is probably meant to be, and name every other problem too, not only the first.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        described = [_describe_error(e, stage, overrides or {}, errors) for e in errors]
+        first = errors[0]
+        key, message = described[0]
+        if len(described) > 1:
+            message += "; also " + "; ".join(f"{k}: {m}" for k, m in described[1:])
         raise ConfigError(key, message, allowed=_allowed_for(first)) from exc
     config._deploy_region = resolve_region(config.region, environ or {})
     from infra.agent_config import read_agent_config
@@ -456,6 +456,29 @@ def load_config(
             allowed="true, or remove the agent directory's gateway/ targets",
         )
     return config
+
+
+def _describe_error(
+    error: Mapping[str, Any], stage: str, overrides: Mapping[str, Any], errors: list[Any]
+) -> tuple[str, str]:
+    """``(dotted key, message)`` for one pydantic error of :func:`load_config`."""
+    loc = [str(part) for part in error["loc"]]
+    if loc and loc[0] == "settings":
+        loc = ["stages", stage, *loc[1:]]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        missing = [
+            str(e["loc"][-1])
+            for e in errors
+            if e["type"] == "missing" and list(e["loc"][:-1]) == list(error["loc"][:-1])
+        ]
+        close = difflib.get_close_matches(loc[-1], missing, n=1)
+        if close:
+            message = f"unknown key; did you mean {close[0]!r}?"
+    origin = _override_origin(loc, stage, overrides)
+    if origin:
+        message += f" (set by -c {origin})"
+    return ".".join(["agentkit", *loc]), message
 
 
 def _override_origin(loc: list[str], stage: str, overrides: Mapping[str, Any]) -> str | None:
