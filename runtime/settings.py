@@ -53,6 +53,7 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_MODEL_SILENCE_WARN,
     ENV_NETWORK_ALLOWED_CIDRS,
     ENV_NETWORK_HOSTS,
     ENV_PLATFORM_VERSION,
@@ -286,6 +287,14 @@ class Settings(SettingsChecks):
         600.0,
         "seconds one turn may take; then `turn_timeout` and the CLI is restarted",
         gt=0,
+    )
+    model_silence_warn_s: float = setting(
+        ENV_MODEL_SILENCE_WARN,
+        60.0,
+        "seconds without a byte from the model (while a turn waits on it, not on a tool) before a warning is logged, "
+        "then again every as many seconds (a hung Bedrock otherwise shows nothing until the CLI's own timeout, "
+        "minutes later); 0: off",
+        ge=0,
     )
     idle_timeout_s: float = setting(
         ENV_IDLE_TIMEOUT, 900.0, "seconds before an idle warm session closes its CLI process", gt=0

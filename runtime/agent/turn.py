@@ -49,6 +49,7 @@ from opentelemetry.trace import Span
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
+from runtime.agent.silence import SilenceWatch
 from runtime.agent.stream import CLIGone, guarded, prompt_stream, settle_task, sum_usage
 from runtime.errors import (
     AgentKitError,
@@ -162,13 +163,22 @@ class Turn:
         client = self.process.client
         result: ResultMessage | None = None
         timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
+        silence = SilenceWatch(
+            after_s=self.settings.model_silence_warn_s,
+            session=self.session.runtime_session_id,
+            clock=self.clock,
+        )
         try:
-            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
+            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned(), silence.watching():
                 try:
                     await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
                 except (CLIConnectionError, ProcessError) as exc:
                     raise CLIGone(str(exc) or type(exc).__name__) from exc
                 async for message in guarded(client.receive_response()):
+                    silence.heard(
+                        waiting_on_tool=isinstance(message, AssistantMessage)
+                        and any(isinstance(block, ToolUseBlock) for block in message.content)
+                    )
                     if isinstance(message, ResultMessage):
                         result = message
                         break

@@ -97,7 +97,9 @@ def test_a_misspelt_stage_key_is_named_with_the_key_it_means_and_every_problem()
     stage["log_retention_days"] = 13
     with pytest.raises(ConfigError) as caught:
         load_config(data, stage="dev")
-    assert caught.value.key == "agentkit.stages.dev.daily_budget_usdd"  # the misspelt key first, not "required"
+    assert (
+        caught.value.key == "agentkit.stages.dev.daily_budget_usdd"
+    )  # the misspelt key first, not "required"
     message = str(caught.value)
     assert "did you mean 'daily_budget_usd'" in message
     assert "agentkit.stages.dev.log_retention_days" in message  # the other problem is not hidden
