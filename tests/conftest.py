@@ -33,10 +33,13 @@ def _cli_user_problem() -> str | None:
     return _CLI_USER_PROBLEM[0]
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Said once, at the start: a root run whose CLI user cannot reach the CLI or the tests' workspaces."""
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Said once, at the start, at any verbosity: a root run whose CLI user cannot reach the CLI or the tests'
+    workspaces (every command test would fail with an unrelated-looking assert)."""
     problem = _cli_user_problem()
-    return [f"WARNING: {problem}"] if problem else []
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if problem and reporter is not None:
+        reporter.write_line(f"WARNING: {problem}", yellow=True, bold=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:

@@ -31,7 +31,8 @@ def reachable_by_others(path: Path) -> bool:
     try:
         if not os.stat(path).st_mode & stat.S_IXOTH:
             return False
-        return all(os.stat(parent).st_mode & stat.S_IXOTH for parent in Path(path).resolve().parents)
+        # the path as the wrapper will name it (not resolved): a symlink on the way does not lift a 0700 parent
+        return all(os.stat(parent).st_mode & stat.S_IXOTH for parent in Path(path).absolute().parents)
     except OSError:
         return False
 

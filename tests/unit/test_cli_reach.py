@@ -26,6 +26,14 @@ def world() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def _make_cli(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    cli = directory / "claude"
+    cli.write_text("#!/bin/sh\necho ran\n")
+    cli.chmod(0o755)
+    return cli
+
+
 def _as_cli_user(path: str) -> bool:
     setpriv = shutil.which("setpriv")
     assert setpriv, "setpriv (util-linux) is needed"
@@ -78,3 +86,16 @@ def test_a_directory_planted_by_someone_else_is_not_used(world: Path) -> None:
     cli.write_text("#!/bin/sh\necho ran\n")
     cli.chmod(0o755)
     assert reachable_cli(str(cli), base=base) == str(cli)
+
+
+def test_a_private_directory_reached_through_a_symlinked_venv_is_still_private(world: Path) -> None:
+    real = world / "shared-venv"
+    cli = _make_cli(real)
+    private = world / "priv"
+    private.mkdir(mode=0o700)
+    (private / ".venv").symlink_to(real)  # a checkout in a 0700 directory whose .venv links elsewhere
+    through = private / ".venv" / "claude"
+    assert not reachable_by_others(through) and not _as_cli_user(str(through))
+    (world / "base").mkdir()
+    reached = reachable_cli(str(through), base=world / "base")
+    assert reached != str(through) and _as_cli_user(reached)
