@@ -58,9 +58,10 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not infra and not e2e" $(PYTEST_ARGS)
 
-## synth: cdk synth (offline, no Docker needed), with cdk-nag; prints the time it took
+## synth: cdk synth (offline, no Docker needed), with cdk-nag; prints what cdk deploy would create and the time
 synth: setup
 	@start=$$(date +%s%N); $(CDK) synth --quiet -c stage=$(STAGE) && \
+	  $(BIN)/python scripts/resource_summary.py cdk.out && \
 	  echo "synth took $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
 
 ## bootstrap: cdk bootstrap of the stage's account/region (once per account and region; needs AWS credentials)

@@ -30,13 +30,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_DIR = ROOT / ".agentkit" / "demo"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "client"))  # the slim agentkit client, also when it is not pip-installed
+sys.path.insert(1, str(ROOT / "client"))
+sys.path.insert(2, str(ROOT / "scripts"))  # the slim agentkit client, also when it is not pip-installed
 
 from harness.runtime_server import RuntimeServer  # noqa: E402
 from standins import BedrockStandIn, Reply, Usage  # noqa: E402
@@ -77,24 +76,9 @@ def synth_summary(agent_dir: Path | None = None) -> None:
         print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
         raise SystemExit(f"cdk synth failed (exit {proc.returncode})")
     print(f"synthesized in {time.monotonic() - started:.1f} s (cdk-nag AwsSolutions checks ran during synth)")
-    for template in sorted((ROOT / "cdk.out").glob("*.template.json")):
-        resources = json.loads(template.read_text()).get("Resources", {})
-        counts = Counter(r["Type"] for r in resources.values())
-        print(f"{template.name}: {len(resources)} resources")
-        for rtype, n in sorted(counts.items()):
-            if rtype.startswith(
-                (
-                    "AWS::BedrockAgentCore",
-                    "AWS::CloudWatch",
-                    "AWS::Lambda::Function",
-                    "AWS::SNS",
-                    "AWS::DynamoDB",
-                    "AWS::IAM::Role",
-                    "AWS::Logs::LogGroup",
-                    "AWS::SQS",
-                )
-            ):
-                print(f"  {n:3d} x {rtype}")
+    from resource_summary import summary_lines
+
+    print("\n".join(summary_lines(ROOT / "cdk.out")))
 
 
 def print_events(reply) -> dict:
