@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,11 +31,12 @@ def test_a_custom_directory_is_read_with_its_tools_and_gateway_targets(tmp_path:
 def test_its_tools_package_becomes_the_agent_server_and_its_tool_runs(tmp_path: Path) -> None:
     tools = load_tools(read_agent_dir(write_custom_agent(tmp_path)))
     assert tools.tool_names == (SDK_TOOL,)
-    assert tools.server["type"] == "sdk" and tools.server["name"] == "agent"
+    server = tools.server
+    assert server is not None and server["type"] == "sdk" and server["name"] == "agent"
     from mcp import Client
 
-    async def call() -> object:
-        async with Client(tools.server["instance"]) as client:
+    async def call() -> Any:
+        async with Client(server["instance"]) as client:
             return await client.call_tool("queue_depth", {"queue": "main"})
 
     result = asyncio.run(call())

@@ -90,7 +90,7 @@ def test_a_directory_planted_by_someone_else_is_not_used(world: Path) -> None:
 
 def test_a_private_directory_reached_through_a_symlinked_venv_is_still_private(world: Path) -> None:
     real = world / "shared-venv"
-    cli = _make_cli(real)
+    _make_cli(real)
     private = world / "priv"
     private.mkdir(mode=0o700)
     (private / ".venv").symlink_to(real)  # a checkout in a 0700 directory whose .venv links elsewhere

@@ -27,7 +27,7 @@ def _watch(clock: Clock, said: list[str]) -> SilenceWatch:
 
 
 def test_a_silent_model_is_reported_every_interval() -> None:
-    clock, said = Clock(), []
+    clock, said = Clock(), list[str]()
 
     async def scenario() -> None:
         async with _watch(clock, said).watching():
@@ -39,7 +39,7 @@ def test_a_silent_model_is_reported_every_interval() -> None:
 
 
 def test_a_running_tool_or_a_talking_model_is_not_silence() -> None:
-    clock, said = Clock(), []
+    clock, said = Clock(), list[str]()
 
     async def scenario() -> None:
         async with _watch(clock, said).watching() as watch:
@@ -56,7 +56,7 @@ def test_a_running_tool_or_a_talking_model_is_not_silence() -> None:
 
 
 def test_zero_turns_the_watch_off() -> None:
-    clock, said = Clock(), []
+    clock, said = Clock(), list[str]()
 
     async def scenario() -> None:
         watch = SilenceWatch(
