@@ -108,3 +108,30 @@ def test_gateway_tools_with_the_gateway_off_are_refused(tmp_path: Path) -> None:
     agent = write_custom_agent(tmp_path)
     with pytest.raises(ConfigError, match=r"agentkit\.gateway\.enabled: .*tickets"):
         load_config({**raw, "agent_dir": str(agent), "gateway": {"enabled": False}}, stage="dev")
+
+
+def test_the_runtime_starts_on_the_directory_the_image_carries(
+    custom: tuple[Synth, Path], tmp_path: Path
+) -> None:
+    """What the image runs: ``python -m runtime`` with ``AGENTKIT_AGENT_DIR`` at the context's copy (the fake CLI
+    stands in for the model; the tools package is imported at start, before ``/ping`` answers)."""
+    from harness.cli import write_fake_cli
+    from harness.runtime_server import RuntimeServer, session_id
+
+    s, _ = custom
+    copied = _docker_asset_dir(s) / "agent"
+    server = RuntimeServer(
+        env={
+            "AGENTKIT_CLI_PATH": str(write_fake_cli(tmp_path)),
+            "AGENTKIT_STATE_DIR": str(tmp_path / "state"),
+            "AGENTKIT_AGENT_DIR": str(copied),
+        },
+        log_path=tmp_path / "server.log",
+    ).start()
+    try:
+        reply = server.invoke("hello", session=session_id("image-agent"))
+    finally:
+        server.stop()
+    assert reply.events[-1]["type"] == "result"
+    log = (tmp_path / "server.log").read_text()
+    assert f"agent: agent directory {copied}" in log and "mcp__agent__queue_depth" in log
