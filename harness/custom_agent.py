@@ -62,6 +62,22 @@ TARGET = {
 }
 
 
+COMMAND = "---\ndescription: Say hello to someone\n---\nSay hello to $ARGUMENTS and name the team.\n"
+SKILL = "---\nname: greet\ndescription: Greets people politely\n---\nGreet the user by name, politely.\n"
+
+
+def add_plugin(agent: Path) -> Path:
+    """A plugin of the agent directory: the slash command ``/team:hello`` and the skill ``team:greet``."""
+    plugin = agent / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "team", "version": "1.0.0"}))
+    (plugin / "commands").mkdir()
+    (plugin / "commands" / "hello.md").write_text(COMMAND)
+    (plugin / "skills" / "greet").mkdir(parents=True)
+    (plugin / "skills" / "greet" / "SKILL.md").write_text(SKILL)
+    return plugin
+
+
 def write_custom_agent(root: Path, *, name: str = "our-agent") -> Path:
     """The agent directory ``root/name`` (created) and its path."""
     agent = root / name

@@ -184,6 +184,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         memory=memory,
         extra_mcp_servers=extra_servers,
         agent_hooks=agent.tools.hooks,
+        agent_plugins=agent.plugins,
         workspaces=_workspaces(settings),
         retention=retention,
         clock=clock,

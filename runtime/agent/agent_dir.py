@@ -11,6 +11,10 @@ Layout (every part but ``agent.json`` optional; ``agents/sample/`` is the kit's 
     <dir>/gateway/<target>/       a Lambda behind the AgentCore Gateway: ``target.json`` (handler, tools and their
                                   JSON schemas) and the function's code; the model sees
                                   ``mcp__gateway__<target>___<tool>``
+    <dir>/plugin/                 a Claude Code plugin of the team's: slash commands (``commands/*.md``), skills
+                                  (``skills/<name>/SKILL.md``) and subagents (``agents/*.md``), loaded with
+                                  ``--plugin-dir``; hooks, MCP and LSP servers in it are refused (hooks would run
+                                  shell commands outside the OS sandbox; MCP servers belong in ``agent.json``)
     <dir>/requirements.txt        extra wheels the tools package needs, installed into the image
 
 What the directory may not bring is refused here, with the file and the reason: unknown keys, a tools package
@@ -40,6 +44,11 @@ AGENT_FILE = "agent.json"
 TOOLS_PACKAGE = "tools"
 GATEWAY_DIR = "gateway"
 TARGET_FILE = "target.json"
+PLUGIN_DIR = "plugin"
+PLUGIN_MANIFEST = ".claude-plugin/plugin.json"
+#: What a plugin may not bring: hook and server definitions, as files or as manifest keys.
+PLUGIN_REFUSED_FILES = ("hooks", ".mcp.json", ".lsp.json")
+PLUGIN_REFUSED_KEYS = ("hooks", "mcpServers", "lspServers")
 REQUIREMENTS_FILE = "requirements.txt"
 #: The in-process MCP server of the directory's tools package: the model sees ``mcp__agent__<tool>``.
 TOOLS_SERVER = "agent"
@@ -150,6 +159,7 @@ class AgentDirectory:
     tools_package: Path | None = None
     gateway_targets: tuple[GatewayTarget, ...] = ()
     requirements: Path | None = None
+    plugin: Path | None = None
 
     @property
     def tool_names(self) -> list[str]:
@@ -241,7 +251,33 @@ def read_agent_dir(path: Path) -> AgentDirectory:
         tools_package=tools_package,
         gateway_targets=tuple(targets),
         requirements=requirements if requirements.is_file() else None,
+        plugin=_checked_plugin(path / PLUGIN_DIR),
     )
+
+
+def _checked_plugin(plugin: Path) -> Path | None:
+    """The plugin directory when it brings only prompts (commands, skills, subagents); None when absent.
+
+    Raises:
+        ConfigurationError: no manifest, or it brings hooks, MCP or LSP servers.
+    """
+    if not plugin.exists():
+        return None
+    manifest = plugin / PLUGIN_MANIFEST
+    if not manifest.is_file():
+        raise ConfigurationError(f"{plugin} has no {PLUGIN_MANIFEST} (a plugin's name and version)")
+    data = _json(manifest)
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise ConfigurationError(f"{manifest} must be an object with a name")
+    refused = [key for key in PLUGIN_REFUSED_KEYS if key in data]
+    refused += [name for name in PLUGIN_REFUSED_FILES if (plugin / name).exists()]
+    if refused:
+        raise ConfigurationError(
+            f"{plugin} brings {refused}: a plugin of the agent directory may hold commands, skills and agents only "
+            "(hooks run shell commands outside the OS sandbox; MCP servers go into agent.json's mcp_servers, where "
+            "the permission policy sees them)"
+        )
+    return plugin
 
 
 def load_tools(directory: AgentDirectory) -> AgentTools:

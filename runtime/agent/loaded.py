@@ -31,6 +31,12 @@ class LoadedAgent:
     tools: AgentTools = field(default_factory=AgentTools)
 
     @property
+    def plugins(self) -> tuple[Path, ...]:
+        """The agent directory's plugin (its commands, skills and subagents), if it has one."""
+        plugin = self.directory.plugin if self.directory is not None else None
+        return (plugin,) if plugin is not None else ()
+
+    @property
     def mcp_servers(self) -> dict[str, Any]:
         """In-process MCP servers the agent brings (the directory's ``agent`` server)."""
         from runtime.agent.agent_dir import TOOLS_SERVER
@@ -85,6 +91,8 @@ def _describe(loaded: LoadedAgent) -> None:
         parts.append("MCP servers " + ", ".join(sorted(d.mcp_servers)))
     if d.subagents:
         parts.append("subagents " + ", ".join(sorted(d.subagents)))
+    if loaded.plugins:
+        parts.append(f"plugin {loaded.plugins[0]}")
     logger.info("; ".join(parts))
     if not d.include_sample_tools and not loaded.tools.tool_names and not d.mcp_servers:
         logger.warning(

@@ -94,6 +94,8 @@ class AgentDeps:
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None
     #: The agent directory's Python hooks (:mod:`runtime.agent.agent_dir`), after the kit's own.
     agent_hooks: Mapping[str, list[HookMatcher]] | None = None
+    #: The agent directory's plugin directories (commands, skills, subagents; ``--plugin-dir``).
+    agent_plugins: tuple[Path, ...] = ()
     #: Workspaces made from snapshots (repository work, :mod:`runtime.workspace`); None: snapshots refused.
     workspaces: Workspaces | None = None
     #: Removes the directories of sessions unused for ``AGENTKIT_WORKSPACE_RETENTION_HOURS``; None: kept forever.
@@ -288,6 +290,7 @@ class AgentTurnRunner:
             resume=resume,
             store=PrefetchedStore(store, key, entries) if store is not None and entries else store,
             extra_mcp_servers=self.deps.extra_mcp_servers,
+            plugins=self.deps.agent_plugins,
             request_metadata=request_metadata(
                 session_id=session.runtime_session_id,
                 actor=session.actor_id,

@@ -110,3 +110,21 @@ def test_dropping_the_sample_keeps_the_directorys_tools_and_says_so(tmp_path: Pa
     assert list(loaded.mcp_servers) == ["agent"]
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("agent: "))
     assert "sample tools mcp__kit off" in line and SDK_TOOL in line and GATEWAY_TOOL in line
+
+
+def test_a_plugin_of_prompts_is_taken_and_one_with_hooks_or_servers_is_refused(tmp_path: Path) -> None:
+    from harness.custom_agent import add_plugin
+
+    agent = write_custom_agent(tmp_path)
+    plugin = add_plugin(agent)
+    assert read_agent_dir(agent).plugin == plugin
+    (plugin / "hooks").mkdir()
+    with pytest.raises(ConfigurationError, match=r"brings \['hooks'\]"):
+        read_agent_dir(agent)
+    (plugin / "hooks").rmdir()
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "team", "mcpServers": {"x": {}}}')
+    with pytest.raises(ConfigurationError, match="mcpServers"):
+        read_agent_dir(agent)
+    (plugin / ".claude-plugin" / "plugin.json").unlink()
+    with pytest.raises(ConfigurationError, match=r"has no \.claude-plugin/plugin\.json"):
+        read_agent_dir(agent)
