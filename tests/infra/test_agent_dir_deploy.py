@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.custom_agent import PROMPT, write_custom_agent
+from harness.custom_agent import PROMPT, add_plugin, write_custom_agent
 from harness.dockerfile import instructions
 from infra.config import ConfigError, load_config
 from infra.image_context import KIT_PATHS, stage_image_context
@@ -25,6 +25,7 @@ CFN_LINT = Path(sys.executable).parent / "cfn-lint"
 @pytest.fixture(scope="module")
 def custom(tmp_path_factory: pytest.TempPathFactory) -> tuple[Synth, Path]:
     agent = write_custom_agent(tmp_path_factory.mktemp("team-repo"))
+    add_plugin(agent)
     assert ROOT not in agent.parents  # outside the kit's checkout
     return synth(
         tmp_path_factory.mktemp("synth"), stage="dev", overrides={"agent_dir": str(agent)}, account=None
@@ -71,6 +72,9 @@ def test_the_image_context_carries_the_directory_where_the_dockerfile_copies_it(
         agent / "tools" / "__init__.py"
     ).read_text()
     assert (context / "agent" / "gateway" / "tickets" / "app.py").is_file()
+    # the plugin's Markdown too: the kit's .dockerignore drops *.md only at the context's root
+    assert (context / "agent" / "plugin" / "commands" / "hello.md").is_file()
+    assert (context / "agent" / "plugin" / "skills" / "greet" / "SKILL.md").is_file()
     # every COPY source of the Dockerfile is in the context (a docker build would find it)
     for keyword, rest in instructions(context / "Dockerfile"):
         if keyword == "COPY":
