@@ -29,9 +29,15 @@ RUN groupadd --system --gid 10001 agent \
     && chown -R agent:agent /home/agent
 
 COPY runtime/ /app/runtime/
+# The stage's agent directory (cdk.json `agent_dir`, staged into the build context as agent/ by
+# infra/image_context.py): its definition, its tools package and the wheels its tools need.
+COPY agent/ /app/agent/
 # Bytecode compiled at build time: PYTHONDONTWRITEBYTECODE stops the runtime writing it, so without this every
 # fresh microVM would compile the runtime's modules on start-up (pip already compiled the dependencies).
-RUN python -m compileall -q /app/runtime
+RUN if [ -f /app/agent/requirements.txt ]; then \
+      pip install --no-cache-dir --only-binary=:all: -r /app/agent/requirements.txt; \
+    fi \
+    && python -m compileall -q /app/runtime /app/agent
 
 # AGENTKIT_HOST: the runtime binds 127.0.0.1 unless told otherwise (it has no authentication of its own); in the
 # deployed image AgentCore authenticates every caller before a request reaches the container, and its port must be
@@ -40,6 +46,7 @@ ENV HOME=/home/agent \
     AGENTKIT_HOST=0.0.0.0 \
     AGENTKIT_PORT=8080 \
     AGENTKIT_STATE_DIR=/home/agent/state \
+    AGENTKIT_AGENT_DIR=/app/agent \
     CLAUDE_CONFIG_DIR=/home/agent/.claude \
     CLAUDE_CODE_TMPDIR=/home/agent/tmp \
     XDG_CACHE_HOME=/home/agent/.cache \

@@ -37,7 +37,12 @@ $(VENV)/.installed: pyproject.toml requirements/dev.txt client/pyproject.toml
 	@test -x $(BIN)/python || { $(PYTHON) scripts/check_python.py && $(PYTHON) -m venv $(VENV); }
 	@echo "setup: installing the Python packages into .venv (the first run downloads about 1.4 GB: a minute or more)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools==80.9.0" "wheel==0.48.0"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	@# one line per package as pip takes it (a cold install is minutes of downloads, not silence); pipefail keeps
+	@# pip's failure the recipe's
+	@set -o pipefail; total=$$(grep -cE '^[A-Za-z0-9]' requirements/dev.txt); \
+	  $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off -r requirements/dev.txt \
+	  | awk -v total="$$total" '/^Collecting /{n++; printf "setup: [%d/~%d] %s\n", n, total, $$2; fflush()} \
+	    /^Installing collected/{print "setup: installing what was collected"; fflush()}'
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e ./client  # builds with flit_core (isolated)
 	@touch $@
@@ -58,9 +63,10 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not infra and not e2e" $(PYTEST_ARGS)
 
-## synth: cdk synth (offline, no Docker needed), with cdk-nag; prints the time it took
+## synth: cdk synth (offline, no Docker needed), with cdk-nag; prints what cdk deploy would create and the time
 synth: setup
 	@start=$$(date +%s%N); $(CDK) synth --quiet -c stage=$(STAGE) && \
+	  $(BIN)/python scripts/resource_summary.py cdk.out && \
 	  echo "synth took $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
 
 ## bootstrap: cdk bootstrap of the stage's account/region (once per account and region; needs AWS credentials)

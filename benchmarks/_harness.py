@@ -153,6 +153,33 @@ def cli_setup(kind: str, tmp: Path) -> Iterator[CliSetup]:
         )
 
 
+@contextmanager
+def workdir(prefix: str) -> Iterator[Path]:
+    """A temporary directory the CLI's user can enter: a root runtime runs its CLI as uid 10001, and a private
+    (0700) temp directory as the workspace would switch its command tools off, measuring a lesser runtime."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def refuse_if_degraded(*servers: RuntimeServer) -> None:
+    """Exit (code 3) instead of reporting figures when a measured runtime ran in a lesser configuration than the
+    benchmark claims (command tools off, no sandbox, limits not enforced): its figures would describe another
+    runtime."""
+    lines = [line for server in servers for line in server.degraded()]
+    if lines:
+        raise SystemExit(
+            "benchmark refused: the runtime it measured was not in the configuration it claims, so no figures are "
+            "reported:\n  " + "\n  ".join(lines[:5])
+        )
+
+
 def start_server(setup: CliSetup, name: str, **env: str) -> RuntimeServer:
     """A runtime server (``python -m runtime``) for ``setup`` with its own state dir; started."""
     state = setup.tmp / name
@@ -163,7 +190,20 @@ def start_server(setup: CliSetup, name: str, **env: str) -> RuntimeServer:
         "AGENTKIT_METRICS": "off",
         **env,
     }
-    return RuntimeServer(env=full_env, log_path=setup.tmp / f"{name}.log").start(timeout=60)
+    server = RuntimeServer(env=full_env, log_path=setup.tmp / f"{name}.log").start(timeout=60)
+    _wait_for_services(server)
+    refuse_if_degraded(server)
+    return server
+
+
+def _wait_for_services(server: RuntimeServer, timeout_s: float = 90.0) -> None:
+    """Until the runtime has built its services (the start-up lines that say how it runs are logged by then)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = server.log_path.read_text(errors="replace")
+        if "pre-warmed" in text or "initialised before listening" in text:
+            return
+        time.sleep(0.1)
 
 
 def base_env() -> dict[str, str]:

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from _harness import (
     start_server,
     verdict,
     warm_turn,
+    workdir,
 )
 
 from harness.runtime_server import session_id
@@ -89,7 +89,7 @@ def telemetry_full_turn(*, cli: str = "fake", n: int = 40) -> dict[str, float]:
     """
     root = Path(__file__).resolve().parents[1]
     ratios: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup(cli, Path(tmp)) as setup:
+    with workdir("agentkit-bench-") as tmp, cli_setup(cli, tmp) as setup:
         site = setup.tmp / "otel-site"
         site.mkdir()
         (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
@@ -166,7 +166,7 @@ def store_warm_turn(
     """
     moto, url = _moto_server()
     try:
-        with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup(cli, Path(tmp)) as setup:
+        with workdir("agentkit-bench-") as tmp, cli_setup(cli, tmp) as setup:
             servers = {
                 "agentcore": start_server(
                     setup,

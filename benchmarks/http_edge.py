@@ -28,11 +28,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import tempfile
 import time
-from pathlib import Path
 
-from _harness import banner, cli_setup, describe, median, sdk_turn, start_server, verdict, warm_turn
+from _harness import (
+    banner,
+    cli_setup,
+    describe,
+    median,
+    refuse_if_degraded,
+    sdk_turn,
+    start_server,
+    verdict,
+    warm_turn,
+    workdir,
+)
 from real_cli import bare_client_options, in_process_services, like_runtime_options, registry_turn
 
 from harness.runtime_server import RuntimeServer, session_id
@@ -60,7 +69,7 @@ def run(n: int, *, nagle: bool) -> None:
     from claude_agent_sdk import ClaudeSDKClient
 
     loop = asyncio.new_event_loop()
-    with tempfile.TemporaryDirectory(prefix="agentkit-edge-") as tmp, cli_setup("real", Path(tmp)) as setup:
+    with workdir("agentkit-edge-") as tmp, cli_setup("real", tmp) as setup:
         server = start_server(
             setup,
             "runtime",
@@ -91,6 +100,7 @@ def run(n: int, *, nagle: bool) -> None:
                 samples["alike"].append(loop.run_until_complete(sdk_turn(alike, setup.text_turn())))
                 samples["bare"].append(loop.run_until_complete(sdk_turn(bare, setup.text_turn())))
             print(f"after:  {load()}")
+            refuse_if_degraded(server)  # before any figure: they must describe the runtime as configured
         finally:
             for client in (alike, bare):
                 loop.run_until_complete(client.disconnect())

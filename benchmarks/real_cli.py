@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from _harness import (
     time_to_healthy,
     verdict,
     warm_turn,
+    workdir,
     write_hello_app,
 )
 
@@ -279,8 +279,8 @@ def main() -> int:
     loop = asyncio.new_event_loop()
     try:
         with (
-            tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp,
-            cli_setup("real", Path(tmp)) as setup,
+            workdir("agentkit-bench-") as tmp,
+            cli_setup("real", tmp) as setup,
         ):
             bench_turns(setup, n=args.n, per_call_n=min(args.per_call, args.n), loop=loop)
             bench_ping(setup, starts=args.starts)

@@ -22,10 +22,9 @@ Run: ``.venv/bin/python benchmarks/sandbox.py [-n 10] [-k 5]``
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-from _harness import banner, cli_setup, describe, median, ms, start_server, verdict, warm_turn
+from _harness import banner, cli_setup, describe, median, ms, start_server, verdict, warm_turn, workdir
 
 from harness.runtime_server import session_id
 from harness.sandbox_tools import path_without_sandbox_tools
@@ -52,7 +51,7 @@ def main() -> int:
         parser.error("-n must be ≥ 1 and -k ≥ 2")
 
     banner(f"sandbox cost — real CLI, n={args.n}, k={args.k}")
-    with tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp, cli_setup("real", Path(tmp)) as setup:
+    with workdir("agentkit-bench-") as tmp, cli_setup("real", tmp) as setup:
         (Path(tmp) / "ws").mkdir()
         (Path(tmp) / "ws" / "notes.txt").write_text("hello\n")
         bare_path = path_without_sandbox_tools(Path(tmp))

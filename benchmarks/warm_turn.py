@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 from pathlib import Path
 
 from _harness import (
@@ -29,6 +28,7 @@ from _harness import (
     start_server,
     verdict,
     warm_turn,
+    workdir,
 )
 
 from harness.runtime_server import session_id
@@ -47,7 +47,7 @@ def main() -> int:
     banner(f"warm turn vs per-call query() — {args.cli} CLI, n={args.n}")
     loop = asyncio.new_event_loop()
     with (
-        tempfile.TemporaryDirectory(prefix="agentkit-bench-") as tmp,
+        workdir("agentkit-bench-") as tmp,
         cli_setup(args.cli, Path(tmp)) as setup,
     ):
         server = start_server(setup, "runtime")

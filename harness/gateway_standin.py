@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -49,6 +49,11 @@ class GatewayControl:
 
     lose_sessions_on_call: bool = False
     stall_calls_s: float = 0.0
+    #: The tools it lists (MCP wire shape); default the sample's :data:`TOOLS`. An agent directory's:
+    #: :func:`harness.agent_gateway.agent_gateway_control`.
+    tools: list[dict[str, Any]] = field(default_factory=lambda: list(TOOLS))
+    #: ``(tool name, arguments) -> MCP CallToolResult`` (wire shape); default: echo the call.
+    call: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     live_sessions: set[str] = field(default_factory=set)
     issued: int = 0
     release: threading.Event = field(default_factory=threading.Event)
@@ -145,32 +150,30 @@ class GatewayStandIn(BaseHTTPRequestHandler):
                 {"jsonrpc": "2.0", "id": rid, "result": result},
                 headers={"Mcp-Session-Id": self.control.open_session()},
             )
-        elif method == "tools/list":
+        elif method == "tools/list":  # two pages (the second over SSE): the client must follow nextCursor
+            tools = self.control.tools
             if (message.get("params") or {}).get("cursor") == "page2":
-                self._send(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[1:]}}, sse=True)
+                self._send(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools[1:]}}, sse=True)
             else:
-                self._send(
-                    200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "page2"}}
-                )
+                page: dict[str, Any] = {"tools": tools[:1]}
+                if len(tools) > 1:
+                    page["nextCursor"] = "page2"
+                self._send(200, {"jsonrpc": "2.0", "id": rid, "result": page})
         elif method == "tools/call":
             if self.control.stall_calls_s and self.control.release.wait(self.control.stall_calls_s):
                 return  # the server is stopping: the client gave up long ago, send nothing
             params = message["params"]
-            if params["name"] not in {t["name"] for t in TOOLS}:
+            if params["name"] not in {t["name"] for t in self.control.tools}:
                 self._send(
                     200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool"}}
                 )
                 return
-            text = json.dumps({"tool": params["name"], "arguments": params["arguments"]})
-            self._send(
-                200,
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "result": {"content": [{"type": "text", "text": text}], "isError": False},
-                },
-                sse=True,
-            )
+            if self.control.call is not None:
+                answer = self.control.call(params["name"], dict(params.get("arguments") or {}))
+            else:
+                text = json.dumps({"tool": params["name"], "arguments": params["arguments"]})
+                answer = {"content": [{"type": "text", "text": text}], "isError": False}
+            self._send(200, {"jsonrpc": "2.0", "id": rid, "result": answer}, sse=True)
 
 
 @contextlib.contextmanager

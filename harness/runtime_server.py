@@ -148,6 +148,16 @@ class RuntimeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    #: Lines the runtime logs when it runs in a lesser configuration than asked for (runtime.wiring): a measurement
+    #: or a test of that runtime is not one of the configuration it claims.
+    DEGRADED_MARKERS = ("command tools switched off", "sandbox: unavailable")
+
+    def degraded(self) -> list[str]:
+        """The log lines that say this runtime is not in the configuration it was started for (none: it is).
+        Meaningful once its services are built (after the first turn, or ``pre-warmed`` in the log)."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return [line for line in text.splitlines() if any(m in line for m in self.DEGRADED_MARKERS)]
+
     # -- HTTP ---------------------------------------------------------------------------------------------
 
     def _conn(self, timeout: float = 60.0) -> http.client.HTTPConnection:

@@ -12,9 +12,11 @@ Raises:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import (
     Field,
@@ -34,6 +36,9 @@ from infra.webhook.config import WebhookConfig
 from runtime.approvals.rules import ApprovalRules
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.workspace.protected_paths import parse_allowed
+
+if TYPE_CHECKING:
+    from runtime.agent.agent_dir import AgentDirectory
 
 RUNTIME_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 """AgentCore runtime names: a letter, then letters, digits or underscores, 48 characters at most."""
@@ -250,8 +255,12 @@ class AppConfig(_Model):
     # (PATCH_ALLOW_PROTECTED). Empty: CI configuration, CODEOWNERS, new executable bits, … are refused. Per stage
     # through stages.<stage>.overrides.
     allow_protected_paths: tuple[str, ...] = ()
+    # The agent the image carries (infra.agent_config, docs/customize.md): a directory with agent.json and optionally
+    # a tools/ package and gateway/<target>/ Lambdas. Relative paths are read from the directory of cdk.json.
+    agent_dir: str = Field(default="agents/sample", min_length=1)
     settings: StageConfig
     _deploy_region: tuple[str, str] | None = PrivateAttr(default=None)
+    _agent: Any = PrivateAttr(default=None)
 
     @field_validator("model")
     @classmethod
@@ -338,6 +347,15 @@ class AppConfig(_Model):
         return StageNames(self.project_name, self.stage, self.settings.generation)
 
     @property
+    def agent(self) -> AgentDirectory:
+        """The checked agent directory (read by :func:`load_config`)."""
+        if self._agent is None:
+            from infra.agent_config import read_agent_config
+
+            self._agent = read_agent_config(self.agent_dir, base_dir=None)
+        return cast("AgentDirectory", self._agent)
+
+    @property
     def models(self) -> tuple[str, ...]:
         return (self.model, *[m for m in self.extra_models if m != self.model])
 
@@ -396,13 +414,15 @@ def load_config(
     stage: str,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
 ) -> AppConfig:
     """Validate the ``agentkit`` context object for ``stage`` and return the typed config.
 
     ``raw`` holds shared keys plus ``stages: {dev: {...}, prod: {...}}``; the chosen stage's object becomes
     ``AppConfig.settings`` and may override shared keys under ``overrides``. ``overrides`` (``-c key=value``
     from the CDK CLI, see :mod:`infra.overrides`) apply last, over the stage's values. The deploy Region is
-    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`). Whether a profile can be called
+    resolved from ``agentkit.region`` or ``environ`` (:func:`resolve_region`); ``agent_dir`` from ``base_dir`` (default: the
+    working directory, where ``cdk.json`` is) and checked (:mod:`infra.agent_config`). Whether a profile can be called
     from that Region is Bedrock's answer, not a table here: ``agentkit doctor`` asks it (GetInferenceProfile).
 
     Raises:
@@ -424,18 +444,52 @@ def load_config(
     try:
         config = AppConfig.model_validate({**merged, "stage": stage, "settings": stage_data})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = [str(part) for part in first["loc"]]
-        if loc and loc[0] == "settings":
-            loc = ["stages", stage, *loc[1:]]
-        key = ".".join(["agentkit", *loc])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        origin = _override_origin(loc, stage, overrides or {})
-        if origin:
-            message += f" (set by -c {origin})"
+        # A misspelt key is two errors (the unknown key, the real one "missing"): lead with the unknown key, say
+        # which known key it is probably meant to be, and name every other problem too, not only the first.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        described = [_describe_error(e, stage, overrides or {}, errors) for e in errors]
+        first = errors[0]
+        key, message = described[0]
+        if len(described) > 1:
+            message += "; also " + "; ".join(f"{k}: {m}" for k, m in described[1:])
         raise ConfigError(key, message, allowed=_allowed_for(first)) from exc
     config._deploy_region = resolve_region(config.region, environ or {})
+    from infra.agent_config import read_agent_config
+
+    config._agent = read_agent_config(
+        config.agent_dir, base_dir=base_dir
+    )  # checked at synth, before any construct
+    if config._agent.gateway_targets and not config.gateway.enabled:
+        raise ConfigError(
+            "agentkit.gateway.enabled",
+            f"false, but the agent directory {config._agent.path} has Gateway tools "
+            f"({', '.join(t.name for t in config._agent.gateway_targets)}): they would not be deployed",
+            allowed="true, or remove the agent directory's gateway/ targets",
+        )
     return config
+
+
+def _describe_error(
+    error: Mapping[str, Any], stage: str, overrides: Mapping[str, Any], errors: list[Any]
+) -> tuple[str, str]:
+    """``(dotted key, message)`` for one pydantic error of :func:`load_config`."""
+    loc = [str(part) for part in error["loc"]]
+    if loc and loc[0] == "settings":
+        loc = ["stages", stage, *loc[1:]]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        missing = [
+            str(e["loc"][-1])
+            for e in errors
+            if e["type"] == "missing" and list(e["loc"][:-1]) == list(error["loc"][:-1])
+        ]
+        close = difflib.get_close_matches(loc[-1], missing, n=1)
+        if close:
+            message = f"unknown key; did you mean {close[0]!r}?"
+    origin = _override_origin(loc, stage, overrides)
+    if origin:
+        message += f" (set by -c {origin})"
+    return ".".join(["agentkit", *loc]), message
 
 
 def _override_origin(loc: list[str], stage: str, overrides: Mapping[str, Any]) -> str | None:

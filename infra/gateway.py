@@ -205,6 +205,28 @@ class AgentGateway(Construct):
                 lambda_function=self.invoices.function,
                 tool_schema=agentcore.ToolSchema.from_inline(INVOICE_TOOLS),
             )
+        # The agent directory's own Lambda tools (gateway/<target>/, infra.agent_tools).
+        from infra.agent_tools import LambdaToolTarget
+
+        taken = {"invoices"} if self.invoices is not None else set()
+        self.agent_tools: list[LambdaToolTarget] = []
+        for target in config.agent.gateway_targets:
+            if target.name in taken:
+                raise ValueError(
+                    f"gateway target {target.name!r} of {config.agent.path} clashes with the sample's; rename the "
+                    "directory or set gateway.invoices_tool to false"
+                )
+            self.agent_tools.append(
+                LambdaToolTarget(
+                    self,
+                    f"AgentTool-{target.name}",
+                    target=target,
+                    gateway=self.gateway,
+                    runtime=PYTHON_RUNTIME,
+                    removal_policy=removal,
+                    log_retention=lifecycle.log_retention(config.settings),
+                )
+            )
 
     def _service_role(self, gateway_name: str) -> iam.Role:
         """The gateway's service role, trusted like the runtime's: only by this account's gateway of this name.

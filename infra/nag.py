@@ -114,6 +114,23 @@ def _default_resource(construct: IConstruct) -> cdk.CfnElement:
     return child
 
 
+def acknowledge_gateway_tools(stack: cdk.Stack, gateway: IConstruct) -> None:
+    """What every Lambda tool behind the gateway has in common, acknowledged per tool: any construct directly under
+    the gateway with a ``Function`` and a ``Role`` child (the sample's ``InvoiceTools``, each agent directory target
+    of :mod:`infra.agent_tools`, or a team's own construct built the same way). Anything else such a tool's role is
+    granted is still reported."""
+    for tool in gateway.node.children:
+        function = tool.node.try_find_child("Function")
+        role = tool.node.try_find_child("Role")
+        if function is None or role is None:
+            continue
+        function_id = _logical_id(stack, function)
+        acknowledge(
+            gateway.node.find_child("ServiceRole"), [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)]
+        )
+        acknowledge(role, [iam5("*", XRAY_STAR)])
+
+
 def acknowledge_stack(stack: cdk.Stack) -> None:
     """Attach every acknowledgement to its construct in ``stack`` (constructs looked up by path)."""
     region = _as_nag_renders(stack.region, "Region")
@@ -150,14 +167,7 @@ def acknowledge_stack(stack: cdk.Stack) -> None:
         )
     gateway = stack.node.try_find_child("Gateway")
     if gateway is not None:
-        invoices = gateway.node.try_find_child("Invoices")
-        if invoices is not None:
-            function_id = _logical_id(stack, invoices.node.find_child("Function"))
-            acknowledge(
-                gateway.node.find_child("ServiceRole"),
-                [iam5(f"<{function_id}.Arn>:*", FUNCTION_VERSIONS)],
-            )
-            acknowledge(invoices.node.find_child("Role"), [iam5("*", XRAY_STAR)])
+        acknowledge_gateway_tools(stack, gateway)
     memory = stack.node.try_find_child("Memory")
     if memory is not None and memory.node.try_find_child("Key") is not None:
         acknowledge(

@@ -32,6 +32,7 @@ from infra import lifecycle, nag
 from infra.config import AppConfig
 from infra.gateway import AgentGateway
 from infra.image_build import image_source
+from infra.image_context import stage_image_context
 from infra.job_events import JobEvents
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
@@ -66,6 +67,14 @@ from runtime.env import (
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: Seconds a job's turn leaves of the session's maximum lifetime: time to send its result before the microVM ends.
 JOB_RESULT_MARGIN_S = 300
+
+
+def _outdir(scope: Construct) -> str:
+    """The cloud assembly directory of ``scope``'s app (where the staged image context goes)."""
+    stage = cdk.Stage.of(scope)
+    if stage is None:
+        raise ValueError(f"{scope.node.path} is not in a CDK app")
+    return stage.outdir
 
 
 def runtime_environment(
@@ -135,13 +144,21 @@ class AgentKitStack(cdk.Stack):
         construct_id: str,
         *,
         config: AppConfig,
-        image_directory: Path = PROJECT_ROOT,
+        image_directory: Path | None = None,
         **kwargs: Any,
     ) -> None:
         # Stack tags are set on the stack itself (feature flag @aws-cdk/core:explicitStackTags): CloudFormation
         # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
         tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
         super().__init__(scope, construct_id, tags=tags, **kwargs)
+        if (
+            image_directory is None
+        ):  # the kit's runtime files and the stage's agent directory (infra.image_context)
+            image_directory = stage_image_context(
+                kit_root=PROJECT_ROOT,
+                agent_dir=config.agent.path,
+                dest=Path(_outdir(self)) / f"image-context.{construct_id}",
+            )
         image = image_source(self, "Image", config=config, directory=image_directory)
         self.memory = AgentMemory(self, "Memory", config=config)
         self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None

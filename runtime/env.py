@@ -25,12 +25,16 @@ ENV_AGENT_NAME = "AGENTKIT_AGENT_NAME"
 #: The stack's stage (``dev``, ``prod``): attribution in each Bedrock call's request metadata.
 ENV_STAGE = "AGENTKIT_STAGE"
 ENV_AGENT_FILE = "AGENTKIT_AGENT_FILE"
+#: An agent directory (:mod:`runtime.agent.agent_dir`): the image sets it to the directory it copied in.
+ENV_AGENT_DIR = "AGENTKIT_AGENT_DIR"
 ENV_PRICES = "AGENTKIT_PRICES"
 ENV_MODEL = "AGENTKIT_MODEL"
 ENV_SMALL_MODEL = "AGENTKIT_SMALL_MODEL"
 ENV_BEDROCK_ENDPOINT = "AGENTKIT_BEDROCK_ENDPOINT"
 ENV_MAX_PROMPT_CHARS = "AGENTKIT_MAX_PROMPT_CHARS"
 ENV_TURN_TIMEOUT = "AGENTKIT_TURN_TIMEOUT"
+#: Seconds without a byte from the model (while a turn waits on it) before the log says so (:mod:`runtime.agent.silence`).
+ENV_MODEL_SILENCE_WARN = "AGENTKIT_MODEL_SILENCE_WARN_SECONDS"
 ENV_IDLE_TIMEOUT = "AGENTKIT_IDLE_TIMEOUT"
 ENV_MAX_QUEUED = "AGENTKIT_MAX_QUEUED"
 ENV_MAX_SESSIONS = "AGENTKIT_MAX_SESSIONS"

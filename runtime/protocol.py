@@ -21,7 +21,7 @@ nothing changed), ``changed_files`` and ``withheld_files`` (changed paths kept o
 ``tool_use``   ``{"type": "tool_use", "id": str, "name": str, "input_summary": str}``
 ``tool_result````{"type": "tool_result", "id": str, "name": str, "ok": bool, "summary": str}``
 ``result``     ``{"type": "result", "session_id", "claude_session_id", "text", "cost_usd", "sdk_cost_usd",
-               "usage", "num_turns", "subtype", "duration_ms", "resumed", "patch"?, "changed_files"?,
+               "usage", "num_turns", "subtype", "duration_ms", "resumed", "continued", "patch"?, "changed_files"?,
                "withheld_files"?, "approval"?}``
 ``error``      ``{"type": "error", "code": str, "message": str, "partial": {...}?}``
 =============  =======================================================================================
@@ -134,6 +134,7 @@ class ResultEvent(TurnFigures):
     num_turns: int
     duration_ms: int
     resumed: bool
+    continued: NotRequired[bool]
     #: Only in sessions that were sent a workspace snapshot: the change against the latest snapshot.
     patch: NotRequired[str]
     changed_files: NotRequired[list[str]]

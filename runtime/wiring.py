@@ -9,6 +9,7 @@ restore must renew registers with :mod:`runtime.process.restore`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -76,9 +77,11 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     """The session registry and its runner, with every dependency wired from settings."""
     settings.ensure_dirs()
     clock = time.monotonic  # the one clock: latencies, time to first token, tool spans, least recently used
+    from runtime.agent.loaded import load_agent
+
+    agent = load_agent(settings.agent_file, settings.agent_dir)
     if definition is None:
-        agent_file = settings.agent_file
-        definition = AgentDefinitionSpec.from_file(agent_file) if agent_file else AgentDefinitionSpec()
+        definition = agent.definition
     unsafe = settings.sandbox == SANDBOX_UNSAFE
     if unsafe:
         # Chosen on purpose (Settings refuses plain "off" on AgentCore); from here on it means "off".
@@ -88,6 +91,14 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
             SANDBOX_UNSAFE,
         )
         settings = settings.model_copy(update={"sandbox": "off"})
+    if settings.cli_path is None and os.geteuid() == 0:
+        # its CLI runs as an unprivileged user, who must be able to execute it (runtime.guard.cli_reach)
+        from runtime.agent.orphan_guard import bundled_cli
+        from runtime.guard.cli_reach import reachable_cli
+
+        bundled = bundled_cli()
+        if bundled is not None and (reached := reachable_cli(bundled)) != bundled:
+            settings = settings.model_copy(update={"cli_path": reached})
     definition, sandbox = _sandboxed_definition(settings, definition)
     if (not sandbox.sandboxed or not sandbox.commands_enabled) and settings.sandbox == "required":
         # Command tools are off; the CLI must not be asked for a sandbox it would refuse to start without.
@@ -150,7 +161,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         if settings.workspace_retention_hours > 0
         else None
     )
-    extra_servers: dict[str, McpServerConfig] = {}
+    extra_servers: dict[str, McpServerConfig] = dict(agent.mcp_servers)
     if settings.gateway_url:
         from runtime.agent.gateway_tools import build_gateway_mcp_server
 
@@ -186,6 +197,8 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         session_store=store,
         memory=memory,
         extra_mcp_servers=extra_servers,
+        agent_hooks=agent.tools.hooks,
+        agent_plugins=agent.plugins,
         workspaces=_workspaces(settings),
         retention=retention,
         approvals=approvals,

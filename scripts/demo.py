@@ -16,27 +16,34 @@ Everything the run writes stays in ``.agentkit/demo/`` (emptied at the start of 
 store. The last lines printed are the ``agentkit cost --local`` and ``agentkit report`` commands that read those
 files again, and the report's path.
 
+Your agent: ``--agent-dir DIR`` (or ``AGENTKIT_AGENT_DIR``; ``AGENTKIT_AGENT_FILE`` is honoured too) runs the
+demo on an agent directory (docs/customize.md): the synth includes its Gateway tools, the gateway stand-in serves
+them, the model stand-in calls its first tool (``--prefer-tool NAME`` picks another), and the demo fails (exit 1)
+when that tool was not called or failed: it never prints an answer for a tool that did not run.
+
 Options: ``--skip-synth``, ``--fake-cli`` (use the test fake CLI instead of the real one), ``--dir DIR`` (where
-the run's files go; default ``.agentkit/demo``).
+the run's files go; default ``.agentkit/demo``; a second demo running at the same time gets ``DIR-<pid>``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_DIR = ROOT / ".agentkit" / "demo"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "client"))  # the slim agentkit client, also when it is not pip-installed
+sys.path.insert(1, str(ROOT / "client"))
+sys.path.insert(2, str(ROOT / "scripts"))  # the slim agentkit client, also when it is not pip-installed
 
 from harness.runtime_server import RuntimeServer  # noqa: E402
 from standins import BedrockStandIn, Reply, Usage  # noqa: E402
@@ -48,43 +55,30 @@ BOLD, DIM, CYAN, YELLOW, GREEN, RESET = (
 )
 SESSION = "demo-session-0001-invoices-review-2026"
 MARKER = ".agentkit-demo"
+SAMPLE_TOOL = "mcp__kit__list_overdue_invoices"
 
 
 def banner(text: str) -> None:
     print(f"\n{BOLD}== {text}{RESET}", flush=True)
 
 
-def synth_summary() -> None:
+def synth_summary(agent_dir: Path | None = None) -> None:
     banner("1/5  cdk synth (offline, no Docker needed)")
     cdk = ROOT / "node_modules" / ".bin" / "cdk"
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     started = time.monotonic()
-    proc = subprocess.run(
-        [str(cdk), "synth", "--quiet", "-c", "stage=dev"], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    argv = [str(cdk), "synth", "--quiet", "-c", "stage=dev"]
+    if agent_dir is not None:
+        argv += ["-c", f"agent_dir={agent_dir}"]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
         raise SystemExit(f"cdk synth failed (exit {proc.returncode})")
     print(f"synthesized in {time.monotonic() - started:.1f} s (cdk-nag AwsSolutions checks ran during synth)")
-    for template in sorted((ROOT / "cdk.out").glob("*.template.json")):
-        resources = json.loads(template.read_text()).get("Resources", {})
-        counts = Counter(r["Type"] for r in resources.values())
-        print(f"{template.name}: {len(resources)} resources")
-        for rtype, n in sorted(counts.items()):
-            if rtype.startswith(
-                (
-                    "AWS::BedrockAgentCore",
-                    "AWS::CloudWatch",
-                    "AWS::Lambda::Function",
-                    "AWS::SNS",
-                    "AWS::DynamoDB",
-                    "AWS::IAM::Role",
-                    "AWS::Logs::LogGroup",
-                    "AWS::SQS",
-                )
-            ):
-                print(f"  {n:3d} x {rtype}")
+    from resource_summary import summary_lines
+
+    print("\n".join(summary_lines(ROOT / "cdk.out")))
 
 
 def print_events(reply) -> dict:
@@ -112,7 +106,8 @@ def print_events(reply) -> dict:
     return result
 
 
-def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
+def turn(server: RuntimeServer, n: int, prompt: str) -> tuple[dict, list[dict]]:
+    """One turn, printed; its result event and all its events."""
     print(f"\n{BOLD}you >{RESET} {prompt}\n{BOLD}agent >{RESET} ", end="")
     started = time.monotonic()
     reply = server.invoke(prompt, session=SESSION, timeout=120)
@@ -120,7 +115,7 @@ def turn(server: RuntimeServer, n: int, prompt: str) -> dict:
     connected = n in (1, 3)  # the session's first turn in a runtime process connects (turn 3: resumes) it
     note = " (includes connecting the session; the report's turn latency does not)" if connected else ""
     print(f"{DIM}  turn {n}: {(time.monotonic() - started) * 1000:.0f} ms over HTTP{note}{RESET}")
-    return result
+    return result, reply.events
 
 
 def shown(path: Path) -> str:
@@ -155,7 +150,7 @@ def cost_and_report(emf_file: Path, spans_file: Path, report: Path) -> None:
         print(f"\n{DIM}$ agentkit {' '.join(by_session)}{RESET}")
         agentkit(by_session)
         print(f"\n{DIM}$ agentkit {' '.join(report_argv)}{RESET}")
-        if agentkit([*report_argv, "--title", "agentkit demo: invoices review"], stdout=io.StringIO()) != 0:
+        if agentkit([*report_argv, "--title", "agentkit demo"], stdout=io.StringIO()) != 0:
             raise SystemExit("agentkit report failed")
     finally:
         os.chdir(cwd)
@@ -174,6 +169,82 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
+@dataclass
+class Agent:
+    """What the demo runs and which tool it must see called."""
+
+    env: dict[str, str]
+    tool: str
+    sample: bool
+    directory: Path | None = None
+    gateway: Any = None
+
+
+def choose_agent(agent_dir: Path | None, prefer_tool: str | None) -> Agent:
+    """The agent the runtime will load (``--agent-dir``, ``AGENTKIT_AGENT_DIR``, ``AGENTKIT_AGENT_FILE`` or the
+    sample) and the tool the demo expects it to call. Exits (code 1) when that agent has no tool to show."""
+    from runtime.agent.definition import AgentDefinitionSpec
+    from runtime.agent.loaded import load_agent
+    from runtime.errors import ConfigurationError
+
+    agent_file = os.environ.get("AGENTKIT_AGENT_FILE") or None
+    env: dict[str, str] = {}
+    try:
+        if agent_dir is not None:
+            loaded = load_agent(None, agent_dir)
+            env["AGENTKIT_AGENT_DIR"] = str(agent_dir)
+            tools = [*loaded.tools.tool_names, *(loaded.directory.tool_names if loaded.directory else [])]
+            definition = loaded.definition
+        elif agent_file is not None:
+            definition = AgentDefinitionSpec.from_file(Path(agent_file))
+            env["AGENTKIT_AGENT_FILE"] = str(Path(agent_file).resolve())
+            tools = []
+        else:
+            definition, tools = AgentDefinitionSpec(), []
+    except ConfigurationError as exc:
+        raise SystemExit(f"demo: {exc.message}") from None
+    if definition.include_sample_tools:
+        tools.append(SAMPLE_TOOL)
+    if prefer_tool:
+        tools = [t for t in tools if prefer_tool in t] or [prefer_tool]
+    if not tools:
+        raise SystemExit(
+            "demo: the agent has no tool to show: include_sample_tools is false and it brings none (add a tools/ "
+            "package or a gateway/<target>/ to its agent directory: docs/customize.md), or name one with --prefer-tool"
+        )
+    tool = tools[0]
+    return Agent(env=env, tool=tool, sample=tool == SAMPLE_TOOL, directory=agent_dir)
+
+
+def check_tool_called(result: list[dict], tool: str) -> None:
+    """Exit 1 unless ``tool`` was called and answered without error in the turn's events."""
+    uses = [e for e in result if e["type"] == "tool_use"]
+    results = [e for e in result if e["type"] == "tool_result"]
+    if not any(e["name"] == tool for e in uses):
+        called = ", ".join(e["name"] for e in uses) or "none"
+        raise SystemExit(f"demo FAILED: the agent did not call {tool} (tools called: {called})")
+    failed = [e for e in results if e["name"] == tool and not e["ok"]]
+    if failed:
+        raise SystemExit(f"demo FAILED: {tool} answered with an error: {failed[0]['summary'][:300]}")
+
+
+def claim_dir(path: Path) -> tuple[Path, Any]:
+    """``path``, or ``path-<pid>`` while another demo holds it: two demos at once never empty each other's files.
+    Returns the directory and the open lock file (held until the process exits)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(path.parent / f".{path.name}.lock", "w")  # noqa: SIM115 - held for the whole run
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        other = path.with_name(f"{path.name}-{os.getpid()}")
+        print(f"another demo is using {shown(path)}; this run writes to {shown(other)}")
+        return claim_dir(other)
+    return path, lock
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-synth", action="store_true")
@@ -186,17 +257,28 @@ def main() -> int:
         default=DEMO_DIR,
         help="where the run's files go, emptied first (default .agentkit/demo)",
     )
+    parser.add_argument(
+        "--agent-dir",
+        type=Path,
+        default=Path(os.environ["AGENTKIT_AGENT_DIR"]) if os.environ.get("AGENTKIT_AGENT_DIR") else None,
+        help="your agent directory (default: AGENTKIT_AGENT_DIR, else the kit's sample)",
+    )
+    parser.add_argument("--prefer-tool", help="the tool (name or part of it) the model stand-in calls")
     args = parser.parse_args()
     started = time.monotonic()
+    agent_dir = args.agent_dir.resolve() if args.agent_dir else None
+    agent = choose_agent(agent_dir, args.prefer_tool)
     if not args.skip_synth:
-        synth_summary()
+        synth_summary(agent_dir)
 
-    state = fresh_dir(args.dir.resolve())
+    directory, _lock = claim_dir(args.dir.resolve())
+    state = fresh_dir(directory)
     emf_file = state / "metrics.emf.jsonl"
     spans_file = state / "spans.jsonl"
     report = state / "report.html"
     store = f"sqlite:///{state / 'sessions.db'}"
-    with BedrockStandIn() as bedrock:
+    with contextlib.ExitStack() as stack:
+        bedrock = stack.enter_context(BedrockStandIn(prefer_tools=(agent.tool,)))
         banner(
             "2/5  local runtime: real Claude Code CLI → local Bedrock stand-in (SIMULATED: scripted model)"
         )
@@ -208,28 +290,42 @@ def main() -> int:
             "AGENTKIT_EMF_FILE": str(emf_file),
             "AGENTKIT_SPANS_FILE": str(spans_file),
             "CLAUDE_CONFIG_DIR": str(state / "claude-a"),
+            **agent.env,
         }
+        if agent_dir is not None and agent.tool.startswith("mcp__gateway__"):
+            from harness.agent_gateway import agent_gateway_control
+            from harness.gateway_standin import ACCESS_KEY, REGION, SECRET_KEY, serve_gateway
+
+            gateway_url, _ = stack.enter_context(serve_gateway(agent_gateway_control(agent_dir)))
+            env.update(
+                AGENTKIT_GATEWAY_URL=gateway_url,
+                AWS_REGION=REGION,
+                AWS_ACCESS_KEY_ID=ACCESS_KEY,
+                AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+            )
+            print(f"Gateway stand-in (your agent directory's targets, run in process): {gateway_url}")
         if args.fake_cli:
             from harness.cli import write_fake_cli
 
             env["AGENTKIT_CLI_PATH"] = str(write_fake_cli(state))
         print(f"Bedrock stand-in: {bedrock.url}   session store: {store}   metrics: {emf_file}")
         print(
+            f"Agent: {agent_dir or os.environ.get('AGENTKIT_AGENT_FILE') or 'the kit sample'}; tool to call: {agent.tool}"
+        )
+        print(
             "Everything else is real: HTTP server, Claude Agent SDK, Claude Code CLI, hooks, policy, store."
         )
-
-        server = RuntimeServer(env=env, log_path=state / "runtime-a.log").start()
-        try:
-            banner("3/5  two turns on one session (one warm CLI process)")
-            usage = Usage(
-                input_tokens=1800,
-                output_tokens=160,
-                cache_creation_input_tokens=2400,
-                cache_read_input_tokens=9600,
-            )
-            bedrock.enqueue(
+        usage = Usage(
+            input_tokens=1800,
+            output_tokens=160,
+            cache_creation_input_tokens=2400,
+            cache_read_input_tokens=9600,
+        )
+        if agent.sample:
+            first_prompt = "Analyze my overdue invoices."
+            scripted = [
                 Reply.tool_use(
-                    "mcp__kit__list_overdue_invoices",
+                    SAMPLE_TOOL,
                     {"as_of": "2026-11-22"},
                     text="Let me look up the overdue invoices.",
                     usage=usage,
@@ -240,12 +336,22 @@ def main() -> int:
                     "$4,200.50). Initech's INV-1003 is not due until 2026-11-30.",
                     usage=usage,
                 ),
-            )
-            turn(server, 1, "Analyze my overdue invoices.")
-            bedrock.enqueue(
-                Reply.text("Start with Acme Corp: it owes $12,500 and is 53 days overdue.", usage=usage)
-            )
-            turn(server, 2, "Which customer should I call first?")
+            ]
+            second = "Start with Acme Corp: it owes $12,500 and is 53 days overdue."
+            third = "You asked me to analyze your overdue invoices; Acme Corp is first."
+        else:  # the stand-in's default reply calls the tool with input from its schema, then summarises it
+            first_prompt = f"Look it up with {agent.tool.rsplit('__', 1)[-1]}, please."
+            scripted = []
+            second = "That is what the tool said; ask me to look again any time."
+            third = "You asked me to look something up with your tool."
+
+        server = RuntimeServer(env=env, log_path=state / "runtime-a.log").start()
+        try:
+            banner("3/5  two turns on one session (one warm CLI process)")
+            bedrock.enqueue(*scripted)
+            check_tool_called(turn(server, 1, first_prompt)[1], agent.tool)
+            bedrock.enqueue(Reply.text(second, usage=usage))
+            turn(server, 2, "Which one first?" if agent.sample else "Thanks. Anything else?")
             cli_starts = sum(1 for r in bedrock.requests if r.operation == "inference-profiles")
             print(f"{GREEN}CLI processes started so far: {cli_starts} (two turns, one warm process){RESET}")
         finally:
@@ -257,10 +363,8 @@ def main() -> int:
         env["CLAUDE_CONFIG_DIR"] = str(state / "claude-b")
         server = RuntimeServer(env=env, log_path=state / "runtime-b.log").start()
         try:
-            bedrock.enqueue(
-                Reply.text("You asked me to analyze your overdue invoices; Acme Corp is first.", usage=usage)
-            )
-            result = turn(server, 3, "Remind me: what did I ask you first?")
+            bedrock.enqueue(Reply.text(third, usage=usage))
+            result, _ = turn(server, 3, "Remind me: what did I ask you first?")
             messages = bedrock.model_requests[-1].body["messages"]
             print(
                 f"{GREEN}resumed={result.get('resumed')}: the model received {len(messages)} messages, "

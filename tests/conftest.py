@@ -20,3 +20,29 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+_CLI_USER_PROBLEM: list[str | None] = []
+
+
+def _cli_user_problem() -> str | None:
+    if not _CLI_USER_PROBLEM:
+        from harness.cli_user import cli_user_problem
+
+        _CLI_USER_PROBLEM.append(cli_user_problem())
+    return _CLI_USER_PROBLEM[0]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Said once, at the start, at any verbosity: a root run whose CLI user cannot reach the CLI or the tests'
+    workspaces (every command test would fail with an unrelated-looking assert)."""
+    problem = _cli_user_problem()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if problem and reporter is not None:
+        reporter.write_line(f"WARNING: {problem}", yellow=True, bold=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
+    problem = _CLI_USER_PROBLEM[0] if _CLI_USER_PROBLEM else None
+    if problem and exitstatus != 0:
+        terminalreporter.write_line(f"failures above may come from this: {problem}", yellow=True)

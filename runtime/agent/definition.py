@@ -35,6 +35,7 @@ BUILTIN_TOOLS = frozenset(
         "TodoWrite",
         "Task",
         "Agent",
+        "Skill",  # the agent directory's plugin skills (runtime.agent.agent_dir)
     }
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,6 +55,7 @@ def build_options(
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None,
     request_metadata: Mapping[str, str] | None = None,
     npm_root_dir: Path | None = None,
+    plugins: Sequence[Path] = (),
 ) -> ClaudeAgentOptions:
     """The options for one CLI process.
 
@@ -64,6 +65,8 @@ def build_options(
     ``resume=<id>`` over ``session_id=<id>``. ``request_metadata`` goes with every model call as
     ``X-Amzn-Bedrock-Request-Metadata`` (:mod:`runtime.agent.request_metadata`). ``npm_root_dir`` goes first on
     the CLI's ``PATH``: its ``npm`` answers the sandboxed CLI's ``npm root -g`` (:mod:`runtime.agent.npm_root`).
+    ``plugins`` are the agent directory's checked plugin directories (commands, skills, subagents; no hooks or
+    servers: :mod:`runtime.agent.agent_dir`); ``setting_sources`` stays empty.
     """
     d = definition
     mcp_servers: dict[str, Any] = dict(d.mcp_servers)
@@ -147,6 +150,7 @@ def build_options(
         sandbox=cast(Any, isolation.sandbox),
         settings=json.dumps(isolation.settings),
         setting_sources=[],
+        plugins=[{"type": "local", "path": str(p)} for p in plugins],
         include_partial_messages=True,
         max_buffer_size=MAX_BUFFER_SIZE,
         effort=d.effort,

@@ -96,6 +96,10 @@ class AgentDeps:
     #: Long-term memory recalled as each prompt is submitted (a ``UserPromptSubmit`` hook); None: off.
     memory: MemoryRecall | None = None
     extra_mcp_servers: Mapping[str, McpServerConfig] | None = None
+    #: The agent directory's Python hooks (:mod:`runtime.agent.agent_dir`), after the kit's own.
+    agent_hooks: Mapping[str, list[HookMatcher]] | None = None
+    #: The agent directory's plugin directories (commands, skills, subagents; ``--plugin-dir``).
+    agent_plugins: tuple[Path, ...] = ()
     #: Workspaces made from snapshots (repository work, :mod:`runtime.workspace`); None: snapshots refused.
     workspaces: Workspaces | None = None
     #: Removes the directories of sessions unused for ``AGENTKIT_WORKSPACE_RETENTION_HOURS``; None: kept forever.
@@ -302,6 +306,7 @@ class AgentTurnRunner:
             resume=resume,
             store=prefetched,
             extra_mcp_servers=self.deps.extra_mcp_servers,
+            plugins=self.deps.agent_plugins,
             request_metadata=request_metadata(
                 session_id=session.runtime_session_id,
                 actor=session.actor_id,
@@ -398,6 +403,8 @@ class AgentTurnRunner:
 
             recall = make_recall_hook(memory, actor_id=session.actor_id, session_id=session.claude_session_id)
             hooks["UserPromptSubmit"] = [HookMatcher(matcher=None, hooks=[cast(HookCallback, recall)])]
+        for event, matchers in (self.deps.agent_hooks or {}).items():
+            hooks.setdefault(event, []).extend(matchers)
         return hooks
 
     # -- one turn ---------------------------------------------------------------------------------------------

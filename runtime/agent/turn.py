@@ -51,6 +51,7 @@ from opentelemetry.trace import Span
 from runtime.agent.budget_policy import BudgetPolicy
 from runtime.agent.process import CliProcess
 from runtime.agent.results import error_for_result
+from runtime.agent.silence import SilenceWatch
 from runtime.agent.stream import CLIGone, guarded, prompt_stream, settle_task, sum_usage
 from runtime.approvals import Approvals, TurnBinding
 from runtime.config.settings import Settings
@@ -183,14 +184,23 @@ class Turn:
             if self.approvals is not None
             else contextlib.nullcontext()
         )
+        silence = SilenceWatch(
+            after_s=self.settings.model_silence_warn_s,
+            session=self.session.runtime_session_id,
+            clock=self.clock,
+        )
         try:
-            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned():
+            async with asyncio.timeout(timeout_s), self._interrupt_when_abandoned(), silence.watching():
                 with approvals:
                     try:
                         await client.query(prompt_stream(self.request.prompt, self.session.claude_session_id))
                     except (CLIConnectionError, ProcessError) as exc:
                         raise CLIGone(str(exc) or type(exc).__name__) from exc
                     async for message in guarded(client.receive_response()):
+                        silence.heard(
+                            waiting_on_tool=isinstance(message, AssistantMessage)
+                            and any(isinstance(block, ToolUseBlock) for block in message.content)
+                        )
                         if isinstance(message, ResultMessage):
                             result = message
                             break
@@ -458,6 +468,9 @@ class Turn:
                 "num_turns": result.num_turns,
                 "duration_ms": result.duration_ms,
                 "resumed": process.resumed and session.client_turns == 0,
+                # the conversation had earlier turns (warm, or restored from the store): a caller who meant to
+                # continue one sees a mistyped session id start a new one
+                "continued": process.resumed or session.client_turns > 0,
                 **figures,
             }
             if self.binding.paused is not None:

@@ -34,6 +34,7 @@ from runtime.env import (
     DEFAULT_WORKSPACE_MAX_S3_BYTES,
     DEFAULT_WORKSPACE_MAX_UNPACKED_BYTES,
     ENV_ACTOR_HEADER,
+    ENV_AGENT_DIR,
     ENV_AGENT_FILE,
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
@@ -58,6 +59,7 @@ from runtime.env import (
     ENV_METRICS,
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
+    ENV_MODEL_SILENCE_WARN,
     ENV_NETWORK_ALLOWED_CIDRS,
     ENV_NETWORK_HOSTS,
     ENV_PLATFORM_VERSION,
@@ -341,6 +343,14 @@ class Settings(BaseModel):
         "seconds one turn may take; then `turn_timeout` and the CLI is restarted",
         gt=0,
     )
+    model_silence_warn_s: float = setting(
+        ENV_MODEL_SILENCE_WARN,
+        60.0,
+        "seconds without a byte from the model (while a turn waits on it, not on a tool) before a warning is logged, "
+        "then again every as many seconds (a hung Bedrock otherwise shows nothing until the CLI's own timeout, "
+        "minutes later); 0: off",
+        ge=0,
+    )
     idle_timeout_s: float = setting(
         ENV_IDLE_TIMEOUT, 900.0, "seconds before an idle warm session closes its CLI process", gt=0
     )
@@ -394,6 +404,13 @@ class Settings(BaseModel):
         None,
         "JSON agent definition replacing the built-in one",
         shown="the built-in definition",
+    )
+    agent_dir: Path | None = setting(
+        ENV_AGENT_DIR,
+        None,
+        "agent directory (`agent.json`, `tools/`, `gateway/`; docs/customize.md): the team's own agent, loaded and "
+        "checked at start; the image sets it to where it copied `agent_dir` from `cdk.json`",
+        shown="none",
     )
     sandbox: Literal["required", "off", "unsafe-no-isolation"] = setting(
         ENV_SANDBOX,

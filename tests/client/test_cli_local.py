@@ -456,3 +456,33 @@ def test_a_quiet_agent_gets_a_waiting_line_on_stderr() -> None:
     line = next(line for line in err.getvalue().splitlines() if "still waiting" in line)
     assert line.startswith("agentkit: still waiting: nothing from the agent for ")
     assert out.getvalue() == "Hello\n\nworld\n"  # the answer file never carries the notice
+
+
+def test_a_short_session_name_suggests_session_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["invoke", "--local", "http://127.0.0.1:9", "--session", "pr-42", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid session id 'pr-42'" in err and "--session-key pr-42" in err
+
+
+def test_no_session_line_when_no_call_happened(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert main(["invoke", "--local", f"http://127.0.0.1:{port}", "hi"]) == 1
+    assert "session" not in capsys.readouterr().err  # nothing reached a runtime: no session to continue
+
+
+@pytest.mark.parametrize(
+    ("continued", "says"),
+    [(False, "new conversation"), (True, "continued conversation"), (None, None)],
+)
+def test_the_result_says_whether_the_conversation_is_new_or_continued(
+    capsys: pytest.CaptureFixture[str], continued: bool | None, says: str | None
+) -> None:
+    result = {**RESULT, **({} if continued is None else {"continued": continued})}
+    with SseRuntimeStandIn(Reply(parts=sse({"type": "text", "text": "Hi"}, result))) as server:
+        assert main(["invoke", "--local", server.url, "--session", "a" * 40, "hi"]) == 0
+    err = capsys.readouterr().err
+    assert _session_from(err) == "a" * 40
+    said = [line for line in err.splitlines() if line.startswith(f"session {'a' * 40}: ")]
+    assert said == ([f"session {'a' * 40}: {says}"] if says else [])  # an older runtime: nothing guessed

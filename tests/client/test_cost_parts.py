@@ -154,6 +154,9 @@ def test_text_shows_the_parts_and_the_price_tables_date_and_source() -> None:
     )
     text = out.getvalue()
     assert "Cost in parts" in text
+    header = text.split("Cost in parts\n")[1].splitlines()[0]
+    assert all(cell.strip() for cell in header.strip().split("  ") if cell), header  # every column is named
+    assert header.split()[:2] == ["period", "sessions"], header
     compute = 0.5 * PRICE.vcpu_hour + 10.0 * PRICE.gb_hour
     (line,) = [
         ln

@@ -52,7 +52,22 @@ def _size_mb(path: Path) -> float:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_client_installs_alone_with_boto3_only(tmp_path: Path) -> None:
+def documented_url_only_line() -> str:
+    """The form docs/ci-cd.md gives for a pip too old for ``name @ URL`` with a ``git+file`` URL."""
+    doc = (ROOT / "docs" / "ci-cd.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r'pip install "(<KIT_REPO_URL>@[^"]+)"', doc)
+    return line
+
+
+def test_the_docs_say_to_upgrade_pip_before_the_install_line() -> None:
+    doc = (ROOT / "docs" / "ci-cd.md").read_text(encoding="utf-8")
+    upgrade, install = doc.index("python -m pip install --upgrade pip"), doc.index(documented_install_line())
+    assert upgrade < install
+    assert documented_url_only_line() == documented_install_line().split(" @ ", 1)[1]
+
+
+@pytest.mark.parametrize("form", ["name @ url", "url only"])
+def test_the_client_installs_alone_with_boto3_only(tmp_path: Path, form: str) -> None:
     venv = tmp_path / "venv"
     # --without-pip skips ensurepip (most of a venv's creation time); this interpreter's pip installs into it
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -75,9 +90,8 @@ def test_the_client_installs_alone_with_boto3_only(tmp_path: Path) -> None:
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    line = (
-        documented_install_line().replace("<KIT_REPO_URL>", f"git+file://{ROOT}").replace("<COMMIT>", commit)
-    )
+    documented = documented_install_line() if form == "name @ url" else documented_url_only_line()
+    line = documented.replace("<KIT_REPO_URL>", f"git+file://{ROOT}").replace("<COMMIT>", commit)
     subprocess.run([*install, line], check=True, env=env, cwd=tmp_path)
     version = subprocess.run(
         [str(venv / "bin" / "agentkit"), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path

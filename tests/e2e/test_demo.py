@@ -61,3 +61,60 @@ def test_the_demo_never_empties_a_directory_it_did_not_make(tmp_path: Path) -> N
     )
     assert run.returncode != 0 and "was not made by the demo" in run.stderr
     assert (tmp_path / "mine.txt").read_text() == "someone's file"
+
+
+def _demo(
+    *argv: str, env: dict[str, str] | None = None, timeout: int = 240
+) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, str(DEMO), "--skip-synth", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_the_demo_runs_your_agent_directory_and_shows_its_tool_called(tmp_path: Path) -> None:
+    from harness.custom_agent import GATEWAY_TOOL, SDK_TOOL, write_custom_agent
+
+    agent = write_custom_agent(tmp_path / "team-repo")
+    run = _demo("--dir", str(tmp_path / "demo"), env={"AGENTKIT_AGENT_DIR": str(agent)})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"→ tool {SDK_TOOL}(" in run.stdout and "← ok: queue" in run.stdout
+    assert "Three invoices are overdue" not in run.stdout  # none of the sample's scripted answers
+    # the Gateway tool, served from the directory's own Lambda by the gateway stand-in
+    run = _demo("--dir", str(tmp_path / "demo2"), "--agent-dir", str(agent), "--prefer-tool", "get_ticket")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"→ tool {GATEWAY_TOOL}(" in run.stdout and "platform-team" in run.stdout
+
+
+def test_the_demo_fails_when_the_agent_has_no_such_tool(tmp_path: Path) -> None:
+    agent_file = tmp_path / "my-agent.json"
+    agent_file.write_text('{"include_sample_tools": false}')
+    run = _demo("--dir", str(tmp_path / "demo"), env={"AGENTKIT_AGENT_FILE": str(agent_file)}, timeout=60)
+    assert run.returncode != 0 and "has no tool to show" in run.stderr
+    # a tool named but not there: the turn runs, the tool is not called, the demo says so and fails
+    run = _demo("--dir", str(tmp_path / "demo"), "--prefer-tool", "mcp__kit__no_such_tool")
+    assert run.returncode != 0, run.stdout[-2000:]
+    assert "did not call mcp__kit__no_such_tool" in run.stderr
+    assert "Three invoices are overdue" not in run.stdout
+
+
+def test_two_demos_at_once_keep_their_own_files(tmp_path: Path) -> None:
+    import fcntl
+
+    out_dir = tmp_path / "demo"
+    with open(tmp_path / ".demo.lock", "w") as held:  # as a demo that is running holds it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        (out_dir).mkdir()
+        (out_dir / ".agentkit-demo").write_text("")
+        (out_dir / "metrics.emf.jsonl").write_text("the running demo's metrics\n")
+        run = _demo("--dir", str(out_dir))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (out_dir / "metrics.emf.jsonl").read_text() == "the running demo's metrics\n"
+    (other,) = tmp_path.glob("demo-*")
+    assert f"another demo is using {out_dir}" in run.stdout and (other / "report.html").is_file()

@@ -340,12 +340,14 @@ def _find_in_tmp(name: str, depth: int = 2) -> list[str]:
 def test_sessions_do_not_share_temp_dirs_and_temp_goes_with_the_session(scene: Scene) -> None:
     leave = LEAVE % {"mark": MARK, "canary": scene.canaries["tmp"]}
     (first,) = run(scene, "tmp-a", [py(leave)])
-    (second,) = run(scene, "tmp-b", [py(LOOK)])
     tmpdir = next(line.split(" ", 1)[1] for line in first[0].splitlines() if line.startswith("TMPDIR "))
     temp_root = Path(tmpdir)
     while temp_root.parent != Path("/tmp") and temp_root != temp_root.parent:
         temp_root = temp_root.parent
+    # Looked at now, before the second session's turn: the idle timeout (4 s) starts when this turn ends, and on a
+    # loaded machine the second turn alone takes longer, so looking after it found the root already removed.
     existed = temp_root.is_dir()
+    (second,) = run(scene, "tmp-b", [py(LOOK)])
     deadline = time.monotonic() + 30  # idle timeout 4 s: the session's CLI process is closed, its temp goes
     while temp_root.exists() and time.monotonic() < deadline:
         time.sleep(0.5)

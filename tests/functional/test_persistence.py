@@ -44,6 +44,7 @@ def test_a_new_process_with_an_empty_config_dir_resumes_from_the_store(
     one = first.invoke("my name is Ada", session=sid, stream=False).body
     two = first.invoke("I like graphs", session=sid, stream=False).body
     assert "history=1" in two["text"]
+    assert one["continued"] is False and two["continued"] is True  # a mistyped id would say "new"
     first.kill()  # the microVM is reaped: no graceful shutdown, no local files carried over
 
     second = fake_cli_server(tmp_path, "claude-b", **env).start()
@@ -53,7 +54,7 @@ def test_a_new_process_with_an_empty_config_dir_resumes_from_the_store(
         second.stop()
     assert three["claude_session_id"] == one["claude_session_id"]
     assert "resumed=true" in three["text"] and "history=2" in three["text"]
-    assert three["resumed"] is True
+    assert three["resumed"] is True and three["continued"] is True
     assert not (tmp_path / "claude-b" / "projects").exists() or not any(
         p.name.startswith("tmp") for p in (tmp_path / "claude-b").iterdir()
     )

@@ -90,6 +90,21 @@ def test_unknown_key_is_rejected() -> None:
         load_config(data, stage="dev")
 
 
+def test_a_misspelt_stage_key_is_named_with_the_key_it_means_and_every_problem() -> None:
+    data = raw()
+    stage = data["stages"]["dev"]
+    stage["daily_budget_usdd"] = stage.pop("daily_budget_usd")
+    stage["log_retention_days"] = 13
+    with pytest.raises(ConfigError) as caught:
+        load_config(data, stage="dev")
+    assert (
+        caught.value.key == "agentkit.stages.dev.daily_budget_usdd"
+    )  # the misspelt key first, not "required"
+    message = str(caught.value)
+    assert "did you mean 'daily_budget_usd'" in message
+    assert "agentkit.stages.dev.log_retention_days" in message  # the other problem is not hidden
+
+
 def test_jwt_mode_requires_settings() -> None:
     data = raw()
     data["auth"] = {"mode": "jwt"}

@@ -406,8 +406,9 @@ def test_gateway_role_is_trusted_only_with_source_account_and_arn(prod: Synth) -
 
 
 def test_gateway_lambda_target_with_inline_tools(dev: Synth) -> None:
-    (target,) = resources(dev, "AWS::BedrockAgentCore::GatewayTarget")
-    text = dumps(target["Properties"])
+    # The sample's target; an agent directory's own targets sit next to it (tests/infra/test_agent_dir_deploy.py).
+    targets = {t["Properties"]["Name"]: t for t in resources(dev, "AWS::BedrockAgentCore::GatewayTarget")}
+    text = dumps(targets["invoices"]["Properties"])
     assert "list_overdue_invoices" in text and "get_invoice" in text
     assert "GATEWAY_IAM_ROLE" in text
 

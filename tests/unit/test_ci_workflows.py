@@ -297,3 +297,14 @@ def test_the_docs_examples_cut_diffs_no_longer_than_the_workflow() -> None:
     cut = int(_step(_load(WORKFLOW), "Build the prompt")["env"]["MAX_DIFF_BYTES"])
     examples = [int(n) for n in re.findall(r"head -c (\d+)", (ROOT / "docs/ci-cd.md").read_text("utf-8"))]
     assert examples and all(n <= cut for n in examples), examples
+
+
+def test_the_action_takes_a_session_key_and_the_docs_example_pads_nothing() -> None:
+    action = yaml.safe_load(ACTION.read_text())
+    assert "session-key" in action["inputs"]
+    invoke = next(step for step in action["runs"]["steps"] if step.get("id") == "invoke")
+    assert invoke["env"]["SESSION_KEY"] == "${{ inputs.session-key }}"
+    assert 'args+=(--session-key "$SESSION_KEY")' in invoke["run"]
+    doc = (ROOT / "docs" / "ci-cd.md").read_text()
+    example = doc.split("### The composite action in your own workflows", 1)[1].split("```", 2)[1]
+    assert "session-key: " in example and not re.search(r"-0{8,}", example)

@@ -380,6 +380,15 @@ def test_config_from_the_real_cdk_json() -> None:
         doctor.load_doctor_config(ROOT / "cdk.json", "qa")
 
 
+def test_doctor_outside_the_checkout_names_cdk_json_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no cdk.json here
+    assert agentkit_main(["doctor", "--stage", "dev"]) != 0
+    err = capsys.readouterr().err
+    assert "--cdk-json" in err and "cdk.json" in err
+
+
 def test_config_follows_stage_overrides(tmp_path: Path) -> None:
     context = json.loads((ROOT / "cdk.json").read_text())
     context["context"]["agentkit"]["stages"]["prod"]["overrides"].update(

@@ -187,5 +187,5 @@ def format_parts(
         return prices.footer(region)
     grand = sum(b.total_usd for b in totals)
     body.append(["total", "", "", "", "", f"{grand:.4f}"])
-    headers = ["period", "session" if sessions else "", "model", "compute", "memory", "total (USD)"]
+    headers = ["period", "session" if sessions else "sessions", "model", "compute", "memory", "total (USD)"]
     return "\n".join(["Cost in parts", table(headers, body, align="llrrrr"), prices.footer(region)])

@@ -2,7 +2,8 @@
 
 ``--output json`` (or ``--json``) prints every event as one JSON line instead; ``--final`` prints only the
 final answer (what a CI job posts as a comment; an error's text never lands there). The runtime session id is
-printed first on stderr (``session: <id>``) so a pipeline can continue the conversation; ``--session-key KEY``
+printed on stderr (``session: <id>``) once the runtime answers, so a pipeline can continue the conversation, and
+with the result whether it was a new or a continued conversation (a mistyped id starts a new one); ``--session-key KEY``
 derives a valid session id from a short key (a pull request number, a branch), the same one every time.
 When nothing has arrived for ``--wait-notice`` seconds (30), a "still waiting" line goes to stderr.
 
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.session_key is not None:
         session_id = derive_session_id(args.session_key)
     else:
-        session_id = validate_session_id(args.session) if args.session else new_session_id()
+        session_id = _session_from(args.session) if args.session else new_session_id()
     tree, archive = None, None
     if args.workspace:
         tree = workspace.work_tree(args.workspace)
@@ -178,26 +179,34 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         stop_hint = f"agentkit sessions stop {session_id} --runtime-arn {target.runtime_arn}"
         if target.qualifier:
             stop_hint += f" --qualifier {target.qualifier}"
-    ctx.progress(f"session: {session_id}")
     printer = EventPrinter(
         stdout=ctx.stdout, stderr=ctx.stderr, json_lines=ctx.json or args.json, final_only=args.final
     )
     result: dict[str, Any] | None = None
+    said_session = False
     try:
         with WaitNotice(printer.notice, interval=args.wait_notice) as waiting:
             for event in events:
                 waiting.touch()
+                if not said_session:  # the runtime answered: there is a session to continue
+                    ctx.progress(f"session: {session_id}")
+                    said_session = True
                 printer.handle(event)
                 if event.get("type") == "result":
                     result = event
-    except AgentkitError:
+    except AgentkitError as exc:
         printer.end_line()  # the CLI prints the error on a line of its own
+        if not said_session and exc.code != "connection_failed":  # sent, unanswered: the turn may run on
+            ctx.progress(f"session: {session_id}")
         raise
     except KeyboardInterrupt:
         printer.end_line()
         ctx.progress(f"agentkit: interrupted; the turn may still run: {stop_hint}")
         return int(ExitCode.INTERRUPTED)
     code = printer.finish()
+    conversation = _conversation(result) if result is not None else None
+    if conversation:
+        ctx.progress(f"session {session_id}: {conversation}")
     if tree is not None and code == ExitCode.OK:
         handle_patch(
             result,
@@ -208,6 +217,26 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             allow_protected=allow_protected,
         )
     return int(code)
+
+
+def _session_from(value: str) -> str:
+    """``--session``'s id, or a usage error that offers ``--session-key`` for a short name like ``pr-42``."""
+    try:
+        return validate_session_id(value)
+    except AgentkitError as exc:
+        raise usage_error(
+            f"{exc.message}; to name a conversation by a short key (a pull request, a branch), use "
+            f"--session-key {value} (the same key gives the same session every time)"
+        ) from None
+
+
+def _conversation(result: dict[str, Any]) -> str | None:
+    """``new conversation`` or ``continued conversation``, from the runtime's result (``continued``: the session had
+    earlier turns, warm or restored from the store); None from a runtime too old to say (not guessed at)."""
+    continued = result.get("continued")
+    if not isinstance(continued, bool):
+        return None
+    return "continued conversation" if continued else "new conversation"
 
 
 def handle_patch(

@@ -151,6 +151,11 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
     try:
         context = json.loads(cdk_json.read_text())["context"]
         raw = dict(context["agentkit"])
+    except FileNotFoundError:
+        raise DoctorConfigError(
+            f"no {cdk_json} here: run `agentkit doctor` from the kit's checkout, or name the file with "
+            "--cdk-json PATH/TO/cdk.json"
+        ) from None
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise DoctorConfigError(f"cannot read context.agentkit from {cdk_json}: {exc}") from exc
     stages = raw.pop("stages", {}) or {}
