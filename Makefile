@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE ?= dev
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean distclean
+.PHONY: setup demo webhook-demo test test-fast synth bootstrap diff preflight deploy destroy lint bench clean distclean
 
 ## setup: create .venv (Python deps incl. dev tools) and node_modules (pinned CDK CLI); no-op when current.
 ## Also installs bubblewrap + socat (the agent's OS sandbox) when missing, on Debian/Ubuntu as root or with sudo.
@@ -55,6 +55,11 @@ node_modules/.installed: package.json package-lock.json
 ## demo: synth the stack, then run the agent locally (offline) and show a two-turn, resumable session
 demo: setup
 	$(BIN)/python scripts/demo.py
+
+## webhook-demo: a signed issue comment `/agent fix …` through the real receiver, worker, runtime (fake CLI) and
+## reporter, offline on loopback: the receiver's answer, the progress comment, the diff, the draft pull request
+webhook-demo: setup
+	$(BIN)/python scripts/webhook_demo.py
 
 ## test: the whole suite (unit, functional over HTTP, CDK synth + cdk-nag + cfn-lint, e2e with the real CLI)
 test: setup

@@ -9,11 +9,12 @@ enabled tracker (webhook secret, API token; ``infra/webhook/secrets.py``, ``infr
 jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook/fix.py``, which also
 lists the grants fix jobs add).
 
-Lambda code is the top-level ``webhook`` package, shipped as a plain asset holding only that folder (no
-Docker, no pip at synth). Powertools comes from the public Powertools layer: its ARN is read at deploy time from
-the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<version>`` (synth stays
-offline), or set ``WebhookProps.powertools_layer_arn``. The Lambda runtime's boto3 must know the
-``bedrock-agentcore`` service (boto3 >= 1.39.8; current Lambda Python runtimes ship newer).
+Lambda code is the top-level ``webhook`` package, shipped as a plain asset holding that folder and the AWS SDK
+it pins in ``webhook/requirements.txt`` (boto3/botocore >= 1.40.46, the first with ``StopRuntimeSession``),
+copied from the synthesizing environment (``infra/webhook/asset.py``: no Docker, no pip at synth); the
+Lambda runtime's own SDK is not relied on. Powertools comes from the public Powertools layer: its ARN is read at
+deploy time from the public SSM parameter ``/aws/service/powertools/python/<arch>/<python>/<version>`` (synth
+stays offline), or set ``WebhookProps.powertools_layer_arn``.
 
 Settings: one :class:`WebhookProps` (``WebhookProps.from_config`` reads them from the app config). Secrets are
 named ``<name_prefix>/<tracker>-webhook-secret`` and ``<name_prefix>/<tracker>-token``; the stack's

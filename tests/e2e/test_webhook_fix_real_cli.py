@@ -28,9 +28,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.runtime_server import RuntimeServer
+from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.functional.fix_flow import (
-    ACTOR_HEADER,
     TOKENS,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,

@@ -11,82 +11,55 @@ the runtime's side.
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-from botocore.exceptions import ClientError
 
 from harness.agentcore_dataplane import AgentCoreDataPlane
 from harness.github_repo_api import GitHubRepoApi
 from harness.gitlab_repo_api import GitLabRepoApi
 from harness.runtime_server import RuntimeServer
 from harness.tracker_apis import GitLabApi
+from harness.webhook_scene import (
+    aws_clients,
+    create_job_resources,
+    deliver_events,
+    deliver_tasks,
+    lambda_environment,
+)
 from tests.unit.webhook.support import (
     CTX,
     GITHUB_REPOSITORY_ID,
     GITLAB_MEMBERS,
     GITLAB_SECRET,
     GITLAB_TOKEN,
-    REGION,
-    RUNTIME_ARN,
     SECRET_NAMES,
     TOKEN,
     fixture,
     github_event,
     receiver,
     reporter,
-    sqs_event,
     tracker_env,
     wiring,
     worker,
 )
 from webhook.settings import ENV
 
-#: The header the data plane forwards the caller's actor in (the runtime reads ``AGENTKIT_ACTOR_HEADER``).
-ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 #: Every secret of the trusted side: tracker tokens and the GitLab webhook token.
 TOKENS = (TOKEN, GITLAB_TOKEN, GITLAB_SECRET)
-
-
-def ensure_aws(moto: str, table: str) -> SimpleNamespace:
-    """Clients on the moto server, with a new table ``table`` and the webhook's secrets."""
-    args = {
-        "region_name": REGION,
-        "endpoint_url": moto,
-        "aws_access_key_id": "testing",
-        "aws_secret_access_key": "testing",
-    }
-    sqs, ddb, sm = (boto3.client(name, **args) for name in ("sqs", "dynamodb", "secretsmanager"))  # type: ignore[call-overload]
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    for name, value in SECRET_NAMES.values():
-        try:
-            sm.create_secret(Name=name, SecretString=value)
-        except ClientError:
-            sm.put_secret_value(SecretId=name, SecretString=value)
-    return SimpleNamespace(sqs=sqs, ddb=ddb, sm=sm)
 
 
 def job_queues(moto: str) -> tuple[SimpleNamespace, str, str, str]:
     """New resources on the (session-long) moto server: ``(aws clients, table, tasks queue, events queue)``.
     The runtime must be given the events queue before :func:`fix_world` starts it."""
-    table = f"idem-{uuid.uuid4().hex[:8]}"
-    aws = ensure_aws(moto, table)
-    tasks = aws.sqs.create_queue(QueueName=f"tasks-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    events = aws.sqs.create_queue(QueueName=f"events-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    return aws, table, tasks, events
+    aws = aws_clients(moto)
+    made = create_job_resources(aws, dict(SECRET_NAMES.values()))
+    return aws, made.table, made.tasks, made.events
 
 
 @contextmanager
@@ -112,19 +85,9 @@ def fix_world(
     ):
         env = {
             **tracker_env(gitlab.api_url),
-            "AWS_ENDPOINT_URL": moto,
-            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": plane.url,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "QUEUE_URL": tasks,
-            "IDEMPOTENCY_TABLE": table,
-            "AGENT_RUNTIME_ARN": RUNTIME_ARN,
-            "AGENT_RUNTIME_QUALIFIER": "dev",
-            "ACTOR_HEADER": ACTOR_HEADER,
-            "GITHUB_API_URL": github.url,
-            "THROTTLE_RETRIES": "0",
+            **lambda_environment(
+                moto=moto, plane=plane.url, github_api=github.url, queue_url=tasks, table=table
+            ),
             ENV["fix_trigger_label"]: "agent-fix",
             ENV["progress_min_seconds"]: "0",
         }
@@ -164,27 +127,15 @@ def fix_world(
 
 def run_worker(world: SimpleNamespace) -> None:
     """One worker invocation per queued task (as Lambda with batch size 1); every record must succeed."""
-    out = world.aws.sqs.receive_message(QueueUrl=world.tasks, MaxNumberOfMessages=10)
-    for msg in out.get("Messages", []):
-        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
-        world.aws.sqs.delete_message(QueueUrl=world.tasks, ReceiptHandle=msg["ReceiptHandle"])
+    deliver_tasks(world.aws.sqs, world.tasks, worker.handler, CTX)
 
 
 def pump_events(world: SimpleNamespace, *, until: str, timeout: float = 30.0) -> list[tuple[str, str]]:
     """Feed the events queue to the reporter (one record per invocation, deleted once handled, as Lambda does)
     until an event of kind ``until`` was handled. Returns the ``(kind, body)`` of each, in order."""
-    done: list[tuple[str, str]] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = world.aws.sqs.receive_message(QueueUrl=world.events, MaxNumberOfMessages=10, WaitTimeSeconds=0)
-        for msg in got.get("Messages", []):
-            assert reporter.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
-            done.append((json.loads(msg["Body"])["kind"], msg["Body"]))
-            world.aws.sqs.delete_message(QueueUrl=world.events, ReceiptHandle=msg["ReceiptHandle"])
-        if any(kind == until for kind, _ in done):
-            return done
-        time.sleep(0.1)
-    raise AssertionError(f"no {until} event within {timeout}s (handled: {done})")
+    return deliver_events(
+        world.aws.sqs, world.events, reporter.handler, until=until, timeout=timeout, context=CTX
+    )
 
 
 def github_comment(text: str, comment_id: int = 99) -> tuple[dict[str, Any], bytes]:

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from harness.runtime_server import fake_cli_server
+from harness.webhook_scene import ACTOR_HEADER
 from tests.functional.fix_flow import (
-    ACTOR_HEADER,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
     fix_world,

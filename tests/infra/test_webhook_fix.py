@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from infra.webhook.asset import distributions, pinned
 from tests.infra.conftest import ROOT, Synth
 from tests.infra.test_metric_contract import dashboard_queries, webhook_emitted_names
 
@@ -84,9 +85,11 @@ def test_the_fix_metrics_are_on_the_dashboard(optional: Synth) -> None:
 
 def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(optional: Synth) -> None:
     """Each handler path ``webhook.<module>.handler`` resolves inside its code asset, and the asset holds the
-    ``webhook`` package under its own name and nothing else of the repository (no tests, no infra, no caches)."""
+    ``webhook`` package under its own name and nothing else of the repository (no tests, no infra, no caches);
+    beside it, only the SDK distributions it pins (``tests/infra/test_webhook_asset.py``)."""
     outdir = optional.template_path.parent
     package = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "webhook").rglob("*.py"))
+    sdk = {str(f).split("/")[0] for d in distributions(pinned()).values() for f in d.files or []}
     handlers = set()
     for fn in of_type(optional, "AWS::Lambda::Function").values():
         props = fn["Properties"]
@@ -94,7 +97,9 @@ def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(opt
             continue
         handlers.add(props["Handler"])
         asset = outdir / f"asset.{props['Code']['S3Key'].removesuffix('.zip')}"
-        assert sorted(p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()) == package
+        files = sorted(p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file())
+        assert [f for f in files if f.startswith("webhook/")] == package
+        assert {f.split("/")[0] for f in files if not f.startswith("webhook/")} <= sdk - {"webhook", ".."}
         module, attr = props["Handler"].rsplit(".", 1)
         assert f"\ndef {attr}(" in (asset / f"{module.replace('.', '/')}.py").read_text()
     assert handlers == {"webhook.receiver.handler", "webhook.worker.handler", "webhook.reporter.handler"}
