@@ -5,7 +5,7 @@ underreport on Bedrock when prompt-cache tokens are involved, and it ignores the
 This module prices the result's per-model ``model_usage`` (falling back to ``usage``) with
 :data:`DEFAULT_PRICES` (the kit's price table, :mod:`runtime.observe.prices`); the SDK figure is kept beside it as a second number by the caller.
 
-Shapes priced (claude-agent-sdk 0.2.187, ``claude_agent_sdk/types.py``):
+Shapes priced (claude-agent-sdk 0.2.190, ``claude_agent_sdk/types.py``):
 
 * ``ResultMessage.model_usage``: ``{model_id: {"inputTokens", "outputTokens", "cacheReadInputTokens",
   "cacheCreationInputTokens", "webSearchRequests", "costUSD", "contextWindow", "maxOutputTokens",
