@@ -22,6 +22,7 @@ those resources (the memory and its events, log groups, secrets, queues), so the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from runtime.env import (
     ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
     ENV_CLAUDE_CONFIG_DIR,
+    ENV_FALLBACK_MODEL,
     ENV_GATEWAY_URL,
     ENV_JOB_EVENTS_QUEUE_URL,
     ENV_JOB_TIMEOUT,
@@ -51,6 +53,7 @@ from runtime.env import (
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
     ENV_PLATFORM_VERSION,
+    ENV_PRICES,
     ENV_RECALL_NAMESPACES,
     ENV_SANDBOX,
     ENV_SESSION_STORE,
@@ -105,6 +108,10 @@ def runtime_environment(
     # The CLI's small/fast slot must be a profile the role may invoke: the first extra model, else the main one.
     small = [m for m in config.extra_models if m != config.model]
     env[ENV_SMALL_MODEL] = small[0] if small else config.model
+    # "off" when null: the runtime's default fallback would otherwise be a profile the role may not invoke.
+    env[ENV_FALLBACK_MODEL] = config.fallback_model or "off"
+    if config.prices:
+        env[ENV_PRICES] = json.dumps(config.prices, sort_keys=True)
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
     if workspace_s3_uri:

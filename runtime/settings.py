@@ -37,6 +37,7 @@ from runtime.env import (
     ENV_CLAUDE_CONFIG_DIR,
     ENV_CLI_PATH,
     ENV_EMF_FILE,
+    ENV_FALLBACK_MODEL,
     ENV_GATEWAY_URL,
     ENV_HOST,
     ENV_IDLE_TIMEOUT,
@@ -86,6 +87,7 @@ from runtime.env import (
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
+from runtime.models import DEFAULT_FALLBACK_MODEL, DEFAULT_MODEL, DEFAULT_SMALL_MODEL
 from runtime.setting_fields import (
     explain,
     exposure_warning,
@@ -94,9 +96,6 @@ from runtime.setting_fields import (
 )
 from runtime.settings_checks import MIN_SESSION_MEMORY_MB as MIN_SESSION_MEMORY_MB
 from runtime.settings_checks import SettingsChecks
-
-DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
 class Settings(SettingsChecks):
@@ -261,6 +260,12 @@ class Settings(SettingsChecks):
     )
     small_model: str = setting(
         ENV_SMALL_MODEL, DEFAULT_SMALL_MODEL, "inference profile for the CLI's small/fast model slot (haiku)"
+    )
+    fallback_model: str = setting(
+        ENV_FALLBACK_MODEL,
+        DEFAULT_FALLBACK_MODEL,
+        "inference profile the CLI switches to when the main model is overloaded (the SDK's `fallback_model`); "
+        "`off` for none",
     )
     prices: str | None = setting(
         ENV_PRICES,
@@ -435,6 +440,16 @@ class Settings(SettingsChecks):
             settings = cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(explain(exc, cls.env_names())) from None
+        unpriced = settings.unpriced_models()
+        if unpriced:
+            raise ConfigurationError(
+                "no price for "
+                + ", ".join(f"{var}={model!r}" for var, model in unpriced)
+                + ": budgets, cost metrics and reports would read $0 for it. Use a model of the kit's table "
+                "(docs/configuration.md, 'Models') or give its price in "
+                f'{ENV_PRICES}, e.g. {{"<model id or canonical name>": {{"input": 3, "output": 15}}}} (USD per '
+                "million tokens, from https://aws.amazon.com/bedrock/pricing/)"
+            )
         if settings.sandbox == "off" and on_agentcore(env):
             raise ConfigurationError(
                 f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
@@ -442,6 +457,30 @@ class Settings(SettingsChecks):
                 f"(the default), or set {SANDBOX_UNSAFE!r} to accept that (docs/platform-security.md)"
             )
         return settings
+
+    @property
+    def resolved_fallback_model(self) -> str | None:
+        """The fallback model to pass to the SDK: None when ``off`` or the same as the main model (the CLI refuses
+        a fallback equal to the main model)."""
+        fallback = self.fallback_model.strip()
+        return None if fallback.lower() == "off" or fallback == self.model else fallback
+
+    def unpriced_models(self) -> list[tuple[str, str]]:
+        """``(variable, model)`` for each configured model the price table (with ``AGENTKIT_PRICES``) cannot price.
+
+        Raises:
+            ConfigurationError: ``AGENTKIT_PRICES`` is malformed.
+        """
+        from runtime.observe.costs import load_price_table, resolve_price
+
+        try:
+            table = load_price_table(overrides=self.prices)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        configured = [(ENV_MODEL, self.model), (ENV_SMALL_MODEL, self.small_model)]
+        if self.resolved_fallback_model:
+            configured.append((ENV_FALLBACK_MODEL, self.resolved_fallback_model))
+        return [(var, model) for var, model in configured if resolve_price(model, table) is None]
 
     def exposure_warning(self) -> str | None:
         """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
 from runtime.env import ENV_SESSION_MEMORY_MB
 from runtime.errors import ConfigurationError
@@ -52,14 +52,16 @@ class SettingsChecks(DeclaredSettings):
             S3Location.parse(value)  # raises ValueError with what is wrong
         return value
 
-    @field_validator("model", "small_model", check_fields=False)
+    @field_validator("model", "small_model", "fallback_model", check_fields=False)
     @classmethod
-    def _inference_profile(cls, value: str) -> str:
+    def _inference_profile(cls, value: str, info: ValidationInfo) -> str:
+        if info.field_name == "fallback_model" and value.strip().lower() == "off":
+            return value
         if not is_inference_profile(value):
             raise ValueError(
                 f"{value!r} is not a Bedrock inference profile id or ARN. Claude models on Bedrock are invoked "
-                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' "
-                "or 'global.anthropic.claude-sonnet-4-5-20250929-v1:0' (see the Bedrock console, Cross-region "
+                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-5-5' "
+                "or 'global.anthropic.claude-haiku-4-5-20251001-v1:0' (see the Bedrock console, Cross-region "
                 "inference), or an inference-profile ARN"
             )
         return value

@@ -141,6 +141,7 @@ def build_options(
         max_turns=max_turns,
         max_budget_usd=max_budget_usd,
         model=settings.model,
+        fallback_model=settings.resolved_fallback_model,
         cwd=str(cwd),
         cli_path=cli_path,
         env=env,

@@ -373,7 +373,7 @@ def test_docker_needed_only_for_local_builds() -> None:
 
 def test_config_from_the_real_cdk_json() -> None:
     dev = doctor.load_doctor_config(ROOT / "cdk.json", "dev")
-    assert dev.profiles == (SONNET, HAIKU)
+    assert dev.profiles == ("us.anthropic.claude-sonnet-5-5", HAIKU, "us.anthropic.claude-sonnet-5")
     assert dev.layer_parameters == (LAYER,)  # gateway invoices tool on, webhook off
     assert not dev.transaction_search_in_stack
     with pytest.raises(doctor.DoctorConfigError, match="no stage 'qa'"):
@@ -399,6 +399,8 @@ def codebuild_cdk_json(tmp_path: Path) -> Path:
     """The real cdk.json with image_build=codebuild: the command tests do not depend on this host's Docker."""
     context = json.loads((ROOT / "cdk.json").read_text())
     context["context"]["agentkit"]["image_build"] = "codebuild"
+    # the models the stubs answer for (the real defaults are checked in test_config_from_the_real_cdk_json)
+    context["context"]["agentkit"].update(model=SONNET, extra_models=[HAIKU], fallback_model=None)
     path = tmp_path / "cdk.json"
     path.write_text(json.dumps(context))
     return path
