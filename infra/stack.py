@@ -36,6 +36,7 @@ from infra.image_build import image_source
 from infra.job_events import JobEvents
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
+from infra.regions import RegionCheck
 from infra.runtime import AgentRuntime
 from infra.workspaces import WorkspaceBucket
 from runtime.env import (
@@ -143,6 +144,8 @@ class AgentKitStack(cdk.Stack):
         # then propagates them to every resource it creates, including ones CDK's tagging cannot reach.
         tags = {"project": config.project_name, "stage": config.stage, **(kwargs.pop("tags", None) or {})}
         super().__init__(scope, construct_id, tags=tags, **kwargs)
+        # Every resource type the stack ends up with must exist in the deploy Region: checked when synth validates.
+        self.node.add_validation(RegionCheck(self, config.deploy_region))
         image = image_source(self, "Image", config=config, directory=image_directory)
         self.memory = AgentMemory(self, "Memory", config=config)
         self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None
