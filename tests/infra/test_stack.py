@@ -294,10 +294,8 @@ def test_memory_actions_only_on_memory_arn(dev: Synth) -> None:
         [
             "bedrock-agentcore:CreateEvent",
             "bedrock-agentcore:ListEvents",
-            "bedrock-agentcore:GetEvent",
             "bedrock-agentcore:DeleteEvent",
             "bedrock-agentcore:RetrieveMemoryRecords",
-            "bedrock-agentcore:ListSessions",
         ]
     )
     assert set(statement["Resource"]["Fn::GetAtt"][1:]) == {"MemoryArn"}
