@@ -33,6 +33,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "webhook": ("infra/functions/webhook",),
     "invoices": ("infra/functions/invoices",),
     "image_build_trigger": ("infra/functions/image_build_trigger",),
+    "runtime_mmds": ("infra/functions/runtime_mmds",),
 }
 
 
