@@ -131,8 +131,13 @@ def region_problem(types: Iterable[str], region: str) -> str | None:
 
 
 def stack_resource_types(scope: IConstruct) -> set[str]:
-    """The CloudFormation resource types of every ``CfnResource`` under ``scope``."""
-    return {node.cfn_resource_type for node in scope.node.find_all() if isinstance(node, cdk.CfnResource)}
+    """The CloudFormation resource types of every ``CfnResource`` under ``scope`` (``AWS::`` types only: a custom
+    resource, ``Custom::...``, is backed by the stack's own function and exists everywhere)."""
+    return {
+        node.cfn_resource_type
+        for node in scope.node.find_all()
+        if isinstance(node, cdk.CfnResource) and node.cfn_resource_type.startswith("AWS::")
+    }
 
 
 @jsii.implements(IValidation)

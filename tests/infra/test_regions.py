@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra.regions import nearest_with, region_problem, resource_types
-from tests.infra.conftest import base_context
+from tests.infra.conftest import Synth, base_context
 
 pytestmark = pytest.mark.infra
 
@@ -77,3 +77,18 @@ def test_the_hint_names_near_regions_that_have_everything() -> None:
     problem = region_problem(types, "eu-south-1")
     assert problem is not None and "AWS::BedrockAgentCore::ResourcePolicy" in problem
     assert region_problem(types, "us-east-1") is None
+
+
+def test_the_doctor_asks_about_exactly_the_agentcore_types_of_the_stack(dev: Synth) -> None:
+    """The client's list (it cannot import infra) is the synthesized template's AgentCore types."""
+    import sys
+
+    from tests.infra.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "client"))
+    from agentkit.doctor.account import STACK_AGENTCORE_TYPES
+
+    types = {
+        r["Type"] for r in dev.raw["Resources"].values() if r["Type"].startswith("AWS::BedrockAgentCore::")
+    }
+    assert set(STACK_AGENTCORE_TYPES) == types
