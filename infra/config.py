@@ -83,6 +83,13 @@ class StageConfig(_Model):
     memory_event_expiry_days: int = Field(ge=7, le=365)
     # Part of the retained resources' names (infra.names): bump it to redeploy after a destroy of a retain stage.
     generation: int = Field(default=1, ge=1, le=MAX_GENERATION)
+    # A Bedrock project (id or ARN) every model call of this stage is attributed to (AGENTKIT_BEDROCK_PROJECT, sent as
+    # X-Amzn-Bedrock-ProjectIdentifier); pattern from botocore 1.44.18 bedrock-runtime projectIdentifier. Null: none.
+    bedrock_project: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^([a-zA-Z0-9_-]+|arn:aws(|-us-gov|-cn|-iso|-iso-b|-iso-f|-eusc):bedrock:[0-9a-z-]{1,20}:[0-9]{12}:project/[a-zA-Z0-9_-]+)$",
+    )
 
 
 class JwtAuthConfig(_Model):

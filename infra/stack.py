@@ -44,6 +44,7 @@ from runtime.env import (
     ENV_AGENT_NAME,
     ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
+    ENV_BEDROCK_PROJECT,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_FALLBACK_MODEL,
     ENV_GATEWAY_URL,
@@ -113,6 +114,8 @@ def runtime_environment(
     env[ENV_FALLBACK_MODEL] = config.fallback_model or "off"
     if config.prices:
         env[ENV_PRICES] = json.dumps(config.prices, sort_keys=True)
+    if config.settings.bedrock_project:
+        env[ENV_BEDROCK_PROJECT] = config.settings.bedrock_project
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
     if workspace_s3_uri:

@@ -34,6 +34,7 @@ from runtime.env import (
     ENV_AGENT_PROFILE,
     ENV_AWS_REGION,
     ENV_BEDROCK_ENDPOINT,
+    ENV_BEDROCK_PROJECT,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_CLI_PATH,
     ENV_EMF_FILE,
@@ -260,6 +261,14 @@ class Settings(SettingsChecks):
     )
     small_model: str = setting(
         ENV_SMALL_MODEL, DEFAULT_SMALL_MODEL, "inference profile for the CLI's small/fast model slot (haiku)"
+    )
+    bedrock_project: str | None = setting(
+        ENV_BEDROCK_PROJECT,
+        None,
+        "Bedrock project id or ARN sent with every model call (`X-Amzn-Bedrock-ProjectIdentifier`): Bedrock "
+        "attributes the calls' cost and data retention to that project",
+        pattern=r"^([a-zA-Z0-9_-]+|arn:aws(|-us-gov|-cn|-iso|-iso-b|-iso-f|-eusc):bedrock:[0-9a-z-]{1,20}:[0-9]{12}:project/[a-zA-Z0-9_-]+)$",
+        max_length=2048,
     )
     fallback_model: str = setting(
         ENV_FALLBACK_MODEL,

@@ -337,3 +337,22 @@ def test_every_model_call_carries_the_sessions_request_metadata(server, bedrock)
     (call,) = bedrock.model_requests
     metadata = json.loads(call.headers["x-amzn-bedrock-request-metadata"])
     assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid, "agentkit.stage": "dev"}
+
+
+def test_a_stage_bedrock_project_goes_with_every_model_call(bedrock: BedrockStandIn, tmp_path: Path) -> None:
+    """With ``AGENTKIT_BEDROCK_PROJECT`` the real CLI sends ``X-Amzn-Bedrock-ProjectIdentifier`` with each call,
+    beside the request metadata (two lines of ``ANTHROPIC_CUSTOM_HEADERS``)."""
+    project = "arn:aws:bedrock:us-east-1:123456789012:project/agentkit-dev"
+    srv = RuntimeServer(
+        env=runtime_env(bedrock, tmp_path / "state", AGENTKIT_STAGE="dev", AGENTKIT_BEDROCK_PROJECT=project),
+        log_path=tmp_path / "server.log",
+    ).start()
+    try:
+        bedrock.enqueue(Reply.text("Noted."))
+        sid = session_id("rt-project")
+        assert_ok(srv.invoke("Say noted", session=sid))
+    finally:
+        srv.stop()
+    (call,) = bedrock.model_requests
+    assert call.headers["x-amzn-bedrock-projectidentifier"] == project
+    assert json.loads(call.headers["x-amzn-bedrock-request-metadata"])["agentkit.session"] == sid
