@@ -80,7 +80,7 @@ class ModelRef:
 _FAMILIES = "opus|sonnet|haiku|fable|mythos"
 _FAMILY_RE = re.compile(rf"claude-({_FAMILIES})-(\d+)(?:-(\d{{1,2}}))?(?=$|[-@:\[])")
 # The 3.x generation put the version first: claude-3-5-haiku-20241022, claude-3-7-sonnet-20250219.
-_OLD_FAMILY_RE = re.compile(rf"claude-(\d)-(\d)-({_FAMILIES})(?=$|[-@:\[])")
+_OLD_FAMILY_RE = re.compile(rf"claude-(\d)(?:-(\d))?-({_FAMILIES})(?=$|[-@:\[])")
 
 
 def parse_model(model_id: str) -> ModelRef:
@@ -105,7 +105,8 @@ def parse_model(model_id: str) -> ModelRef:
     old = _OLD_FAMILY_RE.search(text)
     if old is not None:
         major, minor, family = old.groups()
-        return ModelRef(raw=raw, canonical=f"claude-{major}-{minor}-{family}", route=route)
+        version = f"{major}-{minor}" if minor else major
+        return ModelRef(raw=raw, canonical=f"claude-{version}-{family}", route=route)
     match = _FAMILY_RE.search(text)
     if match is None:
         return ModelRef(raw=raw, canonical=None, route=route)

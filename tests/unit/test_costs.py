@@ -40,6 +40,7 @@ SONNET_GLOBAL = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         ("claude-opus-4-20250514", "claude-opus-4", None),
         ("claude-opus-5", "claude-opus-5", None),  # not confused with opus-4-5
         ("claude-3-5-sonnet-20241022", "claude-3-5-sonnet", None),  # the 3.x naming: version first
+        ("us.anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku", "regional"),
         ("my-gateway-model", None, None),
     ],
 )
