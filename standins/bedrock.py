@@ -220,12 +220,14 @@ class BedrockStandIn:
         return [r for r in self.requests if r.is_model_call]
 
     def tool_results(self) -> dict[str, dict[str, Any]]:
-        """Every ``tool_result`` block the CLI sent the model, by ``tool_use_id``: each arrives in the last message
-        of the model call that follows the tool's run."""
+        """Every ``tool_result`` block the CLI sent the model, by ``tool_use_id``. It arrives with the model call that
+        follows the tool's run, not always in its last message: CLI 2.1.337 may append a user message of its own
+        after it (a "USD budget: ..." reminder when the turn has a budget), so every message is read."""
         return {
             block["tool_use_id"]: block
             for request in self.model_requests
-            if isinstance(content := request.body["messages"][-1].get("content"), list)
+            for message in request.body["messages"]
+            if isinstance(content := message.get("content"), list)
             for block in content
             if isinstance(block, dict) and block.get("type") == "tool_result"
         }
