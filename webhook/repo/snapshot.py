@@ -25,7 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import SnapshotError, SnapshotTooLarge
-from .files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry, clean_path, link_stays_inside
+from .files import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_SYMLINK,
+    FileEntry,
+    clean_path,
+    link_stays_inside,
+    resolve_link,
+)
 
 MIB = 1024 * 1024
 #: What tar adds around each entry's data (header, padding, long-name and pax records).
@@ -249,28 +257,3 @@ class _Reader:
                 raise SnapshotError(
                     f"repository entry {name!r} is a symbolic link that resolves outside the repository"
                 )
-
-
-def resolve_link(files: Mapping[str, FileEntry], name: str, depth: int = 0) -> str | None:
-    """Where the link ``name`` leads inside ``files`` following other links (``None``: outside, or a loop)."""
-    if depth > 40:
-        return None
-    target = files[name].data.decode("utf-8")
-    parts: list[str] = name.split("/")[:-1]
-    for part in target.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(part)
-        here = "/".join(parts)
-        entry = files.get(here)
-        if entry is not None and entry.mode == MODE_SYMLINK:
-            resolved = resolve_link(files, here, depth + 1)
-            if resolved is None:
-                return None
-            parts = resolved.split("/") if resolved else []
-    return "/".join(parts)
