@@ -54,7 +54,7 @@ from webhook.repo import PatchRefused
 from webhook.repo.patch_apply import DEFAULT_MAX_PATCH_BYTES
 from webhook.trackers import IssueTracker, TrackerApiError, TrackerConfigError, WebhookError
 from webhook.trackers.base import cost_text, enabled_tracker, reply_footer
-from webhook.trackers.reply_text import neutralise
+from webhook.trackers.reply_text import defuse_closing_keywords, neutralise
 from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "webhook-reporter")
@@ -296,8 +296,13 @@ class Reporter:
         if patch:
             # The agent's text is steered by the issue's author: made inert as in comments (no mentions, no remote
             # images, no raw HTML; GitLab quick actions indented), since the pull request is posted as the bot.
-            title = " ".join(f"Agent fix for {job.issue_ref}: {job.title}".split())[:250]
-            summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")[:60_000]
+            # Closing keywords are defused in all three (the title is the commit message): merging must not close
+            # issues the agent or the issue's author named.
+            title = defuse_closing_keywords(" ".join(f"Agent fix for {job.issue_ref}: {job.title}".split()))[
+                :250
+            ]
+            summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")
+            summary = defuse_closing_keywords(summary)[:60_000]
             body = f"{summary}\n\n---\nProposed by the agent for {job.html_url or job.issue_ref}. Review before merging."
             proposal = self.deps.repos.propose(
                 job, ev.job_id, patch, mode=self.deps.settings.pr_mode, title=title, body=body
