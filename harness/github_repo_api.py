@@ -16,7 +16,9 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
 - ``GET .../pulls?head=owner:branch&state=open``, ``POST .../pulls`` (``title``, ``head``, ``base``,
   ``body``, ``draft`` bool; 422 for a second open pull request of a head, for a draft when
   ``drafts_supported`` is false, and when head and base are the same commit);
-- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters).
+- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters);
+  ``post_comment_lost_answers`` makes a POST create the comment and answer an error (a lost 201);
+  ``GET .../issues/{n}/comments`` (``since``, ``per_page``).
 
 A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
 repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
@@ -60,6 +62,9 @@ class GitHubRepoApi(JsonStandIn):
         self.pulls: list[dict[str, Any]] = []
         self.comments: dict[int, dict[str, Any]] = {}
         self.codeload_requests: list[dict[str, Any]] = []
+        #: Statuses answered to the next comment POSTs *after* the comment was created (a proxy that loses
+        #: GitHub's 201 and answers 502): one per POST, popped.
+        self.post_comment_lost_answers: list[int] = []
         self._next_id = 1000
 
     @property
@@ -91,6 +96,7 @@ class GitHubRepoApi(JsonStandIn):
             ("GET", _REPO + r"/pulls", self._list_pulls),
             ("POST", _REPO + r"/pulls", self._create_pull),
             ("GET", _REPO + r"/pulls/(?P<n>\d+)", self._get_pull),
+            ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", self._list_comments),
             ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", self._post_comment),
             ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", self._edit_comment),
         ]
@@ -351,11 +357,33 @@ class GitHubRepoApi(JsonStandIn):
             return 422, {"message": "body must be a non-empty string of at most 65536 characters"}
         cid = self._id()
         self.comments[cid] = {"id": cid, "issue": int(m["n"]), "body": body, "edits": 0}
+        if self.post_comment_lost_answers:
+            return self.post_comment_lost_answers.pop(0), {"message": "Bad Gateway"}
         return 201, {
             "id": cid,
             "html_url": f"{self.html_url}/issues/{m['n']}#issuecomment-{cid}",
             "body": body,
         }
+
+    def _list_comments(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        """``GET …/issues/{n}/comments`` (``since``, ``per_page`` ≤ 100): oldest first, as GitHub lists them.
+        The stand-in keeps no times, so ``since`` is checked for its ISO 8601 form only."""
+        since = request["query"].get("since")
+        if since is not None and not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", since):
+            return 422, {"message": "since must be an ISO 8601 timestamp"}
+        per_page = int(request["query"].get("per_page", "30"))
+        if not 1 <= per_page <= 100:
+            return 422, {"message": "per_page must be 1-100"}
+        issue = int(m["n"])
+        listed = [c for c in self.comments.values() if c["issue"] == issue][:per_page]
+        return 200, [
+            {
+                "id": c["id"],
+                "body": c["body"],
+                "html_url": f"{self.html_url}/issues/{issue}#issuecomment-{c['id']}",
+            }
+            for c in listed
+        ]
 
     def _edit_comment(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         cid = int(m["id"])

@@ -10,7 +10,7 @@ import hmac
 import time
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from .adapter import TrackerAdapter
 from .base import (
@@ -23,6 +23,7 @@ from .base import (
     ReplyRef,
     SignatureError,
     StaleDeliveryError,
+    TrackerApiError,
     TrackerConfigError,
     dispatch_event,
     is_agent_reply,
@@ -38,6 +39,7 @@ from .github_models import (
     IssuesEvent,
     PingEvent,
 )
+from .http import get_json_list
 from .reply_text import format_markdown_reply
 
 #: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).
@@ -282,13 +284,32 @@ class GitHubTracker(TrackerAdapter):
         }
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
-        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`)."""
+        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`).
+
+        Before a retry after a 5xx the issue's comments since the first attempt are listed (``GET …/comments
+        ?since=``, docs.github.com/rest/issues/comments#list-issue-comments): a comment of exactly this text
+        (it ends with the reply marker and its session's footer) is the one GitHub created behind the 5xx,
+        and is returned instead of being posted twice."""
         url = f"{self.api_url}/repos/{task.repository}/issues/{task.issue_number}/comments"
+        # Wall-clock time with five minutes' margin for skew between this Lambda's clock and GitHub's.
+        since = datetime.fromtimestamp(time.time() - 300, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        def find_posted() -> dict[str, Any] | None:
+            try:
+                listed = get_json_list(
+                    f"{url}?since={since}&per_page=100", headers=self._api_headers(), service="GitHub"
+                )
+            except TrackerApiError:
+                return None  # cannot tell: post again (the tracker answered 5xx, most likely nothing exists)
+            mine = [c for c in listed if isinstance(c, dict) and c.get("body") == text]
+            return mine[-1] if mine else None
+
         doc = self._post(
             url,
             {"body": text},
             headers=self._api_headers(),
             service="GitHub",
+            find_posted=find_posted,
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))
 

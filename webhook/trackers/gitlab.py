@@ -70,7 +70,9 @@ MAX_NOTE_CHARS = 60_000
 #: Standard Webhooks' suggested tolerance for ``webhook-timestamp``.
 SIGNATURE_TOLERANCE_SECONDS = 300
 DEVELOPER = ACCESS_LEVELS["developer"]
-_TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot(?:_[0-9a-f]+)?$", re.IGNORECASE)
+#: Access-token bots: ``project_<id>_bot_<hex>`` today, ``project_<id>_bot`` and ``project_<id>_bot1``,
+#: ``…_bot2`` (a number added when the name was taken) on older GitLab versions: every ``…_bot`` name.
+_TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot\w*$", re.IGNORECASE)
 _EMPTY_TOKEN = "GitLab token secret is empty; put a project access token into it"
 
 
