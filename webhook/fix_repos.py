@@ -10,6 +10,7 @@ GitLab a project access token with ``api`` and the Developer role (see docs/webh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,10 +95,12 @@ class TrackerRepos:
         tokens: Mapping[str, Callable[[], str]],
         api_urls: Mapping[str, str],
         limits: SnapshotLimits = DEFAULT_LIMITS,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.tokens = tokens
         self.api_urls = api_urls
         self.limits = limits
+        self._sleep = sleep
 
     def repo(self, tracker: str, repository: str, project_id: str = "") -> GitHubRepo | GitLabRepo:
         token = self.tokens.get(tracker)
@@ -107,10 +110,16 @@ class TrackerRepos:
             )
         if tracker == "github":
             return GitHubRepo(
-                repository, token=token, api_url=self.api_urls.get("github", "https://api.github.com")
+                repository,
+                token=token,
+                api_url=self.api_urls.get("github", "https://api.github.com"),
+                sleep=self._sleep,
             )
         return GitLabRepo(
-            project_id, token=token, api_url=self.api_urls.get("gitlab", "https://gitlab.com/api/v4")
+            project_id,
+            token=token,
+            api_url=self.api_urls.get("gitlab", "https://gitlab.com/api/v4"),
+            sleep=self._sleep,
         )
 
     def fetch(self, target: RepoTarget, *, pull_request: int | None) -> FetchedRepo:

@@ -16,8 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import PatchRefused
+from .errors import PatchRefused, TooManyChangedFiles
 from .files import FileChange
+
+#: The most files one proposed change may touch. GitHub commits them in one tree call (text inline) plus one
+#: blob call per binary file; GitLab in one commit call. A patch over it is refused whole.
+MAX_CHANGED_FILES = 1000
+#: The most binary files (one ``POST …/git/blobs`` each on GitHub, a content-creating request that counts
+#: against GitHub's secondary rate limit of 80 per minute) one change may add or modify.
+MAX_BINARY_FILES = 50
 
 ChangeMode = Literal["pull_request", "branch"]
 CHANGE_MODES: tuple[ChangeMode, ...] = ("pull_request", "branch")
@@ -132,3 +139,29 @@ def gitlab_new_mr_url(web_url: str, base: str, branch: str) -> str:
 
 def _q(value: str) -> str:
     return urllib.parse.quote(value, safe="/")
+
+
+def is_text(change: FileChange) -> bool:
+    """Whether the change's content goes into a tree or commit call as text: UTF-8 without NUL bytes."""
+    data = change.content or b""
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def check_size(changes: Sequence[FileChange]) -> None:
+    """Raises :class:`TooManyChangedFiles` over :data:`MAX_CHANGED_FILES` files or :data:`MAX_BINARY_FILES`
+    binary ones (before anything is pushed)."""
+    if len(changes) > MAX_CHANGED_FILES:
+        raise TooManyChangedFiles(
+            f"the patch changes {len(changes)} files; one change may touch at most {MAX_CHANGED_FILES}"
+        )
+    binary = sum(1 for c in changes if c.action != "delete" and not is_text(c))
+    if binary > MAX_BINARY_FILES:
+        raise TooManyChangedFiles(
+            f"the patch adds or changes {binary} binary files; one change may hold at most {MAX_BINARY_FILES}"
+        )

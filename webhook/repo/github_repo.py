@@ -7,9 +7,9 @@ Endpoints (GitHub REST API, version ``2022-11-28``; docs.github.com/rest):
 - ``GET /repos/{o}/{r}/commits/{ref}`` (commits#get-a-commit): the ref's commit id and root tree;
 - ``GET /repos/{o}/{r}/tarball/{sha}`` (repos/contents#download-a-repository-archive-tar): a 302 to a
   short-lived archive URL, followed without the token (:mod:`.rest`);
-- git data API: ``POST .../git/blobs`` (``content`` base64, ``encoding: "base64"``: binary-safe),
-  ``POST .../git/trees`` (``base_tree`` plus entries ``{path, mode, type: "blob", sha}``; ``sha: null``
-  deletes a path), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
+- git data API: ``POST .../git/trees`` (``base_tree`` plus entries ``{path, mode, type: "blob", content}``
+  for text, ``sha`` of a ``POST .../git/blobs`` (base64: binary-safe) for binary files; ``sha: null``
+  deletes a path): one tree call per change, blob calls only for binaries (:func:`.change.check_size`), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
   (``ref: "refs/heads/<branch>"``, ``sha``), ``GET .../git/ref/heads/{branch}``, ``GET .../git/commits/{sha}``;
 - ``GET /repos/{o}/{r}/pulls?head=<owner>:<branch>&state=open`` and ``POST /repos/{o}/{r}/pulls``
   (``title``, ``head``, ``base``, ``body``, ``draft: true``) (pulls#create-a-pull-request).
@@ -29,7 +29,15 @@ from typing import Any
 
 from webhook.trackers.base import TrackerApiError, TrackerConfigError
 
-from .change import ChangeRequest, ChangeResult, commit_message, github_compare_url, holds_change
+from .change import (
+    ChangeRequest,
+    ChangeResult,
+    check_size,
+    commit_message,
+    github_compare_url,
+    holds_change,
+    is_text,
+)
 from .errors import ChangeConflict
 from .files import FileChange
 from .hosted import HostedRepo
@@ -113,6 +121,7 @@ class GitHubRepo(HostedRepo):
         """Commit ``changes`` on ``request.base_sha`` to ``request.branch``; then open a draft pull request
         (``mode="pull_request"``; an open one for the branch is returned as is) or return GitHub's compare
         link (``mode="branch"``). Safe to call again for the same request (a retried run)."""
+        check_size(changes)
         message = commit_message(request, changes)
         commit = self._existing_branch(request, changes)
         if commit is None:
@@ -147,6 +156,12 @@ class GitHubRepo(HostedRepo):
                 entries.append(
                     {"path": change.path, "mode": change.old_mode or "100644", "type": "blob", "sha": None}
                 )
+                continue
+            if is_text(change):
+                # Text goes inline: GitHub writes the blob itself, so 600 text files cost one tree call, not
+                # 600 content-creating requests against its secondary rate limit (git/trees: "content").
+                content = (change.content or b"").decode("utf-8")
+                entries.append({"path": change.path, "mode": change.mode, "type": "blob", "content": content})
                 continue
             blob = self.rest.call(
                 "POST",

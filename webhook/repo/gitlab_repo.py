@@ -34,7 +34,14 @@ from typing import Any
 
 from webhook.trackers.base import TrackerApiError, TrackerConfigError
 
-from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
+from .change import (
+    ChangeRequest,
+    ChangeResult,
+    check_size,
+    commit_message,
+    gitlab_new_mr_url,
+    holds_change,
+)
 from .errors import ChangeConflict, PatchRefused
 from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange
 from .hosted import HostedRepo
@@ -111,6 +118,7 @@ class GitLabRepo(HostedRepo):
         """Commit ``changes`` on ``request.base_sha`` to the new branch ``request.branch``; then open a
         draft merge request (``mode="pull_request"``; an open one for the branch is returned as is) or
         return GitLab's "new merge request" link (``mode="branch"``). Safe to call again (a retried run)."""
+        check_size(changes)
         message = commit_message(request, changes)
         actions = _actions(changes)
         commit = self._existing_branch(request, changes)

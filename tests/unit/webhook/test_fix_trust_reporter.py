@@ -5,14 +5,16 @@ with real git objects, moto DynamoDB and S3)."""
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 
 import boto3
 import pytest
 
 from tests.unit.webhook import test_fix_reporter as base
-from tests.unit.webhook.support import REGION
+from tests.unit.webhook.support import REGION, TOKEN
 from webhook import reporter
+from webhook.fix_repos import TrackerRepos
 from webhook.repo.patch_apply import DEFAULT_MAX_PATCH_BYTES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -121,3 +123,75 @@ def test_an_answers_reply_key_used_as_a_job_id_is_dropped_not_retried(
     doc["job_id"] = answer
     assert deliver(json.dumps(doc)) == {"batchItemFailures": []}
     assert not world.api.pulls
+
+
+def _new_files_patch(count: int, *, binary: int = 0) -> str:
+    sections = []
+    for i in range(count):
+        sections.append(
+            f"diff --git a/gen/f{i}.txt b/gen/f{i}.txt\nnew file mode 100644\n--- /dev/null\n+++ b/gen/f{i}.txt\n"
+            f"@@ -0,0 +1 @@\n+line {i}\n"
+        )
+    for i in range(binary):
+        sections.append(
+            f"diff --git a/bin/b{i}.bin b/bin/b{i}.bin\nnew file mode 100644\nGIT binary patch\nliteral 2\n"
+            "JcmZQz1ONa700IC2\n\nliteral 0\nHcmV?d00001\n\n"
+        )
+    return "".join(sections)
+
+
+CREATING = r"/repos/octo/kit/(git/(blobs|trees|commits|refs)|pulls|issues/\d+/comments)"
+
+
+def test_six_hundred_changed_files_cost_a_bounded_number_of_content_creating_calls(
+    world: SimpleNamespace,
+) -> None:
+    result = {"type": "result", "text": "many", "cost_usd": 0.1, "patch": _new_files_patch(600, binary=2)}
+    world.api.requests.clear()  # the fixture's progress comment
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    changed = world.api.branch_changes(pull["head"]["ref"])
+    assert len(changed) == 602 and changed["gen/f599.txt"] == ("100644", b"line 599\n")
+    creating = world.api.calls("POST", CREATING)
+    # One tree, one commit, one ref, one pull request, one blob per binary file: independent of the text files.
+    assert len(creating) == 6, [r["path"] for r in creating]
+
+
+def test_more_changed_files_than_a_change_may_hold_is_refused_with_a_clear_code(
+    world: SimpleNamespace,
+) -> None:
+    result = {"type": "result", "text": "many", "cost_usd": 0.1, "patch": _new_files_patch(1001)}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [comment] = world.api.comments.values()
+    assert "`too_many_changed_files`" in comment["body"] and not world.api.pulls
+    assert not world.api.calls("POST", r"/repos/octo/kit/git/.*")
+    assert world.jobs.get(KEY).error_code == "too_many_changed_files"
+
+
+def test_a_rate_limited_call_waits_as_long_as_github_says(world: SimpleNamespace) -> None:
+    slept: list[float] = []
+    deps = reporter._get_deps()
+    deps.repos = TrackerRepos(
+        tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, sleep=slept.append
+    )
+    limited = {"message": "You have exceeded a secondary rate limit"}
+    world.api.faults.append(("POST", r"/repos/octo/kit/git/trees", 403, limited, {"retry-after": "7"}))
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    assert slept == [7.0] and len(world.api.pulls) == 1
+
+
+def test_a_rate_limit_longer_than_a_call_may_wait_gives_the_result_back_to_the_queue(
+    world: SimpleNamespace,
+) -> None:
+    slept: list[float] = []
+    deps = reporter._get_deps()
+    deps.repos = TrackerRepos(
+        tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, sleep=slept.append
+    )
+    limited = {"message": "API rate limit exceeded"}
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}
+    world.api.faults.append(("POST", r"/repos/octo/kit/git/trees", 403, limited, headers))
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert slept == [] and not world.api.pulls and world.jobs.get(KEY).status == "job"
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    assert len(world.api.pulls) == 1
