@@ -18,7 +18,8 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
   ``drafts_supported`` is false, and when head and base are the same commit);
 - ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters);
   ``post_comment_lost_answers`` makes a POST create the comment and answer an error (a lost 201);
-  ``GET .../issues/{n}/comments`` (``since``, ``per_page``).
+  ``GET .../issues/{n}/comments`` (``since``, ``per_page``);
+- ``GET .../collaborators/{user}/permission`` from ``permissions``.
 
 A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
 repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
@@ -65,6 +66,9 @@ class GitHubRepoApi(JsonStandIn):
         #: Statuses answered to the next comment POSTs *after* the comment was created (a proxy that loses
         #: GitHub's 201 and answers 502): one per POST, popped.
         self.post_comment_lost_answers: list[int] = []
+        #: ``GET .../collaborators/{user}/permission``: login → ``admin`` | ``maintain`` | ``write`` | ``triage`` |
+        #: ``read``; anyone else is not a collaborator (``none``).
+        self.permissions: dict[str, str] = {}
         self._next_id = 1000
 
     @property
@@ -97,6 +101,7 @@ class GitHubRepoApi(JsonStandIn):
             ("POST", _REPO + r"/pulls", self._create_pull),
             ("GET", _REPO + r"/pulls/(?P<n>\d+)", self._get_pull),
             ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", self._list_comments),
+            ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", self._permission),
             ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", self._post_comment),
             ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", self._edit_comment),
         ]
@@ -364,6 +369,13 @@ class GitHubRepoApi(JsonStandIn):
             "html_url": f"{self.html_url}/issues/{m['n']}#issuecomment-{cid}",
             "body": body,
         }
+
+    def _permission(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        """As GitHub answers: ``permission`` is admin/write/read/none (maintain reads as write, triage as read),
+        ``role_name`` the role itself."""
+        role = self.permissions.get(m["user"].lower(), "none")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return 200, {"permission": legacy, "role_name": role, "user": {"login": m["user"]}}
 
     def _list_comments(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         """``GET …/issues/{n}/comments`` (``since``, ``per_page`` ≤ 100): oldest first, as GitHub lists them.

@@ -19,6 +19,7 @@ GitHub: ``WEBHOOK_SECRET_NAME``, ``GITHUB_TOKEN_SECRET_NAME``, ``GITHUB_API_URL`
 
 GitLab: ``GITLAB_WEBHOOK_SECRET_NAME``, ``GITLAB_TOKEN_SECRET_NAME``, ``GITLAB_API_URL``,
 ``GITLAB_TRIGGER_LABEL``, ``GITLAB_TRIGGER_MENTION``, ``GITLAB_BOT_USERNAME``, ``GITLAB_MIN_ACCESS_LEVEL``,
+``GITLAB_FIX_MIN_ACCESS_LEVEL``,
 ``GITLAB_PROJECT_IDS`` (receiver: comma-separated ``project.id`` values served; empty serves none).
 
 Jira: ``JIRA_WEBHOOK_SECRET_NAME``, ``JIRA_TOKEN_SECRET_NAME``, ``JIRA_SITE_URL``, ``JIRA_API_URL``,
@@ -79,6 +80,8 @@ GITLAB_TRIGGER_LABEL = "GITLAB_TRIGGER_LABEL"
 GITLAB_TRIGGER_MENTION = "GITLAB_TRIGGER_MENTION"
 GITLAB_BOT_USERNAME = "GITLAB_BOT_USERNAME"
 GITLAB_MIN_ACCESS_LEVEL = "GITLAB_MIN_ACCESS_LEVEL"
+#: The access level a GitLab fix or stop needs (default 30, Developer; never lower).
+GITLAB_FIX_MIN_ACCESS_LEVEL = "GITLAB_FIX_MIN_ACCESS_LEVEL"
 GITLAB_PROJECT_IDS = "GITLAB_PROJECT_IDS"
 JIRA_WEBHOOK_SECRET_NAME = "JIRA_WEBHOOK_SECRET_NAME"
 JIRA_TOKEN_SECRET_NAME = "JIRA_TOKEN_SECRET_NAME"
@@ -184,6 +187,7 @@ def build_trackers(
                 fix_label=fix_label,
                 bot_username=env.get(GITLAB_BOT_USERNAME, ""),
                 min_access_level=int(env.get(GITLAB_MIN_ACCESS_LEVEL, "30")),
+                fix_min_access_level=int(env.get(GITLAB_FIX_MIN_ACCESS_LEVEL, "30") or "30"),
                 project_ids=env.get(GITLAB_PROJECT_IDS, ""),
                 max_body_bytes=max_body,
             )
