@@ -12,6 +12,11 @@ Environment (names in :mod:`wiring`):
                              6 MiB); without it every snapshot goes inline, up to the runtime's own cap
   PROGRESS_MIN_SECONDS       reporter: at most one progress edit per this many seconds (default 20)
   JOB_LEASE_SECONDS          reporter: how long a result being reported blocks a duplicate (default 300)
+  FIX_BRANCHES               ``fork`` (default: the branch lives in the bot's fork; CI of the repository does not
+                             run it with its secrets) or ``same_repository`` (opt-in: a branch of the repository,
+                             commit marked ``[skip ci]``, CI configuration refused; docs/fix-trust.md)
+  PATCH_ALLOW_PROTECTED      with ``same_repository``: classes a patch may still change (``ci_config``,
+                             ``ci_action``, ``code_owners``, ``all``; default none)
 
 Raises :class:`trackers.TrackerConfigError` (a 500-class configuration error) on a bad value.
 """
@@ -23,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from webhook import wiring
+from webhook.repo.change import BRANCH_LOCATIONS, BranchIn
+from webhook.repo.ci_paths import CLASSES as CI_CLASSES
 from webhook.trackers import TrackerConfigError
 from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
@@ -30,6 +37,8 @@ from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_re
 #: its base64 and the JSON body at once next to the snapshot's file view: with a workspace bucket, bigger ones go
 #: through S3 and the worker's memory stays small.
 DEFAULT_INLINE_SNAPSHOT_MAX_BYTES = 6 * 1024 * 1024
+FIX_BRANCHES = "FIX_BRANCHES"
+PATCH_ALLOW_PROTECTED = "PATCH_ALLOW_PROTECTED"
 _S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[A-Za-z0-9_.-]+/)*)$")
 
 
@@ -41,6 +50,8 @@ class FixSettings:
     inline_snapshot_max_bytes: int = DEFAULT_INLINE_SNAPSHOT_MAX_BYTES
     progress_min_seconds: float = 20.0
     job_lease_seconds: float = 300.0
+    branch_in: BranchIn = "fork"
+    allow_protected: frozenset[str] = frozenset()
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -68,7 +79,16 @@ def fix_settings(env: Mapping[str, str]) -> FixSettings:
     uri = env.get(wiring.WORKSPACE_S3_URI, "").strip()
     if uri and not _S3_URI.match(uri):
         raise TrackerConfigError(f"{wiring.WORKSPACE_S3_URI}={uri!r} must look like s3://bucket/prefix/")
+    branch_in = env.get(FIX_BRANCHES, "fork").strip() or "fork"
+    if branch_in not in BRANCH_LOCATIONS:
+        raise TrackerConfigError(f"{FIX_BRANCHES}={branch_in!r}: use one of {', '.join(BRANCH_LOCATIONS)}")
+    allowed = frozenset(x.strip() for x in env.get(PATCH_ALLOW_PROTECTED, "").split(",") if x.strip())
+    unknown = sorted(allowed - {*CI_CLASSES, "all"})
+    if unknown:
+        raise TrackerConfigError(f"{PATCH_ALLOW_PROTECTED}: unknown class {', '.join(unknown)}")
     return FixSettings(
+        branch_in=branch_in,  # type: ignore[arg-type]
+        allow_protected=allowed,
         pr_mode=mode,  # type: ignore[arg-type]
         jira_repositories=parse_jira_repositories(
             env.get(wiring.JIRA_REPOSITORIES, ""), setting=wiring.JIRA_REPOSITORIES

@@ -28,6 +28,8 @@ from webhook.repo import (
     apply_patch,
     branch_name,
 )
+from webhook.repo.change import BranchIn
+from webhook.repo.ci_paths import refuse_protected
 from webhook.trackers import AgentTask, IssueTracker, TrackerApiError, TrackerConfigError
 from webhook.trackers.base import enabled_tracker
 
@@ -154,7 +156,16 @@ class TrackerRepos:
         )
 
     def propose(
-        self, job: FixJob, job_key: str, patch: str, *, mode: PrMode, title: str, body: str
+        self,
+        job: FixJob,
+        job_key: str,
+        patch: str,
+        *,
+        mode: PrMode,
+        title: str,
+        body: str,
+        branch_in: BranchIn = "fork",
+        allow_protected: frozenset[str] = frozenset(),
     ) -> Proposal | None:
         """Apply ``patch`` to the job's base commit and open the change; ``None`` when it changes nothing.
 
@@ -165,6 +176,8 @@ class TrackerRepos:
         changes = apply_patch(snap.files, patch)
         if not changes:
             return None
+        if branch_in == "same_repository":
+            refuse_protected(changes, allow_protected)
         label = job.issue_ref.lstrip("#")
         request = ChangeRequest(
             branch=branch_name(job.tracker, job.scope_id, job.issue_id, job_key, label=label),
@@ -173,5 +186,6 @@ class TrackerRepos:
             title=title,
             body=body,
             mode="branch" if mode == "branch" else "pull_request",
+            branch_in=branch_in,
         )
         return Proposal(result=repo.open_change(request, changes), files=len(changes))

@@ -304,8 +304,16 @@ class Reporter:
             summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")
             summary = defuse_closing_keywords(summary)[:60_000]
             body = f"{summary}\n\n---\nProposed by the agent for {job.html_url or job.issue_ref}. Review before merging."
+            settings = self.deps.settings
             proposal = self.deps.repos.propose(
-                job, ev.job_id, patch, mode=self.deps.settings.pr_mode, title=title, body=body
+                job,
+                ev.job_id,
+                patch,
+                mode=settings.pr_mode,
+                title=title,
+                body=body,
+                branch_in=settings.branch_in,
+                allow_protected=settings.allow_protected,
             )
         if proposal is None:
             lines.append("No change to propose: the agent left the repository as it was.")

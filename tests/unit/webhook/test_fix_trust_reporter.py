@@ -140,7 +140,7 @@ def _new_files_patch(count: int, *, binary: int = 0) -> str:
     return "".join(sections)
 
 
-CREATING = r"/repos/octo/kit/(git/(blobs|trees|commits|refs)|pulls|issues/\d+/comments)"
+CREATING = r"/repos/[^/]+/kit/(forks|git/(blobs|trees|commits|refs)|pulls|issues/\d+/comments)"
 
 
 def test_six_hundred_changed_files_cost_a_bounded_number_of_content_creating_calls(
@@ -153,8 +153,9 @@ def test_six_hundred_changed_files_cost_a_bounded_number_of_content_creating_cal
     changed = world.api.branch_changes(pull["head"]["ref"])
     assert len(changed) == 602 and changed["gen/f599.txt"] == ("100644", b"line 599\n")
     creating = world.api.calls("POST", CREATING)
-    # One tree, one commit, one ref, one pull request, one blob per binary file: independent of the text files.
-    assert len(creating) == 6, [r["path"] for r in creating]
+    # The fork, one tree, one commit, one ref, one pull request, one blob per binary file: independent of the
+    # number of text files.
+    assert len(creating) == 7, [r["path"] for r in creating]
 
 
 def test_more_changed_files_than_a_change_may_hold_is_refused_with_a_clear_code(
@@ -164,7 +165,7 @@ def test_more_changed_files_than_a_change_may_hold_is_refused_with_a_clear_code(
     assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
     [comment] = world.api.comments.values()
     assert "`too_many_changed_files`" in comment["body"] and not world.api.pulls
-    assert not world.api.calls("POST", r"/repos/octo/kit/git/.*")
+    assert not world.api.calls("POST", r"/repos/[^/]+/kit/git/.*")
     assert world.jobs.get(KEY).error_code == "too_many_changed_files"
 
 
@@ -175,7 +176,9 @@ def test_a_rate_limited_call_waits_as_long_as_github_says(world: SimpleNamespace
         tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, sleep=slept.append
     )
     limited = {"message": "You have exceeded a secondary rate limit"}
-    world.api.faults.append(("POST", r"/repos/octo/kit/git/trees", 403, limited, {"retry-after": "7"}))
+    world.api.faults.append(
+        ("POST", r"/repos/agentkit-bot/kit/git/trees", 403, limited, {"retry-after": "7"})
+    )
     assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
     assert slept == [7.0] and len(world.api.pulls) == 1
 
@@ -190,7 +193,7 @@ def test_a_rate_limit_longer_than_a_call_may_wait_gives_the_result_back_to_the_q
     )
     limited = {"message": "API rate limit exceeded"}
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}
-    world.api.faults.append(("POST", r"/repos/octo/kit/git/trees", 403, limited, headers))
+    world.api.faults.append(("POST", r"/repos/agentkit-bot/kit/git/trees", 403, limited, headers))
     assert deliver(event(world, 2, "result")) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert slept == [] and not world.api.pulls and world.jobs.get(KEY).status == "job"
     assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}

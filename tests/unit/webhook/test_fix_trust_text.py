@@ -53,7 +53,7 @@ def test_closing_keywords_from_the_agent_and_the_issue_title_close_nothing(world
     pull, _ = _report(
         world, "Fixes #12, closes octo/kit#13 and FIXED: #14. Resolved https://github.com/o/r/issues/1"
     )
-    commit = world.api.git.commits[world.api.git.refs[pull["head"]["ref"]]]
+    commit = world.api.git.commits[world.api.forks["agentkit-bot/kit"].refs[pull["head"]["ref"]]]
     for text in (pull["title"], pull["body"], commit.message):
         assert not CLOSES.search(text), text
     assert "#99" in pull["title"] and "#12" in pull["body"] and "octo/kit#13" in pull["body"]

@@ -1,0 +1,114 @@
+"""The agent's branch lives in a bot-owned fork by default: through the real reporter handler against the
+GitHub repository stand-in (real git objects, a fork network sharing them), the fork is created or reused, the
+draft pull request comes from it, and nothing is pushed to the repository itself. The same-repository opt-in
+marks its commit [skip ci] and refuses CI configuration, composite actions and CODEOWNERS unless allowed."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from tests.unit.webhook import test_fix_reporter as base
+from tests.unit.webhook.support import TOKEN
+from webhook import reporter
+from webhook.fix_config import FixSettings, fix_settings
+from webhook.fix_repos import TrackerRepos
+from webhook.repo import GitHubRepo, git_blob_sha
+from webhook.trackers import TrackerConfigError
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+# The reporter's world (a recorded job, the repository stand-in, the handler configured) and its helpers.
+api, world, _base_sha, event, deliver = base.api, base.world, base._base_sha, base.event, base.deliver
+FORK = "agentkit-bot/kit"
+
+
+def _writes_to_base(world: SimpleNamespace) -> list[str]:
+    """Requests that would write into the repository itself (not its pull requests and comments)."""
+    return [r["path"] for r in world.api.calls("POST", r"/repos/octo/kit/git/.*")]
+
+
+def test_the_branch_is_committed_in_a_new_fork_and_the_draft_comes_from_it(world: SimpleNamespace) -> None:
+    world.api.fork_delay_requests = 2  # the fork is not readable at once: the reporter waits for it
+    slept: list[float] = []
+    reporter._get_deps().repos = TrackerRepos(
+        tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, sleep=slept.append
+    )
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert pull["draft"] and pull["head"]["repo"]["full_name"] == FORK and pull["base"]["ref"] == "main"
+    assert world.api.branch_changes(pull["head"]["ref"]) == {"src/calc.py": ("100644", base.NEW)}
+    assert world.api.base_branches() == {"main"} and _writes_to_base(world) == []
+    assert pull["head"]["ref"] in world.api.forks[FORK].refs and len(slept) == 2
+    assert "[skip ci]" not in world.api.git.commits[pull["head"]["sha"]].message
+    [create] = world.api.calls("POST", r"/repos/octo/kit/pulls")
+    assert json.loads(create["body"])["head"] == f"agentkit-bot:{pull['head']['ref']}"
+
+
+def test_an_existing_fork_is_reused(world: SimpleNamespace) -> None:
+    earlier = GitHubRepo("octo/kit", token=lambda: TOKEN, api_url=world.api.url).ensure_fork(
+        world.api.base_commit
+    )
+    assert earlier.repository == FORK
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert list(world.api.forks) == [FORK] and pull["head"]["repo"]["full_name"] == FORK
+    assert world.api.base_branches() == {"main"} and _writes_to_base(world) == []
+
+
+def test_the_same_repository_opt_in_marks_the_commit_skip_ci(world: SimpleNamespace, monkeypatch) -> None:
+    monkeypatch.setattr(reporter._get_deps(), "settings", FixSettings(branch_in="same_repository"))
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert pull["head"]["repo"]["full_name"] == "octo/kit" and not world.api.forks
+    head = world.api.git.commits[world.api.git.refs[pull["head"]["ref"]]]
+    assert head.message.splitlines()[0].endswith("[skip ci]")
+
+
+def _create(path: str, text: bytes = b"x\n") -> str:
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..{git_blob_sha(text)}\n"
+        f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{text.decode().rstrip()}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "cls"),
+    [
+        (".github/workflows/ci.yml", "ci_config"),
+        (".GitHub/Workflows/x.yml", "ci_config"),
+        (".gitlab-ci.yml", "ci_config"),
+        (".gitlab/ci/deploy.yml", "ci_config"),
+        (".github/actions/setup/action.yml", "ci_action"),
+        ("docs/CODEOWNERS", "code_owners"),
+    ],
+)
+def test_the_same_repository_opt_in_refuses_what_ci_runs_unless_allowed(
+    world: SimpleNamespace, monkeypatch, path: str, cls: str
+) -> None:
+    deps = reporter._get_deps()
+    monkeypatch.setattr(deps, "settings", FixSettings(branch_in="same_repository"))
+    result = {"type": "result", "text": "x", "cost_usd": 0.1, "patch": base.PATCH + _create(path)}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [comment] = world.api.comments.values()
+    assert "`patch_refused`" in comment["body"] and not world.api.pulls
+    assert world.api.base_branches() == {"main"}
+    assert world.jobs.get(base.KEY).error_code == "patch_refused"
+
+
+def test_an_allowed_class_goes_through_in_the_opt_in(world: SimpleNamespace, monkeypatch) -> None:
+    settings = fix_settings({"FIX_BRANCHES": "same_repository", "PATCH_ALLOW_PROTECTED": "ci_config"})
+    monkeypatch.setattr(reporter._get_deps(), "settings", settings)
+    result = {"type": "result", "text": "x", "cost_usd": 0.1, "patch": base.PATCH + _create(".gitlab-ci.yml")}
+    assert deliver(event(world, 2, "result", result=result)) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert ".gitlab-ci.yml" in world.api.branch_changes(pull["head"]["ref"])
+
+
+def test_the_settings_refuse_unknown_values() -> None:
+    assert fix_settings({}).branch_in == "fork"
+    with pytest.raises(TrackerConfigError, match="FIX_BRANCHES"):
+        fix_settings({"FIX_BRANCHES": "upstream"})
+    with pytest.raises(TrackerConfigError, match="PATCH_ALLOW_PROTECTED"):
+        fix_settings({"PATCH_ALLOW_PROTECTED": "everything"})
