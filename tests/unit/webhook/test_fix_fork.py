@@ -6,16 +6,19 @@ marks its commit [skip ci] and refuses CI configuration, composite actions and C
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
 
+from harness.gitlab_repo_api import GitLabRepoApi
 from tests.unit.webhook import test_fix_reporter as base
-from tests.unit.webhook.support import TOKEN
-from webhook import reporter
+from tests.unit.webhook.support import GITLAB_TOKEN, TOKEN
+from webhook import reporter, trackers
 from webhook.fix_config import FixSettings, fix_settings
-from webhook.fix_repos import TrackerRepos
-from webhook.repo import GitHubRepo, git_blob_sha
+from webhook.fix_jobs import JobStore
+from webhook.fix_repos import TrackerComments, TrackerRepos
+from webhook.repo import GitHubRepo, GitLabRepo, git_blob_sha
 from webhook.trackers import TrackerConfigError
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -112,3 +115,102 @@ def test_the_settings_refuse_unknown_values() -> None:
         fix_settings({"FIX_BRANCHES": "upstream"})
     with pytest.raises(TrackerConfigError, match="PATCH_ALLOW_PROTECTED"):
         fix_settings({"PATCH_ALLOW_PROTECTED": "everything"})
+
+
+# --------------------------------------------------------------------------------------------- GitLab
+#: The GitHub world of this module (autouse) holds base.KEY; the GitLab job is another.
+GITLAB_KEY = "c" * 64
+
+
+@pytest.fixture
+def gitlab_world(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
+    with GitLabRepoApi(token=GITLAB_TOKEN, project_id=5, path="g/p", files=dict(base.FILES)) as gl:
+        adapter = trackers.GitLabTracker(token=lambda: GITLAB_TOKEN, api_url=gl.api_url, project_ids="5")
+        jobs = JobStore(client=aws.ddb, table_name="idem")
+        task = trackers.AgentTask(
+            tracker="gitlab",
+            repository="g/p",
+            issue_number=3,
+            scope_id="5",
+            issue_id="3",
+            title="",
+            author="x",
+            delivery_id="d",
+            event="e",
+        )
+        progress = adapter.post_reply(task, "Working on it…")
+        doc = base.job(
+            tracker="gitlab",
+            repository="g/p",
+            scope_id="5",
+            issue_number=3,
+            issue_id="3",
+            issue_ref="#3",
+            session_id="gitlab-" + "e" * 64,
+            target_tracker="gitlab",
+            target_repository="g/p",
+            target_project_id="5",
+            base_sha=gl.base_commit,
+            comment_id=str(progress.id),
+        )
+        assert jobs.claim(GITLAB_KEY)
+        claim = jobs.get(GITLAB_KEY)
+        assert claim is not None and jobs.started(GITLAB_KEY, doc, claimed_at=claim.stored_at)
+        slept: list[float] = []
+        reporter.configure(
+            reporter.ReporterDeps(
+                jobs=jobs,
+                comments=TrackerComments({"gitlab": adapter}),
+                repos=TrackerRepos(
+                    tokens={"gitlab": lambda: GITLAB_TOKEN},
+                    api_urls={"gitlab": gl.api_url},
+                    sleep=slept.append,
+                ),
+                trackers={"gitlab": adapter},
+                settings=FixSettings(),
+            )
+        )
+        yield SimpleNamespace(api=gl, jobs=jobs, job=doc, slept=slept)
+        reporter.configure(None)
+
+
+def _gitlab_event(world: SimpleNamespace) -> str:
+    result = {"type": "result", "text": "Fixed add.", "cost_usd": 0.1, "patch": base.PATCH}
+    return json.dumps(
+        {
+            "v": 1,
+            "job_id": GITLAB_KEY,
+            "session_id": world.job.session_id,
+            "seq": 2,
+            "kind": "result",
+            "at": 1.0,
+            "context": world.job.model_dump(),
+            "result": result,
+        }
+    )
+
+
+def test_gitlab_commits_in_a_fork_and_opens_the_merge_request_into_the_project(
+    gitlab_world: SimpleNamespace,
+) -> None:
+    gl = gitlab_world.api
+    gl.fork_import_polls = 2  # GitLab forks asynchronously: the reporter waits for the import
+    assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
+    [mr] = gl.merge_requests
+    [(fork_id, (fork_path, fork_git))] = gl.forks.items()
+    assert mr["source_project_id"] == fork_id and mr["target_project_id"] == 5 and mr["draft"]
+    assert mr["source_branch"] in fork_git.refs and set(gl.base_git.refs) == {"main"}
+    assert gl.branch_changes(mr["source_branch"]) == {"src/calc.py": ("100644", base.NEW)}
+    assert gitlab_world.slept == [3.0, 3.0] and fork_path == "agentkit-bot/p"
+    [commit] = gl.calls("POST", r"/api/v4/projects/\d+/repository/commits")
+    assert commit["path"] == f"/api/v4/projects/{fork_id}/repository/commits"
+    assert json.loads(commit["body"])["start_project"] == 5
+    assert not gl.calls("POST", r"/api/v4/projects/5/repository/commits")
+
+
+def test_gitlab_reuses_its_fork(gitlab_world: SimpleNamespace) -> None:
+    gl = gitlab_world.api
+    GitLabRepo(5, token=lambda: GITLAB_TOKEN, api_url=gl.api_url).ensure_fork()
+    assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
+    assert len(gl.forks) == 1 and len(gl.merge_requests) == 1
+    assert len(gl.calls("POST", r"/api/v4/projects/5/fork")) == 1
