@@ -184,7 +184,13 @@ def main() -> int:
         t1 = time.perf_counter()
         made = api.git.tarball
         cache: dict[tuple[str, str], bytes] = {}
-        api.git.tarball = lambda sha, prefix: cache.setdefault((sha, prefix), made(sha, prefix))  # type: ignore[method-assign,assignment]
+
+        def tarball(sha: str, prefix: str) -> bytes:
+            if (sha, prefix) not in cache:
+                cache[sha, prefix] = made(sha, prefix)
+            return cache[sha, prefix]
+
+        api.git.tarball = tarball  # type: ignore[method-assign,assignment]
         api.git.tarball(api.base_commit, f"{REPOSITORY.replace('/', '-')}-{api.base_commit[:7]}")
         print(
             f"stand-in archive: {len(next(iter(cache.values()))) / 2**20:.0f} MiB (made in {time.perf_counter() - t1:.1f}s)"
