@@ -172,7 +172,8 @@ class TrackerRepos:
         Raises ``repo`` errors (``PatchRefused``, ``ChangeConflict``, ``SnapshotError``) and
         ``TrackerApiError``."""
         repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
-        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        # The file view only: the reporter sends no snapshot, so it writes (and holds) none.
+        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits, archive=False)
         changes = apply_patch(snap.files, patch)
         if not changes:
             return None

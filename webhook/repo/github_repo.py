@@ -128,7 +128,9 @@ class GitHubRepo(HostedRepo):
         doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
         return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
 
-    def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
+    def fetch_snapshot(
+        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+    ) -> Snapshot:
         """The repository at ``ref`` (default: the default branch) as a workspace snapshot.
 
         The ref is resolved to a commit first and the archive fetched by that commit id, so the snapshot
@@ -136,7 +138,7 @@ class GitHubRepo(HostedRepo):
         """
         ref = ref or self.default_branch()
         sha, tree = self.resolve(ref)
-        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits)
+        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits, archive=archive)
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )

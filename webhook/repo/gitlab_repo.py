@@ -116,13 +116,15 @@ class GitLabRepo(HostedRepo):
         doc = self.rest.call("GET", f"{self._base}/repository/commits/{quote(ref)}")
         return str(doc["id"])
 
-    def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
+    def fetch_snapshot(
+        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+    ) -> Snapshot:
         """The project at ``ref`` (default: the default branch) as a workspace snapshot, fetched by the
         resolved commit id (see :meth:`repo.github_repo.GitHubRepo.fetch_snapshot`)."""
         ref = ref or self.default_branch()
         sha = self.resolve(ref)
         repacked = self._archive(
-            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}
+            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}, archive=archive
         )
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
 

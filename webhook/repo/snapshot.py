@@ -84,8 +84,12 @@ class Repacked:
     comment: str | None
 
 
-def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repacked:
+def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True) -> Repacked:
     """Check the tracker's tar.gz ``tarball``, strip its top-level directory, and write the snapshot.
+
+    ``archive=False`` checks the entries and keeps the file view only (``Repacked.archive`` is ``b""``): the
+    reporter applies a patch to the files and never sends a snapshot, so it neither compresses one again nor
+    holds it, nor is it bound by the runtime's cap on one.
 
     Raises:
         SnapshotTooLarge: over a limit of ``limits``.
@@ -110,13 +114,15 @@ def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repack
     if not reader.files:
         raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
     reader.check_links()
-    archive = write_snapshot(reader.files)
-    if len(archive) > limits.max_archive_bytes:
+    if not archive:
+        return Repacked(archive=b"", files=reader.files, comment=comment)
+    written = write_snapshot(reader.files)
+    if len(written) > limits.max_archive_bytes:
         raise SnapshotTooLarge(
-            f"the repository's snapshot is {len(archive)} bytes compressed; the limit is "
+            f"the repository's snapshot is {len(written)} bytes compressed; the limit is "
             f"{limits.max_archive_bytes} (the runtime's AGENTKIT_WORKSPACE_MAX_BYTES)"
         )
-    return Repacked(archive=archive, files=reader.files, comment=comment)
+    return Repacked(archive=written, files=reader.files, comment=comment)
 
 
 def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:

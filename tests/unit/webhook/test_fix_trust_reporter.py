@@ -15,6 +15,7 @@ from tests.unit.webhook import test_fix_reporter as base
 from tests.unit.webhook.support import REGION, TOKEN
 from webhook import reporter
 from webhook.fix_repos import TrackerRepos
+from webhook.repo import SnapshotLimits
 from webhook.repo.patch_apply import DEFAULT_MAX_PATCH_BYTES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -198,3 +199,16 @@ def test_a_rate_limit_longer_than_a_call_may_wait_gives_the_result_back_to_the_q
     assert slept == [] and not world.api.pulls and world.jobs.get(KEY).status == "job"
     assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
     assert len(world.api.pulls) == 1
+
+
+def test_the_reporter_keeps_the_file_view_only_and_is_not_bound_by_the_runtimes_snapshot_cap(
+    world: SimpleNamespace,
+) -> None:
+    deps = reporter._get_deps()
+    tiny = SnapshotLimits(max_archive_bytes=100)  # any real snapshot compresses to more than this
+    deps.repos = TrackerRepos(
+        tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, limits=tiny
+    )
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"]) == {"src/calc.py": ("100644", base.NEW)}
