@@ -17,7 +17,9 @@ from tests.unit.webhook.support import (
     call,
     configure_receiver,
     fixture,
+    github_event,
     gitlab_event,
+    queued,
     sqs_event,
     task_json,
 )
@@ -181,3 +183,20 @@ def test_a_gitlab_reporter_may_ask_but_not_fix_or_stop_even_when_reporters_may_t
     payload["user"]["id"] = 9  # a Reporter (20) of project 5
     status, doc = call(gitlab_event(json.dumps(payload).encode()))
     assert status == 202 and (doc["status"] == "queued") is queued_expected, doc
+
+
+def test_a_triager_labelling_an_outsiders_issue_agent_fix_starts_nothing(
+    aws: SimpleNamespace, setup: SimpleNamespace
+) -> None:
+    configure_receiver(aws, {**aws.tracker_env, wiring.FIX_TRIGGER_LABEL: "agent-fix"})
+    gated(setup)
+    setup.api.permissions.update(bob="triage", alice="none")  # bob labels alice's (an outsider's) issue
+    payload = fixture("github", "issues_labeled")
+    payload["label"]["name"] = "agent-fix"
+    status, doc = call(github_event(json.dumps(payload).encode(), path="/github"))
+    assert (status, doc["status"]) == (202, "queued")
+    [message] = queued(aws)
+    assert json.loads(message["Body"])["author"] == "bob"  # the label's sender, not the issue's author
+    assert worker.handler(sqs_event(message["Body"]), CTX) == {"batchItemFailures": []}
+    assert setup.runtime.requests == []
+    assert any("@bob" in r and "write access" in r for r in replies(setup))
