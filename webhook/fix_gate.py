@@ -89,11 +89,14 @@ class FixGate:
         fix: FixSettings,
         jobs: JobStore,
         permissions: Permissions,
+        client: Any,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``client``: a ``dynamodb`` client for the rate counters, in ``jobs``' table."""
         self.settings = settings
         self.fix = fix
         self.jobs = jobs
+        self._client = client
         self.permissions = permissions
         self._clock = clock
 
@@ -173,7 +176,7 @@ class FixGate:
 
     def _count(self, item_key: str, task_key: str, cap: int) -> bool:
         """Count ``task_key`` in the hour's counter unless it is full; ``True`` when counted (now or before)."""
-        client, table = self.jobs._client, self.jobs.table_name
+        client, table = self._client, self.jobs.table_name
         try:
             client.update_item(
                 TableName=table,
@@ -194,7 +197,7 @@ class FixGate:
                 raise ReplyStoreError(f"UpdateItem (fix rate) on {table} failed: {exc}") from exc
         except BotoCoreError as exc:
             raise ReplyStoreError(f"UpdateItem (fix rate) on {table} failed: {exc}") from exc
-        item: dict[str, Any] = self.jobs._client.get_item(
+        item: dict[str, Any] = client.get_item(
             TableName=table, Key={"id": {"S": item_key}}, ConsistentRead=True
         ).get("Item", {})
         return task_key in item.get("task_keys", {}).get("SS", [])

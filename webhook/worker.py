@@ -216,6 +216,7 @@ def deps_from_env() -> WorkerDeps:
         fix=settings,
         jobs=jobs,
         permissions=TrackerPermissions(repos=fx.repos, trackers=built),
+        client=ddb,
     )
     return WorkerDeps(
         gate=gate,

@@ -8,12 +8,14 @@ import hashlib
 import json
 from types import SimpleNamespace
 
+import boto3
 import pytest
 
 from tests.unit.webhook import test_fix_worker as base
 from tests.unit.webhook.support import (
     CTX,
     JIRA_SITE,
+    REGION,
     call,
     configure_receiver,
     fixture,
@@ -44,6 +46,7 @@ def gated(setup: SimpleNamespace, settings: GateSettings | None = None, **fix: o
         fix=fx.settings,
         jobs=fx.jobs,
         permissions=TrackerPermissions(repos=fx.repos, trackers=deps.trackers),
+        client=boto3.client("dynamodb", region_name=REGION),  # moto, the table of ``fx.jobs``
     )
 
 
