@@ -30,7 +30,7 @@ from infra.webhook.trackers import (
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.workspace.protected_paths import parse_allowed
 from webhook.errors import TrackerConfigError
-from webhook.settings import ENV
+from webhook.settings import ENV, JOB_DEADLINE_MARGIN_SECONDS
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -94,6 +94,11 @@ class WebhookProps:
     #: Protected-path classes a fix's patch may change (the reporter's ``PATCH_ALLOW_PROTECTED``; see
     #: ``repo/protected_paths.py``). Empty: such a patch is refused with ``patch_refused: <class>``.
     allow_protected_paths: Sequence[str] = ()
+    #: How long after its start a fix job with no result is ended as ``timed_out`` by the sweeper (``None``: 8 h 30
+    #: min, above AgentCore's longest session; :meth:`from_config` derives it from the stage's
+    #: ``max_lifetime_hours``), and how often the sweeper runs.
+    job_deadline: cdk.Duration | None = None
+    sweep_interval: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -127,6 +132,11 @@ class WebhookProps:
             jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
             removal_policy=lifecycle.removal_policy(config.settings),
+            # The stage's microVMs end at this lifetime, and a job's turn before it (AGENTKIT_JOB_TIMEOUT): no
+            # result can come later than that plus the way through the events queue.
+            job_deadline=cdk.Duration.seconds(
+                config.settings.max_lifetime_hours * 3600 + JOB_DEADLINE_MARGIN_SECONDS
+            ),
         )
 
 
