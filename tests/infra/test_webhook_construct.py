@@ -539,8 +539,20 @@ def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
             {"worker_timeout": cdk.Duration.minutes(14), "runtime_turn_timeout": cdk.Duration.minutes(13)},
             "must exceed the runtime turn timeout",
         ),
+        ({"job_deadline": cdk.Duration.minutes(5)}, "job_deadline must be at least 600"),
+        ({"sweep_interval": cdk.Duration.seconds(30)}, "sweep_interval"),
     ],
-    ids=["slash", "empty-prefix", "unknown-assoc", "no-assoc", "string-assoc", "short-worker", "long-turn"],
+    ids=[
+        "slash",
+        "empty-prefix",
+        "unknown-assoc",
+        "no-assoc",
+        "string-assoc",
+        "short-worker",
+        "long-turn",
+        "short-deadline",
+        "fast-sweep",
+    ],
 )
 def test_webhook_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> None:
     stack = cdk.Stack(cdk.App(), "S")
@@ -662,3 +674,11 @@ def test_gitlab_only_webhook_has_no_github_secrets() -> None:
     outputs = t.to_json()["Outputs"]
     assert not any("GitHubToken" in k or k.endswith("WebhookWebhookSecretName") for k in outputs)
     assert "GitLabWebhookSecretName" in outputs
+
+
+def test_the_sweepers_deadline_without_the_stack_is_above_agentcores_longest_session(
+    synthed: dict[str, Any],
+) -> None:
+    """A construct used on its own (no stage lifetime to derive from) ends jobs 8 h 30 min after their start."""
+    env = _env_of(synthed["templates"]["literal"], "webhook.sweeper.handler")["Environment"]["Variables"]
+    assert env["JOB_DEADLINE_SECONDS"] == str(8 * 3600 + 1800)
