@@ -9,8 +9,9 @@ only (modes ``0644``/``0755``, owner 0, time 0, so the same tree gives the same 
 
 The archive comes from the tracker, but the repository's content is anyone's who can push to it: names,
 links and sizes are checked before anything is kept, and the decompressed stream is bounded, so a gzip
-bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. Everything is held in memory (the worker Lambda
-has no git and a small ``/tmp``): the limits are sized for the worker's memory.
+bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. :func:`repack` works in memory (the reporter, which
+needs the file view); :func:`repack_file` reads from and writes to files, spooling the contents to disk, so
+the worker's memory holds names and modes only, whatever the repository's size.
 
 Raises :class:`repo.errors.SnapshotError` or :class:`repo.errors.SnapshotTooLarge` naming the entry.
 """
@@ -51,8 +52,8 @@ class SnapshotLimits:
 
     ``max_archive_bytes`` is the repacked snapshot's size: keep it at or under the runtime's
     ``AGENTKIT_WORKSPACE_MAX_BYTES`` (20 MiB by default), or the runtime refuses it. ``max_download_bytes``
-    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (held in memory:
-    keep it well under the worker's memory size); ``max_files`` and ``max_file_bytes`` as the runtime's.
+    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (the reporter holds
+    it in memory: keep it well under its memory size; the worker spools it to disk, :func:`repack_file`); ``max_files`` and ``max_file_bytes`` as the runtime's.
     """
 
     max_download_bytes: int = 40 * MIB
@@ -125,8 +126,10 @@ def _read(source: IO[bytes], reader: _Reader, limits: SnapshotLimits) -> str | N
     stream = _Bounded(gzip.GzipFile(fileobj=source), budget, limits.max_unpacked_bytes)
     try:
         with tarfile.open(fileobj=stream, mode="r|", errors="surrogateescape") as tar:
-            for member in tar:
+            while (member := tar.next()) is not None:
                 reader.add(member, tar)
+                # tarfile keeps every member it read (TarFile.members): the reader keeps what it needs.
+                tar.members.clear()
             comment = tar.pax_headers.get("comment")
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
@@ -201,6 +204,7 @@ def _write_tar(
                 info.mode = 0o755 if entry.mode == MODE_EXECUTABLE else 0o644
                 info.size, content = data(path)
                 tar.addfile(info, content)
+            tar.members.clear()  # tarfile keeps every member it wrote; nothing reads them back
 
 
 class _Bounded(io.RawIOBase):
