@@ -129,7 +129,7 @@ def _read(source: IO[bytes], reader: _Reader, limits: SnapshotLimits) -> str | N
             while (member := tar.next()) is not None:
                 reader.add(member, tar)
                 # tarfile keeps every member it read (TarFile.members): the reader keeps what it needs.
-                tar.members.clear()
+                tar.members.clear()  # type: ignore[attr-defined]  # a plain attribute typeshed omits
             comment = tar.pax_headers.get("comment")
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
@@ -204,7 +204,8 @@ def _write_tar(
                 info.mode = 0o755 if entry.mode == MODE_EXECUTABLE else 0o644
                 info.size, content = data(path)
                 tar.addfile(info, content)
-            tar.members.clear()  # tarfile keeps every member it wrote; nothing reads them back
+            # tarfile keeps every member it wrote (a plain attribute typeshed omits); nothing reads them back
+            tar.members.clear()  # type: ignore[attr-defined]
 
 
 class _Bounded(io.RawIOBase):
