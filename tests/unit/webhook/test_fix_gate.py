@@ -229,6 +229,18 @@ def test_two_fixes_for_one_issue_at_the_same_instant_start_one_job(
         return counted(t, k)
 
     monkeypatch.setattr(gate, "_rate_limited", rate_limited)
+    # DynamoDB applies each request atomically (a conditional write is checked and written as one step); moto
+    # in-process checks and writes without a lock, so two threads could both pass one condition. One request
+    # at a time restores the service's guarantee; the two tasks still interleave between requests.
+    one_at_a_time = threading.Lock()
+    for client in {id(c): c for c in (gate._client, gate.jobs._client)}.values():
+        call_api = client._make_api_call
+
+        def serialised(operation: str, params: dict, _call: object = call_api) -> object:  # type: ignore[type-arg]
+            with one_at_a_time:
+                return _call(operation, params)  # type: ignore[operator]
+
+        monkeypatch.setattr(client, "_make_api_call", serialised)
     (first, a), (second, b) = task(delivery="a"), task(delivery="b")
     setup.runtime.default = (
         202,
