@@ -24,9 +24,12 @@ reporter needs, and what the runtime is sent as ``job.context``), ``progress_com
 ``progress_comment_url`` (the comment edited as the run goes), ``started_at``, ``last_seq``, ``cost_so_far``,
 ``tool_calls``, ``last_tool``, ``elapsed_s``, ``last_edit_at``, ``report_at``, ``pr_url``, ``cost_usd``,
 ``duration_ms``, ``error_code``, ``stopped_by``, ``stop_key``, ``stop_requested_by``, ``finished_at``,
-``notified_at`` (a timed-out job's comment says so). Next to it,
+``notified_at`` (a timed-out job's comment says so), ``issue_session`` (the issue's runtime session, kept at the
+claim: whose active-fix marker a final state gives up). Next to it,
 ``reply#session#<runtime session id>`` names the issue's newest started job (``job_key``) and its newest claim
-(``pending_key``), so ``/agent stop`` finds what to stop, started or not.
+(``pending_key``), so ``/agent stop`` finds what to stop, started or not; and ``reply#active#<runtime session id>``
+names the issue's one active fix (``job_key``, ``taken_at``, ``active_until``: :meth:`JobStore.take_active`), given
+up by every write to a final state (``done``, ``stopped``, ``timed_out``).
 
 What a fix job is (:class:`FixJob`, the document sent to the runtime as ``job.context``) and how its item reads
 (:class:`JobState`, :func:`job_state`) live here too, next to the states and the writes that move a job.
