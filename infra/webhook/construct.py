@@ -57,12 +57,13 @@ from infra.functions import PYTHON_RUNTIME
 from infra.webhook.asset import package_code
 from infra.webhook.fix import add_fix_jobs, fix_environment
 from infra.webhook.props import WebhookProps, check
-from infra.webhook.secrets import add_tracker_secrets, secret_env
+from infra.webhook.secrets import add_tracker_secrets, grant_secrets, secret_env
 from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
-from webhook.settings import ENV, SERVICE_NAMES
+from webhook.settings import ENV, SERVICE_NAMES, Lambda
 from webhook.trackers.registry import REGISTRY
 
 if TYPE_CHECKING:
+    from infra.webhook.secrets import ReadTokens
     from infra.workspaces import WorkspaceBucket
 
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
@@ -126,18 +127,19 @@ class IssueWebhook(Construct):
         props = props or WebhookProps()
         checked = check(props)
         self._warn_unpinned(props, checked.trackers)
-        self.secrets, secret_refs = add_tracker_secrets(self, props, checked.trackers)
+        self.secrets, secret_refs, read = add_tracker_secrets(self, props, checked.trackers)
+        self.read_token_secrets = {name: secret for name, (secret, _) in read.items()}
+        self._read_tokens = read
         if "github" in self.secrets:
             self.webhook_secret, self.token_secret = self.secrets["github"]
         self._queue(props, checked.worker_timeout)
         base = self.lambda_base = self._lambda_base(props)
-        self._receiver(props, base, {**checked.receiver_env, **secret_env(secret_refs, receiver=True)})
-        tracker_env = {**checked.worker_env, **secret_env(secret_refs, receiver=False)}
+        self._receiver(props, base, {**checked.receiver_env, **secret_env(secret_refs, read, "receiver")})
         fix_env = fix_environment(checked, workspaces)
         self._worker(
             props,
             base,
-            {**tracker_env, **fix_env},
+            {**checked.worker_env, **secret_env(secret_refs, read, "worker"), **fix_env},
             runtime_arn=runtime_arn,
             timeout=checked.worker_timeout,
             read_timeout=checked.read_timeout,
@@ -148,12 +150,12 @@ class IssueWebhook(Construct):
             self,
             props,
             runtime_arn=runtime_arn,
-            tracker_env=tracker_env,
+            tracker_env={**checked.worker_env, **secret_env(secret_refs, read, "reporter")},
             fix_env=fix_env,
             job_events_queue=job_events_queue,
             workspaces=workspaces,
         )
-        self._outputs(secret_refs)
+        self._outputs(secret_refs, read)
 
     def _warn_unpinned(self, props: WebhookProps, trackers: Sequence[str]) -> None:
         """The receiver answers only pinned repositories and projects (an event of any other is ignored before it
@@ -262,10 +264,9 @@ class IssueWebhook(Construct):
                 resources=[self.table.table_arn],
             )
         )
-        for name, (hook, token) in self.secrets.items():
-            hook.grant_read(self.receiver)
-            if REGISTRY[name].receiver_reads_token:  # GitLab: the members API decides who may trigger
-                token.grant_read(self.receiver)
+        # The webhook secrets; GitLab's read token too (a webhook carries no role: the members API decides who may
+        # trigger), never a token that can push code once read tokens are on.
+        self.grant_secrets("receiver", self.receiver)
         self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
         self.url = self.function_url.url
         # The Function URL ends with "/": the tracker's path is appended to it (self.secrets: one per tracker).
@@ -328,8 +329,7 @@ class IssueWebhook(Construct):
                 ],
             )
         )
-        for _hook, token in self.secrets.values():
-            token.grant_read(self.worker)
+        self.grant_secrets("worker", self.worker)
         self.worker.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
@@ -340,7 +340,12 @@ class IssueWebhook(Construct):
         )
 
     # ------------------------------------------------------------------ outputs
-    def _outputs(self, secret_refs: dict[str, tuple[str, str]]) -> None:
+    def grant_secrets(self, function: Lambda, fn: lambda_.Function) -> None:
+        """``secretsmanager:GetSecretValue`` on exactly the secrets ``function`` reads
+        (:func:`infra.webhook.secrets.reads`)."""
+        grant_secrets(self.secrets, self._read_tokens, function, fn)
+
+    def _outputs(self, secret_refs: dict[str, tuple[str, str]], read: ReadTokens) -> None:
         """Stack outputs: their logical ids are the documented names, without a path hash."""
         self._output("WebhookUrl", self.url, "Payload URL for the GitHub webhook")
         if "github" in secret_refs:
@@ -358,6 +363,9 @@ class IssueWebhook(Construct):
             self._output(url_id, self.tracker_urls[name], f"{title} webhook URL")
             self._output(hook_id, secret_refs[name][0], f"Secret holding the {title} webhook secret")
             self._output(token_id, secret_refs[name][1], f"Secret holding the {title} API token")
+        for name, (_, ref) in read.items():
+            title = TRACKER_SECRETS[name].title
+            self._output(REGISTRY[name].read_token_output, ref, f"Secret holding the {title} read token")
 
     def _output(self, name: str, value: str, description: str) -> None:
         """A stack output named ``name``; a second webhook in the same stack prefixes its construct id."""

@@ -43,7 +43,7 @@ def problems(function: str, env: dict[str, Any]) -> list[str]:
         settings = WebhookSettings.from_env({k: resolved(v) for k, v in env.items()})
     except Exception as exc:  # the model's own error names the variable
         return [*found, f"refused: {exc}"]
-    missing = WebhookSettings.required(function, settings.trackers) - set(env)  # type: ignore[arg-type]
+    missing = WebhookSettings.required(function, settings.trackers, given=set(env)) - set(env)  # type: ignore[arg-type]
     return found + [f"{name} is required by the {function} and not set" for name in sorted(missing)]
 
 
@@ -84,3 +84,51 @@ def test_the_check_names_an_unknown_a_missing_and_a_bad_variable(optional: Synth
     ]
     env = dict(environments(optional)["reporter"], JOB_LEASE_SECONDS="5")
     assert problems("reporter", env) == ["refused: JOB_LEASE_SECONDS='5' must be at least 30"]
+
+
+@pytest.fixture(scope="module")
+def read_tokens_env() -> dict[str, dict[str, Any]]:
+    """The webhook Lambdas' environments with read tokens on (every tracker, secrets referenced by name)."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from infra.webhook.construct import IssueWebhook
+    from infra.webhook.props import WebhookProps
+    from infra.webhook.trackers import JiraSettings
+
+    stack = cdk.Stack(cdk.App(), "ReadTokens")
+    IssueWebhook(
+        stack,
+        "Webhook",
+        runtime_arn="arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_rt-AbCdEf1234",
+        props=WebhookProps(
+            trackers=["github", "gitlab", "jira"],
+            read_tokens=True,
+            create_secrets=False,
+            jira=JiraSettings(site_url="https://example.atlassian.net"),
+        ),
+    )
+    raw = Template.from_stack(stack).to_json()
+    return environments(Synth(None, raw, None, stack, None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("function", LAMBDAS)
+def test_with_read_tokens_the_lambda_environment_is_what_the_code_reads(
+    read_tokens_env: dict[str, dict[str, Any]], function: str
+) -> None:
+    env = read_tokens_env[function]
+    assert problems(function, env) == []
+    pushing = {ENV["github_token_secret_name"], ENV["gitlab_token_secret_name"]}
+    assert bool(pushing & set(env)) == (function == "reporter")
+
+
+def test_a_reporter_without_the_token_that_pushes_is_reported(
+    read_tokens_env: dict[str, dict[str, Any]],
+) -> None:
+    env = dict(read_tokens_env["reporter"])
+    del env[
+        ENV["gitlab_token_secret_name"]
+    ]  # the read token is there, but the reporter pushes with the token
+    assert problems("reporter", env) == [
+        f"{ENV['gitlab_token_secret_name']} is required by the reporter and not set"
+    ]

@@ -31,7 +31,8 @@ class TrackerEntry:
     noun: str = "project"
     markup: str = "Markdown"
     posted_as: str = "a comment"
-    #: The receiver reads the token too (GitLab: the members API decides who may trigger).
+    #: The receiver reads the token too (GitLab: a webhook carries no role, only the members API says whether the
+    #: author may trigger). With a read token it reads that one, never the token that pushes code.
     receiver_reads_token: bool = False
     #: The token secret is handed over as stored (Jira: JSON with an e-mail and an API token) instead of as
     #: one token (a plain string or ``{"token": …}``).
@@ -41,6 +42,13 @@ class TrackerEntry:
     #: GitHub-only release.
     webhook_secret_id: str = ""
     token_secret_id: str = ""
+    #: Trackers whose token pushes fix branches and opens pull/merge requests may get a second, lesser token:
+    #: the read token (reads code, posts and edits the bot's comments, pushes nothing). With it the receiver and
+    #: the worker read only that one and the reporter the token for the push. Its construct id; "" (Jira, which
+    #: pushes no code): no read token.
+    read_token_secret_id: str = ""
+    #: The stack output naming the read token secret (stack scope, no hash suffix).
+    read_token_output: str = ""
     #: Stack outputs (URL, webhook secret name, token secret name; stack scope, no hash suffix). GitHub's are the
     #: stack's own ``WebhookUrl`` / ``WebhookSecretName`` / ``GitHubTokenSecretName``, made by the construct.
     outputs: tuple[str, str, str] | None = None
@@ -55,6 +63,12 @@ class TrackerEntry:
         """The :class:`~webhook.settings.WebhookSettings` field naming its token secret."""
         return f"{self.name}_token_secret_name"
 
+    @property
+    def read_token_secret_setting(self) -> str | None:
+        """The :class:`~webhook.settings.WebhookSettings` field naming its read token secret (``None``: it has
+        none)."""
+        return f"{self.name}_read_token_secret_name" if self.read_token_secret_id else None
+
 
 REGISTRY: dict[str, TrackerEntry] = {
     entry.name: entry
@@ -65,6 +79,8 @@ REGISTRY: dict[str, TrackerEntry] = {
             GitHubTracker,
             webhook_secret_id="WebhookSecret",
             token_secret_id="GitHubToken",
+            read_token_secret_id="GitHubReadToken",
+            read_token_output="GitHubReadTokenSecretName",
         ),
         TrackerEntry(
             "gitlab",
@@ -75,6 +91,8 @@ REGISTRY: dict[str, TrackerEntry] = {
             receiver_reads_token=True,
             webhook_secret_id="GitLabWebhookSecret",
             token_secret_id="GitLabToken",
+            read_token_secret_id="GitLabReadToken",
+            read_token_output="GitLabReadTokenSecretName",
             outputs=("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
         ),
         TrackerEntry(
