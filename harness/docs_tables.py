@@ -137,9 +137,9 @@ def metrics_table() -> str:
     from runtime.observe.costs import ModelCost, TurnCost
     from runtime.observe.metrics.base import EVENTS, BaseMetrics, ToolRecord, TurnRecord
 
-    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    model = "us.anthropic.claude-sonnet-5-5"
     sink = BaseMetrics(namespace="N", agent="agent", now=lambda: 0.0)
-    usage = ModelCost(model, "claude-sonnet-4-5", "regional", 1, 1, 1, 1, 0, 0.01, None)
+    usage = ModelCost(model, "claude-sonnet-5-5", "regional", 1, 1, 1, 1, 0, 0.01, None)
     turn = TurnRecord(
         model=model,
         cost=TurnCost(per_model={model: usage}, total_cost_usd=0.01),
@@ -162,11 +162,13 @@ def metrics_table() -> str:
 
 def prices_table() -> str:
     """The kit's price table (:data:`runtime.observe.prices.DEFAULT_PRICES`): model tokens, then AgentCore."""
+    from runtime.models import MODELS
     from runtime.observe.prices import DEFAULT_PRICES
 
     table = DEFAULT_PRICES
     rows: list[tuple[str, ...]] = []
     for key, price in sorted(table.prices.items()):
+        source = MODELS[key].price_source if key in MODELS else None
         regional = (
             f", x{price.regional_multiplier:g} on geographic profiles"
             if price.regional_multiplier != 1
@@ -178,7 +180,7 @@ def prices_table() -> str:
                 f"${price.input:g} in / ${price.output:g} out / ${price.cache_read:g} cache read / "
                 f"${price.cache_write_5m:g} cache write (5 min) per million tokens{regional}",
                 "all",
-                f"{table.as_of}, {table.source}",
+                f"{source.read}, {source.where}" if source else f"{table.as_of}, {table.source}",
             )
         )
     dated = f"{table.agentcore_as_of}, {table.agentcore_source}"
@@ -199,6 +201,43 @@ def prices_table() -> str:
     return _table(("what", "list price (USD)", "Region", "as of, source"), rows)
 
 
+def models_table() -> str:
+    """The kit's model table (:data:`runtime.models.MODELS`): profile, price source, product id, lifecycle."""
+    from runtime.models import MODELS
+
+    rows: list[tuple[str, ...]] = []
+    for m in sorted(MODELS.values(), key=lambda m: m.name):
+        lifecycle = []
+        if m.retires:
+            lifecycle.append(f"Anthropic retires {m.retires:%Y-%m-%d}")
+        if m.retires_on_bedrock:
+            lifecycle.append(f"Bedrock retires {m.retires_on_bedrock:%Y-%m-%d}")
+        rows.append(
+            (
+                f"{m.display_name} (`{m.name}`)",
+                f"`{m.profile('us')}`",
+                f"${m.price.input:g} / ${m.price.output:g}"
+                + ("" if m.price_confirmed_on_bedrock else " (Anthropic list price; unconfirmed on Bedrock)"),
+                f"`{m.product_id}`" if m.product_id else "not published in a source read",
+                "; ".join(lifecycle) or "-",
+                f"`{m.fallback}`" if m.fallback else "-",
+                f"{m.price_source.where}, read {m.price_source.read}",
+            )
+        )
+    return _table(
+        (
+            "model",
+            "Bedrock profile (us.)",
+            "USD per M tokens in / out",
+            "Marketplace product id",
+            "lifecycle",
+            "CLI falls back to",
+            "price source",
+        ),
+        rows,
+    )
+
+
 def protected_paths_table() -> str:
     """The protected-path classes (:mod:`runtime.workspace.protected_paths`, copied byte-identical to the client and
     the webhook Lambda)."""
@@ -209,6 +248,7 @@ def protected_paths_table() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "protected_paths": protected_paths_table,
+    "models": models_table,
     "request": request_table,
     "events": events_table,
     "errors": errors_table,

@@ -1092,6 +1092,8 @@ class FakeClaude:
         self.log(
             "start",
             argv=self.argv,
+            # the parsed flags, so a test reads an option whatever its spelling (``--flag=value`` or two args)
+            opts={k: v for k, v in self.opts.items() if k != "_unknown"},
             cwd=self.cwd,
             env=_selected_env(),
             session_id=self.session_id,

@@ -16,7 +16,13 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
 - ``GET .../pulls?head=owner:branch&state=open``, ``POST .../pulls`` (``title``, ``head``, ``base``,
   ``body``, ``draft`` bool; 422 for a second open pull request of a head, for a draft when
   ``drafts_supported`` is false, and when head and base are the same commit);
-- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters).
+- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters);
+  ``post_comment_lost_answers`` makes a POST create the comment and answer an error (a lost 201);
+  ``GET .../issues/{n}/comments`` (``since``, ``per_page``);
+- ``GET .../collaborators/{user}/permission`` from ``permissions``;
+- ``POST .../forks``: ``fork_owner``'s fork (202, the same one again), served under its own name with its own
+  refs and the shared object store, after ``fork_delay_requests`` requests answered 404 (forking is
+  asynchronous); a pull request's ``head`` may then be ``owner:branch`` of the fork.
 
 A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
 repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
@@ -48,10 +54,12 @@ class GitHubRepoApi(JsonStandIn):
         files: Files | None = None,
         default_branch: str = "main",
         drafts_supported: bool = True,
+        fork_owner: str = "agentkit-bot",
     ) -> None:
         super().__init__()
         self.token = token
         self.repository = repository
+        self.base_name = repository
         self.default_branch = default_branch
         self.drafts_supported = drafts_supported
         self.git = GitStore()
@@ -60,6 +68,19 @@ class GitHubRepoApi(JsonStandIn):
         self.pulls: list[dict[str, Any]] = []
         self.comments: dict[int, dict[str, Any]] = {}
         self.codeload_requests: list[dict[str, Any]] = []
+        #: Statuses answered to the next comment POSTs *after* the comment was created (a proxy that loses
+        #: GitHub's 201 and answers 502): one per POST, popped.
+        self.post_comment_lost_answers: list[int] = []
+        #: ``GET .../collaborators/{user}/permission``: login → ``admin`` | ``maintain`` | ``write`` | ``triage`` |
+        #: ``read``; anyone else is not a collaborator (``none``).
+        self.permissions: dict[str, str] = {}
+        #: Forks (``POST .../forks``): the fork's full name → its refs. A fork shares this repository's object
+        #: store (GitHub keeps one per fork network), so the base commit is readable in it once it exists.
+        self.fork_owner = fork_owner
+        self.forks: dict[str, GitStore] = {}
+        #: How many requests to a new fork answer 404 before it exists (forking is asynchronous on GitHub).
+        self.fork_delay_requests = 0
+        self._fork_pending: dict[str, int] = {}
         self._next_id = 1000
 
     @property
@@ -91,15 +112,55 @@ class GitHubRepoApi(JsonStandIn):
             ("GET", _REPO + r"/pulls", self._list_pulls),
             ("POST", _REPO + r"/pulls", self._create_pull),
             ("GET", _REPO + r"/pulls/(?P<n>\d+)", self._get_pull),
+            ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", self._list_comments),
+            ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", self._permission),
+            ("POST", _REPO + r"/forks", self._fork),
             ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", self._post_comment),
             ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", self._edit_comment),
         ]
 
     def dispatch(self, request: dict[str, Any]) -> tuple[int, Any]:
         match = re.match(_REPO, request["path"])
-        if match and f"{match['o']}/{match['r']}".lower() != self.repository.lower():
+        name = f"{match['o']}/{match['r']}".lower() if match else ""
+        if not match or name == self.repository.lower():
+            return super().dispatch(request)
+        fork = self.forks.get(name)
+        if fork is None:
             return 404, {"message": "Not Found"}
-        return super().dispatch(request)
+        if self._fork_pending.get(name, 0) > 0:
+            self._fork_pending[name] -= 1
+            return 404, {"message": "Not Found"}
+        # Served as the fork: its refs, the shared objects (called under the stand-in's lock).
+        base_git, base_name = self.git, self.repository
+        self.git, self.repository = fork, f"{match['o']}/{match['r']}"
+        try:
+            return super().dispatch(request)
+        finally:
+            self.git, self.repository = base_git, base_name
+
+    def _fork(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        if self.repository != self.base_name:
+            return 403, {"message": "a fork of a fork is not used here"}
+        errors = field_errors(
+            request["json"],
+            {"organization": (str, False), "name": (str, False), "default_branch_only": (bool, False)},
+        )
+        if errors:
+            return 422, {"message": "Validation Failed", "errors": errors}
+        name = f"{self.fork_owner}/{self.repository.split('/')[1]}"
+        if name.lower() not in self.forks:
+            fork = GitStore()
+            fork.objects, fork.commits = self.git.objects, self.git.commits
+            fork.refs = {self.default_branch: self.git.refs[self.default_branch]}
+            self.forks[name.lower()] = fork
+            self._fork_pending[name.lower()] = self.fork_delay_requests
+        return 202, {
+            "full_name": name,
+            "owner": {"login": self.fork_owner},
+            "fork": True,
+            "default_branch": self.default_branch,
+            "html_url": f"https://github.example/{name}",
+        }
 
     # ---- reads
     def _repo(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
@@ -287,16 +348,17 @@ class GitHubRepoApi(JsonStandIn):
     def _pull_doc(self, pull: dict[str, Any]) -> dict[str, Any]:
         return {**pull, "head": {"repo": {"full_name": self.repository}, **pull["head"]}}
 
+    def _head_repo(self, pull: dict[str, Any]) -> str:
+        return str(self._pull_doc(pull)["head"]["repo"]["full_name"])
+
     def _list_pulls(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         head = request["query"].get("head", "")
         state = request["query"].get("state", "open")
-        owner = self.repository.split("/")[0]
         found = [
             self._pull_doc(p)
             for p in self.pulls
-            if (not head or f"{owner}:{p['head']['ref']}" == head)
+            if (not head or f"{self._head_repo(p).split('/')[0]}:{p['head']['ref']}".lower() == head.lower())
             and (state == "all" or p["state"] == state)
-            and self._own_head(p)
         ]
         return 200, found
 
@@ -306,18 +368,26 @@ class GitHubRepoApi(JsonStandIn):
         errors = field_errors(doc, {**spec, "draft": (bool, False)})
         if errors:
             return 422, {"message": "Validation Failed", "errors": errors}
-        head, base = doc["head"].split(":")[-1], doc["base"]
-        if head not in self.git.refs or base not in self.git.refs:
+        owner, _, head = doc["head"].rpartition(":")
+        base = doc["base"]
+        head_repo = self.repository
+        head_refs = self.git.refs
+        if owner and owner.lower() != self.repository.split("/")[0].lower():
+            head_repo = f"{owner}/{self.repository.split('/')[1]}"
+            fork = self.forks.get(head_repo.lower())
+            head_refs = fork.refs if fork is not None else {}
+        if head not in head_refs or base not in self.git.refs:
             return 422, {
                 "message": "Validation Failed",
                 "errors": [{"field": "head or base", "code": "invalid"}],
             }
-        if self.git.refs[head] == self.git.refs[base]:
+        if head_refs[head] == self.git.refs[base]:
             return 422, {"message": f"No commits between {base} and {head}"}
-        if any(p["head"]["ref"] == head and p["state"] == "open" and self._own_head(p) for p in self.pulls):
-            return 422, {
-                "message": f"A pull request already exists for {self.repository.split('/')[0]}:{head}."
-            }
+        if any(
+            p["head"]["ref"] == head and p["state"] == "open" and self._head_repo(p) == head_repo
+            for p in self.pulls
+        ):
+            return 422, {"message": f"A pull request already exists for {head_repo.split('/')[0]}:{head}."}
         if doc.get("draft") and not self.drafts_supported:
             return 422, {"message": "Draft pull requests are not supported in this repository."}
         number = self._next_pull_number()
@@ -328,7 +398,7 @@ class GitHubRepoApi(JsonStandIn):
             "draft": bool(doc.get("draft", False)),
             "title": doc["title"],
             "body": doc.get("body"),
-            "head": {"ref": head, "sha": self.git.refs[head]},
+            "head": {"ref": head, "sha": head_refs[head], "repo": {"full_name": head_repo}},
             "base": {"ref": base},
         }
         self.pulls.append(pull)
@@ -351,11 +421,40 @@ class GitHubRepoApi(JsonStandIn):
             return 422, {"message": "body must be a non-empty string of at most 65536 characters"}
         cid = self._id()
         self.comments[cid] = {"id": cid, "issue": int(m["n"]), "body": body, "edits": 0}
+        if self.post_comment_lost_answers:
+            return self.post_comment_lost_answers.pop(0), {"message": "Bad Gateway"}
         return 201, {
             "id": cid,
             "html_url": f"{self.html_url}/issues/{m['n']}#issuecomment-{cid}",
             "body": body,
         }
+
+    def _permission(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        """As GitHub answers: ``permission`` is admin/write/read/none (maintain reads as write, triage as read),
+        ``role_name`` the role itself."""
+        role = self.permissions.get(m["user"].lower(), "none")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return 200, {"permission": legacy, "role_name": role, "user": {"login": m["user"]}}
+
+    def _list_comments(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        """``GET …/issues/{n}/comments`` (``since``, ``per_page`` ≤ 100): oldest first, as GitHub lists them.
+        The stand-in keeps no times, so ``since`` is checked for its ISO 8601 form only."""
+        since = request["query"].get("since")
+        if since is not None and not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", since):
+            return 422, {"message": "since must be an ISO 8601 timestamp"}
+        per_page = int(request["query"].get("per_page", "30"))
+        if not 1 <= per_page <= 100:
+            return 422, {"message": "per_page must be 1-100"}
+        issue = int(m["n"])
+        listed = [c for c in self.comments.values() if c["issue"] == issue][:per_page]
+        return 200, [
+            {
+                "id": c["id"],
+                "body": c["body"],
+                "html_url": f"{self.html_url}/issues/{issue}#issuecomment-{c['id']}",
+            }
+            for c in listed
+        ]
 
     def _edit_comment(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         cid = int(m["id"])
@@ -374,7 +473,15 @@ class GitHubRepoApi(JsonStandIn):
 
     # ---- for assertions
     def branch_files(self, branch: str) -> Files:
-        return self.git.files(self.git.refs[branch])
+        """The files of ``branch``: of this repository, else of a fork's (forks share the object store)."""
+        for refs in (self.git.refs, *(fork.refs for fork in self.forks.values())):
+            if branch in refs:
+                return self.git.files(refs[branch])
+        raise KeyError(branch)
+
+    def base_branches(self) -> set[str]:
+        """This repository's own branches (a fix in the fork path must add none)."""
+        return set(self.git.refs)
 
     def branch_changes(self, branch: str, base: str | None = None) -> dict[str, tuple[str, bytes] | None]:
         """What ``branch`` changes against ``base`` (default: the initial commit): path → (mode, bytes),

@@ -16,6 +16,9 @@ request exists.
   ``target_branch``, ``title`` required; both branches must exist; 409 when an open merge request of the
   source branch exists; a draft is a title starting ``Draft:``, ``[Draft]`` or ``(Draft)``),
   ``GET .../merge_requests/:iid``;
+- forks: ``POST .../fork`` (201 with ``import_status``; 409 once the fork exists), ``GET .../forks``; a fork is
+  served under its own id with its own branches and the shared objects, reports ``import_status: started``
+  ``fork_import_polls`` times, takes ``start_project`` in commits and ``target_project_id`` in merge requests;
 - notes: ``POST .../issues/:iid/notes`` and ``PUT .../{issues|merge_requests}/:iid/notes/:note_id``
   (``body``: 1-1,000,000 characters).
 """
@@ -58,6 +61,13 @@ class GitLabRepoApi(JsonStandIn):
         self.merge_requests: list[dict[str, Any]] = []
         self.notes: dict[int, dict[str, Any]] = {}
         self._next_id = 7000
+        self.base_project_id, self.base_path, self.base_git = project_id, path, self.git
+        #: Forks (``POST .../fork``): project id → (path, refs sharing this project's objects: GitLab keeps one
+        #: object pool per fork network). A new fork answers ``import_status: started`` this many times first.
+        self.fork_namespace = "agentkit-bot"
+        self.forks: dict[int, tuple[str, GitStore]] = {}
+        self.fork_import_polls = 0
+        self._import_pending: dict[int, int] = {}
 
     @property
     def api_url(self) -> str:
@@ -77,6 +87,8 @@ class GitLabRepoApi(JsonStandIn):
             ("GET", _PROJECT + r"/repository/branches/(?P<branch>.+)", self._get_branch),
             ("GET", _PROJECT + r"/repository/archive\.tar\.gz", self._archive),
             ("POST", _PROJECT + r"/repository/commits", self._create_commit),
+            ("POST", _PROJECT + r"/fork", self._fork),
+            ("GET", _PROJECT + r"/forks", self._list_forks),
             ("GET", _PROJECT + r"/merge_requests", self._list_mrs),
             ("POST", _PROJECT + r"/merge_requests", self._create_mr),
             ("GET", _PROJECT + r"/merge_requests/(?P<iid>\d+)", self._get_mr),
@@ -90,9 +102,47 @@ class GitLabRepoApi(JsonStandIn):
 
     def dispatch(self, request: dict[str, Any]) -> tuple[int, Any]:
         match = re.match(_PROJECT, request["path"])
-        if match and int(match["id"]) != self.project_id:
+        if not match or int(match["id"]) == self.project_id:
+            return super().dispatch(request)
+        fork = self.forks.get(int(match["id"]))
+        if fork is None:
             return 404, {"message": "404 Project Not Found"}
-        return super().dispatch(request)
+        # Served as the fork: its path and refs, the shared objects (called under the stand-in's lock).
+        saved = (self.git, self.project_id, self.path)
+        self.git, self.project_id, self.path = fork[1], int(match["id"]), fork[0]
+        try:
+            return super().dispatch(request)
+        finally:
+            self.git, self.project_id, self.path = saved
+
+    def _fork_doc(self, fork_id: int) -> dict[str, Any]:
+        pending = self._import_pending.get(fork_id, 0)
+        return {
+            "id": fork_id,
+            "path_with_namespace": self.forks[fork_id][0],
+            "default_branch": self.default_branch,
+            "web_url": f"https://gitlab.example/{self.forks[fork_id][0]}",
+            "import_status": "started" if pending else "finished",
+            "forked_from_project": {"id": self.base_project_id},
+        }
+
+    def _fork(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        if self.project_id != self.base_project_id:
+            return 403, {"message": "a fork of a fork is not used here"}
+        if self.forks:  # the namespace holds the fork already: GitLab answers 409, name taken
+            return 409, {"message": {"name": ["has already been taken"]}}
+        fork_id = self.base_project_id + 1000
+        git = GitStore()
+        git.objects, git.commits = self.git.objects, self.git.commits
+        git.refs = dict(self.git.refs)
+        self.forks[fork_id] = (f"{self.fork_namespace}/{self.base_path.rsplit('/', 1)[-1]}", git)
+        self._import_pending[fork_id] = self.fork_import_polls
+        return 201, self._fork_doc(fork_id)
+
+    def _list_forks(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        if request["query"].get("owned") not in (None, "true", "false"):
+            return 400, {"error": "owned is invalid"}
+        return 200, [self._fork_doc(fork_id) for fork_id in self.forks]
 
     def _commit_doc(self, sha: str) -> dict[str, Any]:
         commit = self.git.commits[sha]
@@ -106,6 +156,11 @@ class GitLabRepoApi(JsonStandIn):
 
     # ---- reads
     def _project(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        if self.project_id in self.forks:
+            if self._import_pending.get(self.project_id, 0) > 0:
+                self._import_pending[self.project_id] -= 1
+                return 200, {**self._fork_doc(self.project_id), "import_status": "started"}
+            return 200, self._fork_doc(self.project_id)
         return 200, {
             "id": self.project_id,
             "path_with_namespace": self.path,
@@ -142,6 +197,7 @@ class GitLabRepoApi(JsonStandIn):
             "actions": (list, True),
             "start_sha": (str, False),
             "start_branch": (str, False),
+            "start_project": (int, False),
         }
         errors = field_errors(doc, spec)
         if errors or not doc["actions"]:
@@ -186,15 +242,25 @@ class GitLabRepoApi(JsonStandIn):
             "title": (str, True),
             "description": (str, False),
             "remove_source_branch": (bool, False),
+            "target_project_id": (int, False),
         }
         errors = field_errors(doc, spec)
         if errors:
             return 400, {"error": "; ".join(errors)}
         source, target = doc["source_branch"], doc["target_branch"]
-        if source not in self.git.refs or target not in self.git.refs:
+        target_project = doc.get("target_project_id", self.project_id)
+        if target_project not in (self.project_id, self.base_project_id):
+            return 400, {"message": ["target project is not this project or the one it was forked from"]}
+        # A fork's merge request into the project it was forked from: the target branch is the base's.
+        target_refs = self.base_git.refs if target_project != self.project_id else self.git.refs
+        if source not in self.git.refs or target not in target_refs:
             return 400, {"message": ["Source branch or target branch does not exist"]}
         opened = [
-            mr for mr in self.merge_requests if mr["source_branch"] == source and mr["state"] == "opened"
+            mr
+            for mr in self.merge_requests
+            if mr["source_branch"] == source
+            and mr["state"] == "opened"
+            and mr["source_project_id"] == self.project_id
         ]
         if opened:
             return 409, {
@@ -206,7 +272,7 @@ class GitLabRepoApi(JsonStandIn):
         draft = bool(_DRAFT.match(doc["title"]))
         mr = {
             "iid": iid,
-            "web_url": f"{self.web_url}/-/merge_requests/{iid}",
+            "web_url": f"https://gitlab.example/{self.base_path}/-/merge_requests/{iid}",
             "state": "opened",
             "title": doc["title"],
             "description": doc.get("description"),
@@ -215,6 +281,7 @@ class GitLabRepoApi(JsonStandIn):
             "source_branch": source,
             "target_branch": target,
             "source_project_id": self.project_id,
+            "target_project_id": target_project,
             "sha": self.git.refs[source],
         }
         self.merge_requests.append(mr)
@@ -252,7 +319,11 @@ class GitLabRepoApi(JsonStandIn):
 
     # ---- for assertions
     def branch_files(self, branch: str) -> Files:
-        return self.git.files(self.git.refs[branch])
+        """The files of ``branch``: of this project, else of a fork's (forks share the object store)."""
+        for refs in (self.git.refs, *(git.refs for _, git in self.forks.values())):
+            if branch in refs:
+                return self.git.files(refs[branch])
+        raise KeyError(branch)
 
     def branch_changes(self, branch: str, base: str | None = None) -> dict[str, tuple[str, bytes] | None]:
         return diff_files(self.git.files(base or self.base_commit), self.branch_files(branch))

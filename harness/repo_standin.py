@@ -152,6 +152,9 @@ class JsonStandIn(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.script: list[tuple[int, Any]] = []
+        #: ``(method, path regex, status, json, reply headers)``: the first request matching one gets that
+        #: answer instead of its route's (and the fault is used up), e.g. a rate limit with ``retry-after``.
+        self.faults: list[tuple[str, str, int, Any, dict[str, str]]] = []
         self.lock = threading.Lock()
         standin = self
 
@@ -173,6 +176,9 @@ class JsonStandIn(LoopbackServer):
                 with standin.lock:
                     standin.requests.append(request)
                     scripted = standin.script.pop(0) if standin.script else None
+                    fault = standin._fault(request) if scripted is None else None
+                    if fault is not None:
+                        scripted = fault
                     status, payload = scripted if scripted is not None else standin.dispatch(request)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 kind = "application/octet-stream" if isinstance(payload, bytes) else "application/json"
@@ -181,6 +187,14 @@ class JsonStandIn(LoopbackServer):
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         super().__init__(Handler, poll_interval=0.05, daemon_threads=True)
+
+    def _fault(self, request: dict[str, Any]) -> tuple[int, Any] | None:
+        for i, (method, pattern, status, payload, headers) in enumerate(self.faults):
+            if method == request["method"] and re.fullmatch(pattern, request["path"]):
+                del self.faults[i]
+                request["reply_headers"] = headers
+                return status, payload
+        return None
 
     def routes(self) -> list[tuple[str, str, Route]]:
         raise NotImplementedError

@@ -145,10 +145,18 @@ class JiraApi(_StandIn):
         super().__init__()
         self.authorization = authorization
         self.next_id = 10100
+        #: ``GET /rest/api/3/user/groups?accountId=``: account id → group names.
+        self.groups: dict[str, list[str]] = {}
 
     def route(self, request: dict[str, Any]) -> tuple[int, Any]:
         if request["headers"].get("authorization") != self.authorization:
             return 401, {"errorMessages": ["Client must be authenticated to access this resource."]}
+        path, _, query = request["path"].partition("?")
+        if request["method"] == "GET" and path == "/rest/api/3/user/groups":
+            account = dict(urllib.parse.parse_qsl(query)).get("accountId", "")
+            if not account:
+                return 400, {"errorMessages": ["accountId is required"]}
+            return 200, [{"name": g, "groupId": f"id-{g}"} for g in self.groups.get(account, [])]
         edit = self._EDIT.match(request["path"])
         if request["method"] == "PUT" and edit:
             return self._edit(request, edit)

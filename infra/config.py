@@ -35,6 +35,8 @@ from infra.overrides import apply_overrides
 from infra.webhook.config import WebhookConfig
 from runtime.approvals.rules import ApprovalRules
 from runtime.env import DEFAULT_METRICS_NAMESPACE
+from runtime.models import DEFAULT_FALLBACK_MODEL, DEFAULT_MODEL, DEFAULT_SMALL_MODEL
+from runtime.observe.costs import load_price_table, resolve_price
 from runtime.workspace.protected_paths import parse_allowed
 
 if TYPE_CHECKING:
@@ -87,6 +89,13 @@ class StageConfig(_Model):
     # Tool calls that wait for a person's approval in this stage (runtime.approvals.rules, docs/approvals.md); passed
     # to the container as AGENTKIT_APPROVALS, replacing the agent definition's. None: the definition's (none).
     approvals: ApprovalRules | None = None
+    # A Bedrock project (id or ARN) every model call of this stage is attributed to (AGENTKIT_BEDROCK_PROJECT, sent as
+    # X-Amzn-Bedrock-ProjectIdentifier); pattern from botocore 1.44.18 bedrock-runtime projectIdentifier. Null: none.
+    bedrock_project: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^([a-zA-Z0-9_-]+|arn:aws(|-us-gov|-cn|-iso|-iso-b|-iso-f|-eusc):bedrock:[0-9a-z-]{1,20}:[0-9]{12}:project/[a-zA-Z0-9_-]+)$",
+    )
 
 
 class JwtAuthConfig(_Model):
@@ -208,8 +217,14 @@ class AppConfig(_Model):
     project_name: str = Field(default="agentkit", pattern=r"^[a-z][a-z0-9]{1,20}$")
     account: str | None = Field(default=None, pattern=r"^\d{12}$")
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
-    model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-    extra_models: tuple[str, ...] = ("us.anthropic.claude-haiku-4-5-20251001-v1:0",)
+    # Defaults and prices come from the kit's model table (runtime/models/catalog.py). extra_models: the CLI's
+    # small/fast slot first. fallback_model: what the CLI switches to when the main model is overloaded (null: none).
+    model: str = DEFAULT_MODEL
+    extra_models: tuple[str, ...] = (DEFAULT_SMALL_MODEL,)
+    fallback_model: str | None = DEFAULT_FALLBACK_MODEL
+    # Prices of models the kit's table lacks (USD per million tokens; the runtime's AGENTKIT_PRICES): keyed by the
+    # canonical name (claude-sonnet-5-5) or the exact profile id, e.g. {"claude-x-1": {"input": 3, "output": 15}}.
+    prices: dict[str, dict[str, float]] = {}
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
     # Foundation model id -> AWS Marketplace product id, for models newer than infra.model_access's table.
     marketplace_product_ids: dict[str, str] = {}
@@ -273,6 +288,19 @@ class AppConfig(_Model):
     def _protected_classes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(parse_allowed(value)))  # raises ValueError naming an unknown class
 
+    @field_validator("fallback_model")
+    @classmethod
+    def _fallback_is_profile(cls, value: str | None) -> str | None:
+        if value is not None:
+            inference_profile_parts(value)
+        return value
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_ok(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        load_price_table(overrides=value)  # raises ValueError naming the bad entry
+        return value
+
     @field_validator("extra_models")
     @classmethod
     def _extra_are_profiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -307,6 +335,21 @@ class AppConfig(_Model):
                 "'unsafe-no-isolation' to accept that (docs/platform-security.md)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _every_model_priced(self) -> AppConfig:
+        # A model without a price would read $0 in every budget, metric and report: refuse it here rather than
+        # deploy a stack whose cost guards cannot see its spend.
+        table = load_price_table(overrides=self.prices)
+        unpriced = [m for m in self.models if resolve_price(m, table) is None]
+        if unpriced:
+            raise ValueError(
+                f"no price for {', '.join(unpriced)}: budgets, cost metrics and reports would read $0 for it. "
+                "Use a model of the kit's table (docs/configuration.md, 'Models'), or add its price to "
+                'agentkit.prices, e.g. {"<canonical name or profile id>": {"input": 3, "output": 15}} (USD per '
+                "million tokens, from https://aws.amazon.com/bedrock/pricing/)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> AppConfig:
@@ -357,7 +400,9 @@ class AppConfig(_Model):
 
     @property
     def models(self) -> tuple[str, ...]:
-        return (self.model, *[m for m in self.extra_models if m != self.model])
+        """Every profile the runtime may call: the main model, the extra models and the fallback."""
+        rest = [*self.extra_models, *([self.fallback_model] if self.fallback_model else [])]
+        return tuple(dict.fromkeys([self.model, *rest]))
 
 
 _ALLOWED_HINTS = {

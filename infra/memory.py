@@ -31,12 +31,11 @@ STRATEGY_NAMESPACES = (
 RUNTIME_MEMORY_ACTIONS = (
     "bedrock-agentcore:CreateEvent",
     "bedrock-agentcore:ListEvents",
-    "bedrock-agentcore:GetEvent",
     "bedrock-agentcore:DeleteEvent",
     "bedrock-agentcore:RetrieveMemoryRecords",
-    "bedrock-agentcore:ListSessions",
 )
-"""Data-plane actions the runtime needs: the session store (events) and recall (records)."""
+"""Data-plane actions the runtime needs: the session store (events) and recall (records). Exactly the Memory
+operations the runtime's code calls (tests/unit/test_memory_actions.py): no GetEvent or ListSessions."""
 
 
 def _use_namespace_templates(memory: cdk.CfnResource, strategies: tuple[tuple[str, str], ...]) -> None:

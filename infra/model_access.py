@@ -32,26 +32,13 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
 from infra.config import inference_profile_parts
+from runtime.models import MODELS
 
-#: Foundation model id → AWS Marketplace product id, from AWS's product-id table (see module docstring; the
-#: newest models are listed on their model cards). Extend with ``agentkit.marketplace_product_ids``.
-#: Opus 4.6: product id from its Bedrock model card ("Marketplace product ID",
-#: docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-opus-4-6.html), model id from
-#: Anthropic's Bedrock page ("Base Bedrock model ID", platform.claude.com/docs/en/build-with-claude/
-#: claude-on-amazon-bedrock). Opus 4.7's card gives prod-d2ik6zgct5hxi, but no primary source at hand gives its
-#: Bedrock model id, so it is not listed (add it with marketplace_product_ids).
+#: Foundation model id → AWS Marketplace product id, from the kit's model table (``runtime/models/catalog.py``, which
+#: names the source of each id: AWS's product-id table above and the newest models' Bedrock model cards). Extend with
+#: ``agentkit.marketplace_product_ids``.
 MARKETPLACE_PRODUCT_IDS: dict[str, str] = {
-    "anthropic.claude-opus-4-6-v1": "prod-5ukwuglpt66kg",
-    "anthropic.claude-sonnet-4-5-20250929-v1:0": "prod-mxcfnwvpd6kb4",
-    "anthropic.claude-haiku-4-5-20251001-v1:0": "prod-xdkflymybwmvi",
-    "anthropic.claude-sonnet-4-20250514-v1:0": "prod-4pmewlybdftbs",
-    "anthropic.claude-opus-4-1-20250805-v1:0": "prod-w3q2d6rfge4tw",
-    "anthropic.claude-opus-4-20250514-v1:0": "prod-azycxvnd5mhqi",
-    "anthropic.claude-3-7-sonnet-20250219-v1:0": "prod-4dlfvry4v5hbi",
-    "anthropic.claude-3-5-haiku-20241022-v1:0": "prod-5oba7y7jpji56",
-    "anthropic.claude-3-5-sonnet-20241022-v2:0": "prod-cx7ovbu5wex7g",
-    "anthropic.claude-3-5-sonnet-20240620-v1:0": "prod-m5ilt4siql27k",
-    "anthropic.claude-3-haiku-20240307-v1:0": "prod-ozonys2hmmpeu",
+    model.foundation_model: model.product_id for model in MODELS.values() if model.product_id
 }
 
 

@@ -41,6 +41,7 @@ from infra.command_access import CommandShellLock
 from infra.config import AppConfig, AuthConfig, NetworkConfig, inference_profile_parts
 from infra.image_build import ImageSource
 from infra.model_access import model_access_statements
+from infra.runtime_mmds import RequireMMDSv2
 from infra.trust import agentcore_principal
 
 MODEL_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
@@ -199,6 +200,16 @@ class AgentRuntime(Construct):
         self.endpoint = self.runtime.add_endpoint(config.stage, description=f"{config.stage} endpoint")
         if image.ready is not None:  # an image built during the deploy (image_build codebuild)
             self.runtime.node.add_dependency(image.ready)
+        self.require_mmdsv2 = RequireMMDSv2(
+            self,
+            "RequireMMDSv2",
+            runtime=self.runtime,
+            endpoint=self.endpoint,
+            endpoint_name=config.stage,
+            runtime_role=self.role,
+            log_retention=retention,
+            removal_policy=removal,
+        )
         self.command_lock = CommandShellLock(
             self,
             "CommandShellLock",

@@ -22,6 +22,7 @@ those resources (the memory and its events, log groups, secrets, queues), so the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from infra.image_context import stage_image_context
 from infra.job_events import JobEvents
 from infra.memory import RECALL_NAMESPACES, AgentMemory
 from infra.observability import AgentObservability
+from infra.regions import RegionCheck
 from infra.runtime import AgentRuntime
 from infra.workspaces import WorkspaceBucket
 from runtime.env import (
@@ -44,7 +46,9 @@ from runtime.env import (
     ENV_AGENT_PROFILE,
     ENV_APPROVALS,
     ENV_AWS_REGION,
+    ENV_BEDROCK_PROJECT,
     ENV_CLAUDE_CONFIG_DIR,
+    ENV_FALLBACK_MODEL,
     ENV_GATEWAY_URL,
     ENV_JOB_EVENTS_QUEUE_URL,
     ENV_JOB_TIMEOUT,
@@ -53,6 +57,7 @@ from runtime.env import (
     ENV_METRICS_NAMESPACE,
     ENV_MODEL,
     ENV_PLATFORM_VERSION,
+    ENV_PRICES,
     ENV_RECALL_NAMESPACES,
     ENV_SANDBOX,
     ENV_SESSION_STORE,
@@ -116,6 +121,12 @@ def runtime_environment(
     # The CLI's small/fast slot must be a profile the role may invoke: the first extra model, else the main one.
     small = [m for m in config.extra_models if m != config.model]
     env[ENV_SMALL_MODEL] = small[0] if small else config.model
+    # "off" when null: the runtime's default fallback would otherwise be a profile the role may not invoke.
+    env[ENV_FALLBACK_MODEL] = config.fallback_model or "off"
+    if config.prices:
+        env[ENV_PRICES] = json.dumps(config.prices, sort_keys=True)
+    if config.settings.bedrock_project:
+        env[ENV_BEDROCK_PROJECT] = config.settings.bedrock_project
     if gateway_url:
         env[ENV_GATEWAY_URL] = gateway_url
     if config.settings.approvals is not None:
@@ -159,6 +170,8 @@ class AgentKitStack(cdk.Stack):
                 agent_dir=config.agent.path,
                 dest=Path(_outdir(self)) / f"image-context.{construct_id}",
             )
+        # Every resource type the stack ends up with must exist in the deploy Region: checked when synth validates.
+        self.node.add_validation(RegionCheck(self, config.deploy_region))
         image = image_source(self, "Image", config=config, directory=image_directory)
         self.memory = AgentMemory(self, "Memory", config=config)
         self.gateway = AgentGateway(self, "Gateway", config=config) if config.gateway.enabled else None

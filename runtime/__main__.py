@@ -136,7 +136,7 @@ def prepare(*, host: str | None = None, port: int | None = None) -> tuple[Any, S
     from runtime.process.shutdown import EarlyClose
 
     settings = Settings.from_env(host=host, port=port)
-    from runtime.startup_checks import check_start
+    from runtime.process.startup_checks import check_start
 
     check_start(settings)  # a bad agent or state dir stops the process here, before /ping can say Healthy
     exposure = settings.exposure_warning()

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from runtime.models import MODELS
 from standins.eventstream import chunk_frame, exception_frame
 from standins.replies import Reply, Usage, default_reply, render_events, render_message
 
@@ -43,11 +44,18 @@ __all__ = ["DEFAULT_MODEL", "BedrockStandIn", "RecordedRequest", "cli_env"]
 #: The inference profile the kit uses by default (``AGENTKIT_MODEL``).
 DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 _MODEL_OPERATIONS = ("invoke-with-response-stream", "invoke", "count-tokens")
-_PROFILE_IDS = (
-    "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-    "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-    "us.anthropic.claude-opus-4-5-20251101-v1:0",
-    "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+#: The system-defined profiles the stand-in lists: every profile of the kit's model table (runtime/models), so the
+#: CLI's start-up lookup finds whichever model a test configures.
+_PROFILE_IDS = tuple(
+    dict.fromkeys(
+        [
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "us.anthropic.claude-opus-4-5-20251101-v1:0",
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            *(m.profile(g) for m in MODELS.values() for g in m.geographies),
+        ]
+    )
 )
 
 
@@ -212,12 +220,14 @@ class BedrockStandIn:
         return [r for r in self.requests if r.is_model_call]
 
     def tool_results(self) -> dict[str, dict[str, Any]]:
-        """Every ``tool_result`` block the CLI sent the model, by ``tool_use_id``: each arrives in the last message
-        of the model call that follows the tool's run."""
+        """Every ``tool_result`` block the CLI sent the model, by ``tool_use_id``. It arrives with the model call that
+        follows the tool's run, not always in its last message: CLI 2.1.337 may append a user message of its own
+        after it (a "USD budget: ..." reminder when the turn has a budget), so every message is read."""
         return {
             block["tool_use_id"]: block
             for request in self.model_requests
-            if isinstance(content := request.body["messages"][-1].get("content"), list)
+            for message in request.body["messages"]
+            if isinstance(content := message.get("content"), list)
             for block in content
             if isinstance(block, dict) and block.get("type") == "tool_result"
         }

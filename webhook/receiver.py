@@ -27,6 +27,7 @@ members API); X-Ray put.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import os
 from collections.abc import Mapping
@@ -41,8 +42,12 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+)
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook import wiring
 from webhook.errors import NotFoundError, WebhookError
@@ -107,6 +112,16 @@ def deps_from_env() -> ReceiverDeps:
     )
 
 
+def _text_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Header values as valid text: a lone surrogate (which a Lambda event's JSON can carry, ``"\\ud800"``)
+    becomes ``?``, so a token or signature holding one fails its comparison (401) instead of the encoding
+    that precedes it."""
+    return {
+        str(k).encode("utf-8", "replace").decode("utf-8"): str(v).encode("utf-8", "replace").decode("utf-8")
+        for k, v in (headers or {}).items()
+    }
+
+
 def _json(status: int, body: dict[str, Any]) -> Response:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
@@ -144,9 +159,16 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
             )
         event = app.current_event
         raw = event.body or ""
-        body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8")
         try:
-            decision = tracker.parse_request(InboundRequest.create(dict(event.headers), body))
+            body = base64.b64decode(raw, validate=True) if event.is_base64_encoded else raw.encode("utf-8")
+        except (binascii.Error, ValueError, UnicodeEncodeError):
+            metrics.emit("WebhookRejected", name)
+            logger.warning("webhook rejected", extra={"tracker": name, "code": "bad_body", "status": 400})
+            return _json(
+                400, {"error": "bad_body", "message": "the body is not valid base64 (or not UTF-8 text)"}
+            )
+        try:
+            decision = tracker.parse_request(InboundRequest.create(_text_headers(event.headers), body))
         except WebhookError as exc:
             metrics.emit("WebhookRejected", name)
             log = logger.error if exc.http_status >= 500 else logger.warning
@@ -177,6 +199,19 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
         except IdempotencyAlreadyInProgressError:
             logger.info("delivery already being enqueued", extra=context)
             return _json(202, {"status": "duplicate", "delivery_id": task.delivery_id})
+        except (ClientError, BotoCoreError, IdempotencyPersistenceLayerError) as exc:
+            # The queue or the idempotency table is unreachable: nothing was queued, and the delivery's record
+            # was not kept (Powertools deletes an in-progress record when the function raises), so the
+            # tracker's redelivery (GitLab retries a 5xx; GitHub's "Redeliver") is queued once it is back.
+            metrics.emit("WebhookUnavailable", name)
+            logger.error("could not enqueue", extra={**context, "error": type(exc).__name__})
+            return _json(
+                503,
+                {
+                    "error": "unavailable",
+                    "message": "the task queue or its table is unavailable; retry later",
+                },
+            )
         if result.get("replayed"):
             metrics.emit("WebhookDuplicate", name)
             logger.info("delivery replayed; not enqueued again", extra=context)
@@ -209,6 +244,11 @@ def build_app(deps: ReceiverDeps) -> tuple[LambdaFunctionUrlResolver, Idempotenc
     @tracer.capture_method
     def receive_tracker(name: str) -> Response:
         return receive(name.lower())
+
+    @app.exception_handler(Exception)
+    def on_unexpected(exc: Exception) -> Response:  # every answer is JSON, also for a bug
+        logger.exception("unexpected error", extra={"error": type(exc).__name__})
+        return _json(500, {"error": "internal", "message": "internal error; nothing was queued"})
 
     @app.not_found
     def not_found(_exc: Exception) -> Response:

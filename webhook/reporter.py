@@ -30,6 +30,7 @@ enabled trackers' token secrets; ``s3:GetObject`` on ``<bucket>/jobs/*`` when a 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -40,22 +41,23 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
 from webhook.fix.config import FixSettings, fix_settings
-from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
+from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore, NotAFixJob
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
-from webhook.repo import ProtectedPathRefused
+from webhook.repo import PatchRefused, ProtectedPathRefused
+from webhook.repo.patch_apply import DEFAULT_MAX_PATCH_BYTES
 from webhook.repo.protected_paths import refusal_code
 from webhook.settings import DEFAULT_REPLY_TTL_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
 from webhook.trackers import IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.reply_marks import cost_text, reply_footer
-from webhook.trackers.reply_text import neutralise
+from webhook.trackers.reply_text import defuse_closing_keywords, neutralise
 from webhook.webhook_metrics import TrackerMetrics
 
 SERVICE = os.environ.get(ENV["service_name"]) or SERVICE_NAMES["reporter"]
@@ -63,6 +65,15 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = TrackerMetrics(service=SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+#: The largest figure believed from the runtime, per name: an event's cost (USD), times (seconds or
+#: milliseconds; AgentCore's asynchronous jobs end within 8 hours), counts. Beyond it a figure is unknown.
+FIGURE_CAPS: dict[str, float] = {
+    "cost_usd": 100_000.0,
+    "elapsed_s": 7 * 86_400.0,
+    "duration_ms": 7 * 86_400_000.0,
+    "tool_calls": 10_000_000.0,
+    "at": 2**53,
+}
 _PATCH_URI = re.compile(
     r"^s3://([^/]+)/(jobs/([A-Za-z0-9._:-]{1,256})/([A-Za-z0-9._:-]{1,128})/patch\.diff)$"
 )
@@ -82,7 +93,8 @@ class JobEvent(BaseModel):
     v: Literal[1]
     job_id: str = Field(pattern=r"^[A-Za-z0-9._:-]{1,128}$")
     session_id: str
-    seq: int = Field(ge=1)
+    #: Up to 2**53: a larger number would not survive a JSON reader or DynamoDB's 38 digits unchanged.
+    seq: int = Field(ge=1, le=2**53)
     kind: Literal["progress", "result"]
     at: float
     context: dict[str, Any]
@@ -91,6 +103,17 @@ class JobEvent(BaseModel):
     last_tool: str | None = None
     cost_usd: float = 0.0
     result: dict[str, Any] | None = None
+
+    @field_validator("at", "elapsed_s", "cost_usd", "tool_calls", mode="before")
+    @classmethod
+    def _figure_or_zero(cls, value: Any, info: ValidationInfo) -> Any:
+        """Progress figures the runtime reports: a value that is not a plausible figure (NaN, infinite,
+        negative, over its cap, not a number) reads as 0 instead of failing the event, so a result still
+        opens its change and the job still finishes."""
+        figure = _figure(value, FIGURE_CAPS[info.field_name or ""])
+        if figure is None:
+            return 0
+        return int(figure) if info.field_name == "tool_calls" else figure
 
 
 @dataclass
@@ -176,7 +199,10 @@ class Reporter:
                 result: SQS redelivers the record later.
             ReplyStoreError / TrackerApiError (retryable): the same.
         """
-        state = self.deps.jobs.get(ev.job_id)
+        try:
+            state = self.deps.jobs.get(ev.job_id)
+        except NotAFixJob:
+            state = None
         if state is None or state.status == "released":
             logger.error(
                 "event for a job nobody started; dropped", extra={"job_id": ev.job_id, "kind": ev.kind}
@@ -268,7 +294,7 @@ class Reporter:
 
     def _report(self, ev: JobEvent, job: FixJob) -> str:
         result = ev.result or {}
-        cost, duration_ms = _cost(result), result.get("duration_ms")
+        cost, duration_ms = _cost(result), _int(result.get("duration_ms"))
         if result.get("type") != "result":
             code = str(result.get("code") or "agent_error")
             return self._fail(ev, job, code, str(result.get("message") or ""), cost=cost)
@@ -279,11 +305,23 @@ class Reporter:
         if patch:
             # The agent's text is steered by the issue's author: made inert as in comments (no mentions, no remote
             # images, no raw HTML; GitLab quick actions indented), since the pull request is posted as the bot.
-            title = " ".join(f"Agent fix for {job.issue_ref}: {job.title}".split())[:250]
-            summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")[:60_000]
+            # Closing keywords are defused in all three (the title is the commit message): merging must not close
+            # issues the agent or the issue's author named.
+            title = defuse_closing_keywords(" ".join(f"Agent fix for {job.issue_ref}: {job.title}".split()))[
+                :250
+            ]
+            summary = neutralise(answer, quick_actions=job.target_tracker == "gitlab")
+            summary = defuse_closing_keywords(summary)[:60_000]
             body = f"{summary}\n\n---\nProposed by the agent for {job.html_url or job.issue_ref}. Review before merging."
+            settings = self.deps.settings
             proposal = self.deps.repos.propose(
-                job, ev.job_id, patch, mode=self.deps.settings.pr_mode, title=title, body=body
+                job,
+                ev.job_id,
+                patch,
+                mode=settings.pr_mode,
+                title=title,
+                body=body,
+                branch_in=settings.branch_in,
             )
         if proposal is None:
             lines.append("No change to propose: the agent left the repository as it was.")
@@ -306,7 +344,7 @@ class Reporter:
         self.deps.comments.edit(
             IssueRef.of_job(job), job.comment_id, self._format(job, "\n".join(lines), tail=tail)
         )
-        self.deps.jobs.finish(ev.job_id, pr_url=pr_url, cost_usd=cost, duration_ms=_int(duration_ms))
+        self.deps.jobs.finish(ev.job_id, pr_url=pr_url, cost_usd=cost, duration_ms=duration_ms)
         if cost is not None:
             metrics.emit("IssueCostUSD", job.tracker, cost, MetricUnit.NoUnit)
         logger.info(
@@ -333,8 +371,7 @@ class Reporter:
             raise PatchLocationRefused(
                 f"patch_s3_uri {str(uri)[:200]!r} is not this job's patch in the workspace bucket"
             )
-        body = self.deps.s3.get_object(Bucket=match.group(1), Key=match.group(2))["Body"].read()
-        return str(body.decode("utf-8", "surrogateescape"))
+        return _read_capped(self.deps.s3, match.group(1), match.group(2), DEFAULT_MAX_PATCH_BYTES)
 
     def _fail(self, ev: JobEvent, job: FixJob, code: str, message: str, *, cost: float | None) -> str:
         metrics.emit("FixJobErrors", job.tracker)
@@ -347,13 +384,43 @@ class Reporter:
         return "failed"
 
 
+def _read_capped(s3: Any, bucket: str, key: str, cap: int) -> str:
+    """The object as text, never more than ``cap`` bytes of it read: a ranged GET (``Range: bytes=0-cap``; S3
+    answers ``Content-Range: bytes 0-<last>/<size>``, GetObject in botocore's s3 service model) asks for one
+    byte over the cap, so an object over it is refused on its size, whatever a read would cost the Lambda.
+
+    Raises:
+        PatchRefused: the object is over ``cap`` bytes.
+    """
+    answer = s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{cap}")
+    size = str(answer.get("ContentRange") or "").rpartition("/")[2]
+    total = int(size) if size.isdigit() else int(answer.get("ContentLength") or 0)
+    if total > cap:
+        answer["Body"].close()
+        raise PatchRefused(f"the patch object is {total} bytes; the limit is {cap}")
+    body = answer["Body"].read(cap + 1)
+    if len(body) > cap:
+        raise PatchRefused(f"the patch object is over {cap} bytes")
+    return str(body.decode("utf-8", "surrogateescape"))
+
+
+def _figure(value: Any, cap: float) -> float | None:
+    """``value`` as a figure in ``[0, cap]``, or ``None``: not a number, NaN, infinite, negative or over
+    ``cap``. What the runtime reports is untrusted, and NaN or 1e300 fail DynamoDB's number type, while a
+    negative cost would lower the cost metrics."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and 0 <= number <= cap else None
+
+
 def _cost(result: dict[str, Any] | None) -> float | None:
-    value = (result or {}).get("cost_usd")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return _figure((result or {}).get("cost_usd"), FIGURE_CAPS["cost_usd"])
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    figure = _figure(value, FIGURE_CAPS["duration_ms"])
+    return None if figure is None else int(figure)
 
 
 def record_handler(record: SQSRecord) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from webhook.errors import TrackerConfigError
+from webhook.repo.change import BRANCH_LOCATIONS, BranchIn
 from webhook.repo.protected_paths import parse_allowed
 from webhook.trackers.base import DEFAULT_MAX_BODY_BYTES, TRACKER_NAMES, TrackerName
 from webhook.trackers.github_models import DEFAULT_ALLOWED_ASSOCIATIONS
@@ -149,6 +150,22 @@ class WebhookSettings(BaseModel):
         "TURN_LEASE_SECONDS", 900, "how long a claimed turn blocks a duplicate delivery", ge=0
     )
     # ------------------------------------------------------------------ fix jobs (worker and reporter)
+    fix_jobs: Literal["on", "off"] = setting(
+        "FIX_JOBS", "on", "worker: `on`, or `off` to refuse every fix (`fix_jobs_off`; stops still work)"
+    )
+    fix_max_per_actor_per_hour: int = setting(
+        "FIX_MAX_PER_ACTOR_PER_HOUR", 5, "worker: fixes one person may start per hour (0: no limit)", ge=0
+    )
+    fix_max_per_repository_per_hour: int = setting(
+        "FIX_MAX_PER_REPOSITORY_PER_HOUR", 20, "worker: fixes per repository and hour (0: no limit)", ge=0
+    )
+    fix_branches: BranchIn = setting(
+        "FIX_BRANCHES",
+        "fork",
+        "reporter: `fork` (the branch lives in the bot's fork, so the repository's CI does not run it with its"
+        " secrets) or `same_repository` (opt-in: a branch of the repository, commit marked `[skip ci]`;"
+        " docs/fix-trust.md)",
+    )
     pr_mode: PrMode = setting(
         "PR_MODE",
         "draft_pr",
@@ -243,6 +260,12 @@ class WebhookSettings(BaseModel):
     gitlab_min_access_level: int = setting(
         "GITLAB_MIN_ACCESS_LEVEL", 30, "least GitLab access level that may trigger", ge=0
     )
+    gitlab_fix_min_access_level: int = setting(
+        "GITLAB_FIX_MIN_ACCESS_LEVEL",
+        30,
+        "least GitLab access level that may start or stop a fix (Developer or above: the bot pushes)",
+        ge=30,
+    )
     gitlab_project_ids: str = setting(
         "GITLAB_PROJECT_IDS", "", "comma list of `project.id` values served (empty serves none)"
     )
@@ -286,6 +309,24 @@ class WebhookSettings(BaseModel):
         if mode not in PR_MODES:
             raise TrackerConfigError(f"{ENV['pr_mode']}={mode!r}: use one of {', '.join(PR_MODES)}")
         return mode
+
+    @field_validator("fix_jobs", mode="before")
+    @classmethod
+    def _fix_jobs(cls, raw: Any) -> Any:
+        switch = str(raw).strip().lower() or "on"
+        if switch not in ("on", "off"):
+            raise TrackerConfigError(f"{ENV['fix_jobs']}={raw!r}: use on or off")
+        return switch
+
+    @field_validator("fix_branches", mode="before")
+    @classmethod
+    def _fix_branches(cls, raw: Any) -> Any:
+        where = str(raw).strip() or "fork"
+        if where not in BRANCH_LOCATIONS:
+            raise TrackerConfigError(
+                f"{ENV['fix_branches']}={where!r}: use one of {', '.join(BRANCH_LOCATIONS)}"
+            )
+        return where
 
     @field_validator("jira_repositories", mode="before")
     @classmethod

@@ -82,6 +82,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnec
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError
 from webhook.fix.config import fix_settings
+from webhook.fix.gate import FixGate, Refusal, TrackerPermissions, gate_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.stop import Stopper
@@ -133,6 +134,8 @@ class WorkerDeps:
     fix: FixRunner | None = None
     #: Stop tasks (``intent`` ``stop``): :mod:`webhook.fix.stop`; ``None``: refused.
     stopper: Stopper | None = None
+    #: Who may start and stop fixes, and how many (:mod:`webhook.fix.gate`); ``None``: not checked (tests of the runners).
+    gate: FixGate | None = None
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
@@ -188,7 +191,15 @@ def deps_from_env() -> WorkerDeps:
         lease_seconds=lease,
     )
     fx.stop_session = stopper.stop_session  # a stop that arrives while the worker invokes the runtime
+    gate = FixGate(
+        settings=gate_settings(s),
+        fix=settings,
+        jobs=jobs,
+        permissions=TrackerPermissions(repos=fx.repos, trackers=built),
+        client=ddb,
+    )
     return WorkerDeps(
+        gate=gate,
         trackers=built,
         invoker=invoker,
         max_prompt_chars=max_prompt_chars,
@@ -439,10 +450,26 @@ def dispatch(task: AgentTask, deps: WorkerDeps, key: str) -> str:
     """Run ``task`` by its intent: an answer (:func:`process_task`), a fix job or a stop."""
     if task.intent == "answer":
         return process_task(task, deps, key=key)
+    if deps.gate is not None:
+        refused = deps.gate.refusal(task, key)
+        if refused is not None:
+            return _refuse(task, deps, refused)
     runner = deps.fix if task.intent == "fix" else deps.stopper
     if runner is None:
         raise TrackerConfigError(f"this worker is not set up for {task.intent} tasks")
     return runner.run(task, key)
+
+
+def _refuse(task: AgentTask, deps: WorkerDeps, refused: Refusal) -> str:
+    """Say on the issue why a fix or stop is not done (nothing was claimed or paid)."""
+    metrics.emit("FixRequestsRefused", task.tracker)
+    logger.info(
+        "fix or stop refused",
+        extra={"tracker": task.tracker, "intent": task.intent, "code": refused.code, "author": task.author},
+    )
+    tracker = deps.tracker_for(task)
+    text = tracker.format_reply(refused.text, footer=reply_footer(task.runtime_session_id, refused.code))
+    return tracker.post_reply(task, text).url
 
 
 def record_handler(record: SQSRecord) -> str:

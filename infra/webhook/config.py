@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from infra.config_base import ConfigModel as _Model
 from webhook.trackers.base import TrackerName
@@ -26,6 +26,9 @@ class GitLabWebhookConfig(_Model):
     bot_username: str = ""
     # GitLab access levels: 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner.
     min_access_level: Literal[10, 15, 20, 30, 40, 50] = 30
+    fix_min_access_level: Literal[30, 40, 50] = 30
+    """The access level that may start or stop a fix (``GITLAB_FIX_MIN_ACCESS_LEVEL``): the bot pushes with
+    Developer rights, so asking for a fix needs at least that, even when ``min_access_level`` lets Reporters ask."""
     project_ids: tuple[PositiveInt, ...] = ()
     """Numeric ids of the projects served (Settings → General); events of any other project are
     ignored. Empty: none is served."""
@@ -39,9 +42,11 @@ class JiraWebhookConfig(_Model):
     trigger_label: str = "agent"
     trigger_mention: str = "/agent"
     bot_account_id: str = ""
-    repositories: dict[str, dict[str, str | int]] = {}
+    repositories: dict[str, dict[str, str | int | list[str]]] = {}
     """Fix jobs of Jira issues: project key → ``{"tracker": "github", "repository": "owner/repo"}`` or
-    ``{"tracker": "gitlab", "project_id": 5, "repository": "group/project"}`` (checked by the webhook construct)."""
+    ``{"tracker": "gitlab", "project_id": 5, "repository": "group/project"}``, with who may start and stop a fix:
+    ``"fix_account_ids": [...]`` and/or ``"fix_group": "<Jira group>"`` (neither: nobody; checked by the webhook
+    construct)."""
 
 
 class WebhookConfig(_Model):
@@ -72,6 +77,15 @@ class WebhookConfig(_Model):
     ``/agent fix …`` does."""
     pr_mode: Literal["draft_pr", "branch"] = "draft_pr"
     """``draft_pr``: open a draft pull/merge request; ``branch``: push the branch and link "create PR"."""
+    fix_jobs: bool = True
+    """``false``: every fix is refused with ``fix_jobs_off`` (``FIX_JOBS=off``); stops still work."""
+    fix_branches: Literal["fork", "same_repository"] = "fork"
+    """Where a fix's branch lives (``FIX_BRANCHES``): the bot's fork, or (opt-in) a branch of the repository,
+    which the repository's CI runs with its secrets (docs/fix-trust.md)."""
+    fix_max_per_actor_per_hour: NonNegativeInt = 5
+    """Fixes one person may start per hour (``FIX_MAX_PER_ACTOR_PER_HOUR``; 0: no limit)."""
+    fix_max_per_repository_per_hour: NonNegativeInt = 20
+    """Fixes per repository and hour (``FIX_MAX_PER_REPOSITORY_PER_HOUR``; 0: no limit)."""
 
     @model_validator(mode="after")
     def _trackers_usable(self) -> WebhookConfig:

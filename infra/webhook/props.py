@@ -30,6 +30,7 @@ from infra.webhook.trackers import (
 from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.workspace.protected_paths import parse_allowed
 from webhook.errors import TrackerConfigError
+from webhook.repo.change import BRANCH_LOCATIONS
 from webhook.settings import ENV
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
@@ -98,6 +99,13 @@ class WebhookProps:
     #: Protected-path classes a fix's patch may change (the reporter's ``PATCH_ALLOW_PROTECTED``; see
     #: ``repo/protected_paths.py``). Empty: such a patch is refused with ``patch_refused: <class>``.
     allow_protected_paths: Sequence[str] = ()
+    #: ``False``: every fix is refused (``FIX_JOBS=off``). Where a fix's branch lives: ``fork`` (the bot's fork)
+    #: or ``same_repository`` (opt-in: the repository's CI runs it with its secrets; docs/fix-trust.md). Hourly
+    #: caps on fixes per person and per repository (0: no limit).
+    fix_jobs: bool = True
+    fix_branches: str = "fork"
+    fix_max_per_actor_per_hour: int = 5
+    fix_max_per_repository_per_hour: int = 20
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -129,6 +137,10 @@ class WebhookProps:
             fix_label=hook.fix_label,
             pr_mode=hook.pr_mode,
             allow_protected_paths=config.allow_protected_paths,
+            fix_jobs=hook.fix_jobs,
+            fix_branches=hook.fix_branches,
+            fix_max_per_actor_per_hour=hook.fix_max_per_actor_per_hour,
+            fix_max_per_repository_per_hour=hook.fix_max_per_repository_per_hour,
             jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
             removal_policy=lifecycle.removal_policy(config.settings),
@@ -191,10 +203,20 @@ def _fix_label(label: str) -> str:
 
 
 def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
-    """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS`` for the worker and the reporter. Raises
-    ``ValueError`` on an unknown PR mode, a malformed Jira mapping, or one naming a tracker not enabled."""
+    """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS``, ``PATCH_ALLOW_PROTECTED``, ``FIX_JOBS``,
+    ``FIX_BRANCHES`` and the hourly caps for the worker and the reporter. Raises ``ValueError`` on an unknown PR
+    mode or branch location, a negative cap, a malformed Jira mapping, or one naming a tracker not enabled."""
     if props.pr_mode not in PR_MODES:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
+    if props.fix_branches not in BRANCH_LOCATIONS:
+        raise ValueError(f"fix_branches {props.fix_branches!r}: use one of {', '.join(BRANCH_LOCATIONS)}")
+    caps = {
+        "fix_max_per_actor_per_hour": props.fix_max_per_actor_per_hour,
+        "fix_max_per_repository_per_hour": props.fix_max_per_repository_per_hour,
+    }
+    for name, cap in caps.items():
+        if cap < 0:
+            raise ValueError(f"{name} must be >= 0 (0: no limit)")
     if props.progress_min_seconds < 0:
         raise ValueError("progress_min_seconds must be >= 0")
     allowed = ",".join(
@@ -218,4 +240,7 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["jira_repositories"]: mapping,
         ENV["progress_min_seconds"]: str(props.progress_min_seconds),
         ENV["patch_allow_protected"]: allowed,
+        ENV["fix_jobs"]: "on" if props.fix_jobs else "off",
+        ENV["fix_branches"]: props.fix_branches,
+        **{ENV[name]: str(cap) for name, cap in caps.items()},
     }

@@ -80,6 +80,8 @@ class GitLabSettings:
     trigger_mention: str = "/agent"
     bot_username: str = ""
     min_access_level: int = 30
+    #: The access level that may start or stop a fix (Developer or above: the bot pushes).
+    fix_min_access_level: int = 30
     #: Immutable ``project.id`` values served; events of other projects are ignored (empty: none).
     project_ids: Sequence[int] = ()
 
@@ -153,6 +155,10 @@ def gitlab_env(s: GitLabSettings, *, receiver: bool) -> dict[str, str]:
         raise ValueError("the GitLab adapter needs trigger_label and/or trigger_mention")
     if s.min_access_level not in GITLAB_ACCESS_LEVELS:
         raise ValueError(f"GitLab min_access_level {s.min_access_level} is not one of {GITLAB_ACCESS_LEVELS}")
+    if s.fix_min_access_level not in GITLAB_ACCESS_LEVELS or s.fix_min_access_level < 30:
+        raise ValueError(
+            f"GitLab fix_min_access_level {s.fix_min_access_level} must be 30 (Developer), 40 or 50: a fix pushes"
+        )
     if not _HTTPS.match(s.api_url):
         raise ValueError(f"GitLab api_url {s.api_url!r} must be https://…/api/v4")
     env = {ENV["gitlab_api_url"]: s.api_url}
@@ -162,6 +168,7 @@ def gitlab_env(s: GitLabSettings, *, receiver: bool) -> dict[str, str]:
             ENV["gitlab_trigger_mention"]: s.trigger_mention,
             ENV["gitlab_bot_username"]: s.bot_username,
             ENV["gitlab_min_access_level"]: str(s.min_access_level),
+            ENV["gitlab_fix_min_access_level"]: str(s.fix_min_access_level),
             ENV["gitlab_project_ids"]: id_list(s.project_ids, "gitlab project_ids"),
         }
     return env

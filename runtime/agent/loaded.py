@@ -1,7 +1,7 @@
 """The agent the runtime runs: the built-in definition, a JSON file (``AGENTKIT_AGENT_FILE``) or an agent directory
 (``AGENTKIT_AGENT_DIR``, :mod:`runtime.agent.agent_dir`), loaded and checked once.
 
-``python -m runtime`` loads it before it listens (:mod:`runtime.startup_checks`), so a bad file or a tools package
+``python -m runtime`` loads it before it listens (:mod:`runtime.process.startup_checks`), so a bad file or a tools package
 that does not import stops the process with exit 2 instead of a healthy ``/ping`` and a 500 on every turn; the
 object graph (:mod:`runtime.wiring`) then gets the same, already loaded agent.
 """

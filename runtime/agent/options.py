@@ -84,8 +84,8 @@ def build_options(
         cli_env["PATH"] = os.pathsep.join(
             (str(npm_root_dir), cli_env.get("PATH") or os.environ.get("PATH", ""))
         )
-    if request_metadata:
-        cli_env.update(custom_headers_env(request_metadata))
+    if request_metadata or settings.bedrock_project:
+        cli_env.update(custom_headers_env(request_metadata or {}, project=settings.bedrock_project))
     workspace = Path(cwd).resolve()
     cli = settings.cli_path or bundled_cli()
     # A root runtime starts the CLI as an unprivileged user (decided at start-up, runtime.guard.confine); the
@@ -144,6 +144,7 @@ def build_options(
         max_turns=max_turns,
         max_budget_usd=max_budget_usd,
         model=settings.model,
+        fallback_model=settings.resolved_fallback_model,
         cwd=str(cwd),
         cli_path=cli_path,
         env=env,

@@ -11,6 +11,10 @@ The Claude Code CLI makes the Bedrock calls; it adds the headers listed in ``ANT
 (``Name: Value``, one per line) to each model request, so the runtime sets that variable per CLI process (one
 process per runtime session).
 
+A Bedrock project (``AGENTKIT_BEDROCK_PROJECT``) goes with every call too, as ``X-Amzn-Bedrock-ProjectIdentifier``
+(botocore 1.44.18 ``bedrock-runtime``, member ``projectIdentifier`` of InvokeModel / InvokeModelWithResponseStream:
+a project id or ARN): Bedrock then attributes the call to that project, its cost and retention boundary.
+
 Env vars: sets ``ANTHROPIC_CUSTOM_HEADERS`` in the CLI's environment. IAM actions: none.
 """
 
@@ -21,6 +25,11 @@ import re
 from collections.abc import Mapping
 
 HEADER = "X-Amzn-Bedrock-Request-Metadata"
+PROJECT_HEADER = "X-Amzn-Bedrock-ProjectIdentifier"
+#: botocore's pattern for ``projectIdentifier`` (1-2048 characters): a project id or a project ARN.
+PROJECT_PATTERN = re.compile(
+    r"([a-zA-Z0-9_-]+|arn:aws(|-us-gov|-cn|-iso|-iso-b|-iso-f|-eusc):bedrock:[0-9a-z-]{1,20}:[0-9]{12}:project/[a-zA-Z0-9_-]+)"
+)
 CUSTOM_HEADERS_VARIABLE = "ANTHROPIC_CUSTOM_HEADERS"
 MAX_VALUE = 256
 #: Characters Bedrock accepts in a metadata key or value; anything else (and line breaks, which would end the
@@ -46,7 +55,18 @@ def request_metadata(
     return pairs
 
 
-def custom_headers_env(metadata: Mapping[str, str]) -> dict[str, str]:
-    """``{"ANTHROPIC_CUSTOM_HEADERS": "X-Amzn-Bedrock-Request-Metadata: {...}"}`` for the CLI's environment."""
-    body = json.dumps(dict(metadata), separators=(",", ":"), sort_keys=True)
-    return {CUSTOM_HEADERS_VARIABLE: f"{HEADER}: {body}"}
+def custom_headers_env(metadata: Mapping[str, str], *, project: str | None = None) -> dict[str, str]:
+    """``{"ANTHROPIC_CUSTOM_HEADERS": "X-Amzn-Bedrock-Request-Metadata: {...}"}`` for the CLI's environment, with
+    a second line ``X-Amzn-Bedrock-ProjectIdentifier: <project>`` when a project is set.
+
+    Raises:
+        ValueError: ``project`` does not match Bedrock's pattern (it would also break the header line).
+    """
+    lines = []
+    if metadata:
+        lines.append(f"{HEADER}: {json.dumps(dict(metadata), separators=(',', ':'), sort_keys=True)}")
+    if project:
+        if len(project) > 2048 or not PROJECT_PATTERN.fullmatch(project):
+            raise ValueError(f"{project!r} is not a Bedrock project id or ARN")
+        lines.append(f"{PROJECT_HEADER}: {project}")
+    return {CUSTOM_HEADERS_VARIABLE: "\n".join(lines)} if lines else {}

@@ -427,8 +427,9 @@ class Turn:
         what the turn cost. Records the turn and adds its cost to the session's spend."""
         session, process = self.session, self.process
         # The CLI counts usage and total_cost_usd per process: the process prices this turn's difference.
-        cost = process.cost_tracker.price(result.model_usage, result.usage)
         sdk_cost = process.sdk_cost(result.total_cost_usd)
+        # A model the kit cannot price (a subagent's, a fallback's) is charged at the CLI's own figure.
+        cost = process.cost_tracker.price(result.model_usage, result.usage, reported_total=sdk_cost)
         self.answer = result.result if result.result is not None else "".join(self.text)
         self.observer.turn_finished(
             span,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from runtime.config.fields import SettingInfo, env_names, explain, reference_rows, setting
 from runtime.env import (
@@ -41,9 +41,11 @@ from runtime.env import (
     ENV_APPROVALS,
     ENV_AWS_REGION,
     ENV_BEDROCK_ENDPOINT,
+    ENV_BEDROCK_PROJECT,
     ENV_CLAUDE_CONFIG_DIR,
     ENV_CLI_PATH,
     ENV_EMF_FILE,
+    ENV_FALLBACK_MODEL,
     ENV_GATEWAY_URL,
     ENV_HOST,
     ENV_IDLE_TIMEOUT,
@@ -95,9 +97,7 @@ from runtime.env import (
     SANDBOX_UNSAFE,
 )
 from runtime.errors import ConfigurationError
-
-DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-DEFAULT_SMALL_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+from runtime.models import DEFAULT_FALLBACK_MODEL, DEFAULT_MODEL, DEFAULT_SMALL_MODEL
 
 # Inference profile ids: a geography / global prefix, then the model id. ARNs are accepted as they are.
 _PROFILE_RE = re.compile(r"^(us|eu|apac|au|jp|ca|us-gov|global)\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
@@ -319,6 +319,20 @@ class Settings(BaseModel):
     small_model: str = setting(
         ENV_SMALL_MODEL, DEFAULT_SMALL_MODEL, "inference profile for the CLI's small/fast model slot (haiku)"
     )
+    bedrock_project: str | None = setting(
+        ENV_BEDROCK_PROJECT,
+        None,
+        "Bedrock project id or ARN sent with every model call (`X-Amzn-Bedrock-ProjectIdentifier`): Bedrock "
+        "attributes the calls' cost and data retention to that project",
+        pattern=r"^([a-zA-Z0-9_-]+|arn:aws(|-us-gov|-cn|-iso|-iso-b|-iso-f|-eusc):bedrock:[0-9a-z-]{1,20}:[0-9]{12}:project/[a-zA-Z0-9_-]+)$",
+        max_length=2048,
+    )
+    fallback_model: str = setting(
+        ENV_FALLBACK_MODEL,
+        DEFAULT_FALLBACK_MODEL,
+        "inference profile the CLI switches to when the main model is overloaded (the SDK's `fallback_model`); "
+        "`off` for none",
+    )
     prices: str | None = setting(
         ENV_PRICES,
         None,
@@ -513,14 +527,16 @@ class Settings(BaseModel):
             S3Location.parse(value)  # raises ValueError with what is wrong
         return value
 
-    @field_validator("model", "small_model")
+    @field_validator("model", "small_model", "fallback_model")
     @classmethod
-    def _inference_profile(cls, value: str) -> str:
+    def _inference_profile(cls, value: str, info: ValidationInfo) -> str:
+        if info.field_name == "fallback_model" and value.strip().lower() == "off":
+            return value
         if not is_inference_profile(value):
             raise ValueError(
                 f"{value!r} is not a Bedrock inference profile id or ARN. Claude models on Bedrock are invoked "
-                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' "
-                "or 'global.anthropic.claude-sonnet-4-5-20250929-v1:0' (see the Bedrock console, Cross-region "
+                "on-demand through inference profiles: use e.g. 'us.anthropic.claude-sonnet-5-5' "
+                "or 'global.anthropic.claude-haiku-4-5-20251001-v1:0' (see the Bedrock console, Cross-region "
                 "inference), or an inference-profile ARN"
             )
         return value
@@ -619,6 +635,16 @@ class Settings(BaseModel):
             settings = cls(**values)
         except ValidationError as exc:
             raise ConfigurationError(explain(exc, cls.env_names())) from None
+        unpriced = settings.unpriced_models()
+        if unpriced:
+            raise ConfigurationError(
+                "no price for "
+                + ", ".join(f"{var}={model!r}" for var, model in unpriced)
+                + ": budgets, cost metrics and reports would read $0 for it. Use a model of the kit's table "
+                "(docs/configuration.md, 'Models') or give its price in "
+                f'{ENV_PRICES}, e.g. {{"<model id or canonical name>": {{"input": 3, "output": 15}}}} (USD per '
+                "million tokens, from https://aws.amazon.com/bedrock/pricing/)"
+            )
         if settings.sandbox == "off" and on_agentcore(env):
             raise ConfigurationError(
                 f"{ENV_SANDBOX}=off is refused on AgentCore: an unsandboxed command can read the execution role's "
@@ -626,6 +652,30 @@ class Settings(BaseModel):
                 f"(the default), or set {SANDBOX_UNSAFE!r} to accept that (docs/platform-security.md)"
             )
         return settings
+
+    @property
+    def resolved_fallback_model(self) -> str | None:
+        """The fallback model to pass to the SDK: None when ``off`` or the same as the main model (the CLI refuses
+        a fallback equal to the main model)."""
+        fallback = self.fallback_model.strip()
+        return None if fallback.lower() == "off" or fallback == self.model else fallback
+
+    def unpriced_models(self) -> list[tuple[str, str]]:
+        """``(variable, model)`` for each configured model the price table (with ``AGENTKIT_PRICES``) cannot price.
+
+        Raises:
+            ConfigurationError: ``AGENTKIT_PRICES`` is malformed.
+        """
+        from runtime.observe.costs import load_price_table, resolve_price
+
+        try:
+            table = load_price_table(overrides=self.prices)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        configured = [(ENV_MODEL, self.model), (ENV_SMALL_MODEL, self.small_model)]
+        if self.resolved_fallback_model:
+            configured.append((ENV_FALLBACK_MODEL, self.resolved_fallback_model))
+        return [(var, model) for var, model in configured if resolve_price(model, table) is None]
 
     def exposure_warning(self) -> str | None:
         """The warning to log at start when :attr:`host` is not a loopback address (None when it is; why:

@@ -5,7 +5,7 @@ underreport on Bedrock when prompt-cache tokens are involved, and it ignores the
 This module prices the result's per-model ``model_usage`` (falling back to ``usage``) with
 :data:`DEFAULT_PRICES` (the kit's price table, :mod:`runtime.observe.prices`); the SDK figure is kept beside it as a second number by the caller.
 
-Shapes priced (claude-agent-sdk 0.2.187, ``claude_agent_sdk/types.py``):
+Shapes priced (claude-agent-sdk 0.2.190, ``claude_agent_sdk/types.py``):
 
 * ``ResultMessage.model_usage``: ``{model_id: {"inputTokens", "outputTokens", "cacheReadInputTokens",
   "cacheCreationInputTokens", "webSearchRequests", "costUSD", "contextWindow", "maxOutputTokens",
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from runtime.env import ENV_PRICES
+from runtime.models import ModelPrice
 from runtime.observe.prices import (
     DEFAULT_PRICES,
     PRICES_AS_OF,
-    ModelPrice,
     PriceTable,
 )
 
@@ -69,7 +69,10 @@ class ModelRef:
     route: Route | None  # None: the string does not say (bare CLI name)
 
 
-_FAMILY_RE = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?=$|[-@:\[])")
+_FAMILIES = "opus|sonnet|haiku|fable|mythos"
+_FAMILY_RE = re.compile(rf"claude-({_FAMILIES})-(\d+)(?:-(\d{{1,2}}))?(?=$|[-@:\[])")
+# The 3.x generation put the version first: claude-3-5-haiku-20241022, claude-3-7-sonnet-20250219.
+_OLD_FAMILY_RE = re.compile(rf"claude-(\d)(?:-(\d))?-({_FAMILIES})(?=$|[-@:\[])")
 
 
 def parse_model(model_id: str) -> ModelRef:
@@ -91,6 +94,11 @@ def parse_model(model_id: str) -> ModelRef:
     if text.startswith("anthropic."):
         text = text[len("anthropic.") :]
         route = route or "regional"  # a bare foundation-model id is served in-Region
+    old = _OLD_FAMILY_RE.search(text)
+    if old is not None:
+        major, minor, family = old.groups()
+        version = f"{major}-{minor}" if minor else major
+        return ModelRef(raw=raw, canonical=f"claude-{version}-{family}", route=route)
     match = _FAMILY_RE.search(text)
     if match is None:
         return ModelRef(raw=raw, canonical=None, route=route)
@@ -184,11 +192,15 @@ class ModelCost:
     cache_write_1h_tokens: int  # the 1-hour-TTL share of cache_write_tokens
     cost_usd: float | None
     reported_cost_usd: float | None  # the CLI's own costUSD for this model, if it gave one
+    # How cost_usd was found: the kit's table; the CLI's own figure (a model the table lacks); or, with neither, an
+    # estimate at the dearest rates in the table. Spend that happened is never counted as 0.
+    priced_by: Literal["table", "cli", "estimate", "none"] = "table"
 
 
 @dataclass(frozen=True, slots=True)
 class TurnCost:
-    """The priced usage of one turn. ``total_cost_usd`` covers known models only (see ``unknown_models``)."""
+    """The priced usage of one turn. ``total_cost_usd`` covers every model: one missing from the table
+    (``unknown_models``) is charged at the CLI's own figure, or estimated at the table's dearest rates."""
 
     per_model: dict[str, ModelCost] = field(default_factory=dict)
     total_cost_usd: float = 0.0
@@ -202,7 +214,7 @@ class TurnCost:
 
     @property
     def complete(self) -> bool:
-        """True when every model used was priced."""
+        """True when every model used was priced from the kit's table."""
         return not self.unknown_models
 
 
@@ -216,6 +228,17 @@ def _count(entry: Mapping[str, Any], *keys: str) -> int:
         if value is not None:
             logger.warning("ignoring non-numeric usage field %s=%r", key, value)
     return 0
+
+
+def dearest_price(table: PriceTable) -> ModelPrice | None:
+    """The highest rate of each token class over the table (and its highest regional multiplier): what a model the
+    table lacks is charged when the CLI gave no figure for it either. None for an empty table."""
+    prices = list(table.prices.values())
+    if not prices:
+        return None
+    return ModelPrice(
+        **{name: max(getattr(p, name) for p in prices) for name in _FIELDS}  # type: ignore[arg-type]
+    )
 
 
 def _route_for(ref: ModelRef, default_ref: ModelRef) -> Route:
@@ -237,13 +260,20 @@ def _price_model(
     default_ref: ModelRef,
     table: PriceTable,
 ) -> ModelCost:
+    """Price one model's tokens: the table's rate; else the CLI's own ``costUSD``; else the dearest rate in the
+    table (so an unpriced model never reads as free)."""
     input_t, output_t, read_t, write_t, write_1h_t = tokens
     ref = parse_model(model)
     if ref.canonical is None and canonical_hint:
         ref = ModelRef(raw=model, canonical=parse_model(canonical_hint).canonical, route=ref.route)
     route = _route_for(ref, default_ref)
     price = resolve_price(model, table, canonical_hint=canonical_hint)
-    cost: float | None = None
+    priced_by: Literal["table", "cli", "estimate", "none"] = "table"
+    if price is None and reported is not None and math.isfinite(reported) and reported >= 0:
+        price, priced_by = None, "cli"
+    elif price is None:
+        price, priced_by, route = dearest_price(table), "estimate", "regional"
+    cost: float | None = reported if priced_by == "cli" else None
     if price is not None:
         multiplier = price.regional_multiplier if route == "regional" else 1.0
         usd_per_mtok = (
@@ -265,6 +295,7 @@ def _price_model(
         cache_write_1h_tokens=write_1h_t,
         cost_usd=cost,
         reported_cost_usd=reported,
+        priced_by=priced_by if price is not None or cost is not None else "none",
     )
 
 
@@ -280,13 +311,16 @@ def compute_turn_cost(
     *,
     default_model: str,
     table: PriceTable = DEFAULT_PRICES,
+    reported_total: float | None = None,
 ) -> TurnCost:
     """Price one turn from ``ResultMessage.model_usage`` (preferred) or ``ResultMessage.usage``.
 
     ``usage`` is attributed to ``default_model`` (the configured inference profile) when ``model_usage`` is
     empty. Cache writes are priced at the 5-minute rate unless ``usage.cache_creation`` splits out 1-hour
     writes and only one model was used. A model missing from ``table`` is listed in ``unknown_models``, logged
-    as a warning, and contributes tokens but no cost. Never raises on odd input: bad fields count as 0.
+    as a warning, and charged at the CLI's own figure: its ``costUSD`` in ``model_usage``, or ``reported_total``
+    (the turn's part of the result's ``total_cost_usd``) when ``usage`` is all there is; with neither, at the
+    table's dearest rates. Never raises on odd input: bad fields count as 0.
 
     ``model_usage`` must cover this turn only: the CLI accumulates it over its process, so on a warm client
     use :class:`TurnCostTracker` (or pass ``usage_delta(current, previous)``).
@@ -329,16 +363,17 @@ def compute_turn_cost(
                 write_t,
                 min(_one_hour_writes(usage), write_t),
             ),
-            reported=None,
+            reported=reported_total,
             canonical_hint=None,
             default_ref=default_ref,
             table=table,
         )
-    unknown = [m for m, c in per_model.items() if c.cost_usd is None]
+    unknown = [m for m, c in per_model.items() if c.priced_by != "table"]
     if unknown:
         logger.warning(
-            "no price for model(s) %s: token metrics are recorded without cost; add them to %s",
+            "no price for model(s) %s in the kit's table: charged at %s; add them to %s",
             ", ".join(unknown),
+            ", ".join(sorted({c.priced_by for m, c in per_model.items() if m in unknown})),
             ENV_PRICES,
         )
     costs = per_model.values()
@@ -412,8 +447,15 @@ class TurnCostTracker:
         self.table = table
         self._last: dict[str, Any] | None = None
 
-    def price(self, model_usage: Mapping[str, Any] | None, usage: Mapping[str, Any] | None) -> TurnCost:
-        """The cost of the turn that produced this result. Never raises."""
+    def price(
+        self,
+        model_usage: Mapping[str, Any] | None,
+        usage: Mapping[str, Any] | None,
+        *,
+        reported_total: float | None = None,
+    ) -> TurnCost:
+        """The cost of the turn that produced this result (``reported_total``: this turn's part of the CLI's
+        ``total_cost_usd``, charged for an unpriced model when only ``usage`` is there). Never raises."""
         current = {str(k): v for k, v in model_usage.items()} if isinstance(model_usage, Mapping) else {}
         previous = self._last
         if current:
@@ -423,5 +465,13 @@ class TurnCostTracker:
             mu_tokens = sum(_token_sum(e, _TOKEN_KEYS_CAMEL) for e in delta.values())
             turn_tokens = _token_sum(usage, _TOKEN_KEYS_SNAKE)
             if mu_tokens > turn_tokens > 0:
-                return compute_turn_cost(None, usage, default_model=self.default_model, table=self.table)
-        return compute_turn_cost(delta, usage, default_model=self.default_model, table=self.table)
+                return compute_turn_cost(
+                    None,
+                    usage,
+                    default_model=self.default_model,
+                    table=self.table,
+                    reported_total=reported_total,
+                )
+        return compute_turn_cost(
+            delta, usage, default_model=self.default_model, table=self.table, reported_total=reported_total
+        )

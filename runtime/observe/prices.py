@@ -19,20 +19,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from runtime.models import MODELS, ModelPrice
+
+__all__ = [
+    "AGENTCORE_PRICES",
+    "DEFAULT_PRICES",
+    "PRICES_AS_OF",
+    "PRICES_SOURCE",
+    "AgentCorePrices",
+    "PriceTable",
+]
+
 # --- Model tokens -----------------------------------------------------------------------------------------
-# Prices in USD per million tokens, Amazon Bedrock on-demand, taken 2026-11-22 from:
-#   * AWS, "Global cross-Region inference" (Bedrock user guide, docs.aws.amazon.com/bedrock/latest/
-#     userguide/global-cross-region-inference.html): global profiles cost ~10 % less than geographic
-#     cross-Region profiles, for input and output tokens.
-#   * Anthropic model overview pages (platform.claude.com/docs/.../models/*/overview): Opus 4.5 $5/$25,
-#     5m cache write $6.25, 1h cache write $10, cache read $0.50; Opus 4/4.1 $15/$75.
-#   * Public summaries of the Amazon Bedrock pricing page (e.g. clauder-navi.com/en/bedrock-claude-cost,
-#     2026): Sonnet 4.x $3/$15, Haiku 4.5 $1/$5, Opus 4.5+ $5/$25; from the 4.5 generation on, regional
-#     endpoints (geographic profiles such as us./eu./apac./jp./au. and in-Region ids) are priced 10 % above
-#     global ones; cache write 1.25x input (5-minute TTL), 2x input (1-hour TTL), cache read 0.1x input.
-# Re-check https://aws.amazon.com/bedrock/pricing/ when models change; override with AGENTKIT_PRICES.
-PRICES_AS_OF = "2026-11-22"
-PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and public summaries)"
+# The per-model prices, their sources and dates live with the rest of the model knowledge in runtime/models/catalog.py;
+# the table below is derived from it. Re-check https://aws.amazon.com/bedrock/pricing/ when models change; override
+# with AGENTKIT_PRICES.
+PRICES_AS_OF = max(m.price_source.read for m in MODELS.values())
+PRICES_SOURCE = (
+    "runtime/models/catalog.py (Anthropic list prices, the bundled CLI's tiers, AWS pricing summaries)"
+)
 
 # --- AgentCore Runtime compute and AgentCore Memory ----------------------------------------------------------
 # List prices in USD, taken 2026-11-25 from https://aws.amazon.com/bedrock/agentcore/pricing/ as AWS's own
@@ -48,31 +53,6 @@ PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and pub
 AGENTCORE_PRICES_AS_OF = "2026-11-25"
 AGENTCORE_PRICES_SOURCE = "aws.amazon.com/bedrock/agentcore/pricing (list prices)"
 AGENTCORE_REFERENCE_REGION = "us-east-1"
-
-
-@dataclass(frozen=True, slots=True)
-class ModelPrice:
-    """USD per million tokens for one model, at the *global* route. ``regional_multiplier`` scales every rate
-    for geographic/in-Region routes."""
-
-    input: float
-    output: float
-    cache_write_5m: float
-    cache_write_1h: float
-    cache_read: float
-    regional_multiplier: float = 1.0
-
-    @classmethod
-    def from_base(cls, input: float, output: float, *, regional_multiplier: float = 1.0) -> ModelPrice:
-        """Derive the cache rates from the input rate (5m write 1.25x, 1h write 2x, read 0.1x)."""
-        return cls(
-            input=input,
-            output=output,
-            cache_write_5m=round(input * 1.25, 6),
-            cache_write_1h=round(input * 2.0, 6),
-            cache_read=round(input * 0.1, 6),
-            regional_multiplier=regional_multiplier,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,19 +105,4 @@ class PriceTable:
         return self.agentcore[AGENTCORE_REFERENCE_REGION], False
 
 
-REGIONAL_PREMIUM = 1.10  # geographic / in-Region price relative to global, 4.5 generation and later
-
-_R = REGIONAL_PREMIUM
-DEFAULT_PRICES = PriceTable(
-    prices={
-        "claude-opus-4": ModelPrice.from_base(15.0, 75.0),
-        "claude-opus-4-1": ModelPrice.from_base(15.0, 75.0),
-        "claude-opus-4-5": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-opus-4-6": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-opus-4-7": ModelPrice.from_base(5.0, 25.0, regional_multiplier=_R),
-        "claude-sonnet-4": ModelPrice.from_base(3.0, 15.0),
-        "claude-sonnet-4-5": ModelPrice.from_base(3.0, 15.0, regional_multiplier=_R),
-        "claude-sonnet-4-6": ModelPrice.from_base(3.0, 15.0, regional_multiplier=_R),
-        "claude-haiku-4-5": ModelPrice.from_base(1.0, 5.0, regional_multiplier=_R),
-    }
-)
+DEFAULT_PRICES = PriceTable(prices={name: model.price for name, model in MODELS.items()})

@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from runtime.config.settings import Settings
 from runtime.env import ENV_STATE_DIR
 from runtime.errors import ConfigurationError
-from runtime.config.settings import Settings
 
 
 def check_start(settings: Settings) -> None:

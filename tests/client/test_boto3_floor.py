@@ -31,6 +31,14 @@ def declared_floor() -> str:
     return match.group(1)
 
 
+def runtime_floor() -> str:
+    """The boto3 floor of the container package (the root ``pyproject.toml``)."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'"boto3>=([0-9.]+)"', pyproject)
+    assert match, 'pyproject.toml: expected "boto3>=X.Y.Z" in dependencies'
+    return match.group(1)
+
+
 def floor_session(version: str, tmp: Path) -> botocore.session.Session:
     """A botocore session that knows only the service models of botocore ``version`` (boto3 and botocore
     share version numbers: boto3 X requires botocore X)."""
@@ -85,3 +93,19 @@ def test_a_release_below_the_floor_is_caught(tmp_path: Path) -> None:
     session = floor_session("1.40.45", tmp_path)
     found = problems(session, unit_files("client"), found_with=botocore.session.get_session())
     assert any("stop_runtime_session is not an operation" in p for p in found), found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_runtime_floor_has_every_call_the_runtime_makes(tmp_path: Path) -> None:
+    """The container package's boto3 floor: the session store's CreateEvent(extractionMode=...) needs botocore 1.44."""
+    session = floor_session(runtime_floor(), tmp_path)
+    assert problems(session, unit_files("runtime"), found_with=botocore.session.get_session()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_runtime_floor_without_extraction_mode_is_caught(tmp_path: Path) -> None:
+    session = floor_session("1.43.0", tmp_path)
+    found = problems(session, unit_files("runtime"), found_with=botocore.session.get_session())
+    assert any("create_event(extractionMode)" in p for p in found), found

@@ -118,3 +118,13 @@ def test_the_per_session_cost_query_parses_the_runtimes_turn_line() -> None:
     assert match["sid"] == "rt-42" and abs(float(match["cost"]) - cost.total_cost_usd) < 1e-6
     (marker,) = re.findall(r"like /(.*)/", TURN_COST_QUERY)
     assert re.search(marker, line)
+
+
+def test_the_doctors_retirements_are_the_model_tables() -> None:
+    """The doctor's lifecycle check warns about the provider retirements the kit's model table records."""
+    from agentkit.doctor.models import PROVIDER_RETIREMENTS
+    from runtime.models import MODELS
+
+    assert {
+        m.foundation_model: (m.retires, "Anthropic") for m in MODELS.values() if m.retires is not None
+    } == PROVIDER_RETIREMENTS

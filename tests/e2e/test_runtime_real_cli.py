@@ -48,6 +48,9 @@ def runtime_env(bedrock: BedrockStandIn, state: Path, **extra: str) -> dict[str,
         "AGENTKIT_MODEL": MODEL,
         "AGENTKIT_STATE_DIR": str(state),
         "AGENTKIT_TURN_TIMEOUT": "60",
+        # No fallback model here: with one, the CLI answers a model error by retrying on the fallback (its own test
+        # below), which would hide the error mapping these tests check.
+        "AGENTKIT_FALLBACK_MODEL": "off",
         **extra,
     }
 
@@ -337,3 +340,48 @@ def test_every_model_call_carries_the_sessions_request_metadata(server, bedrock)
     (call,) = bedrock.model_requests
     metadata = json.loads(call.headers["x-amzn-bedrock-request-metadata"])
     assert metadata == {"agentkit.agent": "agentkit", "agentkit.session": sid, "agentkit.stage": "dev"}
+
+
+def test_a_stage_bedrock_project_goes_with_every_model_call(bedrock: BedrockStandIn, tmp_path: Path) -> None:
+    """With ``AGENTKIT_BEDROCK_PROJECT`` the real CLI sends ``X-Amzn-Bedrock-ProjectIdentifier`` with each call,
+    beside the request metadata (two lines of ``ANTHROPIC_CUSTOM_HEADERS``)."""
+    project = "arn:aws:bedrock:us-east-1:123456789012:project/agentkit-dev"
+    srv = RuntimeServer(
+        env=runtime_env(bedrock, tmp_path / "state", AGENTKIT_STAGE="dev", AGENTKIT_BEDROCK_PROJECT=project),
+        log_path=tmp_path / "server.log",
+    ).start()
+    try:
+        bedrock.enqueue(Reply.text("Noted."))
+        sid = session_id("rt-project")
+        assert_ok(srv.invoke("Say noted", session=sid))
+    finally:
+        srv.stop()
+    (call,) = bedrock.model_requests
+    assert call.headers["x-amzn-bedrock-projectidentifier"] == project
+    assert json.loads(call.headers["x-amzn-bedrock-request-metadata"])["agentkit.session"] == sid
+
+
+def test_a_failing_model_call_is_retried_on_the_fallback_model_and_charged(
+    bedrock: BedrockStandIn, tmp_path: Path
+) -> None:
+    """With ``AGENTKIT_FALLBACK_MODEL`` (the SDK's ``fallback_model``) the real CLI answers a failed call of the main
+    model by calling the fallback, and stays on it: the turn succeeds and its cost is the fallback's, never 0."""
+    fallback = "us.anthropic.claude-sonnet-5"
+    srv = RuntimeServer(
+        env=runtime_env(bedrock, tmp_path / "state", AGENTKIT_FALLBACK_MODEL=fallback),
+        log_path=tmp_path / "server.log",
+    ).start()
+    try:
+        bedrock.reset()
+        bedrock.enqueue(Reply.error(400, message="Invalid model input: scripted failure"))
+        bedrock.enqueue(
+            Reply.text("Answered by the fallback.", usage=Usage(input_tokens=1000, output_tokens=100))
+        )
+        reply = srv.invoke("hello", session=session_id("rt-fallback"), stream=False)
+    finally:
+        srv.stop()
+    assert reply.status == 200 and reply.body["text"] == "Answered by the fallback.", reply.body
+    assert [(r.model_id, r.status) for r in bedrock.model_requests] == [(MODEL, 400), (fallback, 200)]
+    # Sonnet 5 at a us. profile: $2 / $10 per million tokens, x1.1 (runtime/models/catalog.py)
+    assert reply.body["cost_usd"] == pytest.approx((1000 * 2 + 100 * 10) * 1.1 / 1e6)
+    assert reply.body["cost_complete"] is True

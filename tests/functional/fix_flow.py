@@ -93,6 +93,8 @@ def fix_world(
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+        # Fixes need the right to write: the commenters and labelers of the GitHub fixtures are writers.
+        github.permissions.update({"alice": "write", "carol": "maintain", "octo": "admin"})
         # The receiver asks GitLab's members API (another stand-in) who may trigger; worker and reporter are
         # built from the environment alone.
         receiver.configure(

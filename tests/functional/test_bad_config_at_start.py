@@ -56,11 +56,15 @@ def test_an_unusable_state_dir_stops_the_runtime_at_start(tmp_path: Path) -> Non
     assert "AGENTKIT_STATE_DIR=/proc/nope" in done.stderr.strip().splitlines()[-1]
 
 
-def test_a_read_only_state_dir_stops_the_runtime_at_start(tmp_path: Path) -> None:
+def test_a_state_dir_the_runtime_cannot_write_stops_it_at_start(tmp_path: Path) -> None:
+    # A read-only directory stops a non-root runtime; root writes through a read-only mode, so as root the
+    # directory is one whose parent is a regular file (no user can create it).
     if os.geteuid() == 0:
-        pytest.skip("root writes through a read-only mode; /proc/nope covers the impossible path")
-    state = tmp_path / "ro"
-    state.mkdir(mode=0o500)
+        (tmp_path / "a-file").write_text("")
+        state = tmp_path / "a-file" / "state"
+    else:
+        state = tmp_path / "ro"
+        state.mkdir(mode=0o500)
     done = _start(tmp_path, AGENTKIT_STATE_DIR=str(state))
     assert done.returncode == 2, done.stderr[-2000:]
     assert str(state) in done.stderr.strip().splitlines()[-1]

@@ -17,11 +17,12 @@ from harness.cli import write_fake_cli
 from harness.fake_claude import CALL_CACHE_READ_TOKENS, CALL_INPUT_TOKENS, CALL_OUTPUT_TOKENS
 from harness.flaky_proxy import FlakyProxy
 from harness.runtime_server import RuntimeServer, session_id
+from runtime.models import DEFAULT_MODEL
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
 NAMESPACE = "AgentKitFunctionalTest"
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+MODEL = DEFAULT_MODEL  # what the runtime runs when AGENTKIT_MODEL is unset
 
 
 def _sum(cw, name: str, dimensions: dict[str, str]) -> float:

@@ -209,10 +209,7 @@ def test_request_may_lower_limits_but_not_raise_them(server: RuntimeServer) -> N
     starts = [
         e for e in fake_log(server) if e["event"] == "start" and e["session_id"] == first["claude_session_id"]
     ]
-    flags = [
-        (a[a.index("--max-turns") + 1], a[a.index("--max-budget-usd") + 1])
-        for a in (s["argv"] for s in starts)
-    ]
+    flags = [(s["opts"]["--max-turns"], s["opts"]["--max-budget-usd"]) for s in starts]
     # max_turns counts per turn: a lower one needs a CLI started with it. --max-budget-usd counts the whole
     # process, so it is a backstop (10 invocation budgets); the invocation budget is enforced by the runtime.
     assert flags == [("25", "10.0"), ("3", "10.0")]

@@ -216,7 +216,7 @@ def test_agent_configuration_in_the_snapshot_does_not_widen_permissions(server: 
     assert start["settings_files"] == []
     assert start["permission_mode"] == "default" == baseline["permission_mode"]
     assert start["allowed"] == baseline["allowed"]
-    mcp = start["argv"][start["argv"].index("--mcp-config") + 1] if "--mcp-config" in start["argv"] else "{}"
+    mcp = start["opts"].get("--mcp-config", "{}")
     assert "evil" not in mcp
     results = tool_results(reply)
     assert [r["name"] for r in results] == ["Bash", "Write"]

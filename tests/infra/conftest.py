@@ -86,13 +86,28 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def optional(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """dev with the optional front doors on: GitHub issue webhook, GitHub OIDC invoker role, a break-glass role,
-    workspace bucket."""
+    workspace bucket. Fix-job settings away from their defaults, so the synthesized environments show they are
+    passed through."""
     overrides = {
         "webhook": {
             "enabled": True,
             "allowed_author_associations": ["OWNER", "MEMBER"],
             "trackers": ["github", "gitlab", "jira"],
-            "jira": {"site_url": "https://acme.atlassian.net"},
+            "gitlab": {"fix_min_access_level": 40},
+            "jira": {
+                "site_url": "https://acme.atlassian.net",
+                "repositories": {
+                    "PROJ": {
+                        "tracker": "github",
+                        "repository": "acme/agent",
+                        "fix_account_ids": ["5b10ac8d82e05b22cc7d4ef5"],
+                        "fix_group": "fixers",
+                    }
+                },
+            },
+            "fix_branches": "same_repository",
+            "fix_max_per_actor_per_hour": 3,
+            "fix_max_per_repository_per_hour": 0,
         },
         "github_oidc": {"enabled": True, "repository": "acme/agent", "branches": ["main"]},
         "command_access": {"break_glass_principal": BREAK_GLASS_ROLE},

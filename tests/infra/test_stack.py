@@ -70,8 +70,10 @@ def test_runtime_environment(dev: Synth) -> None:
     assert env["AGENTKIT_SESSION_STORE"]["Fn::Join"][1][0] == "agentcore://"
     assert env["AGENTKIT_METRICS"] == "cloudwatch"
     assert env["AGENTKIT_METRICS_NAMESPACE"] == "AgentCoreClaudeKit"
-    assert env["AGENTKIT_MODEL"] == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert env["AGENTKIT_MODEL"] == "us.anthropic.claude-sonnet-5-5"
     assert env["AGENTKIT_SMALL_MODEL"] == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert env["AGENTKIT_FALLBACK_MODEL"] == "us.anthropic.claude-sonnet-5"  # a profile the role may invoke
+    assert "AGENTKIT_BEDROCK_PROJECT" not in env and "AGENTKIT_PRICES" not in env  # unset unless configured
     assert env["AGENTKIT_RECALL_NAMESPACES"] == "/agentkit/facts/{actorId},/agentkit/preferences/{actorId}"
     assert env["AGENTKIT_ACTOR_HEADER"] == "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
     assert "GatewayUrl" in dumps(env["AGENTKIT_GATEWAY_URL"])
@@ -200,11 +202,14 @@ def test_model_access_only_on_profiles_and_their_models(dev: Synth) -> None:
         ]
     profiles = [dumps(r) for r in as_list(direct["Resource"])]
     models = [dumps(r) for r in as_list(through["Resource"])]
-    assert all("*" not in r for r in profiles) and len(profiles) == 2
-    for model in ("claude-sonnet-4-5-20250929-v1:0", "claude-haiku-4-5-20251001-v1:0"):
-        assert sum(f"inference-profile/us.anthropic.{model}" in r for r in profiles) == 1
-        assert sum(f":bedrock:*::foundation-model/anthropic.{model}" in r for r in models) == 1
-    assert len(models) == 2
+    # The main model, the small/fast slot and the fallback: nothing else.
+    assert all("*" not in r for r in profiles) and len(profiles) == 3
+    for model in ("claude-sonnet-5-5", "claude-haiku-4-5-20251001-v1:0", "claude-sonnet-5"):
+        assert sum(r.endswith(f'inference-profile/us.anthropic.{model}"]]}}') for r in profiles) == 1, model
+        assert sum(r.endswith(f':bedrock:*::foundation-model/anthropic.{model}"]]}}') for r in models) == 1, (
+            model
+        )
+    assert len(models) == 3
     # Only through the configured profiles: the condition lists exactly the profile ARNs of the first statement.
     assert list(through["Condition"]) == ["StringEquals"]
     condition = through["Condition"]["StringEquals"]["bedrock:InferenceProfileArn"]
@@ -224,11 +229,10 @@ def test_first_use_of_a_claude_model_can_subscribe(dev: Synth) -> None:
     subscribe = by_sid(dev, "MarketplaceSubscribeConfiguredModels")
     assert subscribe["Action"] == ["aws-marketplace:Subscribe", "aws-marketplace:Unsubscribe"]
     assert subscribe["Resource"] == "*"
-    # Sonnet 4.5 and Haiku 4.5 (AWS's product-id table), nothing else.
+    # Haiku 4.5 (AWS's product-id table), nothing else: no source read gives Sonnet 5.5's or Sonnet 5's product id
+    # (docs/configuration.md says what to do; the synth warns, test_unknown_product_id_warns_and_config_can_add_it).
     assert subscribe["Condition"] == {
-        "ForAnyValue:StringEquals": {
-            "aws-marketplace:ProductId": ["prod-mxcfnwvpd6kb4", "prod-xdkflymybwmvi"]
-        }
+        "ForAnyValue:StringEquals": {"aws-marketplace:ProductId": ["prod-xdkflymybwmvi"]}
     }
     view = by_sid(dev, "MarketplaceViewSubscriptions")
     assert view["Action"] == "aws-marketplace:ViewSubscriptions" and "Condition" not in view
@@ -244,8 +248,8 @@ def test_inference_profile_reads_are_scoped(dev: Synth) -> None:
     get = by_sid(dev, "ReadConfiguredInferenceProfiles")
     assert get["Action"] == "bedrock:GetInferenceProfile"
     rendered = sorted(dumps(r) for r in as_list(get["Resource"]))
-    assert len(rendered) == 2 and all("*" not in r for r in rendered)
-    assert "inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0" in rendered[1] + rendered[0]
+    assert len(rendered) == 3 and all("*" not in r for r in rendered)
+    assert any(r.endswith('inference-profile/us.anthropic.claude-sonnet-5-5"]]}') for r in rendered)
     listing = by_sid(dev, "ListInferenceProfiles")
     assert listing["Action"] == "bedrock:ListInferenceProfiles"
     assert listing["Resource"] == "*"  # no resource types in the SAR: a scoped grant would never match
@@ -257,24 +261,35 @@ def test_unknown_product_id_warns_and_config_can_add_it(tmp_path_factory: pytest
     from tests.infra.conftest import synth
 
     newer = "us.anthropic.claude-opus-9-20300101-v1:0"
+    price = {"claude-opus-9": {"input": 5, "output": 25}}  # an unpriced model refuses to synth
     warned = synth(
-        tmp_path_factory.mktemp("w"), stage="dev", overrides={"extra_models": [newer]}, account=None
+        tmp_path_factory.mktemp("w"),
+        stage="dev",
+        overrides={"extra_models": [newer], "prices": price},
+        account=None,
     )
     Annotations.from_stack(warned.stack).has_warning(
-        "*", Match.string_like_regexp("No AWS Marketplace product id known for anthropic.claude-opus-9")
+        "*", Match.string_like_regexp("No AWS Marketplace product id known for .*anthropic.claude-opus-9")
     )
     added = synth(
         tmp_path_factory.mktemp("a"),
         stage="dev",
         overrides={
             "extra_models": [newer],
+            "prices": price,
             "marketplace_product_ids": {"anthropic.claude-opus-9-20300101-v1:0": "prod-abc123"},
         },
         account=None,
     )
     condition = by_sid(added, "MarketplaceSubscribeConfiguredModels")["Condition"]
     assert "prod-abc123" in condition["ForAnyValue:StringEquals"]["aws-marketplace:ProductId"]
-    assert not Annotations.from_stack(added.stack).find_warning("*", Match.string_like_regexp("Marketplace"))
+    assert not Annotations.from_stack(added.stack).find_warning(
+        "*", Match.string_like_regexp("claude-opus-9")
+    )
+    passed = json.loads(runtime_props(added)["EnvironmentVariables"]["AGENTKIT_PRICES"])
+    assert passed == {
+        "claude-opus-9": {"input": 5, "output": 25}
+    }  # the runtime prices it with the same figures
 
 
 def test_no_bedrock_wildcards_anywhere(dev: Synth, prod: Synth) -> None:
@@ -294,10 +309,8 @@ def test_memory_actions_only_on_memory_arn(dev: Synth) -> None:
         [
             "bedrock-agentcore:CreateEvent",
             "bedrock-agentcore:ListEvents",
-            "bedrock-agentcore:GetEvent",
             "bedrock-agentcore:DeleteEvent",
             "bedrock-agentcore:RetrieveMemoryRecords",
-            "bedrock-agentcore:ListSessions",
         ]
     )
     assert set(statement["Resource"]["Fn::GetAtt"][1:]) == {"MemoryArn"}

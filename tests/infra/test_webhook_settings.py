@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from infra.webhook.props import WebhookProps, fix_env
+from infra.webhook.trackers import GitLabSettings, gitlab_env
 from tests.infra.conftest import Synth
 from webhook.settings import ENV, LAMBDAS, WebhookSettings
 
@@ -86,6 +88,32 @@ def test_the_check_names_an_unknown_a_missing_and_a_bad_variable(optional: Synth
     assert problems("reporter", env) == ["refused: JOB_LEASE_SECONDS='5' must be at least 30"]
 
 
+def test_the_fix_job_settings_of_cdk_json_reach_the_lambdas(optional: Synth) -> None:
+    """``agentkit.webhook`` fix settings (switch, where branches live, hourly caps, GitLab's fix threshold, a Jira
+    mapping's allow-list), as the Lambdas read them from their synthesized environments."""
+    read = {
+        function: WebhookSettings.from_env({k: resolved(v) for k, v in env.items()})
+        for function, env in environments(optional).items()
+    }
+    for function in ("worker", "reporter"):
+        s = read[function]
+        assert (s.fix_jobs, s.fix_branches) == ("on", "same_repository")
+        assert (s.fix_max_per_actor_per_hour, s.fix_max_per_repository_per_hour) == (3, 0)
+        target = s.jira_repositories["PROJ"]
+        assert target.fix_account_ids == ("5b10ac8d82e05b22cc7d4ef5",) and target.fix_group == "fixers"
+    assert read["receiver"].gitlab_fix_min_access_level == 40
+
+
+def test_the_construct_refuses_fix_settings_the_lambdas_would_refuse() -> None:
+    assert fix_env(WebhookProps(fix_jobs=False), ("github",))[ENV["fix_jobs"]] == "off"
+    with pytest.raises(ValueError, match="fix_branches"):
+        fix_env(WebhookProps(fix_branches="upstream"), ("github",))
+    with pytest.raises(ValueError, match="fix_max_per_actor_per_hour"):
+        fix_env(WebhookProps(fix_max_per_actor_per_hour=-1), ("github",))
+    with pytest.raises(ValueError, match="fix_min_access_level"):
+        gitlab_env(GitLabSettings(fix_min_access_level=20), receiver=True)
+
+
 @pytest.fixture(scope="module")
 def read_tokens_env() -> dict[str, dict[str, Any]]:
     """The webhook Lambdas' environments with read tokens on (every tracker, secrets referenced by name)."""
@@ -126,9 +154,8 @@ def test_a_reporter_without_the_token_that_pushes_is_reported(
     read_tokens_env: dict[str, dict[str, Any]],
 ) -> None:
     env = dict(read_tokens_env["reporter"])
-    del env[
-        ENV["gitlab_token_secret_name"]
-    ]  # the read token is there, but the reporter pushes with the token
+    # The read token is there, but the reporter pushes with the token.
+    del env[ENV["gitlab_token_secret_name"]]
     assert problems("reporter", env) == [
         f"{ENV['gitlab_token_secret_name']} is required by the reporter and not set"
     ]

@@ -64,7 +64,13 @@ class Setup:
         memory: Any = None,
         actor_id: str | None = None,
     ) -> None:
-        settings = Settings(state_dir=tmp_path, turn_timeout_s=turn_timeout_s, session_store="off")
+        # The hand-computed figures below are Sonnet 4.5's prices ($3/$15), the fake CLI's calibration: pin it.
+        settings = Settings(
+            state_dir=tmp_path,
+            turn_timeout_s=turn_timeout_s,
+            session_store="off",
+            model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        )
         definition = AgentDefinitionSpec()
         self.out = io.StringIO()
         self.observer = Observer(

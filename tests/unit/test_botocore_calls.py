@@ -4,8 +4,10 @@ Stubber tests validate the calls they stub; this check covers every call in the 
 call that no test happens to reach cannot name a parameter the service does not have. It reads the code (AST):
 for each unit (the runtime, the client, each Lambda), the services it builds clients for (``.client("svc")``
 with a literal name), then every ``<expr>.<operation>(...)`` call whose name is an operation of one of those
-services, and ``get_paginator("<operation>")``. Each call's keyword arguments must be members of the
-operation's input shape in at least one of the unit's services.
+services, ``get_paginator("<operation>")``, and any call whose first argument is a string naming an operation
+(a wrapper such as ``self._call("create_event", extractionMode=...)`` that does ``getattr(client, action)``):
+a call is found whatever its spelling. Each call's keyword arguments must be members of the operation's input
+shape in at least one of the unit's services.
 
 The same walk runs against the botocore release of the client's declared floor in
 ``tests/client/test_boto3_floor.py``.
@@ -31,6 +33,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "webhook": ("webhook",),
     "invoices": ("infra/functions/invoices",),
     "image_build_trigger": ("infra/functions/image_build_trigger",),
+    "runtime_mmds": ("infra/functions/runtime_mmds",),
 }
 
 
@@ -93,6 +96,8 @@ def _imported_names(tree: ast.AST) -> set[str]:
 def calls_of(files: list[Path], ops: set[str]) -> Iterator[Call]:
     """Attribute calls whose name is one of ``ops`` (with their literal keyword names), and paginators.
 
+    A call with positional arguments is not a client operation (boto3 takes keyword arguments only): the SDK's
+    ``store.list_sessions(project_key)`` is not ``ListSessions``.
     ``module.function(...)`` is not a client call even when the function is named like an operation (the
     client's own ``cloudwatch.get_metric_data(client, ...)`` helper), so calls on imported names are skipped.
     """
@@ -106,8 +111,15 @@ def calls_of(files: list[Path], ops: set[str]) -> Iterator[Call]:
             continue
         where = f"{path.name}:{node.lineno}"
         keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
-        if node.func.attr in ops:
+        if node.func.attr in ops and not node.args:  # boto3 operations take keyword arguments only
             yield Call(where, node.func.attr, keywords)
+        elif (  # a wrapper given the operation's name: self._call("create_event", memoryId=..., ...)
+            node.func.attr != "get_paginator"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in ops
+        ):
+            yield Call(where, str(node.args[0].value), keywords)
         elif node.func.attr == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
             yield Call(where, str(node.args[0].value), ())
         elif (  # client.get_paginator("op").paginate(Param=...): the parameters are the operation's
@@ -166,9 +178,13 @@ def test_the_scan_finds_a_misnamed_parameter_and_an_unknown_paginator(tmp_path: 
         "c.get_paginator('list_everything')\n"
         "boto3.client('sqs').send_message(QueueUrl='q', MessageBody='b', Urgent=True)\n"
         "c.create_event(memoryId='m', actorId='a', eventTimestamp=0, payload=[], sessionId='s')\n"
+        "class S:\n"
+        "    def w(self):\n"
+        "        self._call('create_event', actorId='a', eventTimestamp=0, payload=[], extractionModes='SKIP')\n"
     )
     found = problems(botocore.session.get_session(), [module])
-    assert len(found) == 4, found
+    assert len(found) == 5, found
+    assert any("create_event(extractionModes)" in p for p in found)
     assert any("list_events(Color)" in p for p in found)
     assert any("stop_runtime_session(sessionId)" in p for p in found)
     assert any("send_message(Urgent)" in p for p in found)

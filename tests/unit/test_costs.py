@@ -39,7 +39,8 @@ SONNET_GLOBAL = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
         ("claude-sonnet-4-5[1m]", "claude-sonnet-4-5", None),
         ("claude-opus-4-20250514", "claude-opus-4", None),
         ("claude-opus-5", "claude-opus-5", None),  # not confused with opus-4-5
-        ("claude-3-5-sonnet-20241022", None, None),
+        ("claude-3-5-sonnet-20241022", "claude-3-5-sonnet", None),  # the 3.x naming: version first
+        ("us.anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku", "regional"),
         ("my-gateway-model", None, None),
     ],
 )
@@ -130,16 +131,45 @@ def test_bare_cli_name_takes_the_configured_route() -> None:
     assert cost.total_cost_usd == pytest.approx(4.1)
 
 
-def test_unknown_model_warns_and_keeps_tokens(caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_model_is_charged_at_the_cli_figure(caplog: pytest.LogCaptureFixture) -> None:
+    # A model the table lacks (a subagent's, a fallback's) costs what the CLI says it cost, never 0.
     mu = {SONNET_US: MU_SONNET, "claude-mystery-9": {"inputTokens": 50, "outputTokens": 5, "costUSD": 0.2}}
     with caplog.at_level(logging.WARNING, logger="runtime.observe.costs"):
         cost = compute_turn_cost(mu, None, default_model=SONNET_US)
     assert cost.unknown_models == ["claude-mystery-9"]
     assert not cost.complete
-    assert cost.per_model["claude-mystery-9"].cost_usd is None
-    assert cost.total_cost_usd == pytest.approx(0.032835)  # the known model only
+    assert cost.per_model["claude-mystery-9"].cost_usd == pytest.approx(0.2)
+    assert cost.per_model["claude-mystery-9"].priced_by == "cli"
+    assert cost.total_cost_usd == pytest.approx(0.032835 + 0.2)
     assert cost.input_tokens == 1250 and cost.output_tokens == 355
     assert "claude-mystery-9" in caplog.text and "AGENTKIT_PRICES" in caplog.text
+
+
+def test_unknown_model_without_a_cli_figure_is_estimated_at_the_dearest_rates() -> None:
+    cost = compute_turn_cost({"claude-mystery-9": {"inputTokens": 1_000_000}}, None, default_model=SONNET_US)
+    prices = DEFAULT_PRICES.prices.values()
+    dearest = max(p.input for p in prices) * max(p.regional_multiplier for p in prices)  # each at its highest
+    assert cost.per_model["claude-mystery-9"].priced_by == "estimate"
+    assert cost.total_cost_usd == pytest.approx(dearest) and cost.total_cost_usd > 0
+
+
+def test_usage_only_on_an_unpriced_model_takes_the_reported_total() -> None:
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    cost = compute_turn_cost(
+        None, usage, default_model="us.anthropic.claude-mystery-9", reported_total=0.0123
+    )
+    assert cost.total_cost_usd == pytest.approx(0.0123) and cost.unknown_models == [
+        "us.anthropic.claude-mystery-9"
+    ]
+
+
+def test_every_model_in_the_catalog_is_priced_from_the_table() -> None:
+    from runtime.models import MODELS
+
+    for model in MODELS.values():
+        for geography in model.geographies:
+            cost = compute_turn_cost(None, {"input_tokens": 1000}, default_model=model.profile(geography))
+            assert cost.complete and cost.total_cost_usd > 0, model.profile(geography)
 
 
 def test_canonical_model_hint_prices_an_application_profile() -> None:

@@ -21,6 +21,7 @@ if str(ROOT / "client") not in sys.path:
 from agentkit import doctor  # noqa: E402
 from agentkit.cli import main as agentkit_main  # noqa: E402
 from agentkit.commands import doctor as doctor_command  # noqa: E402
+from agentkit.doctor import account as doctor_account  # noqa: E402
 
 REGION = "us-east-1"
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -38,6 +39,19 @@ class Session:
     def client(self, name: str, region_name: str | None = None) -> Any:
         self.asked.append((name, region_name))
         return self.clients[name]
+
+
+class CloudFormation:
+    """moto's CloudFormation (stacks), with ``DescribeType`` (which moto lacks) answered by a Stubber'd client."""
+
+    def __init__(self, moto: Any, registry: Any) -> None:
+        self.moto, self.registry = moto, registry
+
+    def describe_type(self, **kwargs: Any) -> Any:
+        return self.registry.describe_type(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.moto, name)
 
 
 def stubbed(service: str) -> tuple[Any, Stubber]:
@@ -107,7 +121,10 @@ class Account:
         self.xray, self.xray_stub = stubbed("xray")
         self.quotas, self.quotas_stub = stubbed("service-quotas")
         self.cloudwatch, self.cloudwatch_stub = stubbed("cloudwatch")
+        self.registry, self.registry_stub = stubbed("cloudformation")
+        self.moto["cloudformation"] = CloudFormation(self.moto["cloudformation"], self.registry)
         self.stubs = (
+            self.registry_stub,
             self.ssm_stub,
             self.bedrock_stub,
             self.agentcore_stub,
@@ -138,6 +155,12 @@ class Account:
         self, *, bootstrap: str = "21", use_case: bool = True, destination: str = "CloudWatchLogs"
     ) -> None:
         self.agentcore_stub.add_response("list_agent_runtimes", {"agentRuntimes": []}, {"maxResults": 1})
+        for type_name in doctor_account.STACK_AGENTCORE_TYPES:
+            self.registry_stub.add_response(
+                "describe_type",
+                {"TypeName": type_name, "Type": "RESOURCE"},
+                {"Type": "RESOURCE", "TypeName": type_name},
+            )
         self.ssm_stub.add_response(
             "get_parameter",
             {"Parameter": {"Name": doctor.BOOTSTRAP_PARAMETER, "Type": "String", "Value": bootstrap}},
@@ -218,7 +241,7 @@ def test_a_ready_account_passes_every_check(aws: None) -> None:
     others = [r for r in results if r.name != retiring]
     assert [r.status for r in others] == ["ok"] * len(others), [r.line() for r in others]
     names = [r.name for r in results]
-    assert names[:3] == ["credentials", "region", "cdk-bootstrap"]
+    assert names[:4] == ["credentials", "region", "resource-types", "cdk-bootstrap"]
     assert (
         f"inference-profile {SONNET}" in names
         and "model-access anthropic.claude-haiku-4-5-20251001-v1:0" in names
@@ -373,7 +396,7 @@ def test_docker_needed_only_for_local_builds() -> None:
 
 def test_config_from_the_real_cdk_json() -> None:
     dev = doctor.load_doctor_config(ROOT / "cdk.json", "dev")
-    assert dev.profiles == (SONNET, HAIKU)
+    assert dev.profiles == ("us.anthropic.claude-sonnet-5-5", HAIKU, "us.anthropic.claude-sonnet-5")
     assert dev.layer_parameters == (LAYER,)  # gateway invoices tool on, webhook off
     assert not dev.transaction_search_in_stack
     with pytest.raises(doctor.DoctorConfigError, match="no stage 'qa'"):
@@ -408,6 +431,8 @@ def codebuild_cdk_json(tmp_path: Path) -> Path:
     """The real cdk.json with image_build=codebuild: the command tests do not depend on this host's Docker."""
     context = json.loads((ROOT / "cdk.json").read_text())
     context["context"]["agentkit"]["image_build"] = "codebuild"
+    # the models the stubs answer for (the real defaults are checked in test_config_from_the_real_cdk_json)
+    context["context"]["agentkit"].update(model=SONNET, extra_models=[HAIKU], fallback_model=None)
     path = tmp_path / "cdk.json"
     path.write_text(json.dumps(context))
     return path
@@ -467,3 +492,22 @@ def test_agentkit_doctor_help_shows_the_global_options() -> None:
     assert all(opt in out.getvalue() for opt in ("--region", "--profile", "--output", "--stage", "--ignore"))
     assert agentkit_main(["doctor", "--bogus"], stdout=out, stderr=err) == 2
     assert "usage: agentkit doctor" in err.getvalue()
+
+
+def test_a_region_without_an_agentcore_type_fails_naming_it() -> None:
+    cloudformation, stub = stubbed("cloudformation")
+    for type_name in doctor_account.STACK_AGENTCORE_TYPES:
+        if type_name.endswith(("Memory", "ResourcePolicy")):
+            stub.add_client_error("describe_type", "TypeNotFoundException", f"{type_name} not found")
+        else:
+            stub.add_response(
+                "describe_type", {"TypeName": type_name}, {"Type": "RESOURCE", "TypeName": type_name}
+            )
+    with stub:
+        result = doctor_account.check_resource_types(cloudformation, "us-west-1")
+    assert result.status == "fail"
+    assert (
+        "AWS::BedrockAgentCore::Memory" in result.detail
+        and "AWS::BedrockAgentCore::ResourcePolicy" in result.detail
+    )
+    assert "Runtime," not in result.detail and "agentkit.region" in result.fix

@@ -382,3 +382,23 @@ def test_logs_resource_policies_leave_room_for_the_stack(aws: None) -> None:
     assert (
         doctor.check_logs_resource_policies(logs, config(), owned).detail == "9 of 10 used; the stack adds 0"
     )
+
+
+def test_a_quarantined_runtime_fails_the_check_and_status_says_so() -> None:
+    from agentkit.commands.status import format_status
+
+    agentcore, stub = stubbed("bedrock-agentcore-control")
+    quarantined = {**runtime_answer({"requireMMDSV2": True}), "quarantineStatus": "QUARANTINED"}
+    stub.add_response("get_agent_runtime", quarantined, {"agentRuntimeId": RUNTIME_ID})
+    with stub:
+        result = doctor.check_mmds(agentcore, DEPLOYED)
+    assert result.status == "fail" and "QUARANTINED" in result.detail and "cannot be invoked" in result.detail
+    text = format_status(
+        {
+            "runtime_arn": "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/x",
+            "runtime": {"status": "READY", "quarantineStatus": "QUARANTINED"},
+            "endpoint_name": "dev",
+            "endpoint": {"status": "READY", "liveVersion": "2", "quarantineStatus": "QUARANTINING"},
+        }
+    )
+    assert "QUARANTINED: the runtime is quarantined" in text and "QUARANTINING: the endpoint" in text

@@ -121,7 +121,9 @@ def test_handshake_and_text_turn(env: dict[str, Any]) -> None:
     assert usage["costUSD"] == pytest.approx(by_hand)
     start = log_events(env, "start")[0]
     assert start["pid"] == int(match["pid"])
-    assert "--model" in start["argv"] and start["env"]["CLAUDE_CONFIG_DIR"] == str(env["config"])
+    assert start["opts"]["--model"] == "us.anthropic.claude-sonnet-4-5-20250929-v1:0" and start["env"][
+        "CLAUDE_CONFIG_DIR"
+    ] == str(env["config"])
 
 
 def test_two_turns_share_one_process_and_history(env: dict[str, Any]) -> None:
@@ -352,7 +354,7 @@ def test_max_turns_and_budget_options(env: dict[str, Any]) -> None:
     limited, budget = run(go)
     assert result_of(limited).subtype == "error_max_turns"
     assert result_of(budget).subtype == "error_max_budget_usd"  # 2 calls x $0.007245 > $0.01
-    assert "--max-turns" in log_events(env, "start")[0]["argv"]
+    assert "--max-turns" in log_events(env, "start")[0]["opts"]
 
 
 def test_partial_messages_stream_text_deltas(env: dict[str, Any]) -> None:

@@ -106,14 +106,15 @@ def test_emf_turn_documents_field_by_field() -> None:
     assert "SessionId" not in haiku
 
 
-def test_emf_unknown_model_has_tokens_but_no_cost() -> None:
+def test_emf_unknown_model_is_never_free() -> None:
+    # No price in the table and no figure from the CLI: the turn is charged at the table's dearest rates.
     out = io.StringIO()
     sink = EmfMetrics(namespace=NS, agent="demo", stream=out, now=lambda: NOW)
     cost = compute_turn_cost({"mystery-model": {"inputTokens": 7}}, None, default_model="mystery-model")
     sink.record_turn(_turn(model="mystery-model", cost=cost, time_to_first_token_ms=None))
     (doc,) = _emf(out)
     names = [m["Name"] for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
-    assert "CostUSD" not in names and "TimeToFirstTokenMs" not in names
+    assert "CostUSD" in names and doc["CostUSD"][0] > 0 and "TimeToFirstTokenMs" not in names
     assert doc["InputTokens"] == [7.0]
     assert doc["UnknownModels"] == ["mystery-model"]
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import boto3
+import pytest
 
 from runtime.agent.request_metadata import (
     CUSTOM_HEADERS_VARIABLE,
@@ -86,3 +87,13 @@ def test_build_options_puts_it_in_the_clis_environment(tmp_path: Path) -> None:
         request_metadata={"agentkit.session": "s1"},
     )
     assert options.env[CUSTOM_HEADERS_VARIABLE] == f'{HEADER}: {{"agentkit.session":"s1"}}'
+
+
+def test_a_project_is_a_second_header_line_and_a_bad_one_is_refused() -> None:
+    env = custom_headers_env({"agentkit.agent": "a"}, project="my-project_1")
+    assert env["ANTHROPIC_CUSTOM_HEADERS"].splitlines() == [
+        'X-Amzn-Bedrock-Request-Metadata: {"agentkit.agent":"a"}',
+        "X-Amzn-Bedrock-ProjectIdentifier: my-project_1",
+    ]
+    with pytest.raises(ValueError, match="not a Bedrock project"):
+        custom_headers_env({}, project="bad\nX-Evil: 1")

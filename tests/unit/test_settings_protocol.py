@@ -42,7 +42,11 @@ def test_precedence_argument_over_env_over_default(tmp_path: Path) -> None:
 )
 def test_inference_profiles_are_accepted(model: str) -> None:
     assert is_inference_profile(model)
-    assert Settings.from_env({"AGENTKIT_MODEL": model}).model == model
+    # an application inference profile's ARN names no model: it needs its price (a model without one refuses to start)
+    prices = (
+        json.dumps({model: {"input": 3, "output": 15}}) if "application-inference-profile" in model else ""
+    )
+    assert Settings.from_env({"AGENTKIT_MODEL": model, "AGENTKIT_PRICES": prices}).model == model
 
 
 @pytest.mark.parametrize(

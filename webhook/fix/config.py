@@ -1,6 +1,7 @@
 """Fix jobs' settings as the worker and the reporter use them, taken from :class:`webhook.settings.WebhookSettings`
 (which declares and checks the variables: ``PR_MODE``, ``JIRA_REPOSITORIES``, ``WORKSPACE_S3_URI``,
-``INLINE_SNAPSHOT_MAX_BYTES``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``PATCH_ALLOW_PROTECTED``).
+``INLINE_SNAPSHOT_MAX_BYTES``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``FIX_BRANCHES``,
+``PATCH_ALLOW_PROTECTED``).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from webhook.repo.change import BranchIn
 from webhook.settings import DEFAULT_INLINE_SNAPSHOT_MAX_BYTES, S3_URI, WebhookSettings
 from webhook.trackers.targets import PrMode, RepoTarget
 
@@ -21,6 +23,8 @@ class FixSettings:
     progress_min_seconds: float = 20.0
     job_lease_seconds: float = 300.0
     allow_protected: frozenset[str] = frozenset()
+    #: Where the fix branch lives: ``fork`` (the bot's fork, the default) or ``same_repository`` (opt-in).
+    branch_in: BranchIn = "fork"
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -41,4 +45,5 @@ def fix_settings(env: Mapping[str, str] | WebhookSettings) -> FixSettings:
         progress_min_seconds=s.progress_min_seconds,
         job_lease_seconds=s.job_lease_seconds,
         allow_protected=s.patch_allow_protected,
+        branch_in=s.fix_branches,
     )

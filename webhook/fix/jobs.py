@@ -123,6 +123,11 @@ class JobState:
     stop_requested_by: str = ""
 
 
+class NotAFixJob(ReplyStoreError):
+    """The key names an item of the reply table that is not a fix job (an answer's reply, a session
+    pointer): an event naming it can never be reported, so it is dropped, not retried."""
+
+
 def text(item: dict[str, Any], name: str) -> str:
     """A string attribute of a low-level DynamoDB item (``""`` when absent)."""
     return str(item.get(name, {}).get("S", ""))
@@ -144,7 +149,7 @@ def job_state(key: str, item: dict[str, Any]) -> JobState:
     Raises ``ReplyStoreError`` when the item is not a fix job or holds a malformed job document."""
     status = text(item, "status")
     if status not in STATUSES:
-        raise ReplyStoreError(f"item {KEY_PREFIX + key!r} is not a fix job (status {status!r})")
+        raise NotAFixJob(f"item {KEY_PREFIX + key!r} is not a fix job (status {status!r})")
     try:
         job = FixJob.model_validate_json(text(item, "job")) if "job" in item else None
     except ValueError as exc:

@@ -10,6 +10,7 @@ GitLab a project access token with ``api`` and the Developer role (see docs/webh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from webhook.repo import (
     apply_patch,
     branch_name,
 )
+from webhook.repo.change import BranchIn
 from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.targets import PrMode, RepoTarget
@@ -96,6 +98,7 @@ class TrackerRepos:
         api_urls: Mapping[str, str],
         limits: SnapshotLimits = DEFAULT_LIMITS,
         allow_protected: frozenset[str] = frozenset(),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.allow_protected = (
             allow_protected  # protected-path classes a patch may change (PATCH_ALLOW_PROTECTED)
@@ -103,6 +106,7 @@ class TrackerRepos:
         self.tokens = tokens
         self.api_urls = api_urls
         self.limits = limits
+        self._sleep = sleep
 
     def repo(self, tracker: str, repository: str, project_id: str = "") -> GitHubRepo | GitLabRepo:
         token = self.tokens.get(tracker)
@@ -112,10 +116,16 @@ class TrackerRepos:
             )
         if tracker == "github":
             return GitHubRepo(
-                repository, token=token, api_url=self.api_urls.get("github", "https://api.github.com")
+                repository,
+                token=token,
+                api_url=self.api_urls.get("github", "https://api.github.com"),
+                sleep=self._sleep,
             )
         return GitLabRepo(
-            project_id, token=token, api_url=self.api_urls.get("gitlab", "https://gitlab.com/api/v4")
+            project_id,
+            token=token,
+            api_url=self.api_urls.get("gitlab", "https://gitlab.com/api/v4"),
+            sleep=self._sleep,
         )
 
     def fetch(self, target: RepoTarget, *, pull_request: int | None) -> FetchedRepo:
@@ -150,14 +160,23 @@ class TrackerRepos:
         )
 
     def propose(
-        self, job: FixJob, job_key: str, patch: str, *, mode: PrMode, title: str, body: str
+        self,
+        job: FixJob,
+        job_key: str,
+        patch: str,
+        *,
+        mode: PrMode,
+        title: str,
+        body: str,
+        branch_in: BranchIn = "fork",
     ) -> Proposal | None:
         """Apply ``patch`` to the job's base commit and open the change; ``None`` when it changes nothing.
 
         Raises ``repo`` errors (``PatchRefused``, ``ChangeConflict``, ``SnapshotError``) and
         ``TrackerApiError``."""
         repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
-        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        # The file view only: the reporter sends no snapshot, so it writes (and holds) none.
+        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits, archive=False)
         changes = apply_patch(snap.files, patch, allow_protected=self.allow_protected)
         if not changes:
             return None
@@ -169,5 +188,6 @@ class TrackerRepos:
             title=title,
             body=body,
             mode="branch" if mode == "branch" else "pull_request",
+            branch_in=branch_in,
         )
         return Proposal(result=repo.open_change(request, changes), files=len(changes))

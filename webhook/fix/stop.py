@@ -29,11 +29,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from webhook.fix.jobs import JOB, RELEASED, STOPPED, JobState, JobStore
+from webhook.fix.jobs import DONE, JOB, RELEASED, REPORTING, STOPPED, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
 from webhook.fix.worker import IssueRef, ProgressComments
 from webhook.invoker import TransientInvokeError
 from webhook.replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
+from webhook.repo import branch_name
 from webhook.session_stop import NOT_FOUND, SessionStopper
 from webhook.session_stop import stopped_text as _stopped_text
 from webhook.trackers import AgentTask, IssueTracker
@@ -122,13 +123,31 @@ class Stopper:
             return self._answered(task, key, pending_url)
         url = None
         # The claim may have become the job since the pointers were read: both are candidates.
-        for candidate in dict.fromkeys(k for k in (job_key, pending_key) if k):
+        candidates = list(dict.fromkeys(k for k in (job_key, pending_key) if k))
+        for candidate in candidates:
             url = self._stop_job(task, key, candidate, issue, footer, log_ctx) or url
         if url is None:
             self.metrics.emit("StopsNothingRunning", task.tracker)
-            url = self.comments.post(issue, tracker.format_reply(NOTHING_TEXT, footer=footer)).url
+            text = self._too_late_text(candidates)
+            url = self.comments.post(issue, tracker.format_reply(text, footer=footer)).url
             self.logger.info("stop: nothing running", extra={**log_ctx, "job": job_key or ""})
         return self._answered(task, key, url)
+
+    def _too_late_text(self, candidates: list[str]) -> str:
+        """What a stop that stopped nothing says: the truth about the issue's newest fix, which may be past the
+        point a stop can reach (its result being turned into a pull request, or done)."""
+        for candidate in candidates:
+            state = self.jobs.get(candidate)
+            if state is None:
+                continue
+            if state.status == REPORTING:
+                return (
+                    "Too late to stop: the agent has finished, and its change is being opened as a draft pull "
+                    "request right now. Close that pull request if you do not want it."
+                )
+            if state.status == DONE and state.pr_url:
+                return f"Nothing to stop: the fix has finished already: {state.pr_url}"
+        return NOTHING_TEXT
 
     def _request_stop(self, task: AgentTask, key: str, pending_key: str | None) -> tuple[str, bool] | None:
         """Record the stop on a claim not started yet: ``(its progress comment URL, newly recorded)``, or
@@ -169,6 +188,18 @@ class Stopper:
             self.stop_session(task.runtime_session_id)
             after = self.jobs.get(job_key) or state
             text = stopped_text(after, task.author)
+            if after.report_at and after.job is not None:
+                # A reporter took the result before (report_at is set when it does) and gave it back after a
+                # failure: its branch may exist already, and it stays where it is.
+                job = after.job
+                branch = branch_name(
+                    job.tracker, job.scope_id, job.issue_id, job_key, label=job.issue_ref.lstrip("#")
+                )
+                text = text.replace(
+                    "No pull request was opened.",
+                    f"No pull request was opened, but an earlier attempt may have pushed the branch `{branch}`"
+                    " (in the bot's fork, or the repository); it is left in place: delete it if you do not want it.",
+                )
             if not ours:
                 self.metrics.emit("Stops", task.tracker)
             tracker = self.trackers[task.tracker]

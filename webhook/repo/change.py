@@ -16,10 +16,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import PatchRefused
+from .errors import PatchRefused, TooManyChangedFiles
 from .files import FileChange
 
+#: The most files one proposed change may touch. GitHub commits them in one tree call (text inline) plus one
+#: blob call per binary file; GitLab in one commit call. A patch over it is refused whole.
+MAX_CHANGED_FILES = 1000
+#: The most binary files (one ``POST …/git/blobs`` each on GitHub, a content-creating request that counts
+#: against GitHub's secondary rate limit of 80 per minute) one change may add or modify.
+MAX_BINARY_FILES = 50
+
 ChangeMode = Literal["pull_request", "branch"]
+BranchIn = Literal["fork", "same_repository"]
+BRANCH_LOCATIONS: tuple[BranchIn, ...] = ("fork", "same_repository")
+#: Skips GitHub's push and pull_request workflow runs and GitLab's branch pipelines for the commit — not
+#: GitHub's pull_request_target workflows nor GitLab's merged-results pipelines (docs/fix-trust.md).
+SKIP_CI_MARKER = "[skip ci]"
 CHANGE_MODES: tuple[ChangeMode, ...] = ("pull_request", "branch")
 CHANGE_TRAILER = "Agentkit-Change"
 DEFAULT_BRANCH_PREFIX = "agent/"
@@ -43,6 +55,10 @@ class ChangeRequest:
     body: str = ""
     commit_message: str = ""
     mode: ChangeMode = "pull_request"
+    #: Where the branch lives: ``fork`` (a fork the bot owns: CI of the base repository runs with a fork's
+    #: rights, without its secrets) or ``same_repository`` (an opt-in: CI runs with the repository's secrets;
+    #: the commit message then carries :data:`SKIP_CI_MARKER`).
+    branch_in: BranchIn = "fork"
 
     def __post_init__(self) -> None:
         if (
@@ -106,6 +122,8 @@ def commit_message(request: ChangeRequest, changes: Sequence[FileChange]) -> str
     if not changes:
         raise PatchRefused("the patch changes nothing; there is no change to propose")
     text = (request.commit_message or request.title).strip() or "Change proposed by the agent"
+    if request.branch_in == "same_repository":
+        text = f"{text} {SKIP_CI_MARKER}"
     return f"{text}\n\n{CHANGE_TRAILER}: {change_id(request.base_sha, changes)}\n"
 
 
@@ -117,9 +135,10 @@ def holds_change(
     return list(parents) == [request.base_sha] and wanted in message.splitlines()
 
 
-def github_compare_url(html_url: str, base: str, branch: str) -> str:
-    """GitHub's "Open a pull request" page for ``branch`` into ``base``."""
-    return f"{html_url.rstrip('/')}/compare/{_q(base)}...{_q(branch)}?expand=1"
+def github_compare_url(html_url: str, base: str, branch: str, head_owner: str = "") -> str:
+    """GitHub's "Open a pull request" page for ``branch`` (of ``head_owner``'s fork, when given) into ``base``."""
+    head = f"{_q(head_owner)}:{_q(branch)}" if head_owner else _q(branch)
+    return f"{html_url.rstrip('/')}/compare/{_q(base)}...{head}?expand=1"
 
 
 def gitlab_new_mr_url(web_url: str, base: str, branch: str) -> str:
@@ -132,3 +151,29 @@ def gitlab_new_mr_url(web_url: str, base: str, branch: str) -> str:
 
 def _q(value: str) -> str:
     return urllib.parse.quote(value, safe="/")
+
+
+def is_text(change: FileChange) -> bool:
+    """Whether the change's content goes into a tree or commit call as text: UTF-8 without NUL bytes."""
+    data = change.content or b""
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def check_size(changes: Sequence[FileChange]) -> None:
+    """Raises :class:`TooManyChangedFiles` over :data:`MAX_CHANGED_FILES` files or :data:`MAX_BINARY_FILES`
+    binary ones (before anything is pushed)."""
+    if len(changes) > MAX_CHANGED_FILES:
+        raise TooManyChangedFiles(
+            f"the patch changes {len(changes)} files; one change may touch at most {MAX_CHANGED_FILES}"
+        )
+    binary = sum(1 for c in changes if c.action != "delete" and not is_text(c))
+    if binary > MAX_BINARY_FILES:
+        raise TooManyChangedFiles(
+            f"the patch adds or changes {binary} binary files; one change may hold at most {MAX_BINARY_FILES}"
+        )

@@ -39,3 +39,10 @@ class ChangeConflict(WebhookError):
     """The change's branch exists and holds something else than this change; it is never overwritten."""
 
     code, http_status = "branch_conflict", 409
+
+
+class TooManyChangedFiles(WebhookError):
+    """The patch changes more files than one proposal may (:data:`repo.change.MAX_CHANGED_FILES`): GitHub's
+    secondary rate limits and the reporter's time would fail it halfway. Nothing is pushed."""
+
+    code, http_status = "too_many_changed_files", 413

@@ -16,7 +16,7 @@ import fnmatch
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,6 +47,9 @@ SENSITIVE_PATTERNS: tuple[str, ...] = (
     "id_ed25519*",
     "service-account*.json",
 )
+#: Code points HFS+ ignores when it compares names, so ``.g\u200cit`` opens ``.git`` on a Mac checkout (the
+#: list git itself refuses in ``is_hfs_dotgit``, utf8.c / path.c).
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 #: Path endings the runtime never puts into a patch (case-insensitively).
 SENSITIVE_SUFFIXES: tuple[str, ...] = (
     ".aws/credentials",
@@ -121,19 +124,68 @@ def clean_path(raw: str, error: Callable[[str], Exception], what: str = "entry")
     for part in parts:
         if part == "..":
             raise error(f"{what} {raw!r} climbs out of the repository ('..')")
-        if part.lower() == ".git":
-            raise error(f"{what} {raw!r} lies in a .git directory")
+        if is_git_alias(part):
+            raise error(f"{what} {raw!r} lies in a .git directory (or a name a checkout opens as .git)")
         if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
             raise error(f"{what} {raw[:80]!r} has a name part over {MAX_COMPONENT_BYTES} bytes")
     return "/".join(parts)
 
 
+def is_git_alias(part: str) -> bool:
+    """Whether one path component is ``.git`` or a name some checkout opens as ``.git``.
+
+    Case-insensitive file systems (``.GIT``); Windows drops trailing dots and spaces (``.git.``, ``.git ``)
+    and reads ``name:stream`` as a stream of ``name`` (``.git::$INDEX_ALLOCATION``); NTFS 8.3 short names
+    (``git~1``); HFS+ ignores zero-width code points (``.g\u200cit``). git refuses the same names in
+    ``verify_path`` (``is_ntfs_dotgit``, ``is_hfs_dotgit``), so a real repository never holds them.
+    """
+    name = _HFS_IGNORED.sub("", part).lower().split(":", 1)[0].rstrip(". ")
+    return name in (".git", "git~1")
+
+
 def link_stays_inside(path: str, target: str) -> bool:
     """Whether a symbolic link at ``path`` to ``target`` resolves inside the tree (textually) and not into
-    a ``.git`` directory; absolute and empty targets do not."""
-    if not target or target.startswith("/") or "\x00" in target:
+    a ``.git`` directory; absolute, empty and Windows-drive targets do not, nor one with a backslash (a
+    Windows checkout reads it as a separator)."""
+    if not target or target.startswith("/") or "\x00" in target or "\\" in target:
+        return False
+    if re.match(r"^[A-Za-z]:", target):
         return False
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
     if resolved == ".." or resolved.startswith("../"):
         return False
-    return ".git" not in resolved.lower().split("/")
+    return not any(is_git_alias(part) for part in resolved.split("/"))
+
+
+def resolve_link(files: Mapping[str, FileEntry], name: str, depth: int = 0) -> str | None:
+    """Where the link ``name`` leads inside ``files`` following other links, or ``None``: outside the tree,
+    into ``.git`` (or an alias of it), an absolute target, or a loop.
+
+    The one rule for links, in snapshots and in patches: each link's own target must pass
+    :func:`link_stays_inside`, and so must every link met on the way.
+    """
+    if depth > 40:
+        return None
+    target = files[name].data.decode("utf-8", "replace")
+    if not link_stays_inside(name, target):
+        return None
+    parts: list[str] = name.split("/")[:-1]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+        here = "/".join(parts)
+        entry = files.get(here)
+        if entry is not None and entry.mode == MODE_SYMLINK:
+            resolved = resolve_link(files, here, depth + 1)
+            if resolved is None:
+                return None
+            parts = resolved.split("/") if resolved else []
+    if any(is_git_alias(part) for part in parts):
+        return None
+    return "/".join(parts)

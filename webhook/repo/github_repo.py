@@ -7,15 +7,20 @@ Endpoints (GitHub REST API, version ``2022-11-28``; docs.github.com/rest):
 - ``GET /repos/{o}/{r}/commits/{ref}`` (commits#get-a-commit): the ref's commit id and root tree;
 - ``GET /repos/{o}/{r}/tarball/{sha}`` (repos/contents#download-a-repository-archive-tar): a 302 to a
   short-lived archive URL, followed without the token (:mod:`.rest`);
-- git data API: ``POST .../git/blobs`` (``content`` base64, ``encoding: "base64"``: binary-safe),
-  ``POST .../git/trees`` (``base_tree`` plus entries ``{path, mode, type: "blob", sha}``; ``sha: null``
-  deletes a path), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
+- git data API: ``POST .../git/trees`` (``base_tree`` plus entries ``{path, mode, type: "blob", content}``
+  for text, ``sha`` of a ``POST .../git/blobs`` (base64: binary-safe) for binary files; ``sha: null``
+  deletes a path): one tree call per change, blob calls only for binaries (:func:`.change.check_size`), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
   (``ref: "refs/heads/<branch>"``, ``sha``), ``GET .../git/ref/heads/{branch}``, ``GET .../git/commits/{sha}``;
+- ``POST /repos/{o}/{r}/forks`` (repos/forks#create-a-fork): the bot's fork, where the branch is committed by
+  default (the git data calls above then go to the fork);
+- ``GET /repos/{o}/{r}/collaborators/{user}/permission``: who may ask for a fix (:mod:`webhook.fix.gate`);
 - ``GET /repos/{o}/{r}/pulls?head=<owner>:<branch>&state=open`` and ``POST /repos/{o}/{r}/pulls``
   (``title``, ``head``, ``base``, ``body``, ``draft: true``) (pulls#create-a-pull-request).
 
-Token (fine-grained or GitHub App): ``contents: write`` and ``pull_requests: write`` on the repository
-(``contents: read`` only for snapshots). Raises :class:`webhook.errors.TrackerApiError` for API failures,
+Token: with the fork path (the default) the token of a bot *user* (the fork is created in the token owner's
+account) with ``contents: read`` and ``pull_requests: write`` on the repository and write access to its fork;
+with ``same_repository`` ``contents: write`` and ``pull_requests: write`` (``contents: read`` only for
+snapshots). Raises :class:`webhook.errors.TrackerApiError` for API failures,
 :class:`repo.errors.ChangeConflict`, :class:`repo.errors.SnapshotError` and :class:`repo.errors.PatchRefused`.
 """
 
@@ -29,12 +34,24 @@ from typing import Any
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
-from .change import ChangeRequest, ChangeResult, commit_message, github_compare_url, holds_change
+from .change import (
+    ChangeRequest,
+    ChangeResult,
+    check_size,
+    commit_message,
+    github_compare_url,
+    holds_change,
+    is_text,
+)
 from .errors import ChangeConflict
 from .files import FileChange
 from .hosted import HostedRepo
 from .rest import quote
 from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
+
+#: How often, and how far apart, a new fork is checked for the base commit (30 s in all).
+FORK_POLLS = 10
+FORK_POLL_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,14 @@ class GitHubRepo(HostedRepo):
         if repository.count("/") != 1 or not all(repository.split("/")):
             raise TrackerConfigError(f"GitHub repository {repository!r} must be owner/name")
         self.repository = repository
+        self._args = {
+            "token": token,
+            "api_url": api_url,
+            "timeout": timeout,
+            "attempts": attempts,
+            "sleep": sleep,
+        }
+        self._sleep = sleep
         super().__init__(
             token=token,
             api_url=api_url,
@@ -90,12 +115,23 @@ class GitHubRepo(HostedRepo):
         same = (head.get("repo") or {}).get("full_name", "").lower() == self.repository.lower()
         return PullHead(ref=head["ref"], sha=head["sha"], same_repository=same, base_ref=doc["base"]["ref"])
 
+    def collaborator_permission(self, username: str) -> str:
+        """``GET /repos/{o}/{r}/collaborators/{user}/permission`` (collaborators#get-repository-permissions-for-a-
+        user): ``admin``, ``write`` (also for the maintain role), ``read`` (also for triage) or ``none``; a user
+        GitHub does not know (404) is ``none``. ``author_association`` carries no permission: this does."""
+        doc = self.rest.call(
+            "GET", f"{self._base}/collaborators/{quote(username)}/permission", allow_404=True
+        )
+        return str((doc or {}).get("permission") or "none")
+
     def resolve(self, ref: str) -> tuple[str, str]:
         """``(commit id, root tree id)`` of ``ref`` (a branch, tag or commit id)."""
         doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
         return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
 
-    def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
+    def fetch_snapshot(
+        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+    ) -> Snapshot:
         """The repository at ``ref`` (default: the default branch) as a workspace snapshot.
 
         The ref is resolved to a commit first and the archive fetched by that commit id, so the snapshot
@@ -103,24 +139,51 @@ class GitHubRepo(HostedRepo):
         """
         ref = ref or self.default_branch()
         sha, tree = self.resolve(ref)
-        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits)
+        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits, archive=archive)
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )
 
+    # ---- the fork
+    def ensure_fork(
+        self, base_sha: str, *, polls: int = FORK_POLLS, interval: float = FORK_POLL_SECONDS
+    ) -> GitHubRepo:
+        """The bot's fork of this repository, created when missing, once the base commit is readable in it.
+
+        ``POST /repos/{o}/{r}/forks`` (repos/forks#create-a-fork) answers 202 with the fork (also when it exists
+        already: the same fork). Forking is asynchronous ("you may have to wait a short period of time before you
+        can access the git objects"): ``GET /repos/{fork}/git/commits/{base_sha}`` is polled until it answers.
+        Raises :class:`TrackerApiError` (retryable) when the fork is not ready in time: the result is retried."""
+        doc = self.rest.call("POST", f"{self._base}/forks", {"default_branch_only": False}, idempotent=True)
+        fork = GitHubRepo(str(doc["full_name"]), **self._args)  # type: ignore[arg-type]
+        for attempt in range(polls):
+            if fork.rest.call("GET", f"{fork._base}/git/commits/{base_sha}", allow_404=True) is not None:
+                return fork
+            if attempt + 1 < polls:
+                self._sleep(interval)
+        raise TrackerApiError(
+            f"the fork {fork.repository} of {self.repository} does not hold commit {base_sha[:12]} yet",
+            retryable=True,
+        )
+
     # ---- the change
     def open_change(self, request: ChangeRequest, changes: Sequence[FileChange]) -> ChangeResult:
-        """Commit ``changes`` on ``request.base_sha`` to ``request.branch``; then open a draft pull request
-        (``mode="pull_request"``; an open one for the branch is returned as is) or return GitHub's compare
-        link (``mode="branch"``). Safe to call again for the same request (a retried run)."""
+        """Commit ``changes`` on ``request.base_sha`` to ``request.branch`` — in the bot's fork
+        (``request.branch_in == "fork"``; nothing is pushed to this repository) or in this repository — then
+        open a draft pull request into this repository (``mode="pull_request"``; an open one for the branch is
+        returned as is) or return GitHub's compare link (``mode="branch"``). Safe to call again for the same
+        request (a retried run)."""
+        check_size(changes)
         message = commit_message(request, changes)
-        commit = self._existing_branch(request, changes)
+        home = self.ensure_fork(request.base_sha) if request.branch_in == "fork" else self
+        commit = home._existing_branch(request, changes)
         if commit is None:
-            commit = self._commit(request, changes, message)
-            commit = self._create_ref(request, changes, commit)
+            commit = home._commit(request, changes, message)
+            commit = home._create_ref(request, changes, commit)
+        owner = home.repository.split("/")[0] if home is not self else ""
         if request.mode == "branch":
-            return self._branch_result(request, commit)
-        return self._pull_request(request, commit)
+            return self._branch_result(request, commit, head_owner=owner)
+        return self._pull_request(request, commit, head_owner=owner)
 
     def _existing_branch(self, request: ChangeRequest, changes: Sequence[FileChange]) -> str | None:
         """The branch head when the branch holds exactly this change; ``None`` when there is no branch."""
@@ -147,6 +210,12 @@ class GitHubRepo(HostedRepo):
                 entries.append(
                     {"path": change.path, "mode": change.old_mode or "100644", "type": "blob", "sha": None}
                 )
+                continue
+            if is_text(change):
+                # Text goes inline: GitHub writes the blob itself, so 600 text files cost one tree call, not
+                # 600 content-creating requests against its secondary rate limit (git/trees: "content").
+                content = (change.content or b"").decode("utf-8")
+                entries.append({"path": change.path, "mode": change.mode, "type": "blob", "content": content})
                 continue
             blob = self.rest.call(
                 "POST",
@@ -183,12 +252,16 @@ class GitHubRepo(HostedRepo):
             return existing
         return commit
 
-    def _branch_result(self, request: ChangeRequest, commit: str, note: str = "") -> ChangeResult:
-        url = github_compare_url(str(self.info()["html_url"]), request.base_branch, request.branch)
+    def _branch_result(
+        self, request: ChangeRequest, commit: str, note: str = "", *, head_owner: str = ""
+    ) -> ChangeResult:
+        url = github_compare_url(
+            str(self.info()["html_url"]), request.base_branch, request.branch, head_owner
+        )
         return ChangeResult(kind="branch", url=url, branch=request.branch, commit_sha=commit, note=note)
 
-    def _open_pull(self, request: ChangeRequest, commit: str) -> ChangeResult | None:
-        owner = self.repository.split("/")[0]
+    def _open_pull(self, request: ChangeRequest, commit: str, head_owner: str = "") -> ChangeResult | None:
+        owner = head_owner or self.repository.split("/")[0]
         found = self.rest.call(
             "GET", f"{self._base}/pulls", query={"head": f"{owner}:{request.branch}", "state": "open"}
         )
@@ -197,13 +270,14 @@ class GitHubRepo(HostedRepo):
             return ChangeResult("pull_request", pull["html_url"], request.branch, commit, int(pull["number"]))
         return None
 
-    def _pull_request(self, request: ChangeRequest, commit: str) -> ChangeResult:
-        existing = self._open_pull(request, commit)
+    def _pull_request(self, request: ChangeRequest, commit: str, *, head_owner: str = "") -> ChangeResult:
+        existing = self._open_pull(request, commit, head_owner)
         if existing is not None:
             return existing
         payload = {
             "title": request.title,
-            "head": request.branch,
+            # A fork's branch is named ``owner:branch`` (pulls#create-a-pull-request, ``head``).
+            "head": f"{head_owner}:{request.branch}" if head_owner else request.branch,
             "base": request.base_branch,
             "body": request.body,
             "draft": True,
@@ -214,9 +288,12 @@ class GitHubRepo(HostedRepo):
             # Draft pull requests need a public repository or a paid plan; GitHub answers 422 otherwise.
             if exc.status == 422 and "draft" in exc.message.lower():
                 return self._branch_result(
-                    request, commit, note="draft pull requests are not available in this repository"
+                    request,
+                    commit,
+                    note="draft pull requests are not available in this repository",
+                    head_owner=head_owner,
                 )
-            raced = self._open_pull(request, commit) if exc.status == 422 else None
+            raced = self._open_pull(request, commit, head_owner) if exc.status == 422 else None
             if raced is None:
                 raise
             return raced

@@ -34,7 +34,14 @@ from typing import Any
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
-from .change import ChangeRequest, ChangeResult, commit_message, gitlab_new_mr_url, holds_change
+from .change import (
+    ChangeRequest,
+    ChangeResult,
+    check_size,
+    commit_message,
+    gitlab_new_mr_url,
+    holds_change,
+)
 from .errors import ChangeConflict, PatchRefused
 from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange
 from .hosted import HostedRepo
@@ -52,6 +59,11 @@ class MergeRequestHead:
     sha: str
     same_project: bool
     target_branch: str
+
+
+#: How often, and how far apart, a new fork is checked for GitLab's import to finish (30 s in all).
+FORK_POLLS = 10
+FORK_POLL_SECONDS = 3.0
 
 
 class GitLabRepo(HostedRepo):
@@ -74,6 +86,14 @@ class GitLabRepo(HostedRepo):
         if not str(project_id).isdigit():
             raise TrackerConfigError(f"GitLab project id {project_id!r} must be the numeric id")
         self.project_id = str(project_id)
+        self._args = {
+            "token": token,
+            "api_url": api_url,
+            "timeout": timeout,
+            "attempts": attempts,
+            "sleep": sleep,
+        }
+        self._sleep = sleep
         super().__init__(token=token, api_url=api_url, timeout=timeout, attempts=attempts, sleep=sleep)
 
     def _token_headers(self, token: str) -> dict[str, str]:
@@ -96,43 +116,84 @@ class GitLabRepo(HostedRepo):
         doc = self.rest.call("GET", f"{self._base}/repository/commits/{quote(ref)}")
         return str(doc["id"])
 
-    def fetch_snapshot(self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Snapshot:
+    def fetch_snapshot(
+        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+    ) -> Snapshot:
         """The project at ``ref`` (default: the default branch) as a workspace snapshot, fetched by the
         resolved commit id (see :meth:`repo.github_repo.GitHubRepo.fetch_snapshot`)."""
         ref = ref or self.default_branch()
         sha = self.resolve(ref)
         repacked = self._archive(
-            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}
+            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}, archive=archive
         )
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
 
+    # ---- the fork
+    def ensure_fork(self, *, polls: int = FORK_POLLS, interval: float = FORK_POLL_SECONDS) -> GitLabRepo:
+        """The token user's fork of this project, created when missing, once GitLab finished making it.
+
+        ``GET /projects/:id/forks?owned=true`` finds an existing one; else ``POST /projects/:id/fork`` (projects
+        API, "Fork project"; 409 when the name is taken: listed again). Forking is asynchronous:
+        ``GET /projects/:fork`` is polled until ``import_status`` is ``finished``. Raises :class:`TrackerApiError`
+        (retryable) when it is not ready in time."""
+        fork_id = self._owned_fork()
+        if fork_id is None:
+            try:
+                fork_id = str(self.rest.call("POST", f"{self._base}/fork", {}, idempotent=False)["id"])
+            except TrackerApiError as exc:
+                fork_id = self._owned_fork() if exc.status == 409 else None
+                if fork_id is None:
+                    raise
+        fork = GitLabRepo(fork_id, **self._args)  # type: ignore[arg-type]
+        for attempt in range(polls):
+            status = str(fork.rest.call("GET", fork._base).get("import_status") or "none")
+            if status in ("finished", "none"):
+                return fork
+            if status == "failed":
+                raise TrackerApiError(f"GitLab could not fork project {self.project_id}", retryable=False)
+            if attempt + 1 < polls:
+                self._sleep(interval)
+        raise TrackerApiError(
+            f"the fork {fork_id} of project {self.project_id} is not ready yet", retryable=True
+        )
+
+    def _owned_fork(self) -> str | None:
+        found = self.rest.call("GET", f"{self._base}/forks", query={"owned": "true"})
+        return str(found[0]["id"]) if isinstance(found, list) and found else None
+
     # ---- the change
     def open_change(self, request: ChangeRequest, changes: Sequence[FileChange]) -> ChangeResult:
-        """Commit ``changes`` on ``request.base_sha`` to the new branch ``request.branch``; then open a
-        draft merge request (``mode="pull_request"``; an open one for the branch is returned as is) or
-        return GitLab's "new merge request" link (``mode="branch"``). Safe to call again (a retried run)."""
+        """Commit ``changes`` on ``request.base_sha`` to the new branch ``request.branch`` — in the token user's
+        fork (``request.branch_in == "fork"``: nothing is pushed to this project; the commit starts from this
+        project's commit with ``start_project``) or in this project — then open a draft merge request into this
+        project (``target_project_id``; ``mode="pull_request"``; an open one for the branch is returned as is)
+        or return GitLab's "new merge request" link (``mode="branch"``). Safe to call again (a retried run)."""
+        check_size(changes)
         message = commit_message(request, changes)
         actions = _actions(changes)
-        commit = self._existing_branch(request, changes)
+        home = self.ensure_fork() if request.branch_in == "fork" else self
+        commit = home._existing_branch(request, changes)
         if commit is None:
-            payload = {
+            payload: dict[str, Any] = {
                 "branch": request.branch,
                 "commit_message": message,
                 "start_sha": request.base_sha,
                 "actions": actions,
             }
+            if home is not self:
+                payload["start_project"] = int(self.project_id)
             try:
-                doc = self.rest.call("POST", f"{self._base}/repository/commits", payload)
+                doc = home.rest.call("POST", f"{home._base}/repository/commits", payload)
                 commit = str(doc["id"])
             except TrackerApiError as exc:
                 if exc.status != 400:  # 400: the branch exists (a concurrent attempt of the same run)
                     raise
-                commit = self._existing_branch(request, changes)
+                commit = home._existing_branch(request, changes)
                 if commit is None:
                     raise
         if request.mode == "branch":
-            return self._branch_result(request, commit)
-        return self._merge_request(request, commit)
+            return home._branch_result(request, commit)
+        return self._merge_request(request, commit, source=home)
 
     def _existing_branch(self, request: ChangeRequest, changes: Sequence[FileChange]) -> str | None:
         doc = self.rest.call(
@@ -152,17 +213,25 @@ class GitLabRepo(HostedRepo):
         url = gitlab_new_mr_url(str(self.info()["web_url"]), request.base_branch, request.branch)
         return ChangeResult(kind="branch", url=url, branch=request.branch, commit_sha=commit)
 
-    def _open_mr(self, request: ChangeRequest, commit: str) -> ChangeResult | None:
+    def _open_mr(self, request: ChangeRequest, commit: str, source: GitLabRepo) -> ChangeResult | None:
         found = self.rest.call(
             "GET", f"{self._base}/merge_requests", query={"source_branch": request.branch, "state": "opened"}
         )
-        if isinstance(found, list) and found:
-            mr = found[0]
+        mine = [
+            mr
+            for mr in (found if isinstance(found, list) else [])
+            if str(mr.get("source_project_id", self.project_id)) == source.project_id
+        ]
+        if mine:
+            mr = mine[0]
             return ChangeResult("pull_request", mr["web_url"], request.branch, commit, int(mr["iid"]))
         return None
 
-    def _merge_request(self, request: ChangeRequest, commit: str) -> ChangeResult:
-        existing = self._open_mr(request, commit)
+    def _merge_request(
+        self, request: ChangeRequest, commit: str, *, source: GitLabRepo | None = None
+    ) -> ChangeResult:
+        source = source or self
+        existing = self._open_mr(request, commit, source)
         if existing is not None:
             return existing
         title = request.title if request.title.startswith(DRAFT_PREFIX) else DRAFT_PREFIX + request.title
@@ -173,10 +242,12 @@ class GitLabRepo(HostedRepo):
             "description": request.body,
             "remove_source_branch": True,
         }
+        if source is not self:
+            payload["target_project_id"] = int(self.project_id)  # created in the fork, into this project
         try:
-            mr = self.rest.call("POST", f"{self._base}/merge_requests", payload)
+            mr = source.rest.call("POST", f"{source._base}/merge_requests", payload)
         except TrackerApiError as exc:
-            raced = self._open_mr(request, commit) if exc.status == 409 else None
+            raced = self._open_mr(request, commit, source) if exc.status == 409 else None
             if raced is None:
                 raise
             return raced

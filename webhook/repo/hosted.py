@@ -73,7 +73,13 @@ class HostedRepo:
         return str(self.info()["default_branch"])
 
     def _archive(
-        self, path: str, sha: str, *, limits: SnapshotLimits, query: Mapping[str, str] | None = None
+        self,
+        path: str,
+        sha: str,
+        *,
+        limits: SnapshotLimits,
+        query: Mapping[str, str] | None = None,
+        archive: bool = True,
     ) -> Repacked:
         """The archive at ``path`` (of commit ``sha``), repacked; refused when it names another commit (git
         archive writes the commit id into the tar's comment)."""
@@ -83,7 +89,7 @@ class HostedRepo:
             if exc.status == 413:
                 raise SnapshotTooLarge(exc.message) from None
             raise
-        repacked = repack(tarball, limits=limits)
+        repacked = repack(tarball, limits=limits, archive=archive)
         if repacked.comment is not None and repacked.comment != sha:
             raise SnapshotError(f"{self.service} sent the archive of {repacked.comment}, not of commit {sha}")
         return repacked

@@ -39,8 +39,8 @@ from .files import (
     clean_path,
     git_blob_sha,
     is_sensitive_name,
+    resolve_link,
 )
-from .snapshot import resolve_link
 
 #: The runtime's own cap on a patch (``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``, 20 MiB by default).
 DEFAULT_MAX_PATCH_BYTES = 20 * 1024 * 1024
@@ -453,4 +453,6 @@ def _check_tree(tree: Mapping[str, FileEntry], changes: list[FileChange]) -> Non
         if change.path in dirs:
             raise PatchRefused(f"the patch makes {change.path!r} a file, but it is a directory")
         if change.mode == MODE_SYMLINK and resolve_link(tree, change.path) is None:
-            raise PatchRefused(f"the patch makes {change.path!r} a symbolic link pointing outside the tree")
+            raise PatchRefused(
+                f"the patch makes {change.path!r} a symbolic link pointing outside the tree or into .git"
+            )

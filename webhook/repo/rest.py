@@ -1,6 +1,7 @@
 """JSON and archive calls to a tracker's REST API over ``urllib`` (the Lambda ships no HTTP library).
 
-Retries (up to ``attempts``, backing off): a 429/5xx answer, or a failure to connect or send. A call that
+Retries (up to ``attempts``, backing off): a 429/5xx answer, or a failure to connect or send; a rate-limited
+answer (:func:`rate_limit_wait`) waits as long as the API asks, up to :data:`MAX_RATE_LIMIT_WAIT_SECONDS`. A call that
 is not ``idempotent`` (it may have created something: a pull request, a ref) is not retried once the
 request was sent and no answer came; the caller's own look-up (an existing branch or pull request) makes
 the next run safe. Every failure raises :class:`webhook.errors.TrackerApiError` (``status``, ``retryable``).
@@ -25,6 +26,27 @@ from webhook.errors import TrackerApiError
 from webhook.trackers.http import USER_AGENT, answer_error, backoff
 
 MAX_REDIRECTS = 3
+#: The longest a call waits for a rate limit to pass before it gives the work back to its queue.
+MAX_RATE_LIMIT_WAIT_SECONDS = 30.0
+
+
+def rate_limit_wait(status: int, headers: Mapping[str, str] | None, *, now: float) -> float | None:
+    """Seconds a rate-limited answer asks to wait, or ``None`` when it is not one.
+
+    GitHub answers a primary or secondary rate limit with 403 or 429 and either ``retry-after`` (seconds) or
+    ``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset`` (epoch seconds) ("Rate limits for the REST
+    API"); GitLab answers 429 with ``Retry-After`` (and ``RateLimit-Reset``).
+    """
+    if status not in (403, 429) or headers is None:
+        return None
+    after = str(headers.get("retry-after") or "").strip()
+    if after.isdigit():
+        return float(after)
+    if str(headers.get("x-ratelimit-remaining") or "").strip() == "0":
+        reset = str(headers.get("x-ratelimit-reset") or headers.get("ratelimit-reset") or "").strip()
+        if reset.isdigit():
+            return max(0.0, float(reset) - now)
+    return 60.0 if status == 429 else None
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -55,8 +77,10 @@ class Rest:
         timeout: float = 30.0,
         attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._clock = clock
         self._auth = auth_headers
         self.service = service
         self._extra = dict(extra_headers or {})
@@ -87,9 +111,11 @@ class Rest:
             headers["Content-Type"] = "application/json"
         repeatable = method != "POST" if idempotent is None else idempotent
         last: TrackerApiError | None = None
+        wait: float | None = None
         for attempt in range(self.attempts):
             if attempt:
-                self._sleep(backoff(attempt))
+                self._sleep(backoff(attempt) if wait is None else wait)
+            wait = None
             request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
             try:
                 with _OPENER.open(request, timeout=self.timeout) as resp:
@@ -99,6 +125,19 @@ class Rest:
                 if exc.code == 404 and allow_404:
                     return None
                 last = answer_error(exc, service=self.service, target=f"{method} {url}")
+                answered = {k.lower(): v for k, v in (exc.headers or {}).items()}
+                wait = rate_limit_wait(exc.code, answered, now=self._clock())
+                if wait is not None:
+                    # Rate limited: nothing was created. Wait as long as the API says, or give the work back
+                    # to its queue (retryable) when that is longer than this call may wait.
+                    last = TrackerApiError(
+                        f"{self.service} rate-limited {method} {url} for {wait:.0f}s",
+                        status=exc.code,
+                        retryable=True,
+                    )
+                    if wait > MAX_RATE_LIMIT_WAIT_SECONDS:
+                        raise last from None
+                    continue
                 if not last.retryable:
                     raise last from None
             except urllib.error.URLError as exc:  # connect / send failed: nothing reached the API

@@ -25,7 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import SnapshotError, SnapshotTooLarge
-from .files import MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, FileEntry, clean_path, link_stays_inside
+from .files import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_SYMLINK,
+    FileEntry,
+    clean_path,
+    link_stays_inside,
+    resolve_link,
+)
 
 MIB = 1024 * 1024
 #: What tar adds around each entry's data (header, padding, long-name and pax records).
@@ -76,8 +84,12 @@ class Repacked:
     comment: str | None
 
 
-def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repacked:
+def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True) -> Repacked:
     """Check the tracker's tar.gz ``tarball``, strip its top-level directory, and write the snapshot.
+
+    ``archive=False`` checks the entries and keeps the file view only (``Repacked.archive`` is ``b""``): the
+    reporter applies a patch to the files and never sends a snapshot, so it neither compresses one again nor
+    holds it, nor is it bound by the runtime's cap on one.
 
     Raises:
         SnapshotTooLarge: over a limit of ``limits``.
@@ -102,13 +114,15 @@ def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> Repack
     if not reader.files:
         raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
     reader.check_links()
-    archive = write_snapshot(reader.files)
-    if len(archive) > limits.max_archive_bytes:
+    if not archive:
+        return Repacked(archive=b"", files=reader.files, comment=comment)
+    written = write_snapshot(reader.files)
+    if len(written) > limits.max_archive_bytes:
         raise SnapshotTooLarge(
-            f"the repository's snapshot is {len(archive)} bytes compressed; the limit is "
+            f"the repository's snapshot is {len(written)} bytes compressed; the limit is "
             f"{limits.max_archive_bytes} (the runtime's AGENTKIT_WORKSPACE_MAX_BYTES)"
         )
-    return Repacked(archive=archive, files=reader.files, comment=comment)
+    return Repacked(archive=written, files=reader.files, comment=comment)
 
 
 def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:
@@ -249,28 +263,3 @@ class _Reader:
                 raise SnapshotError(
                     f"repository entry {name!r} is a symbolic link that resolves outside the repository"
                 )
-
-
-def resolve_link(files: Mapping[str, FileEntry], name: str, depth: int = 0) -> str | None:
-    """Where the link ``name`` leads inside ``files`` following other links (``None``: outside, or a loop)."""
-    if depth > 40:
-        return None
-    target = files[name].data.decode("utf-8")
-    parts: list[str] = name.split("/")[:-1]
-    for part in target.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(part)
-        here = "/".join(parts)
-        entry = files.get(here)
-        if entry is not None and entry.mode == MODE_SYMLINK:
-            resolved = resolve_link(files, here, depth + 1)
-            if resolved is None:
-                return None
-            parts = resolved.split("/") if resolved else []
-    return "/".join(parts)

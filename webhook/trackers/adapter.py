@@ -106,7 +106,15 @@ class TrackerAdapter:
             raise TrackerConfigError(if_empty)
         return token
 
-    def _post(self, url: str, payload: Any, *, headers: Mapping[str, str], service: str) -> dict[str, Any]:
+    def _post(
+        self,
+        url: str,
+        payload: Any,
+        *,
+        headers: Mapping[str, str],
+        service: str,
+        find_posted: Callable[[], dict[str, Any] | None] | None = None,
+    ) -> dict[str, Any]:
         """POST JSON with this adapter's timeout, attempts and sleep (retry policy: :mod:`.http`)."""
         return post_json(
             url,
@@ -116,6 +124,7 @@ class TrackerAdapter:
             attempts=self.post_attempts,
             timeout=self.http_timeout,
             sleep=self._sleep,
+            find_posted=find_posted,
         )
 
     def _send(

@@ -79,6 +79,9 @@ class AgentTask(BaseModel):
     body: str = ""
     comment: str | None = None
     author: str  # who triggered this turn (labeler or commenter)
+    #: Their immutable id where the tracker gives one (Jira ``accountId``, GitLab user id): fix allow-lists
+    #: name people by it, never by a display name anyone can choose.
+    author_id: str = Field(default="", max_length=128)
     issue_author: str = ""
     delivery_id: str = Field(pattern=DELIVERY_ID_PATTERN)
     event: str

@@ -10,9 +10,15 @@ import hmac
 import time
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from webhook.errors import BadRequestError, SignatureError, StaleDeliveryError, TrackerConfigError
+from webhook.errors import (
+    BadRequestError,
+    SignatureError,
+    StaleDeliveryError,
+    TrackerApiError,
+    TrackerConfigError,
+)
 
 from .adapter import TrackerAdapter
 from .base import (
@@ -36,6 +42,7 @@ from .github_models import (
     IssuesEvent,
     PingEvent,
 )
+from .http import get_json_list
 from .reply_marks import is_agent_reply
 from .reply_text import format_markdown_reply
 
@@ -301,13 +308,32 @@ class GitHubTracker(TrackerAdapter):
         }
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
-        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`)."""
+        """``POST {api}/repos/{owner}/{repo}/issues/{n}/comments`` (retry policy: :mod:`.http`).
+
+        Before a retry after a 5xx the issue's comments since the first attempt are listed (``GET …/comments
+        ?since=``, docs.github.com/rest/issues/comments#list-issue-comments): a comment of exactly this text
+        (it ends with the reply marker and its session's footer) is the one GitHub created behind the 5xx,
+        and is returned instead of being posted twice."""
         url = f"{self.api_url}/repos/{task.repository}/issues/{task.issue_number}/comments"
+        # Wall-clock time with five minutes' margin for skew between this Lambda's clock and GitHub's.
+        since = datetime.fromtimestamp(time.time() - 300, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        def find_posted() -> dict[str, Any] | None:
+            try:
+                listed = get_json_list(
+                    f"{url}?since={since}&per_page=100", headers=self._api_headers(), service="GitHub"
+                )
+            except TrackerApiError:
+                return None  # cannot tell: post again (the tracker answered 5xx, most likely nothing exists)
+            mine = [c for c in listed if isinstance(c, dict) and c.get("body") == text]
+            return mine[-1] if mine else None
+
         doc = self._post(
             url,
             {"body": text},
             headers=self._api_headers(),
             service="GitHub",
+            find_posted=find_posted,
         )
         return ReplyRef(url=str(doc.get("html_url", url)), id=doc.get("id"))
 

@@ -73,7 +73,9 @@ MAX_NOTE_CHARS = 60_000
 #: Standard Webhooks' suggested tolerance for ``webhook-timestamp``.
 SIGNATURE_TOLERANCE_SECONDS = 300
 DEVELOPER = ACCESS_LEVELS["developer"]
-_TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot(?:_[0-9a-f]+)?$", re.IGNORECASE)
+#: Access-token bots: ``project_<id>_bot_<hex>`` today, ``project_<id>_bot`` and ``project_<id>_bot1``,
+#: ``…_bot2`` (a number added when the name was taken) on older GitLab versions: every ``…_bot`` name.
+_TOKEN_BOT = re.compile(r"^(?:project|group)_\d+_bot\w*$", re.IGNORECASE)
 _EMPTY_TOKEN = "GitLab token secret is empty; put a project access token into it"
 
 if TYPE_CHECKING:
@@ -164,6 +166,7 @@ class GitLabTracker(TrackerAdapter):
             fix_label=s.fix_trigger_label,
             bot_username=s.gitlab_bot_username,
             min_access_level=s.gitlab_min_access_level,
+            fix_min_access_level=s.gitlab_fix_min_access_level,
             project_ids=s.gitlab_project_ids,
             max_body_bytes=s.max_body_bytes,
         )
@@ -179,6 +182,7 @@ class GitLabTracker(TrackerAdapter):
         fix_label: str = "",
         bot_username: str = "",
         min_access_level: int = DEVELOPER,
+        fix_min_access_level: int = DEVELOPER,
         project_ids: str | Collection[int] = (),
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         http_timeout: float = 15.0,
@@ -189,6 +193,12 @@ class GitLabTracker(TrackerAdapter):
     ) -> None:
         if not trigger_label and not trigger_mention:
             raise TrackerConfigError("set the GitLab trigger label and/or mention; both are empty")
+        if fix_min_access_level not in ACCESS_LEVELS.values() or fix_min_access_level < DEVELOPER:
+            raise TrackerConfigError(
+                f"GitLab fix min access level {fix_min_access_level} must be one of "
+                f"{sorted(v for v in ACCESS_LEVELS.values() if v >= DEVELOPER)} (a fix pushes as the bot: "
+                "only people who could push themselves may ask for one)"
+            )
         if min_access_level not in ACCESS_LEVELS.values():
             raise TrackerConfigError(
                 f"GitLab min access level {min_access_level} is not one of {sorted(ACCESS_LEVELS.values())}"
@@ -207,6 +217,7 @@ class GitLabTracker(TrackerAdapter):
         self.trigger_label = trigger_label.lower()
         self.bot_username = bot_username.lower()
         self.min_access_level = min_access_level
+        self.fix_min_access_level = fix_min_access_level
         self.project_ids = parse_id_allowlist(project_ids, setting="GITLAB_PROJECT_IDS")
         self.signature_tolerance = signature_tolerance
         self._clock = clock
@@ -284,7 +295,7 @@ class GitLabTracker(TrackerAdapter):
             return Decision("ignored", reason=f"issue {attrs.action or 'event'} without the trigger")
         if self._is_own(ev.user.username):
             return Decision("ignored", reason="sent by the bot itself")
-        refused = self._refuse_non_member(ev.project.id, ev.user)
+        refused = self._refuse_non_member(ev.project.id, ev.user, intent)
         if refused:
             return refused
         return Decision(
@@ -298,6 +309,7 @@ class GitLabTracker(TrackerAdapter):
                 title=attrs.title,
                 body=attrs.description or "",
                 author=ev.user.username,
+                author_id=str(ev.user.id),
                 delivery_id=delivery,
                 event=f"issue.{attrs.action or 'update'}",
                 html_url=attrs.url or f"{ev.project.web_url}/-/issues/{attrs.iid}",
@@ -327,7 +339,7 @@ class GitLabTracker(TrackerAdapter):
             return Decision(
                 "ignored", reason="notes on a MergeRequest are not answered (only /agent fix and /agent stop)"
             )
-        refused = self._refuse_non_member(ev.project.id, ev.user)
+        refused = self._refuse_non_member(ev.project.id, ev.user, intent)
         if refused:
             return refused
         item = ev.merge_request if on_mr else ev.issue
@@ -347,6 +359,7 @@ class GitLabTracker(TrackerAdapter):
                 pull_request=on_mr,
                 comment=note.note,
                 author=ev.user.username,
+                author_id=str(ev.user.id),
                 delivery_id=delivery,
                 event="note.create",
                 html_url=issue_url,
@@ -354,17 +367,20 @@ class GitLabTracker(TrackerAdapter):
             ),
         )
 
-    def _refuse_non_member(self, project_id: int, user: GitLabUser) -> Decision | None:
-        """``None`` when ``user`` holds at least ``min_access_level`` in the project, else an ignore decision."""
+    def _refuse_non_member(self, project_id: int, user: GitLabUser, intent: Intent) -> Decision | None:
+        """``None`` when ``user`` holds at least ``min_access_level`` in the project — for a fix or a stop at
+        least ``fix_min_access_level`` too (a fix pushes with the bot's Developer token: asking must need the
+        right to push) — else an ignore decision."""
         username = user.username
+        needed = self.min_access_level
+        if intent in ("fix", "stop"):
+            needed = max(needed, self.fix_min_access_level)
         level = self.access_level(project_id, user.id)
-        if level is not None and level >= self.min_access_level:
+        if level is not None and level >= needed:
             return None
         shown = "not a member" if level is None else f"access level {level}"
-        return Decision(
-            "ignored",
-            reason=f"@{username} ({shown}) may not trigger the agent (needs {self.min_access_level}+)",
-        )
+        what = "the agent" if intent == "answer" else f"a {intent}"
+        return Decision("ignored", reason=f"@{username} ({shown}) may not ask for {what} (needs {needed}+)")
 
     def access_level(self, project_id: int, user_id: int) -> int | None:
         """The user's effective access level in the project (``None``: not a member). One API call.

@@ -1,7 +1,7 @@
 """Tracker REST calls over ``urllib`` (the Lambda ships no HTTP library), with one retry policy.
 
 :func:`post_json` retries (up to ``attempts``) only when the tracker cannot have created the comment: a
-429/5xx answer, or a failure while connecting/sending (``URLError``). A failure *after* the request was
+429/5xx answer (after a 5xx, where a proxy may have lost the tracker's 201, it first looks for the comment), or a failure while connecting/sending (``URLError``). A failure *after* the request was
 sent — read timeout, reset, no status line — is not retried, since the comment may exist already; it
 raises a non-retryable :class:`TrackerApiError` with ``status=None``. :func:`get_json` is one attempt.
 :func:`send_json` (PATCH/PUT: editing a comment) retries every failure but a 4xx: sending the same edit
@@ -48,14 +48,27 @@ def post_json(
     attempts: int = 3,
     timeout: float = 15.0,
     sleep: Callable[[float], None] = time.sleep,
+    find_posted: Callable[[], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """POST ``payload`` as JSON; returns the JSON answer (``{}`` when empty). Raises :class:`TrackerApiError`."""
+    """POST ``payload`` as JSON; returns the JSON answer (``{}`` when empty). Raises :class:`TrackerApiError`.
+
+    ``find_posted``: asked before each retry after a 5xx answer (a proxy in front of the tracker can answer
+    502 although the tracker created the comment); what it finds is returned instead of posting again."""
     data = json.dumps(payload).encode()
     all_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers}
     last: TrackerApiError | None = None
     for attempt in range(max(1, attempts)):
         if attempt:
             sleep(backoff(attempt))
+            if (
+                find_posted is not None
+                and last is not None
+                and last.status is not None
+                and last.status >= 500
+            ):
+                found = find_posted()
+                if found is not None:
+                    return found
         req = urllib.request.Request(url, data=data, headers=all_headers, method="POST")  # noqa: S310
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
@@ -93,6 +106,19 @@ def get_json(
         raise TrackerApiError(f"{service} answered {exc.code} on {url}: {detail}", status=exc.code) from None
     except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
         raise TrackerApiError(f"{service} API call to {url} failed: {exc}") from None
+
+
+def get_json_list(url: str, *, headers: Mapping[str, str], service: str, timeout: float = 5.0) -> list[Any]:
+    """GET ``url`` answering a JSON array (a listing). Raises :class:`TrackerApiError` on any failure."""
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **headers})  # noqa: S310
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
+            doc = json.loads(resp.read() or b"[]")
+    except urllib.error.HTTPError as exc:
+        raise answer_error(exc, service=service, target=url) from None
+    except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
+        raise TrackerApiError(f"{service} API call to {url} failed: {exc}") from None
+    return doc if isinstance(doc, list) else []
 
 
 def send_json(

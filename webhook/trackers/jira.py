@@ -54,6 +54,7 @@ from .base import (
     shape_error,
 )
 from .delivery import safe_delivery_id
+from .http import get_json_list
 from .jira_models import JiraEvent, JiraIssue, JiraUser
 from .reply_marks import JIRA_REPLY_MARKER, is_agent_reply
 from .reply_text import clip_reply, neutralise
@@ -320,6 +321,7 @@ class JiraTracker(TrackerAdapter):
             body=_text_of(issue.fields.description)[0],
             comment=comment,
             author=author.displayName or author.accountId,
+            author_id=author.accountId or "",
             delivery_id=delivery,
             event=ev.webhookEvent,
             html_url=f"{self.site_url}/browse/{issue.key}",
@@ -332,6 +334,16 @@ class JiraTracker(TrackerAdapter):
         tail = footer.removeprefix("agentkit · ") if footer else "agentkit"
         body = clip_reply(neutralise(text, markdown_html=False), MAX_COMMENT_CHARS)
         return f"{body}\n\n_{JIRA_REPLY_MARKER} {tail}_"
+
+    def user_groups(self, account_id: str) -> list[str]:
+        """The names of the Jira groups ``account_id`` belongs to: ``GET {api}/rest/api/3/user/groups?accountId=``
+        (Jira Cloud REST v3, "Get user groups"). Raises :class:`TrackerApiError`."""
+        auth = jira_auth_header(self._read_token())
+        url = f"{self.api_url}/rest/api/3/user/groups?accountId={urllib.parse.quote(account_id, safe='')}"
+        listed = get_json_list(
+            url, headers={"Authorization": auth, "Accept": "application/json"}, service="Jira"
+        )
+        return [str(g.get("name")) for g in listed if isinstance(g, dict) and g.get("name")]
 
     def post_reply(self, task: AgentTask, text: str) -> ReplyRef:
         """``POST {api}/rest/api/3/issue/{key}/comment`` with the ADF body (retry policy: :mod:`.http`)."""

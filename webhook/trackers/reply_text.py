@@ -10,7 +10,8 @@ literally):
   ``/label``, ``/assign``, ``/confidential``…) with the poster's role — its extractor
   (``Gitlab::QuickActions::Extractor``) matches ``^\\/<cmd>`` — so every line starting with ``/`` is
   indented by one space (rendered the same, never run), in code blocks too;
-* **remote images** ``![alt](url)`` become plain links (nothing is fetched when the issue is viewed);
+* **remote images** ``![alt](url)`` and ``![alt][ref]`` become plain links (nothing is fetched when the issue
+  is viewed);
 * **raw HTML** (``<img>``, ``<a>``, ``<details>``, comments…) is escaped (``&lt;``); ``<https://…>``
   autolinks stay;
 * **deceptive links**: a link whose text looks like a URL or domain other than its target is written
@@ -30,9 +31,17 @@ from .reply_marks import AGENT_REPLY_MARKER
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 _MENTION = re.compile(r"(?<![\w.@/`\\])@([A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?(?:/[A-Za-z0-9_.-]+)?)")
-_IMAGE = re.compile(r"!\[([^\]\n]*)\]\(")
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^\s)>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<(?:https?|mailto):[^\s<>]*>", re.IGNORECASE)
+#: A closing keyword before an issue reference: GitHub's (close, closes, closed, fix, fixes, fixed, resolve,
+#: resolves, resolved; "Linking a pull request to an issue using a keyword") and GitLab's default closing
+#: pattern (also closing, fixing, resolving, implement*), followed by an optional ``:``, blanks, optionally
+#: ``issue(s)``, then ``#12``, ``owner/repo#12``, ``group/project!3``, a URL or a Jira-style key ``ABC-12``.
+_CLOSING = re.compile(
+    r"\b(clos(?:e[sd]?|ing)|fix(?:e[sd]|ing)?|resolv(?:e[sd]?|ing)|implement(?:s|ed|ing)?)(\s*:?)[ \t]+"
+    r"(?=(?:issues?[ \t]+)?(?:[\w./-]*[#!]\d|https?://|[A-Z][A-Z0-9_]+-\d))",
+    re.IGNORECASE,
+)
 _DOMAIN = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?((?:[a-z0-9-]+\.)+[a-z]{2,})(?:[:/?#]\S*)?$", re.IGNORECASE)
 
 
@@ -67,7 +76,10 @@ def _prose(text: str, *, markdown_html: bool) -> str:
     text = _LINK.sub(_link, text)
     if not markdown_html:
         return text
-    text = _IMAGE.sub(lambda m: f"[image: {m.group(1)}](", text)
+    # Every image opener, inline (``![alt](url)``) or by reference (``![alt][ref]``, ``![ref][]``, ``![ref]``
+    # with ``[ref]: url`` elsewhere): ``[image: alt]`` stays a link or plain text and fetches nothing.
+    # An image's text may span lines, so the opener is rewritten wherever it is.
+    text = text.replace("![", "[image: ")
     text = _MENTION.sub(lambda m: f"`@{m.group(1)}`", text)
     return _escape_html(text)
 
@@ -114,6 +126,14 @@ def neutralise(text: str, *, markdown_html: bool = True, quick_actions: bool = F
             line = " " + line
         out.append(line)
     return "\n".join(out)
+
+
+def defuse_closing_keywords(text: str) -> str:
+    """``text`` in which no closing keyword is followed by an issue reference: ``Fixes #12`` becomes
+    ``Fixes see #12``. A pull request's description and a commit's message that say ``Fixes #12`` close
+    issue 12 when merged (GitHub and GitLab, and across repositories with ``owner/repo#12``): text the agent
+    or an issue's author wrote must never close other issues. The reference still links."""
+    return _CLOSING.sub(lambda m: f"{m.group(1)}{m.group(2)} see ", text)
 
 
 def format_markdown_reply(text: str, *, footer: str, limit: int, quick_actions: bool = False) -> str:

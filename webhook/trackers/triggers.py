@@ -7,7 +7,9 @@ searched in the *unquoted* text only. The rules are simplified from CommonMark a
 
 * Markdown (GitHub, GitLab): blockquotes (``>`` lines, also after list markers such as ``- >`` or
   ``1. >``, and their lazy continuation lines), GitLab's multi-line quote ``>>>`` … ``>>>``, fenced code
-  (``` and ~~~, at any indentation, also inside list items), indented code blocks, inline code spans
+  (``` and ~~~, at any indentation, also inside list items; closed only by a fence indented at most 3 columns
+  past the list item's content), indented code blocks (a line indented by 4 spaces or a tab that does not
+  continue a paragraph: after a blank line, a heading, a fence, a thematic break, a table or HTML), inline code spans
   (also across lines), link reference definitions (``[//]: # (…)``, never rendered), lines holding
   zero-width or bidirectional-control characters (what they show is not what they say), and the HTML
   forms ``<blockquote>``, ``<pre>``, ``<code>``, ``<kbd>``, ``<samp>``, ``<tt>``, ``<q>``, ``<var>`` and
@@ -37,11 +39,16 @@ from typing import Any
 MAX_SCAN_CHARS = 65_536
 
 _LIST_MARKERS = r"(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*"
-_FENCE_OPEN = re.compile(r"^[ \t]*" + _LIST_MARKERS + r"(`{3,}|~{3,})")
+_FENCE_OPEN = re.compile(r"^([ \t]*)(" + _LIST_MARKERS + r")(`{3,}|~{3,})")
 _QUOTE_LINE = re.compile(r"^[ \t]*" + _LIST_MARKERS + r">")
 _MULTI_QUOTE = re.compile(r"^[ \t]*>>>")
 _LINK_DEFINITION = re.compile(r"^[ \t]*\[[^\]\n]*\]:")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
+#: Lines after which an indented line is not a paragraph's continuation: ATX and setext headings, thematic
+#: breaks, table rows, HTML blocks and link reference definitions.
+_NOT_PARAGRAPH = re.compile(
+    r"^ {0,3}(?:#{1,6}(?:\s|$)|(?:=+|-+|\*+|_+)[ \t]*$|(?:[-*_][ \t]*){3,}$|\||<|\[[^\]\n]*\]:)"
+)
 _BLOCK_START = re.compile(r"^ {0,3}(?:#{1,6}\s|[-*+]\s|\d{1,9}[.)]\s|`{3,}|~{3,}|<)")
 #: Zero-width characters, soft hyphen and the bidirectional controls (Unicode TR9 explicit formatting).
 _INVISIBLE = re.compile(
@@ -118,38 +125,52 @@ def markdown_unquoted(text: str, *, limit: int = MAX_SCAN_CHARS) -> str:
     text = _strip_html(text[:limit].replace("\r\n", "\n"))
     kept: list[str] = []
     fence: str | None = None
-    multi_quote = in_quote = False
-    previous_blank = True
+    fence_indent = 0
+    multi_quote = in_quote = paragraph = False
     for line in text.split("\n"):
-        if fence is not None:  # inside fenced code until a closing fence of the same kind, at least as long
+        if fence is not None:
+            # Inside fenced code until a closing fence of the same kind, at least as long, indented at most 3
+            # columns past the list item's content (CommonMark): "    ```" at the top level is code, not a
+            # closing fence.
             stripped = line.strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+            indent = len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip(" "))
+            if (
+                stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+                and indent <= fence_indent + 3
+            ):
                 fence = None
-            previous_blank = False
+            paragraph = False
             continue
         if multi_quote:  # GitLab ``>>>`` block: quoted until a line that is only ``>>>``
-            multi_quote = line.strip() != ">>>"
+            multi_quote, paragraph = line.strip() != ">>>", False
             continue
         opening = _FENCE_OPEN.match(line)
         if opening:
-            fence, in_quote, previous_blank = opening.group(1), False, False
+            fence, in_quote, paragraph = opening.group(3), False, False
+            # The list item's content column when the fence follows list markers; 0 otherwise (the stricter
+            # reading: fewer lines close the fence, so more text counts as code).
+            fence_indent = len((opening.group(1) + opening.group(2)).expandtabs(4)) if opening.group(2) else 0
             continue
         if not line.strip():
-            in_quote, previous_blank = False, True
+            in_quote = paragraph = False
             kept.append("")
             continue
         if _MULTI_QUOTE.match(line):
-            multi_quote, in_quote, previous_blank = True, False, False
+            multi_quote, in_quote, paragraph = True, False, False
             continue
         if _QUOTE_LINE.match(line):
-            in_quote, previous_blank = True, False
+            in_quote, paragraph = True, False
             continue
         if in_quote and not _BLOCK_START.match(line):
             continue  # lazy continuation: still part of the quoted paragraph
         in_quote = False
-        if previous_blank and _INDENTED.match(line):
-            continue  # indented code block (stays code until a non-indented line; see previous_blank)
-        previous_blank = False
+        if _INDENTED.match(line) and not paragraph:
+            # Indented code: only a paragraph's line is continued by an indented line; after a blank line, a
+            # heading, a closing fence, a thematic break, a table or HTML it starts a code block.
+            continue
+        paragraph = not _NOT_PARAGRAPH.match(line)
         if _LINK_DEFINITION.match(line) or _INVISIBLE.search(line):
             continue  # never rendered, or rendered differently from what it says
         kept.append(line)

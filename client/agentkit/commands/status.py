@@ -27,6 +27,12 @@ from agentkit.targets import add_target_options, resolve_target
 LAST_ERRORS = 5
 
 
+QUARANTINE_NOTE = (
+    "{status}: the {what} is quarantined (for example by AWS Agent Registry) and cannot be invoked; "
+    "see its quarantine in the AgentCore console"
+)
+
+
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "status",
@@ -93,7 +99,16 @@ def _runtime(control: Any, runtime_id: str) -> dict[str, Any]:
         raise aws_error(
             exc, action="GetAgentRuntime", iam_action="bedrock-agentcore:GetAgentRuntime"
         ) from exc
-    keep = ("agentRuntimeName", "status", "agentRuntimeVersion", "lastUpdatedAt", "failureReason")
+    # quarantineStatus (QUARANTINING | QUARANTINED | UNQUARANTINING; botocore 1.44.18 GetAgentRuntimeResponse) is
+    # present only while a quarantine applies: a quarantined runtime cannot be invoked.
+    keep = (
+        "agentRuntimeName",
+        "status",
+        "agentRuntimeVersion",
+        "lastUpdatedAt",
+        "failureReason",
+        "quarantineStatus",
+    )
     runtime = {k: got.get(k) for k in keep if got.get(k) is not None}
     # AgentCore refuses to invoke a runtime without MMDSv2 (`agentkit doctor` prints the command that sets it).
     runtime["requireMMDSV2"] = bool((got.get("metadataConfiguration") or {}).get("requireMMDSV2"))
@@ -134,7 +149,15 @@ def _endpoint(control: Any, runtime_id: str, name: str) -> dict[str, Any]:
         raise aws_error(
             exc, action="GetAgentRuntimeEndpoint", iam_action="bedrock-agentcore:GetAgentRuntimeEndpoint"
         ) from exc
-    keep = ("name", "status", "liveVersion", "targetVersion", "lastUpdatedAt", "failureReason")
+    keep = (
+        "name",
+        "status",
+        "liveVersion",
+        "targetVersion",
+        "lastUpdatedAt",
+        "failureReason",
+        "quarantineStatus",
+    )
     return {k: got.get(k) for k in keep if got.get(k) is not None}
 
 
@@ -173,6 +196,8 @@ def format_status(data: dict[str, Any]) -> str:
         )
         if runtime.get("failureReason"):
             lines.append(f"  failure: {runtime['failureReason']}")
+        if runtime.get("quarantineStatus"):
+            lines.append(f"  {QUARANTINE_NOTE.format(what='runtime', status=runtime['quarantineStatus'])}")
         lines.append(
             f"  MMDSv2 required: {'yes' if runtime.get('requireMMDSV2') else 'no (agentkit doctor)'}"
         )
@@ -183,6 +208,8 @@ def format_status(data: dict[str, Any]) -> str:
             f"  {endpoint.get('status', '?')}  live version {endpoint.get('liveVersion', '?')}"
             + (f" → {endpoint['targetVersion']}" if endpoint.get("targetVersion") else "")
         )
+        if endpoint.get("quarantineStatus"):
+            lines.append(f"  {QUARANTINE_NOTE.format(what='endpoint', status=endpoint['quarantineStatus'])}")
     alarms = data.get("alarms")
     if alarms is not None:
         lines.append("alarms")

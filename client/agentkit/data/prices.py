@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MODEL_PRICES_AS_OF = "2026-11-22"
-MODEL_PRICES_SOURCE = "aws.amazon.com/bedrock/pricing (on-demand, via AWS docs and public summaries)"
+MODEL_PRICES_AS_OF = "2026-12-06"
+MODEL_PRICES_SOURCE = (
+    "runtime/models/catalog.py (Anthropic list prices, the bundled CLI's tiers, AWS pricing summaries)"
+)
 AGENTCORE_PRICES_AS_OF = "2026-11-25"
 AGENTCORE_PRICES_SOURCE = "aws.amazon.com/bedrock/agentcore/pricing (list prices)"
 AGENTCORE_REFERENCE_REGION = "us-east-1"

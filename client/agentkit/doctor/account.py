@@ -84,6 +84,48 @@ def check_region(agentcore: Any, region: str | None, source: str = "") -> CheckR
     return CheckResult("region", "ok", f"{where}, AgentCore answers")
 
 
+#: The AgentCore resource types the stack creates, the ones some Regions that offer AgentCore Runtime lack.
+#: tests/infra/test_regions.py keeps this equal to the synthesized template's AgentCore types (a deploy with the
+#: gateway off needs fewer: asking for all of them errs toward a warning, never a missed gap).
+STACK_AGENTCORE_TYPES = (
+    "AWS::BedrockAgentCore::Gateway",
+    "AWS::BedrockAgentCore::GatewayTarget",
+    "AWS::BedrockAgentCore::Memory",
+    "AWS::BedrockAgentCore::ResourcePolicy",
+    "AWS::BedrockAgentCore::Runtime",
+    "AWS::BedrockAgentCore::RuntimeEndpoint",
+)
+
+
+def check_resource_types(
+    cloudformation: Any, region: str, types: Sequence[str] = STACK_AGENTCORE_TYPES
+) -> CheckResult:
+    """CloudFormation offers every AgentCore resource type of the stack in ``region`` (``DescribeType`` per type;
+    ``TypeNotFoundException`` means the Region lacks it). ``cdk synth`` checks the same offline
+    (``infra/regions.py``); this asks the account's own CloudFormation. IAM: ``cloudformation:DescribeType``."""
+    name = "resource-types"
+    missing: list[str] = []
+    for type_name in types:
+        try:
+            cloudformation.describe_type(Type="RESOURCE", TypeName=type_name)
+        except (ClientError, BotoCoreError) as exc:
+            code, message = error_of(exc)
+            if code in ("TypeNotFoundException", "CFNRegistryException"):
+                missing.append(type_name)
+            else:
+                return CheckResult(
+                    name, "warn", f"cannot ask CloudFormation about {type_name} ({code}: {message})"
+                )
+    if missing:
+        return CheckResult(
+            name,
+            "fail",
+            f"{region} does not offer {', '.join(missing)}: the deploy would fail here",
+            "deploy to a Region that offers them (cdk synth names the nearest ones); set agentkit.region",
+        )
+    return CheckResult(name, "ok", f"{region} offers every AgentCore resource type of the stack")
+
+
 def check_bootstrap(ssm: Any, region: str) -> CheckResult:
     try:
         version = int(ssm.get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"])

@@ -33,10 +33,11 @@ POWERTOOLS_VERSION = "3.37.0"  # infra/functions/__init__.py
 LAMBDA_RUNTIME = "python3.14"  # infra/functions/__init__.py PYTHON_RUNTIME: every Lambda of the stack
 LAYER_ARCHITECTURE = "arm64"
 GEO_PREFIXES = ("us-gov.", "us.", "eu.", "apac.", "jp.", "au.", "global.")
-DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # infra/config.py AppConfig.model
+DEFAULT_MODEL = "us.anthropic.claude-sonnet-5-5"  # infra/config.py AppConfig.model
 DEFAULT_EXTRA_MODELS = (
     "us.anthropic.claude-haiku-4-5-20251001-v1:0",
 )  # infra/config.py AppConfig.extra_models
+DEFAULT_FALLBACK_MODEL = "us.anthropic.claude-sonnet-5"  # infra/config.py AppConfig.fallback_model
 
 
 class DoctorConfigError(ValueError):
@@ -169,6 +170,7 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
     merged = {**raw, **(stages[stage].get("overrides") or {})}
     model = merged.get("model", DEFAULT_MODEL)
     extra = merged.get("extra_models", list(DEFAULT_EXTRA_MODELS))
+    fallback = merged.get("fallback_model", DEFAULT_FALLBACK_MODEL)
     gateway, webhook = merged.get("gateway") or {}, merged.get("webhook") or {}
     oidc = merged.get("github_oidc") or {}
     layers = []
@@ -178,7 +180,7 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
         layers.append(layer_parameter(LAMBDA_RUNTIME))
     return DoctorConfig(
         stage=stage,
-        profiles=tuple(dict.fromkeys([model, *extra])),
+        profiles=tuple(dict.fromkeys([model, *extra, *([fallback] if fallback else [])])),
         region=merged.get("region"),
         account=merged.get("account"),
         layer_parameters=tuple(dict.fromkeys(layers)),

@@ -352,8 +352,17 @@ def check_mmds(agentcore: Any, stack: StackView) -> CheckResult:
     except (ClientError, BotoCoreError) as exc:
         code, message = error_of(exc)
         return CheckResult(name, "warn", f"cannot read runtime {runtime_id} ({code}: {message})")
+    quarantine = runtime.get("quarantineStatus")  # botocore 1.44.18: present only while a quarantine applies
+    if quarantine:
+        return CheckResult(
+            name,
+            "fail",
+            f"{runtime_id} is {quarantine}: a quarantined runtime cannot be invoked (AWS Agent Registry can "
+            "quarantine one)",
+            "see the runtime's quarantine in the AgentCore console; the deploy cannot lift it",
+        )
     if (runtime.get("metadataConfiguration") or {}).get("requireMMDSV2") is True:
-        return CheckResult(name, "ok", f"{runtime_id} requires MMDSv2")
+        return CheckResult(name, "ok", f"{runtime_id} requires MMDSv2 and is not quarantined")
     return CheckResult(
         name,
         "fail",

@@ -113,10 +113,18 @@ def check_model_access(bedrock: Any, model_id: str) -> CheckResult:
 
 #: Retirements a model provider has announced for models Bedrock may still list as ACTIVE. Bedrock's own dates
 #: (``GetFoundationModel``'s ``modelLifecycle``) are the ones that apply on Bedrock and may differ ("Model
-#: lifecycle", Bedrock user guide); these only make the doctor say that the provider has moved on. Sonnet 4.5:
-#: "deprecated ... retires on November 30, 2026" (Anthropic, platform.claude.com/docs/en/models/sonnet-4-5/overview).
+#: lifecycle", Bedrock user guide); these only make the doctor say that the provider has moved on. A copy of the
+#: kit's model table (``runtime/models/catalog.py``, ``ClaudeModel.retires``, with each date's source: Anthropic's
+#: model-deprecations page and the bundled CLI's retirement table), which the client cannot import;
+#: ``tests/client/test_runtime_contract.py`` keeps the two equal.
 PROVIDER_RETIREMENTS: dict[str, tuple[dt.date, str]] = {
+    "anthropic.claude-3-5-haiku-20241022-v1:0": (dt.date(2026, 2, 19), "Anthropic"),
+    "anthropic.claude-3-5-sonnet-20241022-v2:0": (dt.date(2025, 10, 28), "Anthropic"),
+    "anthropic.claude-3-7-sonnet-20250219-v1:0": (dt.date(2026, 2, 19), "Anthropic"),
+    "anthropic.claude-sonnet-4-20250514-v1:0": (dt.date(2026, 6, 15), "Anthropic"),
     "anthropic.claude-sonnet-4-5-20250929-v1:0": (dt.date(2026, 11, 30), "Anthropic"),
+    "anthropic.claude-opus-4-20250514-v1:0": (dt.date(2026, 6, 15), "Anthropic"),
+    "anthropic.claude-opus-4-5-20251101-v1:0": (dt.date(2027, 1, 22), "Anthropic"),
 }
 #: GetFoundationModel's answers for a model id Bedrock does not offer in the Region (retired, or never there):
 #: two of the errors its botocore model lists (with AccessDenied, InternalServer and Throttling).

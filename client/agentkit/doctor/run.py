@@ -30,7 +30,7 @@ from agentkit.doctor.core import (
 def aws_check_names(config: DoctorConfig) -> list[str]:
     """The checks that need AWS, in the order they run (after ``credentials``)."""
     model_ids = list(dict.fromkeys(map(foundation_model, config.profiles)))
-    names = ["region", "cdk-bootstrap"]
+    names = ["region", "resource-types", "cdk-bootstrap"]
     names += [f"inference-profile {p}" for p in config.profiles]
     names += [f"model-access {m}" for m in model_ids]
     names += [f"model-lifecycle {m}" for m in model_ids]
@@ -119,7 +119,8 @@ def _aws_checks(aws: _Clients, config: DoctorConfig, region: str, now: dt.dateti
     )
     stack = deployed.read_stack(aws.client("cloudformation"), config.stack_name)
     model_ids = list(dict.fromkeys(map(foundation_model, config.profiles)))
-    results = [account.check_bootstrap(ssm, region)]
+    results = [account.check_resource_types(aws.client("cloudformation"), region)]
+    results.append(account.check_bootstrap(ssm, region))
     results += [models.check_profile(bedrock, p, region) for p in config.profiles]
     results += [models.check_model_access(bedrock, m) for m in model_ids]
     results += [models.check_lifecycle(bedrock, m, now) for m in model_ids]

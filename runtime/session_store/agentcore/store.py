@@ -38,7 +38,7 @@ batch id and index. ``list_sessions`` ``mtime`` is the first append of the lates
 
 IAM actions the runtime role needs on the memory ARN
 (``arn:aws:bedrock-agentcore:<region>:<account>:memory/<memory-id>``):
-``bedrock-agentcore:CreateEvent``, ``bedrock-agentcore:ListEvents``, ``bedrock-agentcore:GetEvent``,
+``bedrock-agentcore:CreateEvent``, ``bedrock-agentcore:ListEvents``,
 ``bedrock-agentcore:DeleteEvent`` (transcripts, index, state) and, for :mod:`runtime.session_store.recall`,
 ``bedrock-agentcore:RetrieveMemoryRecords``.
 

@@ -216,11 +216,15 @@ def test_branch_mode_pushes_the_branch_and_links_create_pr(
     monkeypatch.setattr(deps, "settings", FixSettings(pr_mode="branch"))
     assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
     assert not world.api.pulls
-    [branch] = [name for name in world.api.git.refs if name.startswith("agent/issue-7-")]
+    # The branch lives in the bot's fork (the default): nothing is pushed to the repository itself.
+    assert not [name for name in world.api.git.refs if name.startswith("agent/")]
+    [branch] = [
+        name for name in world.api.forks["agentkit-bot/kit"].refs if name.startswith("agent/issue-7-")
+    ]
     assert world.api.branch_changes(branch) == {"src/calc.py": ("100644", NEW)}
     [comment] = world.api.comments.values()
     assert (
-        f"/compare/main...{branch}?expand=1" in comment["body"]
+        f"/compare/main...agentkit-bot:{branch}?expand=1" in comment["body"]
         and "create the pull request" in comment["body"]
     )
     names = {name for doc in emf_lines(capsys.readouterr().out) for name in doc if name[0].isupper()}

@@ -116,3 +116,36 @@ def test_a_failed_stop_call_is_retried_and_finishes_its_own_stop(setup: SimpleNa
         setup.stub.assert_no_pending_responses()
     [comment] = setup.api.comments.values()
     assert comment["edits"] == 1 and comment["body"].startswith("Stopped by")
+
+
+def test_a_stop_while_the_result_is_being_reported_says_it_is_too_late(setup: SimpleNamespace) -> None:
+    assert setup.jobs.begin_report(JOB_KEY, lease_seconds=300)  # the reporter is opening the pull request
+    with setup.stub:  # no StopRuntimeSession: the agent has finished
+        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(JOB_KEY).status == "reporting"
+    answer = [c["body"] for c in setup.api.comments.values()][-1]
+    assert answer.startswith("Too late to stop") and "Nothing to stop" not in answer
+
+
+def test_a_stop_after_the_fix_finished_links_its_pull_request(setup: SimpleNamespace) -> None:
+    assert setup.jobs.begin_report(JOB_KEY, lease_seconds=300)
+    assert setup.jobs.finish(JOB_KEY, pr_url="https://github.example/octo/kit/pull/3")
+    with setup.stub:
+        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+    answer = [c["body"] for c in setup.api.comments.values()][-1]
+    assert "the fix has finished already: https://github.example/octo/kit/pull/3" in answer
+
+
+def test_a_stop_after_a_failed_pull_request_call_names_the_branch_it_may_have_left(
+    setup: SimpleNamespace,
+) -> None:
+    assert setup.jobs.begin_report(JOB_KEY, lease_seconds=300)
+    setup.jobs.unreport(JOB_KEY)  # the pull request call failed after the branch was pushed; retried later
+    expect_stop(setup)
+    with setup.stub:
+        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+    [comment] = setup.api.comments.values()
+    assert setup.jobs.get(JOB_KEY).status == STOPPED
+    assert (
+        "may have pushed the branch `agent/issue-7-" in comment["body"] and "left in place" in comment["body"]
+    )

@@ -75,8 +75,11 @@ EXPECTED = {
 
 
 def _request(repo: GitHubRepo, snapshot_sha: str, mode: str = "pull_request") -> ChangeRequest:
+    # The same-repository opt-in (what these tests inspect: the repository's own branches); the fork path,
+    # the default, is tested in test_fix_fork.py.
     branch = branch_name("github", "1296269", "7", "delivery-1", label="7")
     return ChangeRequest(
+        branch_in="same_repository",
         branch=branch,
         base_branch=repo.default_branch(),
         base_sha=snapshot_sha,

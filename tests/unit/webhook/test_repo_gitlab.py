@@ -83,7 +83,10 @@ def _agent_patch(tmp: Path, archive: bytes) -> str:
 
 
 def _request(api: GitLabRepoApi, base_sha: str, mode: str = "pull_request") -> ChangeRequest:
+    # The same-repository opt-in (what these tests inspect: the project's own branches); the fork path, the
+    # default, is tested in test_fix_fork.py.
     return ChangeRequest(
+        branch_in="same_repository",
         branch=branch_name("gitlab", "42", "3", "run-9", label="3"),
         base_branch="main",
         base_sha=base_sha,

@@ -32,6 +32,15 @@ def test_an_empty_text_setting_is_kept_and_an_empty_number_is_unset() -> None:
         ({"GITLAB_MIN_ACCESS_LEVEL": "-1"}, "GITLAB_MIN_ACCESS_LEVEL='-1' must be at least 0"),
         ({"INVOKE_READ_TIMEOUT_SECONDS": "0"}, "INVOKE_READ_TIMEOUT_SECONDS='0' must be greater than 0"),
         ({"TRACKERS": "github,svn"}, "TRACKERS='github,svn': use a comma list of github, gitlab, jira"),
+        ({"FIX_JOBS": "maybe"}, "FIX_JOBS='maybe': use on or off"),
+        ({"FIX_BRANCHES": "upstream"}, "FIX_BRANCHES='upstream': use one of fork, same_repository"),
+        ({"FIX_MAX_PER_ACTOR_PER_HOUR": "-1"}, "FIX_MAX_PER_ACTOR_PER_HOUR='-1' must be at least 0"),
+        (
+            {"FIX_MAX_PER_REPOSITORY_PER_HOUR": "x"},
+            "FIX_MAX_PER_REPOSITORY_PER_HOUR='x' is not a whole number",
+        ),
+        # a fix pushes with the bot's Developer token: asking for one must need at least that
+        ({"GITLAB_FIX_MIN_ACCESS_LEVEL": "20"}, "GITLAB_FIX_MIN_ACCESS_LEVEL='20' must be at least 30"),
     ],
 )
 def test_a_bad_value_is_a_configuration_error_naming_the_variable(env: dict[str, str], message: str) -> None:
@@ -54,3 +63,24 @@ def test_importing_the_settings_creates_no_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_fix_settings_read_as_the_gate_and_the_gitlab_adapter_use_them() -> None:
+    from webhook import wiring
+    from webhook.fix.gate import gate_settings
+
+    s = WebhookSettings.from_env(
+        {
+            "TRACKERS": "gitlab",
+            "GITLAB_TOKEN_SECRET_NAME": "kit/gitlab-token",
+            "FIX_JOBS": " OFF ",
+            "FIX_MAX_PER_ACTOR_PER_HOUR": "0",
+            "FIX_MAX_PER_REPOSITORY_PER_HOUR": "7",
+            "GITLAB_FIX_MIN_ACCESS_LEVEL": "40",
+        }
+    )
+    gate = gate_settings(s)
+    assert (gate.enabled, gate.max_per_actor_per_hour, gate.max_per_repository_per_hour) == (False, 0, 7)
+    assert WebhookSettings().fix_branches == "fork" and WebhookSettings().fix_jobs == "on"
+    gitlab = wiring.build_trackers("worker", env=s, secrets_client=None)["gitlab"]
+    assert gitlab.fix_min_access_level == 40  # type: ignore[attr-defined]
