@@ -67,13 +67,13 @@ def setting(
     *,
     required: tuple[Lambda, ...] = (),
     tracker: TrackerName | None = None,
-    unless: tuple[str, tuple[Lambda, ...]] | None = None,
+    unless: tuple[tuple[str, ...], tuple[Lambda, ...]] | None = None,
     **constraints: Any,
 ) -> Any:
     """Declare a field of :class:`WebhookSettings`: read from the variable ``env``, ``default`` when unset.
 
     ``required``: the Lambdas whose environment must set it (when ``tracker`` is given, only while that tracker is
-    enabled; ``unless`` = ``(variable, lambdas)``: not for those Lambdas while that variable is set). ``constraints`` are
+    enabled; ``unless`` = ``(variables, lambdas)``: not for those Lambdas while one of those variables is set). ``constraints`` are
     pydantic's (``gt``, ``ge``, ``pattern``, …).
     """
     extra = {"env": env, "required": list(required), "tracker": tracker, "unless": unless}
@@ -209,7 +209,7 @@ class WebhookSettings(BaseModel):
         " a read token, the only one)",
         required=_TOKEN_READERS,
         tracker="github",
-        unless=("GITHUB_READ_TOKEN_SECRET_NAME", _READ_TOKEN_READERS),
+        unless=(("GITHUB_READ_TOKEN_SECRET_NAME",), _READ_TOKEN_READERS),
     )
     github_read_token_secret_name: str = setting(
         "GITHUB_READ_TOKEN_SECRET_NAME",
@@ -243,13 +243,18 @@ class WebhookSettings(BaseModel):
         " a read token, the only one; the receiver asks the members API with it)",
         required=_ALL,
         tracker="gitlab",
-        unless=("GITLAB_READ_TOKEN_SECRET_NAME", _READ_TOKEN_READERS),
+        unless=(("GITLAB_READ_TOKEN_SECRET_NAME", "GITLAB_MEMBERS_TOKEN_SECRET_NAME"), _READ_TOKEN_READERS),
     )
     gitlab_read_token_secret_name: str = setting(
         "GITLAB_READ_TOKEN_SECRET_NAME",
         "",
-        "GitLab read token secret's name: the members API (receiver), reads code, posts and edits the bot's"
-        " notes (empty: the token)",
+        "GitLab read token secret's name: reads code, posts and edits the bot's notes (empty: the token)",
+    )
+    gitlab_members_token_secret_name: str = setting(
+        "GITLAB_MEMBERS_TOKEN_SECRET_NAME",
+        "",
+        "receiver: GitLab members token secret's name, a `read_api` token for the members API (empty: the read"
+        " token, else the token)",
     )
     gitlab_api_url: str = setting("GITLAB_API_URL", "https://gitlab.com/api/v4", "GitLab REST API root")
     gitlab_trigger_label: str = setting("GITLAB_TRIGGER_LABEL", "agent", "GitLab label that triggers")
@@ -387,10 +392,16 @@ class WebhookSettings(BaseModel):
             if function not in extra["required"] or extra["tracker"] not in (None, *trackers):
                 continue
             unless = extra.get("unless")
-            if unless and unless[0] in given and function in unless[1]:
+            if unless and set(unless[0]) & set(given) and function in unless[1]:
                 continue
             out.add(extra["env"])
         return out
+
+    def receiver_token_field(self, tracker: str) -> str:
+        """The field naming the secret the receiver asks ``tracker``'s API with (GitLab's members API): its members
+        token secret when one is set, else :meth:`read_token_field`."""
+        members = f"{tracker}_members_token_secret_name"
+        return members if getattr(self, members, "") else self.read_token_field(tracker)
 
     def read_token_field(self, tracker: str) -> str:
         """The field naming the secret ``tracker``'s replies, snapshot downloads and (GitLab) member look-ups

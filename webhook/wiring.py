@@ -6,7 +6,8 @@ Secrets are read through Powertools' ``SecretsProvider`` (cached ``SECRET_MAX_AG
 
 Which token: replies, member look-ups and snapshot downloads use a tracker's *read* token secret when one is named
 (``GITHUB_READ_TOKEN_SECRET_NAME``, ``GITLAB_READ_TOKEN_SECRET_NAME``), else its token secret; only pushing a fix
-(the reporter: ``token_providers(access="write")``) uses the token secret itself. So the bot's comments and notes
+(the reporter: ``token_providers(access="write")``) uses the token secret itself; the receiver asks GitLab's members
+API with ``GITLAB_MEMBERS_TOKEN_SECRET_NAME`` when it is named (a ``read_api`` token). So the bot's comments and notes
 are always written by one identity (GitLab lets only a note's author, or a Maintainer, edit it), and a
 deployment with one token works unchanged.
 """
@@ -85,7 +86,7 @@ def build_trackers(
         built[name] = entry.adapter.from_settings(  # type: ignore[attr-defined]
             s,
             webhook_secret=secrets.raw(entry.webhook_secret_setting) if receiver else None,
-            token=read_token(s.read_token_field(name))
+            token=read_token(s.receiver_token_field(name) if receiver else s.read_token_field(name))
             if entry.receiver_reads_token or not receiver
             else None,
         )

@@ -27,10 +27,12 @@ is six times the Lambda timeout, as AWS recommends for SQS event sources.
 
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
 UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the enabled trackers' webhook
-secrets (plus the GitLab token: the members API decides who may trigger);
+secrets (plus a GitLab token: the members API decides who may trigger; with ``read_tokens`` the read-only members
+token);
 worker — ``bedrock-agentcore:InvokeAgentRuntime`` and ``InvokeAgentRuntimeForUser`` (it names the tracker user as
 the runtime user id) on the runtime ARN and its endpoint,
-``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
+``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only (with ``read_tokens`` the read
+tokens, never the tokens that push: ``infra/webhook/secrets.py``), ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table for ``reply#*`` keys only (``dynamodb:LeadingKeys``: its stored replies, never the receiver's
 records), SQS consume on the queue; both — write to
 their own log group, X-Ray put.
@@ -128,7 +130,10 @@ class IssueWebhook(Construct):
         checked = check(props)
         self._warn_unpinned(props, checked.trackers)
         self.secrets, secret_refs, read = add_tracker_secrets(self, props, checked.trackers)
-        self.read_token_secrets = {name: secret for name, (secret, _) in read.items()}
+        #: name → {"read" | "members": secret}, with read tokens on
+        self.read_token_secrets = {
+            name: {kind: secret for kind, (secret, _) in kinds.items()} for name, kinds in read.items()
+        }
         self._read_tokens = read
         if "github" in self.secrets:
             self.webhook_secret, self.token_secret = self.secrets["github"]
@@ -264,8 +269,8 @@ class IssueWebhook(Construct):
                 resources=[self.table.table_arn],
             )
         )
-        # The webhook secrets; GitLab's read token too (a webhook carries no role: the members API decides who may
-        # trigger), never a token that can push code once read tokens are on.
+        # The webhook secrets; a GitLab token too (a webhook carries no role: the members API decides who may
+        # trigger): with read tokens on, the read-only members token, never one that can write.
         self.grant_secrets("receiver", self.receiver)
         self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
         self.url = self.function_url.url
@@ -363,9 +368,18 @@ class IssueWebhook(Construct):
             self._output(url_id, self.tracker_urls[name], f"{title} webhook URL")
             self._output(hook_id, secret_refs[name][0], f"Secret holding the {title} webhook secret")
             self._output(token_id, secret_refs[name][1], f"Secret holding the {title} API token")
-        for name, (_, ref) in read.items():
-            title = TRACKER_SECRETS[name].title
-            self._output(REGISTRY[name].read_token_output, ref, f"Secret holding the {title} read token")
+        for name, kinds in read.items():
+            title, entry = TRACKER_SECRETS[name].title, REGISTRY[name]
+            if "read" in kinds:
+                self._output(
+                    entry.read_token_output, kinds["read"][1], f"Secret holding the {title} read token"
+                )
+            if "members" in kinds:
+                self._output(
+                    entry.members_token_output,
+                    kinds["members"][1],
+                    f"Secret holding the {title} members token",
+                )
 
     def _output(self, name: str, value: str, description: str) -> None:
         """A stack output named ``name``; a second webhook in the same stack prefixes its construct id."""

@@ -1,9 +1,9 @@
 """The issue webhook's Secrets Manager secrets: a webhook secret and an API token per enabled tracker, and with
-``WebhookProps.read_tokens`` a read token per tracker that pushes code (GitHub, GitLab).
+``WebhookProps.read_tokens`` a read token per tracker that pushes code (GitHub, GitLab) and GitLab's members token.
 
 Names: ``<name_prefix>/<tracker>-webhook-secret``, ``<name_prefix>/<tracker>-token`` and
-``<name_prefix>/<tracker>-read-token`` (GitHub's first two may be set explicitly: ``WebhookProps.webhook_secret_name``
-/ ``github_token_secret_name``). With ``create_secrets`` the secrets are created (a generated value, to be replaced
+``<name_prefix>/<tracker>-read-token``, ``<name_prefix>/gitlab-members-token`` (GitHub's first two may be set
+explicitly: ``WebhookProps.webhook_secret_name`` / ``github_token_secret_name``). With ``create_secrets`` the secrets are created (a generated value, to be replaced
 by the tracker's); otherwise existing ones are referenced by name. Construct ids come from
 :data:`infra.webhook.trackers.TRACKER_SECRETS` and are created under the webhook construct itself, so the secrets'
 logical ids stay as first deployed (a new id replaces a secret and loses its value).
@@ -11,8 +11,9 @@ logical ids stay as first deployed (a new id replaces a secret and loses its val
 Which function reads which secret (:func:`reads`, the one place that says it; :func:`secret_env` names them to the
 function, :func:`grant_secrets` grants ``secretsmanager:GetSecretValue`` on exactly them):
 
-* receiver (public Function URL) — the webhook secrets; GitLab also its read token (a webhook carries no role:
-  the members API decides who may trigger), or its token when there is no read token;
+* receiver (public Function URL) — the webhook secrets; GitLab also its members token (a webhook carries no role:
+  the members API decides who may trigger; a ``read_api`` token that can change nothing), or its token when read
+  tokens are off;
 * worker — the read tokens (replies, snapshot downloads; ``/agent stop`` edits a comment), else the tokens; the
   Jira token;
 * reporter — the tokens (the push and the pull/merge request) and the read tokens (the bot's comments are edited
@@ -24,7 +25,7 @@ before read tokens existed: turning them on is a migration (``docs/webhook/setup
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -46,17 +47,18 @@ TOKEN_SECRET_SUFFIX = "github-token"
 Secrets = dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
 #: name → (webhook secret reference, token reference): the ARN of a created secret or the name of an existing one
 SecretRefs = dict[str, tuple[str, str]]
-#: name → (read token secret, its reference), for the trackers that have one
-ReadTokens = dict[str, tuple[secretsmanager.ISecret, str]]
-#: A tracker's secrets: its webhook secret, its token (pushes code), its read token.
-Kind = Literal["webhook", "token", "read"]
+#: name → {kind: (secret, reference)}: the read token and the members token, for the trackers that have them
+ReadTokens = dict[str, dict["Kind", tuple[secretsmanager.ISecret, str]]]
+#: A tracker's secrets: its webhook secret, its token (pushes code), its read token, its members token (the
+#: receiver's read-only look-up of who may trigger: GitLab).
+Kind = Literal["webhook", "token", "read", "members"]
 
 
 def add_tracker_secrets(
     scope: Construct, props: WebhookProps, trackers: Sequence[str]
 ) -> tuple[Secrets, SecretRefs, ReadTokens]:
     """A webhook secret and an API token per tracker in ``trackers``, created (or referenced) under ``scope``, and
-    with ``props.read_tokens`` a read token per tracker that has one."""
+    with ``props.read_tokens`` a read token (and GitLab's members token) per tracker that has one."""
     prefix = props.name_prefix
     names = {
         "github": (
@@ -68,7 +70,7 @@ def add_tracker_secrets(
     }
     secrets: Secrets = {}
     refs: SecretRefs = {}
-    read: ReadTokens = {}
+    extra: ReadTokens = {}
     for name in trackers:
         spec = TRACKER_SECRETS[name]
         hook, hook_ref = _secret(
@@ -87,8 +89,10 @@ def add_tracker_secrets(
         )
         secrets[name] = (hook, token)
         refs[name] = (hook_ref, token_ref)
-        if props.read_tokens and spec.read_id:
-            read[name] = _secret(
+        if not props.read_tokens:
+            continue
+        if spec.read_id:
+            extra.setdefault(name, {})["read"] = _secret(
                 scope,
                 props,
                 spec.read_id,
@@ -96,40 +100,55 @@ def add_tracker_secrets(
                 f"{spec.title} read token: reads code, posts the bot's comments, pushes nothing (placeholder;"
                 " replace with put-secret-value).",
             )
-    return secrets, refs, read
+        if spec.members_id:
+            extra.setdefault(name, {})["members"] = _secret(
+                scope,
+                props,
+                spec.members_id,
+                f"{prefix}/{name}-members-token",
+                f"{spec.title} members token: the receiver's read-only look-up of who may trigger (placeholder;"
+                " replace with put-secret-value).",
+            )
+    return secrets, refs, extra
 
 
-def reads(name: str, function: Lambda, *, read_token: bool) -> tuple[Kind, ...]:
-    """Which of tracker ``name``'s secrets ``function`` reads (``read_token``: the tracker has a read token)."""
-    everyday: Kind = "read" if read_token else "token"
+def reads(name: str, function: Lambda, *, extra: Collection[Kind] = ()) -> tuple[Kind, ...]:
+    """Which of tracker ``name``'s secrets ``function`` reads; ``extra``: the kinds of lesser tokens it has
+    (``read``, ``members``)."""
+    everyday: Kind = "read" if "read" in extra else "token"
     if function == "receiver":
-        return ("webhook", everyday) if REGISTRY[name].receiver_reads_token else ("webhook",)
+        if not REGISTRY[name].receiver_reads_token:
+            return ("webhook",)
+        return ("webhook", "members" if "members" in extra else everyday)
     if function == "worker":
         return (everyday,)
-    return ("token", "read") if read_token else ("token",)
+    return ("token", "read") if "read" in extra else ("token",)
 
 
-def secret_env(refs: SecretRefs, read: ReadTokens, function: Lambda) -> dict[str, str]:
+def secret_env(refs: SecretRefs, extra: ReadTokens, function: Lambda) -> dict[str, str]:
     """The variables naming the secrets ``function`` reads (:func:`reads`)."""
     env: dict[str, str] = {}
     for name, (hook_ref, token_ref) in refs.items():
         spec = TRACKER_SECRETS[name]
         values = {"webhook": (spec.webhook_var, hook_ref), "token": (spec.token_var, token_ref)}
-        if name in read:
-            values["read"] = (spec.read_var, read[name][1])
-        for kind in reads(name, function, read_token=name in read):
+        lesser = extra.get(name, {})
+        if "read" in lesser:
+            values["read"] = (spec.read_var, lesser["read"][1])
+        if "members" in lesser:
+            values["members"] = (spec.members_var, lesser["members"][1])
+        for kind in reads(name, function, extra=lesser.keys()):
             var, value = values[kind]
             env[var] = value
     return env
 
 
-def grant_secrets(secrets: Secrets, read: ReadTokens, function: Lambda, grantee: iam.IGrantable) -> None:
+def grant_secrets(secrets: Secrets, extra: ReadTokens, function: Lambda, grantee: iam.IGrantable) -> None:
     """``secretsmanager:GetSecretValue`` for ``grantee`` on the secrets ``function`` reads (:func:`reads`)."""
     for name, (hook, token) in secrets.items():
-        by_kind = {"webhook": hook, "token": token}
-        if name in read:
-            by_kind["read"] = read[name][0]
-        for kind in reads(name, function, read_token=name in read):
+        lesser = extra.get(name, {})
+        by_kind: dict[str, secretsmanager.ISecret] = {"webhook": hook, "token": token}
+        by_kind |= {kind: secret for kind, (secret, _) in lesser.items()}
+        for kind in reads(name, function, extra=lesser.keys()):
             by_kind[kind].grant_read(grantee)
 
 

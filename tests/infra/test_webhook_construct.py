@@ -725,10 +725,11 @@ def test_with_read_tokens_only_the_reporter_can_read_a_token_that_pushes_code(
     ids = _secret_ids(t)
     assert set(READ_TOKENS) | set(WRITE_TOKENS) <= set(ids)
     assert "agentkit-dev/jira-read-token" not in ids  # Jira's token pushes no code: nothing to split
-    # The public receiver: webhook secrets and GitLab's read token (members API), nothing that can push.
+    assert "agentkit-dev/github-members-token" not in ids  # GitHub's receiver asks no API
+    # The public receiver: webhook secrets and GitLab's read-only members token, no token that can write.
     assert _secret_reads(t, "webhook.receiver.handler") == [
         "agentkit-dev/github-webhook-secret",
-        "agentkit-dev/gitlab-read-token",
+        "agentkit-dev/gitlab-members-token",
         "agentkit-dev/gitlab-webhook-secret",
         "agentkit-dev/jira-webhook-secret",
     ]
@@ -748,6 +749,10 @@ def test_with_read_tokens_only_the_reporter_can_read_a_token_that_pushes_code(
         for name in WRITE_TOKENS:
             assert ids[name] not in text, (handler, name)
         assert '"secretsmanager:*"' not in text and "secretsmanager:GetSecretValue" in text
+    receiver_text = _role_policy_text(t, "webhook.receiver.handler")
+    assert not any(ids[name] in receiver_text for name in READ_TOKENS)  # they post comments
+    for handler in ("webhook.worker.handler", "webhook.reporter.handler"):
+        assert ids["agentkit-dev/gitlab-members-token"] not in _role_policy_text(t, handler)
     assert all(ids[name] in _role_policy_text(t, "webhook.reporter.handler") for name in WRITE_TOKENS)
 
 
@@ -759,7 +764,8 @@ def test_with_read_tokens_each_lambda_is_told_only_its_secrets(synthed: dict[str
         for name in ("receiver", "worker", "reporter")
     }
     ref = {name: {"Ref": logical_id} for name, logical_id in ids.items()}
-    assert env["receiver"]["GITLAB_READ_TOKEN_SECRET_NAME"] == ref["agentkit-dev/gitlab-read-token"]
+    assert env["receiver"]["GITLAB_MEMBERS_TOKEN_SECRET_NAME"] == ref["agentkit-dev/gitlab-members-token"]
+    assert "GITLAB_READ_TOKEN_SECRET_NAME" not in env["receiver"]
     for function in ("receiver", "worker"):
         assert (
             "GITLAB_TOKEN_SECRET_NAME" not in env[function]
@@ -773,8 +779,10 @@ def test_with_read_tokens_each_lambda_is_told_only_its_secrets(synthed: dict[str
     outputs = t.to_json()["Outputs"]
     assert outputs["GitHubReadTokenSecretName"]["Value"] == ref["agentkit-dev/github-read-token"]
     assert outputs["GitLabReadTokenSecretName"]["Value"] == ref["agentkit-dev/gitlab-read-token"]
+    assert outputs["GitLabMembersTokenSecretName"]["Value"] == ref["agentkit-dev/gitlab-members-token"]
     # Without read tokens nothing changes: one token per tracker, no read token output.
-    assert not any("ReadToken" in k for k in synthed["templates"]["multi"].to_json()["Outputs"])
+    multi = synthed["templates"]["multi"].to_json()["Outputs"]
+    assert not any("ReadToken" in k or "MembersToken" in k for k in multi)
 
 
 def test_read_tokens_of_a_stage_without_created_secrets_are_referenced_by_name(
@@ -798,5 +806,5 @@ def test_read_tokens_of_a_stage_without_created_secrets_are_referenced_by_name(
         pushes = f"secret:agentkit-prod/{tracker}-token-??????"
         assert pushes not in receiver and pushes not in worker and pushes in reporter
         assert f"secret:agentkit-prod/{tracker}-read-token-??????" in worker
-    assert "secret:agentkit-prod/gitlab-read-token-??????" in receiver
-    assert "secret:agentkit-prod/github-read-token-??????" not in receiver
+    assert "secret:agentkit-prod/gitlab-members-token-??????" in receiver
+    assert "-read-token-" not in receiver and "-members-token-" not in worker + reporter

@@ -148,6 +148,7 @@ def test_with_read_tokens_the_lambda_environment_is_what_the_code_reads(
     assert problems(function, env) == []
     pushing = {ENV["github_token_secret_name"], ENV["gitlab_token_secret_name"]}
     assert bool(pushing & set(env)) == (function == "reporter")
+    assert (ENV["gitlab_members_token_secret_name"] in env) == (function == "receiver")
 
 
 def test_a_reporter_without_the_token_that_pushes_is_reported(

@@ -49,6 +49,11 @@ class TrackerEntry:
     read_token_secret_id: str = ""
     #: The stack output naming the read token secret (stack scope, no hash suffix).
     read_token_output: str = ""
+    #: With read tokens, a receiver that reads a token (``receiver_reads_token``) gets its own read-only one, the
+    #: members token (GitLab: ``read_api``, enough for the members API, can change nothing): its construct id and
+    #: stack output.
+    members_token_secret_id: str = ""
+    members_token_output: str = ""
     #: Stack outputs (URL, webhook secret name, token secret name; stack scope, no hash suffix). GitHub's are the
     #: stack's own ``WebhookUrl`` / ``WebhookSecretName`` / ``GitHubTokenSecretName``, made by the construct.
     outputs: tuple[str, str, str] | None = None
@@ -68,6 +73,11 @@ class TrackerEntry:
         """The :class:`~webhook.settings.WebhookSettings` field naming its read token secret (``None``: it has
         none)."""
         return f"{self.name}_read_token_secret_name" if self.read_token_secret_id else None
+
+    @property
+    def members_token_secret_setting(self) -> str | None:
+        """The :class:`~webhook.settings.WebhookSettings` field naming its members token secret (``None``: none)."""
+        return f"{self.name}_members_token_secret_name" if self.members_token_secret_id else None
 
 
 REGISTRY: dict[str, TrackerEntry] = {
@@ -93,6 +103,8 @@ REGISTRY: dict[str, TrackerEntry] = {
             token_secret_id="GitLabToken",
             read_token_secret_id="GitLabReadToken",
             read_token_output="GitLabReadTokenSecretName",
+            members_token_secret_id="GitLabMembersToken",
+            members_token_output="GitLabMembersTokenSecretName",
             outputs=("GitLabWebhookUrl", "GitLabWebhookSecretName", "GitLabTokenSecretName"),
         ),
         TrackerEntry(

@@ -19,8 +19,8 @@ import boto3
 import pytest
 
 from harness.tracker_apis import GitLabApi
+from tests.unit.webhook.support import GITLAB_MEMBERS as MEMBERS
 from tests.unit.webhook.support import (
-    GITLAB_MEMBERS,
     GITLAB_TOKEN,
     RUNTIME_ARN,
     SECRET_NAMES,
@@ -37,9 +37,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 GITHUB_READ = "github_pat_read_and_comment"
 GITLAB_READ = "glpat-reporter-role"
+GITLAB_MEMBERS = "glpat-read-api-guest"
 READ_NAMES = {
     ENV["github_read_token_secret_name"]: ("agentkit/github-read-token", GITHUB_READ),
     ENV["gitlab_read_token_secret_name"]: ("agentkit/gitlab-read-token", GITLAB_READ),
+    ENV["gitlab_members_token_secret_name"]: ("agentkit/gitlab-members-token", GITLAB_MEMBERS),
 }
 #: The secrets whose tokens push code.
 PUSHING = {"agentkit/github-token", "agentkit/gitlab-token"}
@@ -60,8 +62,12 @@ def lambda_env(aws: SimpleNamespace, function: str, *, split: bool) -> dict[str,
         reads_instead["GITLAB_TOKEN_SECRET_NAME"] = "GITLAB_READ_TOKEN_SECRET_NAME"
         if function == "reporter":
             keep = [*keep, *reads_instead.values()]
-        else:
+        elif function == "worker":
             keep = [reads_instead.get(var, var) for var in keep]
+        else:  # the receiver asks GitLab's members API with the read-only members token
+            keep = [
+                v if v != "GITLAB_TOKEN_SECRET_NAME" else "GITLAB_MEMBERS_TOKEN_SECRET_NAME" for v in keep
+            ]
     env = {k: v for k, v in aws.tracker_env.items() if k not in names}
     env.update({var: names[var] for var in keep})
     env.update(
@@ -137,16 +143,17 @@ def test_each_lambda_reads_only_its_secrets(
             handed[function] = every_reader(rdeps.trackers, rdeps.repos)
         reads[function] = set(secret_reads)
 
-    gitlab_read = {"agentkit/gitlab-read-token"} if split else {"agentkit/gitlab-token"}
-    assert reads["receiver"] == _HOOKS | gitlab_read
+    gitlab_members = {"agentkit/gitlab-members-token"} if split else {"agentkit/gitlab-token"}
+    assert reads["receiver"] == _HOOKS | gitlab_members
     assert reads["worker"] == read | {"agentkit/jira-token"}
     assert reads["reporter"] == PUSHING | read | {"agentkit/jira-token"}
     if split:
         assert not (reads["receiver"] | reads["worker"]) & PUSHING
-    # What each reader hands over: the receiver asks GitLab's members API with the everyday token; the worker
+        assert not reads["receiver"] & read  # the read tokens post comments: not the public receiver's
+    # What each reader hands over: the receiver asks GitLab's members API with the members token; the worker
     # replies and downloads snapshots with it; the reporter pushes with the token and comments with the
     # everyday one (the same identity edits the comments the worker posted).
-    assert handed["receiver"]["gitlab:comments"] == gitlab_everyday
+    assert handed["receiver"]["gitlab:comments"] == (GITLAB_MEMBERS if split else GITLAB_TOKEN)
     assert {k: v for k, v in handed["worker"].items() if not k.startswith("jira")} == {
         "github:comments": github_everyday,
         "gitlab:comments": gitlab_everyday,
@@ -161,24 +168,28 @@ def test_each_lambda_reads_only_its_secrets(
     }
 
 
-def test_the_gitlab_receiver_asks_the_members_api_with_the_read_token(
+def test_the_gitlab_receiver_asks_the_members_api_with_the_members_token(
     aws: SimpleNamespace, secret_reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A GitLab stand-in that knows only the read token: a member's note is queued, so the receiver asked with
-    it (and never read the token that pushes)."""
-    with GitLabApi(token=GITLAB_READ, members=GITLAB_MEMBERS) as api:
+    """A GitLab stand-in that knows only the members token: a member's note is queued, so the receiver asked with
+    it (and read no token that can write)."""
+    with GitLabApi(token=GITLAB_MEMBERS, members=MEMBERS) as api:
         env = lambda_env(aws, "receiver", split=True) | {ENV["gitlab_api_url"]: api.api_url}
         use_env(monkeypatch, env)
         receiver.configure(receiver.deps_from_env())
         status, doc = call(gitlab_event(json.dumps(fixture("gitlab", "note_on_issue")).encode()))
     assert (status, doc["status"]) == (202, "queued") and len(queued(aws)) == 1
-    assert "agentkit/gitlab-read-token" in secret_reads and not set(secret_reads) & PUSHING
+    assert "agentkit/gitlab-members-token" in secret_reads
+    assert not set(secret_reads) & (PUSHING | {"agentkit/gitlab-read-token", "agentkit/github-read-token"})
 
 
 def test_the_token_secret_is_not_required_where_a_read_token_is_named() -> None:
     from webhook.settings import WebhookSettings
 
     split = {ENV["gitlab_read_token_secret_name"]: "x"}
+    assert "GITLAB_TOKEN_SECRET_NAME" not in WebhookSettings.required(
+        "receiver", ("gitlab",), given={ENV["gitlab_members_token_secret_name"]: "y"}
+    )
     for function in ("receiver", "worker"):
         assert "GITLAB_TOKEN_SECRET_NAME" in WebhookSettings.required(function, ("gitlab",))  # type: ignore[arg-type]
         assert "GITLAB_TOKEN_SECRET_NAME" not in WebhookSettings.required(
