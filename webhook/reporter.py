@@ -7,7 +7,8 @@ least once; see docs/webhook/fix-jobs.md). For each record the reporter:
   job runs) and edits the progress comment at most once per ``PROGRESS_MIN_SECONDS`` (elapsed time, tool
   calls, cost so far);
 * ``result`` → takes it exactly once (:meth:`fix_jobs.JobStore.begin_report`: a duplicated or redelivered
-  result, or one arriving after ``/agent stop``, does nothing), applies the patch to the base commit and opens
+  result, or one arriving after ``/agent stop`` or after the sweep ended the job at its deadline
+  (:mod:`webhook.sweeper`), does nothing), applies the patch to the base commit and opens
   the draft pull/merge request (or pushes the branch, ``PR_MODE=branch``) with the tracker token, then edits
   the progress comment into the answer with the link, cost and duration. An error result, a refused patch or
   a branch conflict become a short comment with the error code.
@@ -46,7 +47,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
 from webhook.fix.config import FixSettings, fix_settings
-from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore, NotAFixJob
+from webhook.fix.jobs import (
+    DONE,
+    JOB,
+    REPORTING,
+    RUNNING,
+    STOPPED,
+    TIMED_OUT,
+    FixJob,
+    JobState,
+    JobStore,
+    NotAFixJob,
+)
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import TransientInvokeError
@@ -270,6 +282,13 @@ class Reporter:
                 metrics.emit("ResultsAfterStop", job.tracker)
                 logger.info("result after a stop; nothing opened", extra={"job_id": ev.job_id})
                 return "stopped"
+            if status == TIMED_OUT:
+                # The sweep ended the job at its deadline and told the issue to ask again: a second, later answer
+                # (a pull request under a comment saying nothing was changed) would contradict it. Logged and
+                # counted so an operator sees deadlines that are too short.
+                metrics.emit("ResultsAfterTimeout", job.tracker)
+                logger.warning("result after the job's deadline; nothing opened", extra={"job_id": ev.job_id})
+                return "timed_out"
             if status == REPORTING:
                 raise TransientInvokeError("another reporter is reporting this result")
             metrics.emit("FixResultDuplicate", job.tracker)

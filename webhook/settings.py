@@ -31,8 +31,8 @@ from webhook.trackers.github_models import DEFAULT_ALLOWED_ASSOCIATIONS
 from webhook.trackers.targets import PR_MODES, PrMode, RepoTarget, parse_jira_repositories
 
 #: The webhook's Lambda functions (``webhook.<name>.handler``).
-Lambda = Literal["receiver", "worker", "reporter"]
-LAMBDAS: tuple[Lambda, ...] = ("receiver", "worker", "reporter")
+Lambda = Literal["receiver", "worker", "reporter", "sweeper"]
+LAMBDAS: tuple[Lambda, ...] = ("receiver", "worker", "reporter", "sweeper")
 #: Each Lambda's Powertools service (logs, traces, the ``service`` metric dimension): ``webhook-<lambda>``.
 SERVICE_NAMES: dict[Lambda, str] = {name: f"webhook-{name}" for name in LAMBDAS}
 
@@ -52,12 +52,20 @@ DEFAULT_METRICS_NAMESPACE = "AgentCoreClaudeKit"
 #: its base64 and the JSON body at once next to the snapshot's file view: with a workspace bucket, bigger ones go
 #: through S3 and the worker's memory stays small.
 DEFAULT_INLINE_SNAPSHOT_MAX_BYTES = 6 * 1024 * 1024
+#: AgentCore ends a session's microVM at its maximum lifetime (the runtime's ``lifecycleConfiguration.maxLifetime``,
+#: default 28800 s in the botocore model of ``bedrock-agentcore-control``; the kit's ``max_lifetime_hours`` is at
+#: most 8, ``infra/config.py``), and the runtime ends a job's turn before it (``AGENTKIT_JOB_TIMEOUT`` = lifetime -
+#: 300 s, ``infra/stack.py``), so a job with no result by then never sends one. The margin covers the result's way to the reporter (SQS, a few
+#: redeliveries after a failed report); the stack derives a shorter deadline from the stage's own lifetime.
+JOB_DEADLINE_MARGIN_SECONDS = 30 * 60
+DEFAULT_JOB_DEADLINE_SECONDS = 8 * 3600 + JOB_DEADLINE_MARGIN_SECONDS
 S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[A-Za-z0-9_.-]+/)*)$")
 
 _ALL: tuple[Lambda, ...] = LAMBDAS
-_TOKEN_READERS: tuple[Lambda, ...] = ("worker", "reporter")
+#: The sweeper edits a timed-out job's progress comment with the tracker's token, as the reporter does.
+_TOKEN_READERS: tuple[Lambda, ...] = ("worker", "reporter", "sweeper")
 #: With a read token these read it instead of the token; the reporter always needs the token (it pushes).
-_READ_TOKEN_READERS: tuple[Lambda, ...] = ("receiver", "worker")
+_READ_TOKEN_READERS: tuple[Lambda, ...] = ("receiver", "worker", "sweeper")
 
 
 def setting(
@@ -196,6 +204,16 @@ class WebhookSettings(BaseModel):
     )
     job_lease_seconds: float = setting(
         "JOB_LEASE_SECONDS", 300.0, "reporter: how long a result being reported blocks a duplicate", ge=30
+    )
+    # ------------------------------------------------------------------ sweeper
+    job_deadline_seconds: int = setting(
+        "JOB_DEADLINE_SECONDS",
+        DEFAULT_JOB_DEADLINE_SECONDS,
+        "sweeper: seconds after its start a fix job with no result is ended as `timed_out` (its comment says so)",
+        ge=600,
+    )
+    sweep_max_pages: int = setting(
+        "SWEEP_MAX_PAGES", 20, "sweeper: most Scan pages (of 500 items) one sweep reads", gt=0
     )
     # ------------------------------------------------------------------ GitHub (names kept from the GitHub-only
     # release: WEBHOOK_SECRET_NAME, TRIGGER_LABEL, …)

@@ -6,8 +6,9 @@ verifies its tracker's signature or token in code) and one path per tracker (``/
 URL —, ``/gitlab``, ``/jira``), an SSE + TLS-only SQS queue with a DLQ, a worker Lambda fed by the queue
 (partial batch failures), a DynamoDB idempotency table (PITR, TTL), two Secrets Manager secrets per
 enabled tracker (webhook secret, API token; ``infra/webhook/secrets.py``, ``infra/webhook/trackers.py``), log groups with retention; for fix
-jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue (``infra/webhook/fix.py``, which also
-lists the grants fix jobs add).
+jobs (``/agent fix``) a reporter Lambda on the runtime's job events queue and a scheduled sweeper that ends jobs
+whose result never came (``infra/webhook/fix.py``, ``infra/webhook/sweep.py``, which also list the grants fix jobs
+add).
 
 Lambda code is the top-level ``webhook`` package, shipped as a plain asset holding that folder and the AWS SDK
 it pins in ``webhook/requirements.txt`` (boto3/botocore >= 1.40.46, the first with ``StopRuntimeSession``),
@@ -60,6 +61,7 @@ from infra.webhook.asset import package_code
 from infra.webhook.fix import add_fix_jobs, fix_environment
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.secrets import add_tracker_secrets, grant_secrets, secret_env
+from infra.webhook.sweep import add_sweeper
 from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
 from webhook.settings import ENV, SERVICE_NAMES, Lambda
 from webhook.trackers.registry import REGISTRY
@@ -112,6 +114,7 @@ class IssueWebhook(Construct):
     """
 
     reporter: lambda_.Function
+    sweeper: lambda_.Function
     job_events_queue: sqs.IQueue
     secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
 
@@ -159,6 +162,10 @@ class IssueWebhook(Construct):
             fix_env=fix_env,
             job_events_queue=job_events_queue,
             workspaces=workspaces,
+        )
+        # Fix jobs whose result never comes (a microVM lost with its disk): ended at their deadline.
+        add_sweeper(
+            self, self, props, tracker_env={**checked.worker_env, **secret_env(secret_refs, read, "sweeper")}
         )
         self._outputs(secret_refs, read)
 

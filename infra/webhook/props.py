@@ -31,7 +31,7 @@ from runtime.env import DEFAULT_METRICS_NAMESPACE
 from runtime.workspace.protected_paths import parse_allowed
 from webhook.errors import TrackerConfigError
 from webhook.repo.change import BRANCH_LOCATIONS
-from webhook.settings import ENV
+from webhook.settings import ENV, JOB_DEADLINE_MARGIN_SECONDS
 from webhook.trackers.targets import PR_MODES, parse_jira_repositories
 
 DEFAULT_ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
@@ -106,6 +106,11 @@ class WebhookProps:
     fix_branches: str = "fork"
     fix_max_per_actor_per_hour: int = 5
     fix_max_per_repository_per_hour: int = 20
+    #: How long after its start a fix job with no result is ended as ``timed_out`` by the sweeper (``None``: 8 h 30
+    #: min, above AgentCore's longest session; :meth:`from_config` derives it from the stage's
+    #: ``max_lifetime_hours``), and how often the sweeper runs.
+    job_deadline: cdk.Duration | None = None
+    sweep_interval: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -144,6 +149,11 @@ class WebhookProps:
             jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
             removal_policy=lifecycle.removal_policy(config.settings),
+            # The stage's microVMs end at this lifetime, and a job's turn before it (AGENTKIT_JOB_TIMEOUT): no
+            # result can come later than that plus the way through the events queue.
+            job_deadline=cdk.Duration.seconds(
+                config.settings.max_lifetime_hours * 3600 + JOB_DEADLINE_MARGIN_SECONDS
+            ),
         )
 
 

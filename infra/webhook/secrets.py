@@ -15,7 +15,7 @@ function, :func:`grant_secrets` grants ``secretsmanager:GetSecretValue`` on exac
   the members API decides who may trigger; a ``read_api`` token that can change nothing), or its token when read
   tokens are off;
 * worker — the read tokens (replies, snapshot downloads; ``/agent stop`` edits a comment), else the tokens; the
-  Jira token;
+  Jira token; the sweeper likewise (it edits a timed-out job's comment);
 * reporter — the tokens (the push and the pull/merge request) and the read tokens (the bot's comments are edited
   by the identity that posted them: GitLab lets only a note's author, or a Maintainer, edit it).
 
@@ -120,7 +120,7 @@ def reads(name: str, function: Lambda, *, extra: Collection[Kind] = ()) -> tuple
         if not REGISTRY[name].receiver_reads_token:
             return ("webhook",)
         return ("webhook", "members" if "members" in extra else everyday)
-    if function == "worker":
+    if function in ("worker", "sweeper"):  # the sweeper edits the progress comment the worker posted
         return (everyday,)
     return ("token", "read") if "read" in extra else ("token",)
 

@@ -23,7 +23,12 @@ from tests.infra.test_webhook_fix import of_type
 from tests.unit.test_botocore_calls import services_of, unit_files
 
 pytestmark = pytest.mark.infra
-HANDLERS = {"webhook.receiver.handler", "webhook.worker.handler", "webhook.reporter.handler"}
+HANDLERS = {
+    "webhook.receiver.handler",
+    "webhook.worker.handler",
+    "webhook.reporter.handler",
+    "webhook.sweeper.handler",
+}
 
 
 def assets(s: Synth) -> dict[str, Path]:

@@ -250,8 +250,8 @@ def test_idempotency_table_pitr_and_ttl(synthed: dict[str, Any]) -> None:
 def test_log_groups_have_retention(synthed: dict[str, Any]) -> None:
     for name, days in (("literal", 30), ("tokens", 7), ("multi", 30)):
         groups = synthed["templates"][name].find_resources("AWS::Logs::LogGroup")
-        # receiver, worker, reporter
-        assert len(groups) == 3 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
+        # receiver, worker, reporter, sweeper
+        assert len(groups) == 4 and all(g["Properties"]["RetentionInDays"] == days for g in groups.values())
 
 
 def test_worker_may_invoke_only_this_runtime_endpoint(synthed: dict[str, Any]) -> None:
@@ -278,11 +278,13 @@ def test_worker_reads_and_writes_only_its_stored_replies(synthed: dict[str, Any]
         s for s in ddb if "dynamodb:PutItem" in s["Action"] and "dynamodb:DeleteItem" not in s["Action"]
     ]
     receiver = [s for s in ddb if "dynamodb:DeleteItem" in s["Action"]]
-    reporter = [s for s in ddb if "dynamodb:PutItem" not in s["Action"]]
-    assert len(worker) == 1 and len(receiver) == 1 and len(reporter) == 1
-    # The reporter moves fix jobs' items (reply#<key>) and creates none.
-    assert sorted(reporter[0]["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
-    assert reporter[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
+    scan = [s for s in ddb if s["Action"] == "dynamodb:Scan"]  # the sweeper's, limited to a few attributes
+    movers = [s for s in ddb if "dynamodb:PutItem" not in s["Action"] and s not in scan]
+    assert len(worker) == 1 and len(receiver) == 1 and len(movers) == 2 and len(scan) == 1
+    # The reporter and the sweeper move fix jobs' items (reply#<key>) and create none.
+    for stmt in movers:
+        assert sorted(stmt["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+        assert stmt["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
     [stmt] = worker
     assert sorted(stmt["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
     assert stmt["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
@@ -320,8 +322,8 @@ def test_secrets_are_scoped_per_function(synthed: dict[str, Any]) -> None:
         {"Name": "agentkit/github-webhook-secret", "GenerateSecretString": Match.object_like({})},
     )
     reads = [s for s in _policy_statements(t) if "secretsmanager:GetSecretValue" in s["Action"]]
-    # receiver: the webhook secret; worker and reporter: the token
-    assert len(reads) == 3 and all(isinstance(s["Resource"], dict) and "Ref" in s["Resource"] for s in reads)
+    # receiver: the webhook secret; worker, reporter and sweeper: the token
+    assert len(reads) == 4 and all(isinstance(s["Resource"], dict) and "Ref" in s["Resource"] for s in reads)
     # By-name references: no secrets created, ARN pattern limited to the name.
     t2 = synthed["templates"]["tokens"]
     t2.resource_count_is("AWS::SecretsManager::Secret", 0)
@@ -568,8 +570,20 @@ def test_secret_names_follow_the_name_prefix_so_stages_do_not_clash() -> None:
             {"worker_timeout": cdk.Duration.minutes(14), "runtime_turn_timeout": cdk.Duration.minutes(13)},
             "must exceed the runtime turn timeout",
         ),
+        ({"job_deadline": cdk.Duration.minutes(5)}, "job_deadline must be at least 600"),
+        ({"sweep_interval": cdk.Duration.seconds(30)}, "sweep_interval"),
     ],
-    ids=["slash", "empty-prefix", "unknown-assoc", "no-assoc", "string-assoc", "short-worker", "long-turn"],
+    ids=[
+        "slash",
+        "empty-prefix",
+        "unknown-assoc",
+        "no-assoc",
+        "string-assoc",
+        "short-worker",
+        "long-turn",
+        "short-deadline",
+        "fast-sweep",
+    ],
 )
 def test_webhook_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> None:
     stack = cdk.Stack(cdk.App(), "S")
@@ -693,6 +707,14 @@ def test_gitlab_only_webhook_has_no_github_secrets() -> None:
     assert "GitLabWebhookSecretName" in outputs
 
 
+def test_the_sweepers_deadline_without_the_stack_is_above_agentcores_longest_session(
+    synthed: dict[str, Any],
+) -> None:
+    """A construct used on its own (no stage lifetime to derive from) ends jobs 8 h 30 min after their start."""
+    env = _env_of(synthed["templates"]["literal"], "webhook.sweeper.handler")["Environment"]["Variables"]
+    assert env["JOB_DEADLINE_SECONDS"] == str(8 * 3600 + 1800)
+
+
 # ---------------------------------------------------------------------------------------------- read tokens
 #: The tokens that push code (fix branches, pull/merge requests) and the lesser read tokens, by secret name.
 WRITE_TOKENS = ("agentkit-dev/github-token", "agentkit-dev/gitlab-token")
@@ -743,8 +765,10 @@ def test_with_read_tokens_only_the_reporter_can_read_a_token_that_pushes_code(
     assert _secret_reads(t, "webhook.reporter.handler") == sorted(
         [*WRITE_TOKENS, *READ_TOKENS, "agentkit-dev/jira-token"]
     )
+    # The sweeper edits the comment the worker posted: the read tokens too.
+    assert _secret_reads(t, "webhook.sweeper.handler") == _secret_reads(t, "webhook.worker.handler")
     # Not by any other statement either (any action, any policy on the role).
-    for handler in ("webhook.receiver.handler", "webhook.worker.handler"):
+    for handler in ("webhook.receiver.handler", "webhook.worker.handler", "webhook.sweeper.handler"):
         text = _role_policy_text(t, handler)
         for name in WRITE_TOKENS:
             assert ids[name] not in text, (handler, name)

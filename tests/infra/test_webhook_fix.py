@@ -102,4 +102,54 @@ def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(opt
         assert {f.split("/")[0] for f in files if not f.startswith("webhook/")} <= sdk - {"webhook", ".."}
         module, attr = props["Handler"].rsplit(".", 1)
         assert f"\ndef {attr}(" in (asset / f"{module.replace('.', '/')}.py").read_text()
-    assert handlers == {"webhook.receiver.handler", "webhook.worker.handler", "webhook.reporter.handler"}
+    assert handlers == {
+        "webhook.receiver.handler",
+        "webhook.worker.handler",
+        "webhook.reporter.handler",
+        "webhook.sweeper.handler",
+    }
+
+
+def test_the_sweeper_runs_on_a_schedule_with_least_privilege(optional: Synth) -> None:
+    """Every 15 minutes a rule invokes the sweeper; it may Scan only the attributes the sweep reads, read and
+    move ``reply#*`` items, and read the token secrets (it edits the progress comment) — nothing else."""
+    fid, sweeper = function(optional, "webhook.sweeper.handler")
+    [rule] = [
+        r["Properties"]
+        for r in of_type(optional, "AWS::Events::Rule").values()
+        if any(t["Arn"] == {"Fn::GetAtt": [fid, "Arn"]} for t in r["Properties"].get("Targets", []))
+    ]
+    assert rule["ScheduleExpression"] == "rate(15 minutes)" and rule["State"] == "ENABLED"
+    [permission] = [
+        p["Properties"]
+        for p in of_type(optional, "AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [fid, "Arn"]}
+    ]
+    assert permission["Principal"] == "events.amazonaws.com"
+    env = sweeper["Environment"]["Variables"]
+    # The optional stage's sessions live at most max_lifetime_hours; the deadline is that plus 30 minutes.
+    runtime = next(iter(of_type(optional, "AWS::BedrockAgentCore::Runtime").values()))["Properties"]
+    lifetime = runtime["LifecycleConfiguration"]["MaxLifetime"]
+    assert int(env["JOB_DEADLINE_SECONDS"]) == lifetime + 1800
+    st = statements(optional, sweeper["Role"])
+    actions = {a for s in st for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert actions == {
+        "dynamodb:Scan",
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+    [scan] = [s for s in st if s["Action"] == "dynamodb:Scan"]
+    assert scan["Condition"] == {
+        "ForAllValues:StringEquals": {
+            "dynamodb:Attributes": ["id", "status", "started_at", "stored_at", "notified_at"]
+        },
+        "StringEquals": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+    }
+    [ddb] = [s for s in st if "dynamodb:UpdateItem" in s["Action"]]
+    assert ddb["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}

@@ -8,9 +8,11 @@ runtime sees is that key), and moves it through its states with conditional writ
 
 ``running`` (the worker's claim, as for answers) → ``job`` (the runtime accepted the job: :meth:`started`)
 → ``reporting`` (a reporter took the result: :meth:`begin_report`) → ``done``; or ``job`` → ``stopped``
-(``/agent stop``: :meth:`stop`). A claim whose invocation failed before the runtime accepted it goes to
+(``/agent stop``: :meth:`stop`), or ``job`` → ``timed_out`` (no result by the job's deadline: the sweep,
+:meth:`time_out`, :mod:`webhook.sweeper`). A claim whose invocation failed before the runtime accepted it goes to
 ``released`` (claimable again). Each transition is conditional on the state before it, so of two deliveries
-of one result only one reports it, and a result arriving after a stop finds ``stopped`` and opens nothing.
+of one result only one reports it, and a result arriving after a stop finds ``stopped`` and opens nothing; of the sweep and a late result only
+one moves the job out of ``job``, so the issue gets one final answer.
 
 While ``running``: the worker keeps the job document before it invokes the runtime (:meth:`prepared`), so a
 delivery that takes over the claim of a worker that died (:meth:`adopt`) re-sends the very same job; and
@@ -21,14 +23,16 @@ Attributes: ``status``, ``stored_at``, ``expiration`` (TTL), ``job`` (the :class
 reporter needs, and what the runtime is sent as ``job.context``), ``progress_comment_id`` /
 ``progress_comment_url`` (the comment edited as the run goes), ``started_at``, ``last_seq``, ``cost_so_far``,
 ``tool_calls``, ``last_tool``, ``elapsed_s``, ``last_edit_at``, ``report_at``, ``pr_url``, ``cost_usd``,
-``duration_ms``, ``error_code``, ``stopped_by``, ``stop_key``, ``stop_requested_by``, ``finished_at``. Next to it,
+``duration_ms``, ``error_code``, ``stopped_by``, ``stop_key``, ``stop_requested_by``, ``finished_at``,
+``notified_at`` (a timed-out job's comment says so). Next to it,
 ``reply#session#<runtime session id>`` names the issue's newest started job (``job_key``) and its newest claim
 (``pending_key``), so ``/agent stop`` finds what to stop, started or not.
 
 What a fix job is (:class:`FixJob`, the document sent to the runtime as ``job.context``) and how its item reads
 (:class:`JobState`, :func:`job_state`) live here too, next to the states and the writes that move a job.
 
-IAM: ``dynamodb:GetItem``, ``PutItem``, ``UpdateItem`` on the table, for ``reply#*`` keys only.
+IAM: ``dynamodb:GetItem``, ``PutItem``, ``UpdateItem`` on the table, for ``reply#*`` keys only; the sweep's
+:meth:`JobStore.open_jobs` also ``dynamodb:Scan`` limited to :data:`SCAN_ATTRIBUTES`.
 """
 
 from __future__ import annotations
@@ -43,14 +47,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
 from webhook.trackers.base import TrackerName
 
-JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped"]
+JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped", "timed_out"]
 RUNNING: Final = "running"
 RELEASED: Final = "released"
 JOB: Final = "job"
 REPORTING: Final = "reporting"
 DONE: Final = "done"
 STOPPED: Final = "stopped"
-STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED)
+#: Final: no result came by the job's deadline (the sweep ended it; a later result opens nothing).
+TIMED_OUT: Final = "timed_out"
+STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED, TIMED_OUT)
+#: The attributes the sweep's Scan reads (and the only ones its IAM grant lets it read with a Scan).
+SCAN_ATTRIBUTES = ("id", "status", "started_at", "stored_at", "notified_at")
 #: The runtime's limit on ``job.context`` (encoded JSON).
 MAX_CONTEXT_BYTES = 4096
 
@@ -121,6 +129,20 @@ class JobState:
     stop_key: str = ""
     #: Who asked ``/agent stop`` while the job was not started yet (``running``): it must not run.
     stop_requested_by: str = ""
+    finished_at: float = 0.0
+    #: When the sweep's note reached the issue (a ``timed_out`` job without it is edited again).
+    notified_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class OpenJob:
+    """What the sweep's Scan reads of one job item (:data:`SCAN_ATTRIBUTES`)."""
+
+    key: str
+    status: str
+    started_at: float
+    stored_at: float
+    notified_at: float
 
 
 class NotAFixJob(ReplyStoreError):
@@ -175,6 +197,8 @@ def job_state(key: str, item: dict[str, Any]) -> JobState:
         stopped_by=text(item, "stopped_by"),
         stop_key=text(item, "stop_key"),
         stop_requested_by=text(item, "stop_requested_by"),
+        finished_at=_n(item, "finished_at") or 0.0,
+        notified_at=_n(item, "notified_at") or 0.0,
     )
 
 
@@ -496,4 +520,84 @@ class JobStore(ReplyTable):
                 ":now": num(self._clock()),
                 ":job": {"S": JOB},
             },
+        )
+
+    # ------------------------------------------------------------------ sweep
+    def open_jobs(
+        self, statuses: tuple[str, ...], *, page_size: int, max_pages: int
+    ) -> tuple[list[OpenJob], bool]:
+        """Job items in one of ``statuses``, or ``timed_out`` with the issue not told yet: a paged Scan reading
+        :data:`SCAN_ATTRIBUTES` only, at most ``max_pages`` pages of ``page_size`` items evaluated each. Returns
+        ``(jobs, complete)``; ``complete`` is ``False`` when the bound stopped the Scan before the table's end.
+
+        A Scan, not an index: the table holds an issue bot's items for two weeks (receiver records, stored
+        replies, jobs), a few thousand, and the sweep runs every 15 minutes (about 7 million read units a month
+        for 5,000 items of 4 KB); a sparse index would add a write to every job transition. The filter does not
+        lower the read capacity a Scan consumes (every item evaluated counts), so the page bound caps the cost.
+
+        Raises :class:`ReplyStoreError`."""
+        names = {"#s": "status"}
+        values: dict[str, Any] = {":prefix": {"S": KEY_PREFIX}, ":timed_out": {"S": TIMED_OUT}}
+        wanted = []
+        for i, status in enumerate(statuses):
+            values[f":s{i}"] = {"S": status}
+            wanted.append(f":s{i}")
+        open_filter = f"#s IN ({', '.join(wanted)}) OR " if wanted else ""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Select": "SPECIFIC_ATTRIBUTES",
+            "ProjectionExpression": ", ".join("#s" if a == "status" else a for a in SCAN_ATTRIBUTES),
+            "FilterExpression": (
+                f"begins_with(id, :prefix) AND ({open_filter}(#s = :timed_out AND attribute_not_exists(notified_at)))"
+            ),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "Limit": page_size,
+        }
+        found: list[OpenJob] = []
+        for _page in range(max_pages):
+            try:
+                out = self._client.scan(**kwargs)
+            except (ClientError, BotoCoreError) as exc:
+                raise ReplyStoreError(f"Scan on {self.table_name} failed: {exc}") from exc
+            for item in out.get("Items", []):
+                found.append(
+                    OpenJob(
+                        key=text(item, "id").removeprefix(KEY_PREFIX),
+                        status=text(item, "status"),
+                        started_at=_n(item, "started_at") or 0.0,
+                        stored_at=_n(item, "stored_at") or 0.0,
+                        notified_at=_n(item, "notified_at") or 0.0,
+                    )
+                )
+            last = out.get("LastEvaluatedKey")
+            if not last:
+                return found, True
+            kwargs["ExclusiveStartKey"] = last
+        return found, False
+
+    def time_out(self, key: str, *, status: str) -> bool:
+        """A job past its deadline with no result → ``timed_out`` (``error_code`` ``timed_out``), only while it
+        is still in ``status``: ``False`` when a result (or a stop) moved it first — then that answer stands."""
+        return self._update(
+            "time out",
+            key,
+            "SET #s = :timed_out, error_code = :code, finished_at = :now",
+            "#s = :from",
+            {
+                ":timed_out": {"S": TIMED_OUT},
+                ":code": {"S": TIMED_OUT},
+                ":now": num(self._clock()),
+                ":from": {"S": status},
+            },
+        )
+
+    def notified(self, key: str) -> bool:
+        """The issue was told that the job timed out: the next sweep leaves it alone."""
+        return self._update(
+            "notified",
+            key,
+            "SET notified_at = :now",
+            "#s = :timed_out",
+            {":now": num(self._clock()), ":timed_out": {"S": TIMED_OUT}},
         )

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, FixJob, JobStore
+from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, TIMED_OUT, FixJob, JobStore
 
 KEY = "a" * 64
 SESSION = "gh-" + "b" * 64
@@ -175,3 +175,29 @@ def test_a_stop_request_keeps_a_claim_from_becoming_a_job(store: tuple[JobStore,
     assert state is not None and (state.status, state.stopped_by, state.stop_key) == (STOPPED, "carol", "s1")
     assert not jobs.request_stop(KEY, by="carol", stop_key="s1")  # stopped: nothing to request any more
     assert jobs.active_job(SESSION) is None
+
+
+def test_only_a_job_still_running_times_out_and_a_result_or_stop_then_finds_it_final(
+    store: tuple[JobStore, Clock],
+) -> None:
+    """The sweep's write and the reporter's take both require ``job``: whichever comes first, the other fails."""
+    jobs, clock = store
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=300)
+    assert not jobs.time_out(KEY, status=JOB)  # being reported: the result stands
+    assert jobs.finish(KEY, pr_url="https://x/pr/1") and not jobs.time_out(KEY, status=JOB)
+    other = "f" * 64
+    assert jobs.claim(other)
+    assert not jobs.time_out(other, status=JOB)  # a claim is not a started job
+    claim = jobs.get(other)
+    assert claim is not None and jobs.started(other, JOB_DOC, claimed_at=claim.stored_at)
+    clock.now += 10
+    assert not jobs.notified(other)  # only a timed-out job is marked told
+    assert jobs.time_out(other, status=JOB) and not jobs.time_out(other, status=JOB)
+    assert not jobs.begin_report(other, lease_seconds=300)
+    assert not jobs.stop(other, by="carol", stop_key="s" * 64)
+    assert not jobs.record_progress(other, seq=5, cost_usd=0.1, tool_calls=1, last_tool="Bash", elapsed_s=9)
+    state = jobs.get(other)
+    assert state is not None and state.status == TIMED_OUT and state.error_code == "timed_out"
+    assert state.finished_at == clock.now and state.notified_at == 0
+    assert jobs.notified(other) and jobs.get(other).notified_at == clock.now  # type: ignore[union-attr]

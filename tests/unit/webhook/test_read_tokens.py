@@ -30,7 +30,7 @@ from tests.unit.webhook.support import (
     gitlab_event,
     queued,
 )
-from webhook import receiver, reporter, worker
+from webhook import receiver, reporter, sweeper, worker
 from webhook.settings import ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -55,6 +55,7 @@ def lambda_env(aws: SimpleNamespace, function: str, *, split: bool) -> dict[str,
         "receiver": ["WEBHOOK_SECRET_NAME", "GITLAB_WEBHOOK_SECRET_NAME", "JIRA_WEBHOOK_SECRET_NAME"],
         "worker": ["GITHUB_TOKEN_SECRET_NAME", "GITLAB_TOKEN_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"],
         "reporter": ["GITHUB_TOKEN_SECRET_NAME", "GITLAB_TOKEN_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"],
+        "sweeper": ["GITHUB_TOKEN_SECRET_NAME", "GITLAB_TOKEN_SECRET_NAME", "JIRA_TOKEN_SECRET_NAME"],
     }[function]
     keep = [*keep, "GITLAB_TOKEN_SECRET_NAME"] if function == "receiver" else keep
     if split:
@@ -62,7 +63,7 @@ def lambda_env(aws: SimpleNamespace, function: str, *, split: bool) -> dict[str,
         reads_instead["GITLAB_TOKEN_SECRET_NAME"] = "GITLAB_READ_TOKEN_SECRET_NAME"
         if function == "reporter":
             keep = [*keep, *reads_instead.values()]
-        elif function == "worker":
+        elif function in ("worker", "sweeper"):
             keep = [reads_instead.get(var, var) for var in keep]
         else:  # the receiver asks GitLab's members API with the read-only members token
             keep = [
@@ -128,7 +129,7 @@ def test_each_lambda_reads_only_its_secrets(
     read = {"agentkit/github-read-token", "agentkit/gitlab-read-token"} if split else PUSHING
     handed: dict[str, dict[str, str]] = {}
     reads: dict[str, set[str]] = {}
-    for function in ("receiver", "worker", "reporter"):
+    for function in ("receiver", "worker", "reporter", "sweeper"):
         use_env(monkeypatch, lambda_env(aws, function, split=split))
         secret_reads.clear()
         if function == "receiver":
@@ -138,17 +139,21 @@ def test_each_lambda_reads_only_its_secrets(
             deps = worker.deps_from_env()
             assert deps.fix is not None
             handed[function] = every_reader(dict(deps.trackers), deps.fix.fx.repos)
-        else:
+        elif function == "reporter":
             rdeps = reporter.deps_from_env()
             handed[function] = every_reader(rdeps.trackers, rdeps.repos)
+        else:  # edits a timed-out job's comment, which the worker posted
+            sdeps = sweeper.deps_from_env()
+            handed[function] = every_reader(dict(sdeps.trackers), None)
         reads[function] = set(secret_reads)
 
     gitlab_members = {"agentkit/gitlab-members-token"} if split else {"agentkit/gitlab-token"}
     assert reads["receiver"] == _HOOKS | gitlab_members
     assert reads["worker"] == read | {"agentkit/jira-token"}
     assert reads["reporter"] == PUSHING | read | {"agentkit/jira-token"}
+    assert reads["sweeper"] == reads["worker"]
     if split:
-        assert not (reads["receiver"] | reads["worker"]) & PUSHING
+        assert not (reads["receiver"] | reads["worker"] | reads["sweeper"]) & PUSHING
         assert not reads["receiver"] & read  # the read tokens post comments: not the public receiver's
     # What each reader hands over: the receiver asks GitLab's members API with the members token; the worker
     # replies and downloads snapshots with it; the reporter pushes with the token and comments with the
@@ -166,6 +171,7 @@ def test_each_lambda_reads_only_its_secrets(
         "github:repo": TOKEN,
         "gitlab:repo": GITLAB_TOKEN,
     }
+    assert handed["sweeper"]["gitlab:comments"] == gitlab_everyday
 
 
 def test_the_gitlab_receiver_asks_the_members_api_with_the_members_token(
