@@ -160,3 +160,15 @@ def test_a_reporter_without_the_token_that_pushes_is_reported(
     assert problems("reporter", env) == [
         f"{ENV['gitlab_token_secret_name']} is required by the reporter and not set"
     ]
+
+
+def test_read_tokens_in_cdk_json_reach_the_construct() -> None:
+    """``agentkit.webhook.read_tokens`` (off by default) is what ``WebhookProps.read_tokens`` is built from."""
+    from infra.config import load_config
+    from tests.infra.conftest import base_context
+
+    context = base_context()["agentkit"]
+    context["webhook"] = {**context["webhook"], "enabled": True}
+    assert WebhookProps.from_config(load_config(context, stage="dev")).read_tokens is False
+    context["webhook"]["read_tokens"] = True
+    assert WebhookProps.from_config(load_config(context, stage="dev")).read_tokens is True
