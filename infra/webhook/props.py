@@ -71,8 +71,9 @@ class WebhookProps:
     name_prefix: str = DEFAULT_NAME_PREFIX
     create_secrets: bool = True
     #: A second, lesser token per tracker that pushes code (``<prefix>/github-read-token``,
-    #: ``<prefix>/gitlab-read-token``): the receiver and the worker read it instead of the token, which only the
-    #: reporter reads (``infra/webhook/secrets.py``). Off: one token per tracker, as before.
+    #: ``<prefix>/gitlab-read-token``), which the worker reads instead of the token, and GitLab's ``read_api``
+    #: ``<prefix>/gitlab-members-token`` for the receiver: only the reporter reads the token that pushes
+    #: (``infra/webhook/secrets.py``). Off: one token per tracker, as before.
     read_tokens: bool = False
     webhook_secret_name: str | None = None
     github_token_secret_name: str | None = None
