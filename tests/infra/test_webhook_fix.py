@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra.webhook.asset import distributions, pinned
+from infra.functions.sdk_bundle import distributions
+from infra.webhook.asset import pinned
 from tests.infra.conftest import ROOT, Synth
 from tests.infra.test_metric_contract import dashboard_queries, webhook_emitted_names
 
