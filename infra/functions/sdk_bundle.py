@@ -146,6 +146,9 @@ def code_with_sdk(
     return lambda_.Code.from_asset(
         str(source),
         exclude=["__pycache__", "*.pyc"],
+        # Hashed on what is staged, not on the source folder: a newer SDK in the synthesizing environment is a new
+        # asset (and a new deployment of the function), even when the function's own files did not change.
+        asset_hash_type=cdk.AssetHashType.OUTPUT,
         # The image is never used: the local bundler always succeeds. CDK requires one to be named.
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry("unused"),
