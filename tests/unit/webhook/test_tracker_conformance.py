@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -103,6 +105,20 @@ def test_every_registered_tracker_declares_the_settings_its_lambdas_read() -> No
     for name, entry in REGISTRY.items():
         own = {tracker_setting(name, field) for field in PER_TRACKER_SETTINGS}
         assert {entry.webhook_secret_setting, entry.token_secret_setting, *own} <= fields, name
+
+
+def test_the_adding_a_tracker_checklist_names_files_every_tracker_has() -> None:
+    """Every path the checklist names, with ``<name>`` read as each registered tracker, is there."""
+    root = Path(__file__).resolve().parents[3]
+    page = (root / "docs/webhook/adding-a-tracker.md").read_text()
+    checklist = page.split("## Checklist", 1)[1].split("\n## ", 1)[0]
+    paths = set(
+        re.findall(r"`((?:webhook|infra|client|harness|tests)/[^`\s]+|cdk\.json|CHANGELOG\.md)`", checklist)
+    )
+    assert {"webhook/trackers/<name>.py", "webhook/trackers/registry.py", "cdk.json"} <= paths
+    for name in REGISTRY:
+        missing = sorted(p for p in paths if not (root / p.replace("<name>", name)).exists())
+        assert missing == [], name
 
 
 def encode(payload: dict[str, Any]) -> bytes:
