@@ -1,7 +1,8 @@
 """The trackers the webhook serves, one entry each: every other list of trackers derives from this one.
 
-An entry names the adapter class (which builds itself from :class:`webhook.settings.WebhookSettings` with
-``from_settings``), how its Lambdas read its two secrets, and the CDK parts the construct makes for it (the construct
+An entry names the adapter class (built by the Lambdas from :class:`webhook.settings.WebhookSettings`: the shared
+:class:`~.adapter.TrackerOptions`, read per tracker from the fields ``<name>_…``, and the adapter's ``from_settings``
+for its own), how its Lambdas read its two secrets, and the CDK parts the construct makes for it (the construct
 ids of its secrets, its stack outputs). The settings' ``TRACKERS`` check, the receiver's routes, the worker's and the
 reporter's adapters, the construct's secrets, outputs and environment, and the conformance suite
 (``tests/unit/webhook/test_tracker_conformance.py``) all read it. Adding a tracker: ``docs/webhook/adding-a-tracker.md``.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
-from .adapter import TrackerAdapter
+from .adapter import TrackerAdapter, tracker_setting
 from .base import TRACKER_NAMES, TrackerName
 from .github import GitHubTracker
 from .gitlab import GitLabTracker
@@ -61,23 +62,25 @@ class TrackerEntry:
     @property
     def webhook_secret_setting(self) -> str:
         """The :class:`~webhook.settings.WebhookSettings` field naming its webhook secret."""
-        return f"{self.name}_webhook_secret_name"
+        return tracker_setting(self.name, "webhook_secret_name")
 
     @property
     def token_secret_setting(self) -> str:
         """The :class:`~webhook.settings.WebhookSettings` field naming its token secret."""
-        return f"{self.name}_token_secret_name"
+        return tracker_setting(self.name, "token_secret_name")
 
     @property
     def read_token_secret_setting(self) -> str | None:
         """The :class:`~webhook.settings.WebhookSettings` field naming its read token secret (``None``: it has
         none)."""
-        return f"{self.name}_read_token_secret_name" if self.read_token_secret_id else None
+        return tracker_setting(self.name, "read_token_secret_name") if self.read_token_secret_id else None
 
     @property
     def members_token_secret_setting(self) -> str | None:
         """The :class:`~webhook.settings.WebhookSettings` field naming its members token secret (``None``: none)."""
-        return f"{self.name}_members_token_secret_name" if self.members_token_secret_id else None
+        return (
+            tracker_setting(self.name, "members_token_secret_name") if self.members_token_secret_id else None
+        )
 
 
 REGISTRY: dict[str, TrackerEntry] = {
@@ -122,3 +125,7 @@ REGISTRY: dict[str, TrackerEntry] = {
 
 # The tracker type (``TrackerName``, a Literal the models validate with) must name exactly the registered ones.
 assert tuple(REGISTRY) == TRACKER_NAMES == get_args(TrackerName), "TrackerName and REGISTRY differ"
+# An adapter names itself (its ``name`` is the task's ``tracker``) as its entry does.
+assert all(entry.adapter.name == name for name, entry in REGISTRY.items()), (
+    "an adapter's name is not its entry's"
+)
