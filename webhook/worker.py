@@ -170,7 +170,7 @@ def deps_from_env() -> WorkerDeps:
     fx = FixDeps(
         jobs=jobs,
         repos=TrackerRepos(
-            tokens=wiring.token_providers(s, secrets_client=secrets),
+            tokens=wiring.token_providers(s, secrets_client=secrets, access="read"),
             api_urls=wiring.api_urls(s),
         ),
         comments=comments,
