@@ -215,7 +215,7 @@ def _fix_label(label: str) -> str:
 
 def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
     """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS``, ``PATCH_ALLOW_PROTECTED``, ``FIX_JOBS``,
-    ``FIX_BRANCHES`` and the hourly caps for the worker and the reporter. Raises ``ValueError`` on an unknown PR
+    ``FIX_BRANCHES``, the hourly caps and ``JOB_DEADLINE_SECONDS`` for the worker and the reporter. Raises ``ValueError`` on an unknown PR
     mode or branch location, a negative cap, a malformed Jira mapping, or one naming a tracker not enabled."""
     if props.pr_mode not in PR_MODES:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
@@ -254,4 +254,10 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["fix_jobs"]: "on" if props.fix_jobs else "off",
         ENV["fix_branches"]: props.fix_branches,
         **{ENV[name]: str(cap) for name, cap in caps.items()},
+        # The worker holds an issue's one active fix at most this long (a crash must not block it for ever).
+        **(
+            {ENV["job_deadline_seconds"]: str(int(props.job_deadline.to_seconds()))}
+            if props.job_deadline
+            else {}
+        ),
     }

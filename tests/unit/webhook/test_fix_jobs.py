@@ -201,3 +201,26 @@ def test_only_a_job_still_running_times_out_and_a_result_or_stop_then_finds_it_f
     assert state is not None and state.status == TIMED_OUT and state.error_code == "timed_out"
     assert state.finished_at == clock.now and state.notified_at == 0
     assert jobs.notified(other) and jobs.get(other).notified_at == clock.now  # type: ignore[union-attr]
+
+
+def test_the_active_fix_marker_holds_until_a_final_state_or_its_deadline(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, clock = store
+    hold = {"hold_seconds": 3600, "claim_grace_seconds": 600}
+    session = JOB_DOC.session_id
+    assert jobs.take_active(session, KEY, **hold) and jobs.take_active(session, KEY, **hold)  # a redelivery
+    assert not jobs.take_active(session, "other", **hold)  # taken, its job not claimed yet
+    assert jobs.claim(KEY, session_id=session)
+    claim = jobs.get(KEY)
+    assert claim is not None and jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    clock.now += 1200  # past the claim grace: a started job still holds it
+    assert not jobs.take_active(session, "other", **hold)
+    assert jobs.time_out(KEY, status=JOB)  # the sweeper's final write gives it up
+    assert jobs.take_active(session, "other", **hold)
+    assert not jobs.take_active(session, "third", **hold)  # "other" never claimed: held for the grace
+    clock.now += 601
+    assert jobs.take_active(session, "third", **hold)  # ... then free (its worker died before the claim)
+    assert jobs.claim("third", session_id=session)
+    clock.now += 3601  # a marker past its deadline never blocks the issue, whatever its job says
+    assert jobs.take_active(session, "fourth", **hold)
