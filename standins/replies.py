@@ -425,15 +425,21 @@ def _pick_tool(tools: Any, prefer_tools: Sequence[str]) -> dict[str, Any] | None
 def default_reply(body: Any, *, prefer_tools: Sequence[str] = ("invoice",)) -> Reply:
     """What the stand-in answers when nothing is queued; a pure function of the request ``body``.
 
-    - the last user turn carries a ``tool_result`` → a text summarising it;
+    - the user's turn (every message after the model's last one) carries a ``tool_result`` → a text summarising it;
     - else a tool whose name contains an entry of ``prefer_tools`` (case-insensitive) is offered → call it,
       with input built from its JSON schema and numbers/ids in the prompt;
     - else → a short text echoing the prompt.
     """
     messages = body.get("messages") if isinstance(body, dict) else None
     messages = messages if isinstance(messages, list) else []
-    last = messages[-1] if messages else {}
-    results = [b for b in _blocks(last) if b.get("type") == "tool_result"]
+    # The user's turn is every message after the model's last one: the CLI may add a message of its own after a
+    # tool result (2.1.337 adds a budget reminder when the turn has a budget), which is not a new prompt.
+    since_model = len(messages)
+    while since_model > 0 and not (
+        isinstance(messages[since_model - 1], dict) and messages[since_model - 1].get("role") == "assistant"
+    ):
+        since_model -= 1
+    results = [b for m in messages[since_model:] for b in _blocks(m) if b.get("type") == "tool_result"]
     if results:
         summaries = []
         for result in results:
@@ -442,7 +448,10 @@ def default_reply(body: Any, *, prefer_tools: Sequence[str] = ("invoice",)) -> R
             verb = "failed with" if result.get("is_error") else "returned"
             summaries.append(f"{name} {verb}: {_describe(output)}.")
         return Reply.text(" ".join(summaries) + " " + STAND_IN_NOTE)
-    prompt = _text_of(last.get("content", "")) if isinstance(last, dict) else ""
+    # the user's own words come first in the turn, anything the CLI adds after them
+    prompt = "\n".join(
+        _text_of(m.get("content", "")) for m in messages[since_model:] if isinstance(m, dict)
+    ).strip()
     tool = _pick_tool(body.get("tools") if isinstance(body, dict) else None, prefer_tools)
     if tool is not None:
         return Reply.tool_use(

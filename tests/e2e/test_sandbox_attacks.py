@@ -361,7 +361,7 @@ def readonly_attacks(s: Scene) -> list[tuple[str, str, dict[str, Any]]]:
 def developer_attacks(s: Scene) -> list[tuple[str, str, dict[str, Any]]]:
     home, sib, state = s.home, s.sibling, s.state
     port, standin_port = s.listener.port, s.bedrock.url.rsplit(":", 1)[1]
-    runtime_code = Path(__file__).resolve().parents[2] / "runtime" / "server.py"
+    runtime_code = Path(__file__).resolve().parents[2] / "runtime" / "http" / "server.py"
     return [
         # env and credentials, from an interpreter
         ("env: os.environ", "Bash", py("import os; print(dict(os.environ))")),
@@ -559,7 +559,7 @@ print('hits:', hits)
 def _files_written_outside(s: Scene) -> list[str]:
     found = [str(p) for p in s.root.rglob(f"*{MARK}*") if s.workspace not in p.parents]
     found += [str(p) for p in Path("/tmp").glob(f"*{MARK}*")]
-    runtime_code = Path(__file__).resolve().parents[2] / "runtime" / "server.py"
+    runtime_code = Path(__file__).resolve().parents[2] / "runtime" / "http" / "server.py"
     if MARK in runtime_code.read_text():
         found.append(str(runtime_code))
     if (s.home / ".bashrc").exists():
