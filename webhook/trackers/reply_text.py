@@ -131,7 +131,7 @@ def neutralise(text: str, *, markdown_html: bool = True, quick_actions: bool = F
 def defuse_closing_keywords(text: str) -> str:
     """``text`` in which no closing keyword is followed by an issue reference: ``Fixes #12`` becomes
     ``Fixes see #12``. A pull request's description and a commit's message that say ``Fixes #12`` close
-    issue 12 when merged (GitHub and GitLab, and across repositories with ``owner/repo#12``): text the agent
+    that issue when merged (GitHub and GitLab, and across repositories with ``owner/repo#12``): text the agent
     or an issue's author wrote must never close other issues. The reference still links."""
     return _CLOSING.sub(lambda m: f"{m.group(1)}{m.group(2)} see ", text)
 
