@@ -2,7 +2,8 @@
 
 Each SQS record is an :class:`trackers.AgentTask` as JSON, from any tracker. Its ``intent`` decides: ``fix``
 starts an asynchronous fix job and returns (:mod:`webhook.fix.worker`; the result is reported by :mod:`reporter`),
-``stop`` stops the issue's running job (:mod:`webhook.fix.stop`), ``answer`` (below) runs one turn and posts the reply.
+``stop`` stops the issue's running job (:mod:`webhook.fix.stop`), ``approve`` / ``deny`` answer a tool call waiting
+for approval (:mod:`webhook.fix.approvals`), ``answer`` (below) runs one turn and posts the reply.
 
 For an answer the worker:
 
@@ -81,6 +82,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnec
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError
+from webhook.fix.approvals import Approver
 from webhook.fix.config import fix_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
@@ -133,6 +135,8 @@ class WorkerDeps:
     fix: FixRunner | None = None
     #: Stop tasks (``intent`` ``stop``): :mod:`webhook.fix.stop`; ``None``: refused.
     stopper: Stopper | None = None
+    #: Answers to approvals (``intent`` ``approve`` / ``deny``): :mod:`webhook.fix.approvals`; ``None``: refused.
+    approver: Approver | None = None
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
@@ -204,6 +208,17 @@ def deps_from_env() -> WorkerDeps:
             max_prompt_chars=max_prompt_chars,
         ),
         stopper=stopper,
+        approver=Approver(
+            invoker=invoker,
+            jobs=jobs,
+            replies=replies,
+            comments=comments,
+            trackers=built,
+            metrics=metrics,
+            logger=logger,
+            two_person=settings.approval_two_person,
+            lease_seconds=lease,
+        ),
     )
 
 
@@ -439,7 +454,9 @@ def dispatch(task: AgentTask, deps: WorkerDeps, key: str) -> str:
     """Run ``task`` by its intent: an answer (:func:`process_task`), a fix job or a stop."""
     if task.intent == "answer":
         return process_task(task, deps, key=key)
-    runner = deps.fix if task.intent == "fix" else deps.stopper
+    runner: FixRunner | Stopper | Approver | None = (
+        deps.fix if task.intent == "fix" else deps.stopper if task.intent == "stop" else deps.approver
+    )
     if runner is None:
         raise TrackerConfigError(f"this worker is not set up for {task.intent} tasks")
     return runner.run(task, key)

@@ -21,6 +21,8 @@ class FixSettings:
     progress_min_seconds: float = 20.0
     job_lease_seconds: float = 300.0
     allow_protected: frozenset[str] = frozenset()
+    #: ``/agent approve|deny`` by the person who asked for the run is refused (two-person rule).
+    approval_two_person: bool = True
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -41,4 +43,5 @@ def fix_settings(env: Mapping[str, str] | WebhookSettings) -> FixSettings:
         progress_min_seconds=s.progress_min_seconds,
         job_lease_seconds=s.job_lease_seconds,
         allow_protected=s.patch_allow_protected,
+        approval_two_person=s.approval_two_person,
     )

@@ -43,14 +43,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
 from webhook.trackers.base import TrackerName
 
-JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped"]
+JobStatus = Literal[
+    "running", "released", "job", "reporting", "done", "stopped", "awaiting_approval", "answered", "expired"
+]
 RUNNING: Final = "running"
 RELEASED: Final = "released"
 JOB: Final = "job"
 REPORTING: Final = "reporting"
 DONE: Final = "done"
 STOPPED: Final = "stopped"
-STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED)
+#: The job's turn paused for a person's approval of one tool call (:meth:`JobStore.await_approval`); then
+#: ``answered`` (approved or denied: the answer runs as a new job keyed by the approval id), ``expired`` or
+#: ``stopped``.
+AWAITING: Final = "awaiting_approval"
+ANSWERED: Final = "answered"
+EXPIRED: Final = "expired"
+STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED, AWAITING, ANSWERED, EXPIRED)
 #: The runtime's limit on ``job.context`` (encoded JSON).
 MAX_CONTEXT_BYTES = 4096
 
@@ -121,6 +129,13 @@ class JobState:
     stop_key: str = ""
     #: Who asked ``/agent stop`` while the job was not started yet (``running``): it must not run.
     stop_requested_by: str = ""
+    #: The approval the job waits for (``awaiting_approval``) or waited for: id, tool, input_hash, rule, cost_usd,
+    #: requested_at, expires_at, requester.
+    approval: dict[str, Any] | None = None
+    #: The answer: outcome (approved | denied | expired), by, at, reason, task key.
+    approval_decision: dict[str, Any] | None = None
+    #: The answer to an approval runs as a job keyed by the approval id: the key of the job that paused.
+    paused_key: str = ""
 
 
 def text(item: dict[str, Any], name: str) -> str:
@@ -170,7 +185,15 @@ def job_state(key: str, item: dict[str, Any]) -> JobState:
         stopped_by=text(item, "stopped_by"),
         stop_key=text(item, "stop_key"),
         stop_requested_by=text(item, "stop_requested_by"),
+        approval=_doc(item, "approval"),
+        approval_decision=_doc(item, "approval_decision"),
+        paused_key=text(item, "paused_key"),
     )
+
+
+def _doc(item: dict[str, Any], name: str) -> dict[str, Any] | None:
+    raw = text(item, name)
+    return dict(json.loads(raw)) if raw else None
 
 
 SESSION_PREFIX = KEY_PREFIX + "session#"
@@ -329,14 +352,21 @@ class JobStore(ReplyTable):
             },
         )
 
-    def remember_progress_comment(self, key: str, *, comment_id: str, url: str) -> None:
-        """Keep the progress comment's id and URL with the claim. Raises :class:`ReplyStoreError`."""
+    def remember_progress_comment(self, key: str, *, comment_id: str, url: str, paused_key: str = "") -> None:
+        """Keep the progress comment's id and URL with the claim (and, for the answer to an approval, the key of
+        the job that paused). Raises :class:`ReplyStoreError`."""
         self._update(
             "progress comment",
             key,
-            "SET progress_comment_id = :id, progress_comment_url = :url",
+            "SET progress_comment_id = :id, progress_comment_url = :url"
+            + (", paused_key = :pk" if paused_key else ""),
             "#s = :running",
-            {":id": {"S": comment_id}, ":url": {"S": url}, ":running": {"S": RUNNING}},
+            {
+                ":id": {"S": comment_id},
+                ":url": {"S": url},
+                ":running": {"S": RUNNING},
+                **({":pk": {"S": paused_key}} if paused_key else {}),
+            },
         )
 
     def release(self, key: str) -> None:
@@ -483,12 +513,50 @@ class JobStore(ReplyTable):
             "stop",
             key,
             "SET #s = :stopped, stopped_by = :by, stop_key = :sk, finished_at = :now",
-            "#s = :job",
+            "#s IN (:job, :awaiting)",
             {
                 ":stopped": {"S": STOPPED},
                 ":by": {"S": by[:200]},
                 ":sk": {"S": stop_key},
                 ":now": num(self._clock()),
                 ":job": {"S": JOB},
+                ":awaiting": {"S": AWAITING},
+            },
+        )
+
+    # ------------------------------------------------------------------ approvals
+    def await_approval(self, key: str, approval: dict[str, Any], *, cost_usd: float | None) -> bool:
+        """``reporting`` → ``awaiting_approval`` with the request (``approval``: id, tool, input_hash, rule,
+        cost_usd, requested_at, expires_at, requester). ``False`` when the item was not reporting."""
+        return self._update(
+            "await approval",
+            key,
+            "SET #s = :awaiting, approval = :doc, approval_id = :id, cost_so_far = :cost",
+            "#s = :reporting",
+            {
+                ":awaiting": {"S": AWAITING},
+                ":doc": {"S": json.dumps(approval, sort_keys=True)},
+                ":id": {"S": str(approval["id"])},
+                ":cost": num(float(cost_usd or 0.0)),
+                ":reporting": {"S": REPORTING},
+            },
+        )
+
+    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
+        """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
+        at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
+        approval (answered, stopped or expired already): the first answer wins."""
+        expired = decision.get("outcome") == "expired"
+        return self._update(
+            "decide",
+            key,
+            "SET #s = :to, approval_decision = :doc" + (", finished_at = :now" if expired else ""),
+            "#s = :awaiting AND approval_id = :id",
+            {
+                ":to": {"S": EXPIRED if expired else ANSWERED},
+                ":doc": {"S": json.dumps(decision, sort_keys=True)},
+                ":awaiting": {"S": AWAITING},
+                ":id": {"S": approval_id},
+                **({":now": num(self._clock())} if expired else {}),
             },
         )
