@@ -69,6 +69,9 @@ class WebhookConfig(_Model):
     ``/agent fix …`` does."""
     pr_mode: Literal["draft_pr", "branch"] = "draft_pr"
     """``draft_pr``: open a draft pull/merge request; ``branch``: push the branch and link "create PR"."""
+    approval_two_person: bool = True
+    """``/agent approve|deny`` of a tool call waiting for approval by the person who asked for the run is refused
+    (another maintainer must answer); ``false`` allows it."""
 
     @model_validator(mode="after")
     def _trackers_usable(self) -> WebhookConfig:

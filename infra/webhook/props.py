@@ -94,6 +94,8 @@ class WebhookProps:
     #: Protected-path classes a fix's patch may change (the reporter's ``PATCH_ALLOW_PROTECTED``; see
     #: ``repo/protected_paths.py``). Empty: such a patch is refused with ``patch_refused: <class>``.
     allow_protected_paths: Sequence[str] = ()
+    #: ``/agent approve|deny`` by the person who asked for the run is refused (the worker's ``APPROVAL_TWO_PERSON``).
+    approval_two_person: bool = True
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -123,6 +125,7 @@ class WebhookProps:
             metrics_namespace=config.metrics_namespace,
             fix_label=hook.fix_label,
             pr_mode=hook.pr_mode,
+            approval_two_person=hook.approval_two_person,
             allow_protected_paths=config.allow_protected_paths,
             jira_repositories={k: dict(v) for k, v in hook.jira.repositories.items()},
             log_retention=lifecycle.log_retention(config.settings),
@@ -186,7 +189,8 @@ def _fix_label(label: str) -> str:
 
 
 def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
-    """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS`` for the worker and the reporter. Raises
+    """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS``, ``APPROVAL_TWO_PERSON`` for the worker and the
+    reporter. Raises
     ``ValueError`` on an unknown PR mode, a malformed Jira mapping, or one naming a tracker not enabled."""
     if props.pr_mode not in PR_MODES:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
@@ -213,4 +217,5 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["jira_repositories"]: mapping,
         ENV["progress_min_seconds"]: str(props.progress_min_seconds),
         ENV["patch_allow_protected"]: allowed,
+        ENV["approval_two_person"]: "true" if props.approval_two_person else "false",
     }

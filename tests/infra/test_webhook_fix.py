@@ -13,6 +13,14 @@ from tests.infra.test_metric_contract import dashboard_queries, webhook_emitted_
 
 pytestmark = pytest.mark.infra
 FIX_METRICS = {"PullRequestsOpened", "PatchesApplied", "Stops", "PullRequestCostUSD"}
+APPROVAL_METRICS = {
+    "ApprovalsRequested",
+    "ApprovalsApproved",
+    "ApprovalsDenied",
+    "ApprovalsExpired",
+    "ApprovalsRefused",
+    "ApprovalDecisionSeconds",
+}
 
 
 def of_type(s: Synth, cfn_type: str) -> dict[str, dict[str, Any]]:
@@ -80,6 +88,12 @@ def test_the_fix_metrics_are_on_the_dashboard(optional: Synth) -> None:
     plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
     assert plotted >= FIX_METRICS
     assert webhook_emitted_names() >= FIX_METRICS
+
+
+def test_the_approval_metrics_are_on_the_dashboard(optional: Synth) -> None:
+    plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
+    assert plotted >= APPROVAL_METRICS
+    assert webhook_emitted_names() >= APPROVAL_METRICS
 
 
 def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(optional: Synth) -> None:

@@ -268,7 +268,10 @@ class Approver:
         }
         if not self.jobs.decide(paused.key, approval_id=approval_id, decision=decision):
             return self._refuse(task, self._used(approval_id))  # another answer won meanwhile
-        self.metrics.emit("ApprovalsApproved" if outcome == "approved" else "ApprovalsDenied", task.tracker)
+        if outcome == "approved":
+            self.metrics.emit("ApprovalsApproved", task.tracker)
+        else:
+            self.metrics.emit("ApprovalsDenied", task.tracker)
         requested = paused.approval.get("requested_at")
         if isinstance(requested, int | float):
             waited = max(0.0, now - float(requested))
