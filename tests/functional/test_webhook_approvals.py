@@ -32,7 +32,16 @@ from tests.functional.fix_flow import (
     run_worker,
 )
 from tests.functional.test_webhook_fix import AGENT, EDIT, FILES, FIXED
-from tests.unit.webhook.support import CTX, call, github_event, reporter, sqs_event, worker
+from tests.unit.webhook.support import (
+    CTX,
+    call,
+    fixture,
+    github_event,
+    gitlab_event,
+    reporter,
+    sqs_event,
+    worker,
+)
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -245,3 +254,38 @@ def test_an_expired_approval_ends_the_job(
         assert json.loads(item["approval_decision"]["S"])["outcome"] == "expired"
         assert "expired at" in card["body"] and "did not run" in card["body"]
         assert not world.github.pulls
+
+
+def gitlab_note(text: str, user_id: int, username: str, delivery: str) -> dict[str, Any]:
+    note = fixture("gitlab", "note_on_issue")
+    note["object_attributes"]["note"] = text
+    note["object_attributes"]["author_id"] = user_id
+    note["user"].update(id=user_id, username=username)
+    return gitlab_event(
+        json.dumps(note).encode(), **{"x-gitlab-event-uuid": delivery, "idempotency-key": delivery}
+    )
+
+
+def test_gitlab_a_maintainer_approves_and_a_reporter_level_member_cannot(world: SimpleNamespace) -> None:
+    assert call(gitlab_note(f"/agent fix it please {EDIT}", 1, "root", "u-1"))[0] == 202
+    run_worker(world)
+    pump_events(world, until="result")
+    [card] = world.gitlab.notes.values()
+    [approval_id] = set(APPROVAL.findall(card["body"]))
+    assert card["body"].startswith("**Waiting for approval.**") and not world.gitlab.merge_requests
+    # Access level 20 (Reporter) may not answer: the receiver does not queue it.
+    status, doc = call(gitlab_note(f"/agent approve {approval_id} {EDIT}", 9, "rep", "u-2"))
+    assert (status, doc["status"]) == (202, "ignored")
+    # The requester may not either (two-person rule), a Maintainer may.
+    assert call(gitlab_note(f"/agent approve {approval_id} {EDIT}", 1, "root", "u-3"))[0] == 202
+    run_worker(world)
+    assert call(gitlab_note(f"/agent approve {approval_id} {EDIT}", 3, "maint", "u-4"))[0] == 202
+    run_worker(world)
+    refusals = [str(n["body"]) for n in list(world.gitlab.notes.values())[1:]]
+    assert len(refusals) == 1 and "two-person rule" in refusals[0]
+    assert json.loads(world.plane.calls[-1]["body"])["approve"]["by"] == "gitlab:maint"
+    pump_events(world, until="result")
+    [mr] = world.gitlab.merge_requests
+    assert world.gitlab.branch_changes(mr["source_branch"]) == {"src/calc.py": FIXED}
+    assert mr["web_url"] in card["body"]
+    assert_no_token_reached_the_runtime(world)
