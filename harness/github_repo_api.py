@@ -16,7 +16,8 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
 - ``GET .../pulls?head=owner:branch&state=open``, ``POST .../pulls`` (``title``, ``head``, ``base``,
   ``body``, ``draft`` bool; 422 for a second open pull request of a head, for a draft when
   ``drafts_supported`` is false, and when head and base are the same commit);
-- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters).
+- ``POST .../issues/{n}/comments`` and ``PATCH .../issues/comments/{id}`` (``body``: 1-65,536 characters);
+- ``GET .../collaborators/{user}/permission`` from ``permissions``.
 
 A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
 repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
@@ -60,6 +61,9 @@ class GitHubRepoApi(JsonStandIn):
         self.pulls: list[dict[str, Any]] = []
         self.comments: dict[int, dict[str, Any]] = {}
         self.codeload_requests: list[dict[str, Any]] = []
+        #: ``GET .../collaborators/{user}/permission``: login → ``admin`` | ``maintain`` | ``write`` | ``triage`` |
+        #: ``read``; anyone else is not a collaborator (``none``).
+        self.permissions: dict[str, str] = {}
         self._next_id = 1000
 
     @property
@@ -91,6 +95,7 @@ class GitHubRepoApi(JsonStandIn):
             ("GET", _REPO + r"/pulls", self._list_pulls),
             ("POST", _REPO + r"/pulls", self._create_pull),
             ("GET", _REPO + r"/pulls/(?P<n>\d+)", self._get_pull),
+            ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", self._permission),
             ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", self._post_comment),
             ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", self._edit_comment),
         ]
@@ -344,6 +349,13 @@ class GitHubRepoApi(JsonStandIn):
     def _comment_body(self, request: dict[str, Any]) -> str | None:
         body = request["json"].get("body")
         return body if isinstance(body, str) and body.strip() and len(body) <= COMMENT_LIMIT else None
+
+    def _permission(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        """As GitHub answers: ``permission`` is admin/write/read/none (maintain reads as write, triage as read),
+        ``role_name`` the role itself."""
+        role = self.permissions.get(m["user"].lower(), "none")
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        return 200, {"permission": legacy, "role_name": role, "user": {"login": m["user"]}}
 
     def _post_comment(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         body = self._comment_body(request)

@@ -82,7 +82,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnec
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError
-from webhook.fix.approvals import Approver
+from webhook.fix.approvals import Approver, RepositoryWriters
 from webhook.fix.config import fix_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
@@ -168,12 +168,13 @@ def deps_from_env() -> WorkerDeps:
     settings = fix_settings(s)
     comments = TrackerComments(built)
     max_prompt_chars = s.max_prompt_chars
+    repos = TrackerRepos(
+        tokens=wiring.token_providers(s, secrets_client=secrets),
+        api_urls=wiring.api_urls(s),
+    )
     fx = FixDeps(
         jobs=jobs,
-        repos=TrackerRepos(
-            tokens=wiring.token_providers(s, secrets_client=secrets),
-            api_urls=wiring.api_urls(s),
-        ),
+        repos=repos,
         comments=comments,
         settings=settings,
         s3=boto3.client("s3") if settings.s3_location else None,
@@ -217,6 +218,7 @@ def deps_from_env() -> WorkerDeps:
             metrics=metrics,
             logger=logger,
             two_person=settings.approval_two_person,
+            writers=RepositoryWriters(repos),
             lease_seconds=lease,
         ),
     )

@@ -69,9 +69,14 @@ def make_world(
     )
 
 
+#: What GitHub answers for each commenter's permission on octo/kit (the worker asks it before an answer counts).
+PERMISSIONS = {"carol": "admin", "dave": "write", "erin": "maintain", "rita": "read"}
+
+
 @pytest.fixture
 def world(tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
     with make_world(tmp_path, moto_server, monkeypatch, {"paths": ["src/**"]}) as world:
+        world.github.permissions.update(PERMISSIONS)
         yield world
 
 
@@ -206,16 +211,23 @@ def test_the_two_person_rule_can_be_turned_off(
     assert json.loads(world.plane.calls[-1]["body"])["approve"]["by"] == "github:carol"
 
 
-def test_an_outsider_an_unknown_id_and_a_malformed_answer_start_nothing(world: SimpleNamespace) -> None:
+def test_an_outsider_a_reader_an_unknown_id_and_a_malformed_answer_start_nothing(
+    world: SimpleNamespace,
+) -> None:
     approval_id, _ = pause(world)
     calls = len(world.plane.calls)
     # An outsider (no association with the repository) is not even queued.
     status, doc = call(comment_by(f"/agent approve {approval_id}", 141, login="mallory", association="NONE"))
     assert (status, doc["status"]) == (202, "ignored")
+    # A collaborator with read permission is admitted by the receiver (COLLABORATOR), but cannot answer.
+    answer(world, f"/agent approve {approval_id} {EDIT}", 144, login="rita", association="COLLABORATOR")
     answer(world, "/agent approve apv-00000000000000000000", 142)
     answer(world, "/agent approve it please", 143)
     assert len(world.plane.calls) == calls
-    unknown, malformed = replies(world)
+    not_writer, unknown, malformed = replies(world)
+    assert "Only someone with write permission" in not_writer
+    asked = [r["path"] for r in world.github.requests if "/collaborators/" in r["path"]]
+    assert asked and asked[0].endswith("/collaborators/rita/permission")
     assert "no tool call waiting for approval `apv-00000000000000000000`" in unknown
     assert "`/agent approve <id>`" in malformed
     assert paused_job(world)["status"]["S"] == "awaiting_approval"
@@ -240,6 +252,7 @@ def test_an_expired_approval_ends_the_job(
     with make_world(
         tmp_path, moto_server, monkeypatch, {"paths": ["src/**"], "expiry_hours": 0.0003}
     ) as world:
+        world.github.permissions.update(PERMISSIONS)
         approval_id, card = pause(world)
         expires_at = json.loads(paused_job(world)["approval"]["S"])["expires_at"]
         while time.time() < expires_at + 0.1:

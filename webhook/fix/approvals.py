@@ -10,7 +10,8 @@ exact input, input hash, rule, cost so far, expiry). Here:
   with every backtick escaped (no fence can be closed from inside), non-ASCII escaped (no bidirectional or
   zero-width tricks), clipped, with its hash; the tool name and the rule are reduced to safe characters;
 * ``/agent approve <id> [note]`` / ``/agent deny <id> [reason]`` on the issue (:class:`Approver`, run by the
-  worker): who may answer is checked (:class:`Writers`: someone with write permission on the target repository;
+  worker): who may answer is checked (:class:`Writers`: someone with write permission on the target repository,
+  asked from GitHub for a GitHub commenter (:class:`RepositoryWriters`), the receiver's access check elsewhere;
   with ``APPROVAL_TWO_PERSON`` on, not the person who asked for the run), then the answer is recorded on the
   paused job with a conditional write (:meth:`fix_jobs.JobStore.decide`: the first answer wins) and sent to the
   runtime as a NEW asynchronous job on the same session whose id is the approval id (the runtime takes a job id
@@ -47,10 +48,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from webhook.fix.jobs import ANSWERED, AWAITING, EXPIRED, RELEASED, STOPPED, FixJob, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
+from webhook.fix.repos import TrackerRepos
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError
 from webhook.replies import ANSWERED as REPLY_ANSWERED
 from webhook.replies import POSTED, RUNNING, ReplyStore, StoredReply
+from webhook.repo.github_repo import GitHubRepo
 from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.reply_marks import cost_text, reply_footer
@@ -62,6 +65,8 @@ from webhook.webhook_metrics import TrackerMetrics
 MAX_INPUT_CHARS = 1500
 _APPROVAL_ID = re.compile(r"^apv-[0-9a-f]{20}$")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
+#: GitHub permissions that may answer an approval (the endpoint's ``permission``: maintain reads as write).
+WRITE_PERMISSIONS = frozenset({"write", "admin"})
 
 
 # --------------------------------------------------------------------------- the card
@@ -163,6 +168,24 @@ class AdmittedByReceiver:
 
     def is_writer(self, task: AgentTask, job: FixJob) -> bool:
         return True
+
+
+class RepositoryWriters:
+    """A GitHub commenter answering for a change to a GitHub repository must hold ``write`` or ``admin`` on it
+    (GitHub's collaborator-permission endpoint: ``author_association`` says how someone relates to the repository,
+    not what they may do; a read-only collaborator is admitted by the receiver's allowlist). GitLab and Jira:
+    the receiver's check (:class:`AdmittedByReceiver`; GitLab's is an access level, Developer or more by
+    default)."""
+
+    def __init__(self, repos: TrackerRepos) -> None:
+        self.repos = repos
+
+    def is_writer(self, task: AgentTask, job: FixJob) -> bool:
+        if task.tracker != "github" or job.target_tracker != "github":
+            return AdmittedByReceiver().is_writer(task, job)
+        repo = self.repos.repo("github", job.target_repository)
+        assert isinstance(repo, GitHubRepo)
+        return repo.collaborator_permission(task.author) in WRITE_PERMISSIONS
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,15 @@ class GitHubRepo(HostedRepo):
         same = (head.get("repo") or {}).get("full_name", "").lower() == self.repository.lower()
         return PullHead(ref=head["ref"], sha=head["sha"], same_repository=same, base_ref=doc["base"]["ref"])
 
+    def collaborator_permission(self, username: str) -> str:
+        """``GET /repos/{o}/{r}/collaborators/{user}/permission`` (collaborators#get-repository-permissions-for-a-
+        user): ``admin``, ``write`` (also for the maintain role), ``read`` (also for triage) or ``none``; a user
+        GitHub does not know (404) is ``none``. ``author_association`` carries no permission: this does."""
+        doc = self.rest.call(
+            "GET", f"{self._base}/collaborators/{quote(username)}/permission", allow_404=True
+        )
+        return str((doc or {}).get("permission") or "none")
+
     def resolve(self, ref: str) -> tuple[str, str]:
         """``(commit id, root tree id)`` of ``ref`` (a branch, tag or commit id)."""
         doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
