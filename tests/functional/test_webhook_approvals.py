@@ -302,3 +302,38 @@ def test_gitlab_a_maintainer_approves_and_a_reporter_level_member_cannot(world: 
     assert world.gitlab.branch_changes(mr["source_branch"]) == {"src/calc.py": FIXED}
     assert mr["web_url"] in card["body"]
     assert_no_token_reached_the_runtime(world)
+
+
+class WorkerDied(Exception):
+    """The worker ended there (a crash, a throttled runtime): SQS redelivers the record."""
+
+
+def test_an_answer_whose_start_failed_is_sent_again_by_its_redelivery_once(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approval_id, _ = pause(world)
+    assert call(comment_by(f"/agent approve {approval_id} {EDIT}", 171))[0] == 202
+    [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
+    deps = worker._get_deps()
+    assert deps.approver is not None
+    invoke = deps.approver.invoker.invoke
+    failures: list[str] = []
+
+    def fails_once(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append("once")
+            raise WorkerDied  # after the decision was recorded, before the runtime was asked
+        return invoke(*args, **kwargs)
+
+    monkeypatch.setattr(deps.approver.invoker, "invoke", fails_once)
+    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert paused_job(world)["status"]["S"] == "answered"  # the decision stays
+    assert items(world)[f"reply#{approval_id}"]["status"]["S"] == "released"
+    for _ in range(2):  # SQS's redelivery, then a duplicate of it
+        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+    approvals = [c for c in world.plane.calls if "approve" in json.loads(c["body"])]
+    assert len(approvals) == 1 and approvals[0]["status"] == 202
+    assert not replies(world)  # no refusal: it was this answer's own retry
+    pump_events(world, until="result")
+    [pull] = world.github.pulls
+    assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
