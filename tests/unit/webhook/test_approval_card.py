@@ -73,3 +73,12 @@ def test_answers_count_only_outside_quotes_and_code() -> None:
     assert approval_answer(markdown_unquoted(f"> /agent approve {APPROVAL_ID}\n/agent approve")) is None
     assert approval_answer(markdown_unquoted(f"`/agent approve {APPROVAL_ID}`")) is None
     assert approval_answer(markdown_unquoted("/agent approve apv-123")) is None
+
+
+def test_on_jira_the_input_is_one_code_block() -> None:
+    from webhook.trackers.adf import markdown_to_adf
+
+    doc = markdown_to_adf(card_text(card()))
+    [block] = [n for n in doc["content"] if n["type"] == "codeBlock"]
+    assert json.loads(block["content"][0]["text"]) == HOSTILE
+    assert "apv-" in json.dumps([n for n in doc["content"] if n["type"] != "codeBlock"])
