@@ -337,3 +337,29 @@ def test_an_answer_whose_start_failed_is_sent_again_by_its_redelivery_once(
     pump_events(world, until="result")
     [pull] = world.github.pulls
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
+
+
+def test_a_different_input_after_an_approval_waits_for_its_own_approval(world: SimpleNamespace) -> None:
+    approval_id, card = pause(world)
+    other = EDIT.replace("a + b", "b + a")  # the model asks for another input than the one approved
+    answer(world, f"/agent approve {approval_id} {other}", 181)
+    pump_events(world, until="result")
+    [second_id] = set(APPROVAL.findall(card["body"])) - {approval_id}
+    assert card["body"].startswith("**Waiting for approval.**") and '"new_string": "b + a"' in card["body"]
+    assert not world.github.pulls
+    continuation = items(world)[f"reply#{approval_id}"]
+    assert continuation["status"]["S"] == "awaiting_approval"
+    assert json.loads(continuation["approval"]["S"])["id"] == second_id
+    assert json.loads(continuation["approval"]["S"])["requester"] == "carol"  # still who asked for the run
+    # The first approval is used up; the second one is answered in its turn and the change it names is proposed.
+    answer(world, f"/agent approve {approval_id} {EDIT}", 182, login="erin")
+    answer(world, f"/agent approve {second_id} {other}", 183, login="erin")
+    [used] = replies(world)
+    assert "answered already" in used
+    assert json.loads(world.plane.calls[-1]["body"])["job"]["id"] == second_id
+    pump_events(world, until="result")
+    [pull] = world.github.pulls
+    assert world.github.branch_changes(pull["head"]["ref"]) == {
+        "src/calc.py": ("100644", b"def add(a, b):\n    return b + a\n")
+    }
+    assert pull["html_url"] in card["body"]
