@@ -81,11 +81,14 @@ def world(tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def comment_by(
-    text: str, comment_id: int, *, login: str = "dave", association: str = "MEMBER"
+    text: str, comment_id: int, *, login: str = "dave", association: str = "MEMBER", issue: int = 0
 ) -> dict[str, Any]:
-    """A signed issue comment by ``login`` (the fixture's requester is ``carol``)."""
+    """A signed issue comment by ``login`` (the fixture's requester is ``carol``), on the fixture's issue or on
+    ``issue``."""
     _, raw = github_comment(text, comment_id)
     payload = json.loads(raw)
+    if issue:
+        payload["issue"]["number"] = issue
     payload["comment"]["user"]["login"] = payload["sender"]["login"] = login
     payload["comment"]["author_association"] = association
     body = json.dumps(payload).encode()
@@ -116,7 +119,7 @@ def pause(world: SimpleNamespace) -> tuple[str, dict[str, Any]]:
     return approval_id, card
 
 
-def answer(world: SimpleNamespace, text: str, comment_id: int, **who: str) -> None:
+def answer(world: SimpleNamespace, text: str, comment_id: int, **who: Any) -> None:
     status, doc = call(comment_by(text, comment_id, **who))
     assert (status, doc["status"]) == (202, "queued"), doc
     run_worker(world)
@@ -172,6 +175,10 @@ def test_a_paused_fix_shows_the_card_once_and_an_approval_runs_exactly_that_edit
     assert len(world.plane.calls) == calls
     [refusal] = replies(world)
     assert "answered already" in refusal and "used once" in refusal
+    # On another issue the id names nothing.
+    answer(world, f"/agent approve {approval_id} {EDIT}", 104, login="erin", issue=8)
+    assert len(world.plane.calls) == calls
+    assert "no tool call waiting for approval" in replies(world)[-1]
 
 
 def test_a_denial_reaches_the_agent_and_nothing_changes(world: SimpleNamespace) -> None:

@@ -310,15 +310,23 @@ class Approver:
         continuation = self.jobs.get(approval_id)
         if continuation is not None:  # answered before: the continuation names the job it answered
             paused = self.jobs.get(continuation.paused_key) if continuation.paused_key else None
-            return paused if paused is not None and paused.job is not None else self._used(approval_id)
+            if paused is None or paused.job is None:
+                return self._used(approval_id)
+            # An id is answered only on the issue whose job asked for it.
+            return (
+                paused if paused.job.session_id == task.runtime_session_id else self._not_found(approval_id)
+            )
         job_key, _ = self.jobs.session_jobs(task.runtime_session_id)
         state = self.jobs.get(job_key) if job_key else None
         if state is None or state.job is None or (state.approval or {}).get("id") != approval_id:
-            return Refused(
-                "approval_not_found",
-                f"There is no tool call waiting for approval `{approval_id}` on this issue.",
-            )
+            return self._not_found(approval_id)
         return state
+
+    @staticmethod
+    def _not_found(approval_id: str) -> Refused:
+        return Refused(
+            "approval_not_found", f"There is no tool call waiting for approval `{approval_id}` on this issue."
+        )
 
     @staticmethod
     def _used(approval_id: str) -> Refused:
