@@ -14,6 +14,9 @@ least once; see docs/webhook/fix-jobs.md). For each record the reporter:
   opens nothing: the job waits for a person's approval and the comment becomes the approval card
   (:mod:`webhook.fix.approvals`).
 
+A scheduled event (EventBridge, every 15 minutes) runs the sweep instead: jobs whose approval nobody answered
+before it expired end ``expired`` and their comment says so (:class:`webhook.fix.approvals.Sweeper`).
+
 What the message says is checked against the job the worker recorded: the job id must name a started job
 (or a claim whose worker kept that job document before invoking: the event proves the runtime accepted it, and
 the job is recorded as started here) and ``context`` must equal the job's document, so a message nobody on the trusted side started (the events
@@ -46,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
-from webhook.fix.approvals import approval_record, card_text, is_card
+from webhook.fix.approvals import Sweeper, approval_record, card_text, is_card
 from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
@@ -389,9 +392,21 @@ def record_handler(record: SQSRecord) -> str:
     return Reporter(_get_deps()).handle(ev)
 
 
+def sweep() -> dict[str, Any]:
+    """The scheduled run (EventBridge, ``source`` ``aws.events``): expire the approvals nobody answered in time."""
+    deps = _get_deps()
+    expired = Sweeper(
+        jobs=deps.jobs, comments=deps.comments, trackers=deps.trackers, metrics=metrics, logger=logger
+    ).sweep()
+    logger.info("approval sweep", extra={"expired": expired})
+    return {"expired": expired}
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if event.get("source") == "aws.events":
+        return sweep()
     return dict(
         process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

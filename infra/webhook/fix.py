@@ -3,7 +3,8 @@ reporter Lambda that consumes it, and the extra grants fix jobs need.
 
 Fix jobs run as asynchronous jobs of the runtime: the worker hands the turn over and returns; the runtime sends
 progress and one result per job to the **events queue** (``AGENTKIT_JOB_EVENTS_QUEUE_URL``, SSE, TLS only, with a
-DLQ); the **reporter** (``webhook.reporter.handler``) edits the progress comment and opens the draft pull/merge request.
+DLQ); the **reporter** (``webhook.reporter.handler``) edits the progress comment and opens the draft pull/merge request,
+and, invoked every 15 minutes by an EventBridge schedule, expires the approvals nobody answered in time.
 
 IAM, least privilege:
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 #: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
 #: events queue's visibility timeout is six times it (``infra/job_events.py``'s ``consumer_timeout``).
 REPORTER_TIMEOUT = CONSUMER_TIMEOUT
+#: How often the reporter expires unanswered approvals (the next run catches what one run missed).
+APPROVAL_SWEEP_PERIOD = cdk.Duration.minutes(15)
 #: How long a result being reported blocks its duplicate (reporter/``webhook.fix.jobs`` ``JOB_LEASE_SECONDS``): longer than a
 #: reporter can run.
 JOB_LEASE_SECONDS = 300
@@ -135,6 +140,15 @@ def add_fix_jobs(
     )
     hook.reporter.add_event_source(
         event_sources.SqsEventSource(job_events_queue, batch_size=1, report_batch_item_failures=True)
+    )
+    # The sweep that ends fix jobs whose approval nobody answered in time (webhook.fix.approvals.Sweeper): the
+    # reporter, invoked with a scheduled event, reads one pending-list item and edits the expired jobs' comments.
+    events.Rule(
+        scope,
+        "ApprovalSweep",
+        description="Issue webhook: expire fix jobs whose tool-call approval nobody answered in time",
+        schedule=events.Schedule.rate(APPROVAL_SWEEP_PERIOD),
+        targets=[events_targets.LambdaFunction(hook.reporter, retry_attempts=0)],
     )
     for _hook_secret, token in hook.secrets.values():
         token.grant_read(hook.reporter)

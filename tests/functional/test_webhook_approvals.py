@@ -370,3 +370,31 @@ def test_a_different_input_after_an_approval_waits_for_its_own_approval(world: S
         "src/calc.py": ("100644", b"def add(a, b):\n    return b + a\n")
     }
     assert pull["html_url"] in card["body"]
+
+
+def test_the_reporters_sweep_expires_an_unanswered_approval(
+    tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with make_world(
+        tmp_path, moto_server, monkeypatch, {"paths": ["src/**"], "expiry_hours": 0.0003}
+    ) as world:
+        world.github.permissions.update(PERMISSIONS)
+        scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+        approval_id, card = pause(world)
+        key = paused_job(world)["id"]["S"].removeprefix("reply#")
+        listed = items(world)["reply#approvals#pending"]["pending"]["M"]
+        assert list(listed) == [key]
+        assert reporter.handler(scheduled, CTX) == {"expired": 0}  # not yet
+        assert paused_job(world)["status"]["S"] == "awaiting_approval"
+        expires_at = json.loads(paused_job(world)["approval"]["S"])["expires_at"]
+        while time.time() < expires_at + 0.1:
+            time.sleep(0.1)
+        assert reporter.handler(scheduled, CTX) == {"expired": 1}
+        assert reporter.handler(scheduled, CTX) == {"expired": 0}  # once
+        assert paused_job(world)["status"]["S"] == "expired"
+        assert "expired at" in card["body"] and "did not run" in card["body"]
+        assert items(world)["reply#approvals#pending"]["pending"]["M"] == {}
+        calls = len(world.plane.calls)
+        answer(world, f"/agent approve {approval_id} {EDIT}", 191)
+        assert len(world.plane.calls) == calls and "expired" in replies(world)[-1]
+        assert not world.github.pulls

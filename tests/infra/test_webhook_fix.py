@@ -60,6 +60,25 @@ def test_the_reporter_consumes_the_runtimes_job_events_queue(optional: Synth) ->
     assert env["WORKSPACE_S3_URI"]["Fn::Join"][1][0] == "s3://"
 
 
+def test_a_schedule_runs_the_reporters_approval_sweep(optional: Synth) -> None:
+    fid, _ = function(optional, "webhook.reporter.handler")
+    [rule] = [
+        r["Properties"]
+        for r in of_type(optional, "AWS::Events::Rule").values()
+        if any(t["Arn"] == {"Fn::GetAtt": [fid, "Arn"]} for t in r["Properties"].get("Targets", []))
+    ]
+    assert rule["ScheduleExpression"] == "rate(15 minutes)" and rule["State"] == "ENABLED"
+    [allowed] = [
+        p["Properties"]
+        for p in of_type(optional, "AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "events.amazonaws.com"
+    ]
+    assert (
+        allowed["FunctionName"] == {"Fn::GetAtt": [fid, "Arn"]}
+        and allowed["Action"] == "lambda:InvokeFunction"
+    )
+
+
 def test_least_privilege_for_fix_jobs(optional: Synth) -> None:
     _, worker = function(optional, "webhook.worker.handler")
     _, reporter = function(optional, "webhook.reporter.handler")

@@ -23,10 +23,10 @@ Refused, with a short comment and nothing started: an unknown id (not the issue'
 after the first (``approval_used``: the continuation's item exists), a job stopped (``/agent stop`` while
 waiting) or expired, a commenter who is not a writer, the requester under the two-person rule.
 
-**Expiry** is checked when an answer arrives: past the card's ``expires_at`` the job moves to ``expired``, the
-progress comment says so and the answer is refused. Nothing sweeps pending approvals on a timer: a job nobody
-answers stays ``awaiting_approval`` in the table (until its TTL) and its comment keeps the card, which shows the
-expiry time; the runtime refuses a late answer on its own as well (410 ``approval_expired``).
+**Expiry**: past the card's ``expires_at`` the job moves to ``expired`` and the progress comment says so, either
+when an answer arrives (it is refused) or when the reporter's scheduled sweep (:class:`Sweeper`, every 15 minutes)
+finds it on the pending list, whichever comes first; the runtime refuses a late answer on its own as well (410
+``approval_expired``).
 
 Metrics (``Tracker`` dimension): ``ApprovalsRequested`` (reporter), ``ApprovalsApproved``, ``ApprovalsDenied``,
 ``ApprovalsExpired``, ``ApprovalsRefused`` and ``ApprovalDecisionSeconds`` (worker).
@@ -364,18 +364,15 @@ class Approver:
         return None
 
     def _expire(self, task: AgentTask, paused: JobState, approval_id: str) -> None:
-        decision = {"outcome": "expired", "by": "", "at": self.clock(), "reason": "", "key": ""}
-        if not self.jobs.decide(paused.key, approval_id=approval_id, decision=decision):
-            return
-        assert paused.job is not None and paused.approval is not None
-        self.metrics.emit("ApprovalsExpired", task.tracker)
-        text = (
-            f"Approval `{approval_id}` expired at {_when(paused.approval.get('expires_at'))} without an answer:"
-            f" the tool call did not run and the job ended. Cost: {cost_text(paused.cost_so_far)}."
-            " Comment `/agent fix …` to start again."
+        expire(
+            paused,
+            jobs=self.jobs,
+            comments=self.comments,
+            trackers=self.trackers,
+            metrics=self.metrics,
+            logger=self.logger,
+            now=self.clock(),
         )
-        self._edit(paused, text)
-        self.logger.info("approval expired", extra={"approval_id": approval_id, "job": paused.key})
 
     def _resume(self, task: AgentTask, paused: JobState, decision: Mapping[str, Any]) -> str:
         """Start the answer as a job keyed by the approval id on the paused job's session; edit the card."""
@@ -466,11 +463,7 @@ class Approver:
         return enabled_tracker(self.trackers, name)
 
     def _edit(self, paused: JobState, text: str) -> None:
-        job = paused.job
-        assert job is not None
-        tracker = self._tracker(job.tracker)
-        formatted = tracker.format_reply(text, footer=reply_footer(job.session_id, "fix job"))
-        self.comments.edit(IssueRef.of_job(job), paused.progress_comment_id, formatted)
+        edit_card(paused, text, comments=self.comments, trackers=self.trackers)
 
     def _refuse(self, task: AgentTask, refused: Refused) -> str:
         self.metrics.emit("ApprovalsRefused", task.tracker)
@@ -483,3 +476,83 @@ class Approver:
         return self.comments.post(
             IssueRef.of_task(task), tracker.format_reply(refused.text, footer=footer)
         ).url
+
+
+# --------------------------------------------------------------------------- expiry
+def edit_card(
+    paused: JobState, text: str, *, comments: ProgressComments, trackers: Mapping[str, IssueTracker]
+) -> None:
+    """Put ``text`` into the progress comment of the job ``paused``."""
+    job = paused.job
+    assert job is not None
+    tracker = enabled_tracker(trackers, job.tracker)
+    formatted = tracker.format_reply(text, footer=reply_footer(job.session_id, "fix job"))
+    comments.edit(IssueRef.of_job(job), paused.progress_comment_id, formatted)
+
+
+def expire(
+    paused: JobState,
+    *,
+    jobs: JobStore,
+    comments: ProgressComments,
+    trackers: Mapping[str, IssueTracker],
+    metrics: TrackerMetrics,
+    logger: Any,
+    now: float,
+) -> bool:
+    """End the job ``paused`` (waiting for approval) as ``expired`` and say so in its comment, once: ``False``
+    when it was answered, stopped or expired meanwhile."""
+    assert paused.job is not None and paused.approval is not None
+    approval_id = str(paused.approval.get("id", ""))
+    decision = {"outcome": "expired", "by": "", "at": now, "reason": "", "key": ""}
+    if not jobs.decide(paused.key, approval_id=approval_id, decision=decision):
+        return False
+    metrics.emit("ApprovalsExpired", paused.job.tracker)
+    text = (
+        f"Approval `{approval_id}` expired at {_when(paused.approval.get('expires_at'))} without an answer:"
+        f" the tool call did not run and the job ended. Cost: {cost_text(paused.cost_so_far)}."
+        " Comment `/agent fix …` to start again."
+    )
+    edit_card(paused, text, comments=comments, trackers=trackers)
+    logger.info("approval expired", extra={"approval_id": approval_id, "job": paused.key})
+    return True
+
+
+class Sweeper:
+    """Expires the jobs whose approval nobody answered in time (the reporter runs it on a schedule): each job on
+    the pending list (:meth:`fix_jobs.JobStore.pending_approvals`) past its expiry ends ``expired`` and its comment
+    says so; entries of jobs no longer waiting are dropped. Returns how many it expired."""
+
+    def __init__(
+        self,
+        *,
+        jobs: JobStore,
+        comments: ProgressComments,
+        trackers: Mapping[str, IssueTracker],
+        metrics: TrackerMetrics,
+        logger: Any,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.jobs, self.comments, self.trackers = jobs, comments, trackers
+        self.metrics, self.logger, self.clock = metrics, logger, clock
+
+    def sweep(self) -> int:
+        """Raises ``ReplyStoreError`` / ``TrackerApiError``: the next run retries (the job stays listed)."""
+        now, expired = self.clock(), 0
+        for key, expires_at in sorted(self.jobs.pending_approvals().items(), key=lambda kv: kv[1]):
+            if expires_at > now:
+                continue
+            state = self.jobs.get(key)
+            waiting = state is not None and state.status == AWAITING and state.job is not None
+            if waiting and state is not None and state.approval:
+                expired += expire(
+                    state,
+                    jobs=self.jobs,
+                    comments=self.comments,
+                    trackers=self.trackers,
+                    metrics=self.metrics,
+                    logger=self.logger,
+                    now=now,
+                )
+            self.jobs.unlist_pending(key)
+        return expired

@@ -197,6 +197,10 @@ def _doc(item: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 SESSION_PREFIX = KEY_PREFIX + "session#"
+#: One item listing the jobs waiting for approval (job key → expiry, epoch s) for the sweep that expires them
+#: (:class:`webhook.fix.approvals.Sweeper`): a GetItem under the ``reply#`` keys the Lambdas may read, no Scan.
+#: An item holds at most 400 KB: some 4,000 waiting jobs.
+PENDING_APPROVALS_ID = KEY_PREFIX + "approvals#pending"
 
 
 class JobStore(ReplyTable):
@@ -527,8 +531,9 @@ class JobStore(ReplyTable):
     # ------------------------------------------------------------------ approvals
     def await_approval(self, key: str, approval: dict[str, Any], *, cost_usd: float | None) -> bool:
         """``reporting`` → ``awaiting_approval`` with the request (``approval``: id, tool, input_hash, rule,
-        cost_usd, requested_at, expires_at, requester). ``False`` when the item was not reporting."""
-        return self._update(
+        cost_usd, requested_at, expires_at, requester), and the job on the pending list (:meth:`list_pending`).
+        ``False`` when the item was not reporting."""
+        moved = self._update(
             "await approval",
             key,
             "SET #s = :awaiting, approval = :doc, approval_id = :id, cost_so_far = :cost",
@@ -541,13 +546,62 @@ class JobStore(ReplyTable):
                 ":reporting": {"S": REPORTING},
             },
         )
+        expires_at = approval.get("expires_at")
+        if moved and isinstance(expires_at, int | float):
+            self.list_pending(key, float(expires_at))
+        return moved
+
+    def _pending_update(
+        self, what: str, expression: str, condition: str, names: dict[str, str], values: Any
+    ) -> bool:
+        return self._conditional(
+            f"UpdateItem ({what})",
+            lambda: self._client.update_item(
+                TableName=self.table_name,
+                Key={"id": {"S": PENDING_APPROVALS_ID}},
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                **({"ExpressionAttributeValues": values} if values else {}),
+            ),
+        )
+
+    def list_pending(self, key: str, expires_at: float) -> None:
+        """Name the job ``key`` (waiting for approval until ``expires_at``) in the pending list."""
+        self._pending_update(
+            "pending list", "SET pending = :empty", "attribute_not_exists(pending)", {}, {":empty": {"M": {}}}
+        )
+        self._pending_update(
+            "pending list",
+            "SET pending.#k = :exp",
+            "attribute_exists(pending)",
+            {"#k": key},
+            {":exp": num(expires_at)},
+        )
+
+    def unlist_pending(self, key: str) -> None:
+        """Take the job ``key`` off the pending list (answered, stopped or expired)."""
+        self._pending_update(
+            "pending list", "REMOVE pending.#k", "attribute_exists(pending)", {"#k": key}, None
+        )
+
+    def pending_approvals(self) -> dict[str, float]:
+        """The pending list: job key → expiry (epoch s). Raises :class:`ReplyStoreError`."""
+        try:
+            out = self._client.get_item(
+                TableName=self.table_name, Key={"id": {"S": PENDING_APPROVALS_ID}}, ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
+        pending = (out.get("Item") or {}).get("pending", {}).get("M", {})
+        return {key: float(value["N"]) for key, value in pending.items() if "N" in value}
 
     def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
         """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
         at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
         approval (answered, stopped or expired already): the first answer wins."""
         expired = decision.get("outcome") == "expired"
-        return self._update(
+        decided = self._update(
             "decide",
             key,
             "SET #s = :to, approval_decision = :doc" + (", finished_at = :now" if expired else ""),
@@ -560,3 +614,6 @@ class JobStore(ReplyTable):
                 **({":now": num(self._clock())} if expired else {}),
             },
         )
+        if decided:
+            self.unlist_pending(key)
+        return decided
