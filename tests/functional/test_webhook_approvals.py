@@ -108,7 +108,7 @@ def pause(world: SimpleNamespace) -> tuple[str, dict[str, Any]]:
     """``/agent fix`` by carol whose scripted edit needs approval: the job pauses. Returns (id, the comment)."""
     assert call(github_comment(f"/agent fix the add function {EDIT}", 101)[0])[0] == 202
     run_worker(world)
-    [(_, result)] = [e for e in pump_events(world, until="result") if e[0] == "result"]
+    result = pump_result(world)
     assert json.loads(result)["result"]["subtype"] == "awaiting_approval"
     [card] = world.github.comments.values()
     [approval_id] = set(APPROVAL.findall(card["body"]))
@@ -117,6 +117,18 @@ def pause(world: SimpleNamespace) -> tuple[str, dict[str, Any]]:
     assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}
     assert card["edits"] == edits and len(world.github.comments) == 1
     return approval_id, card
+
+
+def pump_result(world: SimpleNamespace, job_id: str | None = None, *, timeout: float = 30.0) -> str:
+    """Feed the events queue to the reporter until the result of ``job_id`` (any job's: ``None``) was handled; its
+    body. Results of other jobs may come in between: SQS delivers at least once, so a job's result can come again
+    after the test moved on, and the reporter handles it (it reports a result once)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for kind, body in pump_events(world, until="result", timeout=max(1.0, deadline - time.monotonic())):
+            if kind == "result" and job_id in (None, json.loads(body)["job_id"]):
+                return body
+    raise AssertionError(f"no result of {job_id} within {timeout}s")
 
 
 def answer(world: SimpleNamespace, text: str, comment_id: int, **who: Any) -> None:
@@ -161,7 +173,7 @@ def test_a_paused_fix_shows_the_card_once_and_an_approval_runs_exactly_that_edit
     decision = json.loads(decided["approval_decision"]["S"])
     assert (decision["outcome"], decision["by"]) == ("approved", "github:dave")
 
-    pump_events(world, until="result")
+    pump_result(world, approval_id)
     [pull] = world.github.pulls
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
     assert pull["html_url"] in card["body"]  # the same comment, now the answer
@@ -187,7 +199,7 @@ def test_a_denial_reaches_the_agent_and_nothing_changes(world: SimpleNamespace) 
     sent = json.loads(world.plane.calls[-1]["body"])
     assert sent["deny"] == {"id": approval_id, "by": "github:dave", "reason": "not on a Friday"}
     assert card["body"].startswith("Denied by `@dave`") and "not on a Friday" in card["body"]
-    [(_, result)] = [e for e in pump_events(world, until="result") if e[0] == "result"]
+    result = pump_result(world, approval_id)
     assert "was denied" in json.loads(result)["result"]["text"]
     assert not world.github.pulls
     assert "No change to propose" in card["body"]
@@ -289,7 +301,7 @@ def gitlab_note(text: str, user_id: int, username: str, delivery: str) -> dict[s
 def test_gitlab_a_maintainer_approves_and_a_reporter_level_member_cannot(world: SimpleNamespace) -> None:
     assert call(gitlab_note(f"/agent fix it please {EDIT}", 1, "root", "u-1"))[0] == 202
     run_worker(world)
-    pump_events(world, until="result")
+    pump_result(world)
     [card] = world.gitlab.notes.values()
     [approval_id] = set(APPROVAL.findall(card["body"]))
     assert card["body"].startswith("**Waiting for approval.**") and not world.gitlab.merge_requests
@@ -304,7 +316,7 @@ def test_gitlab_a_maintainer_approves_and_a_reporter_level_member_cannot(world: 
     refusals = [str(n["body"]) for n in list(world.gitlab.notes.values())[1:]]
     assert len(refusals) == 1 and "two-person rule" in refusals[0]
     assert json.loads(world.plane.calls[-1]["body"])["approve"]["by"] == "gitlab:maint"
-    pump_events(world, until="result")
+    pump_result(world, approval_id)
     [mr] = world.gitlab.merge_requests
     assert world.gitlab.branch_changes(mr["source_branch"]) == {"src/calc.py": FIXED}
     assert mr["web_url"] in card["body"]
@@ -341,7 +353,7 @@ def test_an_answer_whose_start_failed_is_sent_again_by_its_redelivery_once(
     approvals = [c for c in world.plane.calls if "approve" in json.loads(c["body"])]
     assert len(approvals) == 1 and approvals[0]["status"] == 202
     assert not replies(world)  # no refusal: it was this answer's own retry
-    pump_events(world, until="result")
+    pump_result(world, approval_id)
     [pull] = world.github.pulls
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
 
@@ -350,7 +362,7 @@ def test_a_different_input_after_an_approval_waits_for_its_own_approval(world: S
     approval_id, card = pause(world)
     other = EDIT.replace("a + b", "b + a")  # the model asks for another input than the one approved
     answer(world, f"/agent approve {approval_id} {other}", 181)
-    pump_events(world, until="result")
+    pump_result(world, approval_id)
     [second_id] = set(APPROVAL.findall(card["body"])) - {approval_id}
     assert card["body"].startswith("**Waiting for approval.**") and '"new_string": "b + a"' in card["body"]
     assert not world.github.pulls
@@ -364,7 +376,7 @@ def test_a_different_input_after_an_approval_waits_for_its_own_approval(world: S
     [used] = replies(world)
     assert "answered already" in used
     assert json.loads(world.plane.calls[-1]["body"])["job"]["id"] == second_id
-    pump_events(world, until="result")
+    pump_result(world, second_id)
     [pull] = world.github.pulls
     assert world.github.branch_changes(pull["head"]["ref"]) == {
         "src/calc.py": ("100644", b"def add(a, b):\n    return b + a\n")
