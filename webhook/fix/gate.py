@@ -33,7 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook.errors import TrackerConfigError
 from webhook.fix.config import FixSettings
-from webhook.fix.jobs import JOB, REPORTING, RUNNING, JobStore
+from webhook.fix.jobs import AWAITING, JOB, REPORTING, RUNNING, JobStore
 from webhook.replies import KEY_PREFIX, ReplyStoreError
 from webhook.settings import WebhookSettings
 from webhook.trackers import AgentTask
@@ -103,7 +103,7 @@ class FixGate:
                 "fix_jobs_off",
                 "Fix jobs are turned off in this deployment, so `/agent fix` and the fix label start nothing.",
             )
-        denied = self._not_a_writer(task)
+        denied = self.writer_refusal(task)
         if denied is not None or task.intent != "fix":
             return denied
         if self._running_fix(task, key):
@@ -115,15 +115,16 @@ class FixGate:
         return self._rate_limited(task, key)
 
     # ---- who
-    def _not_a_writer(self, task: AgentTask) -> Refusal | None:
-        what = "start" if task.intent == "fix" else "stop"
+    def writer_refusal(self, task: AgentTask) -> Refusal | None:
+        """``None`` when the author of ``task`` may write (start or stop a fix, answer an approval)."""
+        what = {"fix": "start a fix", "stop": "stop a fix"}.get(task.intent, "answer an approval")
         if task.tracker == "github":
             permission = self.permissions.github_permission(task.repository, task.author)
             if permission in WRITE_PERMISSIONS:
                 return None
             return Refusal(
                 "not_a_writer",
-                f"Only people with write access to this repository may {what} a fix (@{task.author} has"
+                f"Only people with write access to this repository may {what} (@{task.author} has"
                 f" `{permission}`).",
             )
         if task.tracker == "jira":
@@ -137,7 +138,7 @@ class FixGate:
                 return None
             return Refusal(
                 "not_allowed",
-                f"Only the people this Jira project's repository mapping names may {what} a fix.",
+                f"Only the people this Jira project's repository mapping names may {what}.",
             )
         return None  # GitLab: the receiver checked the access level (GITLAB_FIX_MIN_ACCESS_LEVEL)
 
@@ -149,7 +150,8 @@ class FixGate:
             state = self.jobs.get(other)
             if (
                 state is not None
-                and state.status in (RUNNING, JOB, REPORTING)
+                # A job waiting for an approval is active: its answer resumes it and may open a change.
+                and state.status in (RUNNING, JOB, REPORTING, AWAITING)
                 and not state.stop_requested_by
             ):
                 return True

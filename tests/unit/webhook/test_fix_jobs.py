@@ -6,7 +6,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, TIMED_OUT, FixJob, JobStore
+from webhook.fix.jobs import (
+    ANSWERED,
+    AWAITING,
+    DONE,
+    EXPIRED,
+    JOB,
+    REPORTING,
+    STOPPED,
+    TIMED_OUT,
+    FixJob,
+    JobStore,
+)
 
 KEY = "a" * 64
 SESSION = "gh-" + "b" * 64
@@ -201,3 +212,51 @@ def test_only_a_job_still_running_times_out_and_a_result_or_stop_then_finds_it_f
     assert state is not None and state.status == TIMED_OUT and state.error_code == "timed_out"
     assert state.finished_at == clock.now and state.notified_at == 0
     assert jobs.notified(other) and jobs.get(other).notified_at == clock.now  # type: ignore[union-attr]
+
+
+APPROVAL_ID = "apv-0123456789abcdef0123"
+APPROVAL: dict[str, object] = {"id": APPROVAL_ID, "tool": "Edit", "expires_at": 1_800_086_400.0}
+
+
+def paused(jobs: JobStore) -> None:
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=60)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+
+
+def test_a_paused_job_keeps_its_request_and_only_the_first_answer_counts(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, _ = store
+    paused(jobs)
+    assert not jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)  # a duplicate result moves nothing
+    state = jobs.get(KEY)
+    assert state is not None and state.status == AWAITING and state.approval == APPROVAL
+    assert state.cost_so_far == 0.02
+    first = {"outcome": "approved", "by": "github:dave", "at": 1.0, "reason": "", "key": "k1"}
+    second = {"outcome": "denied", "by": "github:erin", "at": 2.0, "reason": "no", "key": "k2"}
+    assert not jobs.decide(KEY, approval_id="apv-ffffffffffffffffffff", decision=first)  # another id
+    assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=first)
+    assert not jobs.decide(KEY, approval_id=APPROVAL_ID, decision=second)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == ANSWERED and state.approval_decision == first
+
+
+def test_a_stopped_waiting_job_takes_no_answer_and_an_expiry_ends_it(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    paused(jobs)
+    assert jobs.stop(KEY, by="carol", stop_key="s1")
+    answer = {"outcome": "approved", "by": "github:dave", "at": 1.0, "reason": "", "key": "k1"}
+    assert not jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == STOPPED and state.approval_decision is None
+    other = "d" * 64
+    assert jobs.claim(other)
+    claim = jobs.get(other)
+    assert claim is not None and jobs.started(other, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.begin_report(other, lease_seconds=60) and jobs.await_approval(other, APPROVAL, cost_usd=None)
+    expired = {"outcome": "expired", "by": "", "at": 9.0, "reason": "", "key": ""}
+    assert jobs.decide(other, approval_id=APPROVAL_ID, decision=expired)
+    assert not jobs.stop(other, by="carol", stop_key="s2")  # ended: nothing left to stop
+    state = jobs.get(other)
+    assert state is not None and state.status == EXPIRED
