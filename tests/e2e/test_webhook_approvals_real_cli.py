@@ -23,10 +23,10 @@ from types import SimpleNamespace
 import pytest
 
 from harness.runtime_server import RuntimeServer
+from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
 from tests.functional.fix_flow import (
-    ACTOR_HEADER,
     assert_no_token_reached_the_runtime,
     fix_world,
     github_comment,

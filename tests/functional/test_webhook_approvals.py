@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from harness.runtime_server import fake_cli_server
+from harness.webhook_scene import ACTOR_HEADER
 from tests.functional.fix_flow import (
-    ACTOR_HEADER,
     assert_no_token_reached_the_runtime,
     fix_world,
     github_comment,
@@ -247,7 +247,8 @@ def test_an_outsider_a_reader_an_unknown_id_and_a_malformed_answer_start_nothing
     not_writer, unknown, malformed = replies(world)
     assert "Only someone with write permission" in not_writer
     asked = [r["path"] for r in world.github.requests if "/collaborators/" in r["path"]]
-    assert asked and asked[0].endswith("/collaborators/rita/permission")
+    # The fix's own start asked about its requester (the gate); the answer asked about rita.
+    assert asked[-1] == "/repos/octo/kit/collaborators/rita/permission"
     assert "no tool call waiting for approval `apv-00000000000000000000`" in unknown
     assert "`/agent approve <id>`" in malformed
     assert paused_job(world)["status"]["S"] == "awaiting_approval"
