@@ -46,13 +46,14 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from webhook.errors import WebhookError
 from webhook.fix.gate import FixGate
 from webhook.fix.jobs import ANSWERED, AWAITING, EXPIRED, RELEASED, STOPPED, FixJob, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
 from webhook.fix.worker import IssueRef, ProgressComments, error_text
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError
 from webhook.replies import ANSWERED as REPLY_ANSWERED
-from webhook.replies import POSTED, RUNNING, ReplyStore, StoredReply
+from webhook.replies import POSTED, RUNNING, ReplyStore, ReplyStoreError, StoredReply
 from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.reply_marks import cost_text, reply_footer
@@ -495,21 +496,31 @@ def expire(
     now: float,
 ) -> bool:
     """End the job ``paused`` (waiting for approval) as ``expired`` and say so in its comment, once: ``False``
-    when it was answered, stopped or expired meanwhile."""
+    when it was answered, stopped or expired meanwhile. The job leaves the pending list only once its comment
+    says so: an edit that fails (the tracker's API is down) is made by the next sweep (:func:`tell_expired`)."""
     assert paused.job is not None and paused.approval is not None
     approval_id = str(paused.approval.get("id", ""))
     decision = {"outcome": "expired", "by": "", "at": now, "reason": "", "key": ""}
     if not jobs.decide(paused.key, approval_id=approval_id, decision=decision):
         return False
     metrics.emit("ApprovalsExpired", paused.job.tracker)
+    logger.info("approval expired", extra={"approval_id": approval_id, "job": paused.key})
+    tell_expired(paused, jobs=jobs, comments=comments, trackers=trackers)
+    return True
+
+
+def tell_expired(
+    paused: JobState, *, jobs: JobStore, comments: ProgressComments, trackers: Mapping[str, IssueTracker]
+) -> None:
+    """Edit the expired job's card to say so, then take it off the pending list."""
+    assert paused.job is not None and paused.approval is not None
     text = (
-        f"Approval `{approval_id}` expired at {_when(paused.approval.get('expires_at'))} without an answer:"
-        f" the tool call did not run and the job ended. Cost: {cost_text(paused.cost_so_far)}."
-        " Comment `/agent fix …` to start again."
+        f"Approval `{paused.approval.get('id', '')}` expired at {_when(paused.approval.get('expires_at'))}"
+        " without an answer: the tool call did not run and the job ended."
+        f" Cost: {cost_text(paused.cost_so_far)}. Comment `/agent fix …` to start again."
     )
     edit_card(paused, text, comments=comments, trackers=trackers)
-    logger.info("approval expired", extra={"approval_id": approval_id, "job": paused.key})
-    return True
+    jobs.unlist_pending(paused.key)
 
 
 class Sweeper:
@@ -531,22 +542,35 @@ class Sweeper:
         self.metrics, self.logger, self.clock = metrics, logger, clock
 
     def sweep(self) -> int:
-        """Raises ``ReplyStoreError`` / ``TrackerApiError``: the next run retries (the job stays listed)."""
+        """Raises ``ReplyStoreError`` / ``TrackerApiError`` (the first failure, after trying every due job): the
+        next run retries what is left (a job stays listed until its comment says it expired)."""
         now, expired = self.clock(), 0
+        failure: Exception | None = None
         for key, expires_at in sorted(self.jobs.pending_approvals().items(), key=lambda kv: kv[1]):
             if expires_at > now:
                 continue
-            state = self.jobs.get(key)
-            waiting = state is not None and state.status == AWAITING and state.job is not None
-            if waiting and state is not None and state.approval:
-                expired += expire(
-                    state,
-                    jobs=self.jobs,
-                    comments=self.comments,
-                    trackers=self.trackers,
-                    metrics=self.metrics,
-                    logger=self.logger,
-                    now=now,
-                )
-            self.jobs.unlist_pending(key)
+            try:
+                state = self.jobs.get(key)
+                if state is None or state.job is None or not state.approval:
+                    self.jobs.unlist_pending(key)
+                elif state.status == AWAITING:
+                    expired += expire(
+                        state,
+                        jobs=self.jobs,
+                        comments=self.comments,
+                        trackers=self.trackers,
+                        metrics=self.metrics,
+                        logger=self.logger,
+                        now=now,
+                    )
+                elif state.status == EXPIRED:
+                    # Expired before (here or by a late answer) while its comment could not be edited.
+                    tell_expired(state, jobs=self.jobs, comments=self.comments, trackers=self.trackers)
+                else:
+                    self.jobs.unlist_pending(key)  # answered or stopped: nothing to expire
+            except (ReplyStoreError, WebhookError) as exc:
+                self.logger.error("approval expiry failed", extra={"job": key, "error": str(exc)[:500]})
+                failure = failure or exc
+        if failure is not None:
+            raise failure
         return expired

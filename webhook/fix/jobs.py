@@ -717,7 +717,9 @@ class JobStore(ReplyTable):
     def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
         """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
         at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
-        approval (answered, stopped or expired already): the first answer wins."""
+        approval (answered, stopped or expired already): the first answer wins. An answer takes the job off the
+        pending list; an expiry leaves it there until its comment says so (:meth:`unlist_pending`), so a failed
+        edit is retried by the next sweep."""
         expired = decision.get("outcome") == "expired"
         decided = self._update(
             "decide",
@@ -732,6 +734,6 @@ class JobStore(ReplyTable):
                 **({":now": num(self._clock())} if expired else {}),
             },
         )
-        if decided:
+        if decided and not expired:
             self.unlist_pending(key)
         return decided

@@ -370,10 +370,19 @@ def test_a_job_waiting_for_approval_outlives_the_deadline_and_ends_at_its_own_ex
     assert names.count("ApprovalsExpired") == 1 and "JobsTimedOut" not in names
 
 
-def test_a_failed_approval_expiry_does_not_hold_back_the_deadline_sweep(world: SimpleNamespace) -> None:
-    """The tracker is down: the overdue job is still ended, and the run reports the expiry pass as failed."""
+def test_an_expiry_whose_comment_edit_failed_is_told_by_the_next_run_and_counted_once(
+    world: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tracker is down: the overdue job is still ended, the expired job stays on the pending list, and the
+    next run edits its card (once) without counting it again."""
     start_job(world, "c" * 64)
     start_job(world, KEY)
+    world.aws.ddb.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{KEY}"}},
+        UpdateExpression="SET progress_comment_id = :c",
+        ExpressionAttributeValues={":c": {"S": str(world.comment_ids[KEY])}},
+    )
     assert world.jobs.begin_report(KEY, lease_seconds=300)
     approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": T0 + 1.0}
     assert world.jobs.await_approval(KEY, approval, cost_usd=None)
@@ -382,3 +391,13 @@ def test_a_failed_approval_expiry_does_not_hold_back_the_deadline_sweep(world: S
     summary = sweep()
     assert summary["timed_out"] == 1 and summary["approvals_failed"]
     assert world.jobs.get("c" * 64).status == TIMED_OUT
+    assert world.jobs.get(KEY).status == EXPIRED and KEY in world.jobs.pending_approvals()
+    assert comment(world)["edits"] == 0
+    sweeper.configure(sweeper_deps(world))  # it is back
+    summary = sweep()
+    assert not summary["approvals_failed"] and summary["approvals_expired"] == 0  # counted before
+    assert comment(world)["edits"] == 1 and "expired at" in comment(world)["body"]
+    assert KEY not in world.jobs.pending_approvals()
+    sweep()
+    assert comment(world)["edits"] == 1
+    assert metric_names(capsys.readouterr().out).count("ApprovalsExpired") == 1
