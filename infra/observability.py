@@ -175,6 +175,45 @@ class AgentObservability(Construct):
         alarm.add_ok_action(action)
         return alarm
 
+    def alarm_on_results_after_timeout(
+        self, construct_id: str, trackers: Sequence[str], *, service: str
+    ) -> cw.Alarm:
+        """An alarm (to the alarm topic) when a fix job's result arrives after the sweeper ended the job as timed
+        out (``ResultsAfterTimeout``, emitted by the reporter Lambda, ``service``, per ``Tracker``): the work was
+        done and paid for but nothing was opened, so the job deadline is too short for this stage's fixes."""
+        parts = {
+            f"t{i}": cw.Metric(
+                namespace=self.namespace,
+                metric_name="ResultsAfterTimeout",
+                dimensions_map={"service": service, "Tracker": tracker},
+                statistic="Sum",
+                period=FIVE_MINUTES,
+            )
+            for i, tracker in enumerate(trackers)
+        }
+        alarm = cw.Alarm(
+            self,
+            construct_id,
+            alarm_description=(
+                "A webhook fix job's result came after its deadline (JOB_DEADLINE_SECONDS, the stage's "
+                "max_lifetime_hours plus 30 min), so nothing was opened for it: the deadline is too short"
+            ),
+            metric=cw.MathExpression(
+                expression=" + ".join(f"FILL({name}, 0)" for name in parts),
+                using_metrics=dict(parts),
+                label="ResultsAfterTimeout",
+                period=FIVE_MINUTES,
+            ),
+            threshold=0,
+            evaluation_periods=1,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,  # no late result, no data point
+        )
+        action = cw_actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        return alarm
+
     def runtime_metric(self, name: str, statistic: str, *, label: str | None = None) -> cw.Metric:
         """An AgentCore runtime metric of this stack's stage endpoint."""
         return runtime_metric(
@@ -467,9 +506,18 @@ class AgentObservability(Construct):
 
         return [
             cw.GraphWidget(
-                title="Webhook fixes per day: pull requests opened, patches applied, stops",
+                title=(
+                    "Webhook fixes per day: pull requests opened, patches applied; stops, jobs timed out, "
+                    "results after the deadline"
+                ),
                 left=[*per_tracker("PullRequestsOpened", "Sum"), *per_tracker("PatchesApplied", "Sum")],
-                right=per_tracker("Stops", "Sum"),
+                # The sweeper's JobsTimedOut (no result by the job's deadline: the issue was told) and the
+                # reporter's ResultsAfterTimeout (a result came after that: nothing was opened for it).
+                right=[
+                    *per_tracker("Stops", "Sum"),
+                    *per_tracker("JobsTimedOut", "Sum"),
+                    *per_tracker("ResultsAfterTimeout", "Sum"),
+                ],
                 width=12,
             ),
             cw.GraphWidget(

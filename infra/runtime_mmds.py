@@ -5,6 +5,9 @@ the handler's docstring, ``infra/functions/runtime_mmds/index.py``, says why and
 IAM of the function: ``bedrock-agentcore:GetAgentRuntime`` and ``UpdateAgentRuntime`` on the runtime,
 ``UpdateAgentRuntimeEndpoint`` on its endpoints, ``iam:PassRole`` on the runtime's role only (to
 bedrock-agentcore.amazonaws.com), its own log stream.
+
+Code: the handler's folder plus the boto3/botocore its ``requirements.txt`` pins (``metadataConfiguration`` is
+recent; the Lambda runtime's own boto3 may predate it), bundled at synth (``infra/functions/sdk_bundle.py``).
 """
 
 from __future__ import annotations
@@ -17,10 +20,21 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from packaging.requirements import Requirement
 
 from infra.functions import PYTHON_RUNTIME
+from infra.functions.sdk_bundle import REQUIREMENTS_NAME, code_with_sdk, read_requirements
 
 HANDLER_DIR = Path(__file__).resolve().parent / "functions" / "runtime_mmds"
+#: The handler's pinned SDK (``boto3>=…``), read by the bundler; not shipped.
+REQUIREMENTS = HANDLER_DIR / REQUIREMENTS_NAME
+#: The one service the handler builds a client for; botocore's other models stay out of the asset.
+SERVICES = ("bedrock-agentcore-control",)
+
+
+def pinned() -> list[Requirement]:
+    """The requirements of the handler's ``requirements.txt``."""
+    return read_requirements(REQUIREMENTS)
 
 
 class RequireMMDSv2(Construct):
@@ -77,7 +91,9 @@ class RequireMMDSv2(Construct):
             runtime=PYTHON_RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            code=code_with_sdk(
+                HANDLER_DIR, services=SERVICES, needed_by="the MMDSv2 custom resource's Lambda"
+            ),
             role=role,
             log_group=log_group,
             timeout=cdk.Duration.seconds(120),

@@ -238,6 +238,7 @@ class AgentKitStack(cdk.Stack):
         if config.webhook.enabled:
             from infra.webhook.construct import IssueWebhook
             from infra.webhook.props import WebhookProps
+            from webhook.settings import SERVICE_NAMES
 
             # "GitHubWebhook" (the GitHub-only release's name) prefixes the logical id of every resource of the
             # webhook: a new id would make CloudFormation replace its secrets, queues and idempotency table.
@@ -251,6 +252,9 @@ class AgentKitStack(cdk.Stack):
             )
             self.observability.alarm_on_dead_letters(
                 "WebhookDeadLettersAlarm", webhook.dead_letter_queue, what="Webhook tasks"
+            )
+            self.observability.alarm_on_results_after_timeout(
+                "WebhookResultsAfterTimeoutAlarm", config.webhook.trackers, service=SERVICE_NAMES["reporter"]
             )
         if config.github_oidc.enabled and config.github_oidc.repository:
             from infra.ci_access import GitHubOidcInvoker, OidcInvokerProps

@@ -53,13 +53,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+async def _no_store(budget_s: float) -> None:
+    """No session store to close."""
+
+
 @dataclass(frozen=True)
 class Services:
     """What the server runs on: the session registry, its turn runner, and how to close the rest."""
 
     registry: SessionRegistry[CliProcess]
     runner: TurnRunner[CliProcess]
-    #: Closes the dependencies (store, metrics, tracing) once the registry's sessions are closed.
+    #: Closes the remaining dependencies (metrics, tracing) last, once the jobs and the store are closed.
     aclose: Callable[[], Awaitable[None]]
     #: Store writes accepted and not yet delivered: ``/ping`` stays busy while this is above 0, so AgentCore
     #: does not reap the microVM whose disk holds the only copy (docs/reliability.md).
@@ -71,6 +75,9 @@ class Services:
     retention: Retention | None = None
     #: Tool calls waiting for a person, and their answers (runtime.approvals); None: approvals are refused.
     approvals: Approvals | None = None
+    #: Writes the spend still in flight and closes the session store, flushing its spool for at most the seconds
+    #: given (the server runs it alongside the jobs' close, once the registry's sessions are closed).
+    close_store: Callable[[float], Awaitable[None]] = _no_store
 
 
 def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None = None) -> Services:
@@ -226,12 +233,15 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
     if jobs is not None:
         restore_hooks.append(restore.on_restore("job outbox", jobs.outbox.recount))
 
+    async def close_store(budget_s: float) -> None:
+        started = clock()
+        await accounting.drain()  # spend written in the background reaches the store before it closes
+        if store is not None:
+            await store.close(flush_s=max(0.0, budget_s - (clock() - started)))
+
     async def aclose_dependencies() -> None:
         for remove in restore_hooks:
             remove()
-        await accounting.drain()  # spend written in the background reaches the store before it closes
-        if store is not None:
-            await store.close()
         await observer.aclose()
 
     return Services(
@@ -242,6 +252,7 @@ def build_services(settings: Settings, *, definition: AgentDefinitionSpec | None
         jobs=jobs,
         retention=retention,
         approvals=approvals,
+        close_store=close_store,
     )
 
 

@@ -195,8 +195,9 @@ def scene(work: Path, lambda_log: Any) -> int:
             detail(
                 f"AgentCore data-plane stand-in: {plane.url}   GitHub stand-in ({REPOSITORY}): {github.url}"
             )
-            # Starting a fix needs write access (the worker asks GitHub's collaborator-permission endpoint).
+            # Only people with write access may start a fix (the worker asks GitHub's permission endpoint).
             github.permissions["carol"] = "write"
+            detail("@carol has write access to the repository (fixes need it)")
             os.environ.update(configure_lambdas(moto, plane.url, github.url, made))
             from webhook import receiver, reporter, worker  # the handlers, built from the environment above
 

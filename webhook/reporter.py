@@ -157,7 +157,7 @@ def deps_from_env() -> ReporterDeps:
         ),
         comments=TrackerComments(built),
         repos=TrackerRepos(
-            tokens=wiring.token_providers(s, secrets_client=secrets),
+            tokens=wiring.token_providers(s, secrets_client=secrets, access="write"),
             api_urls=wiring.api_urls(s),
             allow_protected=settings.allow_protected,
         ),

@@ -18,7 +18,7 @@ it too.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -64,6 +64,8 @@ S3_URI = re.compile(r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/((?:[A-Za-z0-9_.-
 _ALL: tuple[Lambda, ...] = LAMBDAS
 #: The sweeper edits a timed-out job's progress comment with the tracker's token, as the reporter does.
 _TOKEN_READERS: tuple[Lambda, ...] = ("worker", "reporter", "sweeper")
+#: With a read token these read it instead of the token; the reporter always needs the token (it pushes).
+_READ_TOKEN_READERS: tuple[Lambda, ...] = ("receiver", "worker", "sweeper")
 
 
 def setting(
@@ -73,14 +75,16 @@ def setting(
     *,
     required: tuple[Lambda, ...] = (),
     tracker: TrackerName | None = None,
+    unless: tuple[tuple[str, ...], tuple[Lambda, ...]] | None = None,
     **constraints: Any,
 ) -> Any:
     """Declare a field of :class:`WebhookSettings`: read from the variable ``env``, ``default`` when unset.
 
     ``required``: the Lambdas whose environment must set it (when ``tracker`` is given, only while that tracker is
-    enabled). ``constraints`` are pydantic's (``gt``, ``ge``, ``pattern``, …).
+    enabled; ``unless`` = ``(variables, lambdas)``: not for those Lambdas while one of those variables is set). ``constraints`` are
+    pydantic's (``gt``, ``ge``, ``pattern``, …).
     """
-    extra = {"env": env, "required": list(required), "tracker": tracker}
+    extra = {"env": env, "required": list(required), "tracker": tracker, "unless": unless}
     return Field(default, description=meaning, json_schema_extra=extra, **constraints)  # type: ignore[arg-type]
 
 
@@ -224,9 +228,16 @@ class WebhookSettings(BaseModel):
     github_token_secret_name: str = setting(
         "GITHUB_TOKEN_SECRET_NAME",
         "",
-        "GitHub token secret's name",
+        "GitHub token secret's name: the token that pushes fix branches and opens pull requests (and, without"
+        " a read token, the only one)",
         required=_TOKEN_READERS,
         tracker="github",
+        unless=(("GITHUB_READ_TOKEN_SECRET_NAME",), _READ_TOKEN_READERS),
+    )
+    github_read_token_secret_name: str = setting(
+        "GITHUB_READ_TOKEN_SECRET_NAME",
+        "",
+        "GitHub read token secret's name: reads code, posts and edits the bot's comments (empty: the token)",
     )
     github_api_url: str = setting("GITHUB_API_URL", "https://api.github.com", "GitHub REST API root")
     github_trigger_label: str = setting("TRIGGER_LABEL", "agent", "GitHub label that triggers (empty: none)")
@@ -251,9 +262,22 @@ class WebhookSettings(BaseModel):
     gitlab_token_secret_name: str = setting(
         "GITLAB_TOKEN_SECRET_NAME",
         "",
-        "GitLab token secret's name (the receiver asks the members API with it)",
+        "GitLab token secret's name: the token that pushes fix branches and opens merge requests (and, without"
+        " a read token, the only one; the receiver asks the members API with it)",
         required=_ALL,
         tracker="gitlab",
+        unless=(("GITLAB_READ_TOKEN_SECRET_NAME", "GITLAB_MEMBERS_TOKEN_SECRET_NAME"), _READ_TOKEN_READERS),
+    )
+    gitlab_read_token_secret_name: str = setting(
+        "GITLAB_READ_TOKEN_SECRET_NAME",
+        "",
+        "GitLab read token secret's name: reads code, posts and edits the bot's notes (empty: the token)",
+    )
+    gitlab_members_token_secret_name: str = setting(
+        "GITLAB_MEMBERS_TOKEN_SECRET_NAME",
+        "",
+        "receiver: GitLab members token secret's name, a `read_api` token for the members API (empty: the read"
+        " token, else the token)",
     )
     gitlab_api_url: str = setting("GITLAB_API_URL", "https://gitlab.com/api/v4", "GitLab REST API root")
     gitlab_trigger_label: str = setting("GITLAB_TRIGGER_LABEL", "agent", "GitLab label that triggers")
@@ -380,14 +404,33 @@ class WebhookSettings(BaseModel):
         return {name: _extra(info)["env"] for name, info in cls.model_fields.items()}
 
     @classmethod
-    def required(cls, function: Lambda, trackers: tuple[str, ...]) -> set[str]:
-        """The variables ``function``'s environment must set while ``trackers`` are enabled."""
+    def required(
+        cls, function: Lambda, trackers: tuple[str, ...], *, given: Collection[str] = ()
+    ) -> set[str]:
+        """The variables ``function``'s environment must set while ``trackers`` are enabled and the variables
+        ``given`` are set (a token secret is not needed where a read token secret is given)."""
         out = set()
         for info in cls.model_fields.values():
             extra = _extra(info)
-            if function in extra["required"] and extra["tracker"] in (None, *trackers):
-                out.add(extra["env"])
+            if function not in extra["required"] or extra["tracker"] not in (None, *trackers):
+                continue
+            unless = extra.get("unless")
+            if unless and set(unless[0]) & set(given) and function in unless[1]:
+                continue
+            out.add(extra["env"])
         return out
+
+    def receiver_token_field(self, tracker: str) -> str:
+        """The field naming the secret the receiver asks ``tracker``'s API with (GitLab's members API): its members
+        token secret when one is set, else :meth:`read_token_field`."""
+        members = f"{tracker}_members_token_secret_name"
+        return members if getattr(self, members, "") else self.read_token_field(tracker)
+
+    def read_token_field(self, tracker: str) -> str:
+        """The field naming the secret ``tracker``'s replies, snapshot downloads and (GitLab) member look-ups
+        read: its read token secret when one is set, else its token secret."""
+        read = f"{tracker}_read_token_secret_name"
+        return read if getattr(self, read, "") else f"{tracker}_token_secret_name"
 
 
 def _extra(info: Any) -> dict[str, Any]:

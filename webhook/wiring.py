@@ -3,6 +3,13 @@
 The construct (``infra/webhook/construct.py``) sets the variables; the receiver gets each enabled tracker's webhook
 secret (and, for GitLab, the token it needs for the members API), the worker and the reporter the tokens only.
 Secrets are read through Powertools' ``SecretsProvider`` (cached ``SECRET_MAX_AGE_SECONDS``), never logged.
+
+Which token: replies, member look-ups and snapshot downloads use a tracker's *read* token secret when one is named
+(``GITHUB_READ_TOKEN_SECRET_NAME``, ``GITLAB_READ_TOKEN_SECRET_NAME``), else its token secret; only pushing a fix
+(the reporter: ``token_providers(access="write")``) uses the token secret itself; the receiver asks GitLab's members
+API with ``GITLAB_MEMBERS_TOKEN_SECRET_NAME`` when it is named (a ``read_api`` token). So the bot's comments and notes
+are always written by one identity (GitLab lets only a note's author, or a Maintainer, edit it), and a
+deployment with one token works unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from webhook.errors import TrackerConfigError
 from webhook.settings import ENV, WebhookSettings
 from webhook.trackers import IssueTracker
+from webhook.trackers.adapter import TrackerOptions
 from webhook.trackers.registry import REGISTRY
 
 Role = Literal["receiver", "worker"]
@@ -76,27 +84,38 @@ def build_trackers(
     for name in s.trackers:
         entry = REGISTRY[name]
         read_token = secrets.raw if entry.raw_token else secrets.token
-        built[name] = entry.adapter.from_settings(  # type: ignore[attr-defined]
+        options = TrackerOptions.from_settings(
             s,
+            name,
             webhook_secret=secrets.raw(entry.webhook_secret_setting) if receiver else None,
-            token=read_token(entry.token_secret_setting)
+            token=read_token(s.receiver_token_field(name) if receiver else s.read_token_field(name))
             if entry.receiver_reads_token or not receiver
             else None,
         )
+        # Every registered adapter implements IssueTracker (the conformance suite runs each through the receiver and
+        # the worker); the TrackerAdapter base only holds what they share, so the checker cannot see it.
+        built[name] = entry.adapter.from_settings(s, options)  # type: ignore[assignment]
     return built
 
 
 def token_providers(
-    env: Mapping[str, str] | WebhookSettings | None = None, *, secrets_client: Any
+    env: Mapping[str, str] | WebhookSettings | None = None,
+    *,
+    secrets_client: Any,
+    access: Literal["read", "write"],
 ) -> dict[str, Callable[[], str]]:
-    """The GitHub / GitLab token providers of the enabled trackers (fix jobs fetch and push with them)."""
+    """The token providers of the enabled trackers whose repositories fix jobs use (GitHub, GitLab): ``read``
+    for the worker's snapshot downloads (the read token when one is named), ``write`` for the reporter's push
+    and pull/merge request (always the token secret)."""
     s = _settings(env)
     secrets = SecretReader(s, secrets_client)
     out: dict[str, Callable[[], str]] = {}
-    if "github" in s.trackers:
-        out["github"] = secrets.token("github_token_secret_name")
-    if "gitlab" in s.trackers:
-        out["gitlab"] = secrets.token("gitlab_token_secret_name")
+    for name in s.trackers:
+        entry = REGISTRY[name]
+        if entry.read_token_secret_setting is None:  # Jira: its token pushes no code
+            continue
+        field = s.read_token_field(name) if access == "read" else entry.token_secret_setting
+        out[name] = secrets.token(field)
     return out
 
 

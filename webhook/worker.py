@@ -171,13 +171,12 @@ def deps_from_env() -> WorkerDeps:
     settings = fix_settings(s)
     comments = TrackerComments(built)
     max_prompt_chars = s.max_prompt_chars
-    repos = TrackerRepos(
-        tokens=wiring.token_providers(s, secrets_client=secrets),
-        api_urls=wiring.api_urls(s),
-    )
     fx = FixDeps(
         jobs=jobs,
-        repos=repos,
+        repos=TrackerRepos(
+            tokens=wiring.token_providers(s, secrets_client=secrets, access="read"),
+            api_urls=wiring.api_urls(s),
+        ),
         comments=comments,
         settings=settings,
         s3=boto3.client("s3") if settings.s3_location else None,

@@ -62,6 +62,10 @@ class WebhookConfig(_Model):
     trigger_mention: str = "/agent"
     bot_login: str = ""
     create_secrets: bool = True
+    read_tokens: bool = False
+    """A read token per tracker that pushes code (``<prefix>/<tracker>-read-token``, for the worker) and a
+    ``read_api`` ``<prefix>/gitlab-members-token`` (the receiver's): only the reporter reads the token that pushes.
+    Off: one token per tracker (docs/webhook/setup.md)."""
     # Who may trigger a run by mention: GitHub author associations, or ["*"] for anyone (public repos: don't).
     allowed_author_associations: tuple[str, ...] = ("OWNER", "MEMBER", "COLLABORATOR")
     repository_ids: tuple[PositiveInt, ...] = ()

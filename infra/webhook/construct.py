@@ -28,10 +28,12 @@ is six times the Lambda timeout, as AWS recommends for SQS event sources.
 
 IAM (least privilege): receiver — ``sqs:SendMessage`` on the queue, ``dynamodb:GetItem/PutItem/
 UpdateItem/DeleteItem`` on the table, ``secretsmanager:GetSecretValue`` on the enabled trackers' webhook
-secrets (plus the GitLab token: the members API decides who may trigger);
+secrets (plus a GitLab token: the members API decides who may trigger; with ``read_tokens`` the read-only members
+token);
 worker — ``bedrock-agentcore:InvokeAgentRuntime`` and ``InvokeAgentRuntimeForUser`` (it names the tracker user as
 the runtime user id) on the runtime ARN and its endpoint,
-``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only, ``dynamodb:GetItem/PutItem/UpdateItem`` on the
+``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets only (with ``read_tokens`` the read
+tokens, never the tokens that push: ``infra/webhook/secrets.py``), ``dynamodb:GetItem/PutItem/UpdateItem`` on the
 table for ``reply#*`` keys only (``dynamodb:LeadingKeys``: its stored replies, never the receiver's
 records), SQS consume on the queue; both — write to
 their own log group, X-Ray put.
@@ -58,13 +60,14 @@ from infra.functions import PYTHON_RUNTIME
 from infra.webhook.asset import package_code
 from infra.webhook.fix import add_fix_jobs, fix_environment
 from infra.webhook.props import WebhookProps, check
-from infra.webhook.secrets import add_tracker_secrets, secret_env
+from infra.webhook.secrets import add_tracker_secrets, grant_secrets, secret_env
 from infra.webhook.sweep import add_sweeper
 from infra.webhook.trackers import TRACKER_OUTPUTS, TRACKER_SECRETS
-from webhook.settings import ENV, SERVICE_NAMES
+from webhook.settings import ENV, SERVICE_NAMES, Lambda
 from webhook.trackers.registry import REGISTRY
 
 if TYPE_CHECKING:
+    from infra.webhook.secrets import ReadTokens
     from infra.workspaces import WorkspaceBucket
 
 #: SQS keeps a message at most this long, also after it moved to the DLQ (the enqueue time is kept).
@@ -129,18 +132,22 @@ class IssueWebhook(Construct):
         props = props or WebhookProps()
         checked = check(props)
         self._warn_unpinned(props, checked.trackers)
-        self.secrets, secret_refs = add_tracker_secrets(self, props, checked.trackers)
+        self.secrets, secret_refs, read = add_tracker_secrets(self, props, checked.trackers)
+        #: name → {"read" | "members": secret}, with read tokens on
+        self.read_token_secrets = {
+            name: {kind: secret for kind, (secret, _) in kinds.items()} for name, kinds in read.items()
+        }
+        self._read_tokens = read
         if "github" in self.secrets:
             self.webhook_secret, self.token_secret = self.secrets["github"]
         self._queue(props, checked.worker_timeout)
         base = self.lambda_base = self._lambda_base(props)
-        self._receiver(props, base, {**checked.receiver_env, **secret_env(secret_refs, receiver=True)})
-        tracker_env = {**checked.worker_env, **secret_env(secret_refs, receiver=False)}
+        self._receiver(props, base, {**checked.receiver_env, **secret_env(secret_refs, read, "receiver")})
         fix_env = fix_environment(checked, workspaces)
         self._worker(
             props,
             base,
-            {**tracker_env, **fix_env},
+            {**checked.worker_env, **secret_env(secret_refs, read, "worker"), **fix_env},
             runtime_arn=runtime_arn,
             timeout=checked.worker_timeout,
             read_timeout=checked.read_timeout,
@@ -151,14 +158,16 @@ class IssueWebhook(Construct):
             self,
             props,
             runtime_arn=runtime_arn,
-            tracker_env=tracker_env,
+            tracker_env={**checked.worker_env, **secret_env(secret_refs, read, "reporter")},
             fix_env=fix_env,
             job_events_queue=job_events_queue,
             workspaces=workspaces,
         )
         # Fix jobs whose result never comes (a microVM lost with its disk): ended at their deadline.
-        add_sweeper(self, self, props, tracker_env=tracker_env)
-        self._outputs(secret_refs)
+        add_sweeper(
+            self, self, props, tracker_env={**checked.worker_env, **secret_env(secret_refs, read, "sweeper")}
+        )
+        self._outputs(secret_refs, read)
 
     def _warn_unpinned(self, props: WebhookProps, trackers: Sequence[str]) -> None:
         """The receiver answers only pinned repositories and projects (an event of any other is ignored before it
@@ -267,10 +276,9 @@ class IssueWebhook(Construct):
                 resources=[self.table.table_arn],
             )
         )
-        for name, (hook, token) in self.secrets.items():
-            hook.grant_read(self.receiver)
-            if REGISTRY[name].receiver_reads_token:  # GitLab: the members API decides who may trigger
-                token.grant_read(self.receiver)
+        # The webhook secrets; a GitLab token too (a webhook carries no role: the members API decides who may
+        # trigger): with read tokens on, the read-only members token, never one that can write.
+        self.grant_secrets("receiver", self.receiver)
         self.function_url = self.receiver.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
         self.url = self.function_url.url
         # The Function URL ends with "/": the tracker's path is appended to it (self.secrets: one per tracker).
@@ -333,8 +341,7 @@ class IssueWebhook(Construct):
                 ],
             )
         )
-        for _hook, token in self.secrets.values():
-            token.grant_read(self.worker)
+        self.grant_secrets("worker", self.worker)
         self.worker.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
@@ -345,7 +352,12 @@ class IssueWebhook(Construct):
         )
 
     # ------------------------------------------------------------------ outputs
-    def _outputs(self, secret_refs: dict[str, tuple[str, str]]) -> None:
+    def grant_secrets(self, function: Lambda, fn: lambda_.Function) -> None:
+        """``secretsmanager:GetSecretValue`` on exactly the secrets ``function`` reads
+        (:func:`infra.webhook.secrets.reads`)."""
+        grant_secrets(self.secrets, self._read_tokens, function, fn)
+
+    def _outputs(self, secret_refs: dict[str, tuple[str, str]], read: ReadTokens) -> None:
         """Stack outputs: their logical ids are the documented names, without a path hash."""
         self._output("WebhookUrl", self.url, "Payload URL for the GitHub webhook")
         if "github" in secret_refs:
@@ -363,6 +375,18 @@ class IssueWebhook(Construct):
             self._output(url_id, self.tracker_urls[name], f"{title} webhook URL")
             self._output(hook_id, secret_refs[name][0], f"Secret holding the {title} webhook secret")
             self._output(token_id, secret_refs[name][1], f"Secret holding the {title} API token")
+        for name, kinds in read.items():
+            title, entry = TRACKER_SECRETS[name].title, REGISTRY[name]
+            if "read" in kinds:
+                self._output(
+                    entry.read_token_output, kinds["read"][1], f"Secret holding the {title} read token"
+                )
+            if "members" in kinds:
+                self._output(
+                    entry.members_token_output,
+                    kinds["members"][1],
+                    f"Secret holding the {title} members token",
+                )
 
     def _output(self, name: str, value: str, description: str) -> None:
         """A stack output named ``name``; a second webhook in the same stack prefixes its construct id."""

@@ -13,7 +13,8 @@ IAM, least privilege:
   Service Authorization Reference lists the ``runtime`` and ``runtime-endpoint`` resource types for it);
   ``s3:PutObject`` on ``<bucket>/<stage>/jobs/*`` (snapshots over the inline cap) when a workspace bucket is set;
 * reporter — consume the events queue; ``dynamodb:GetItem/UpdateItem`` on the table for ``reply#*`` keys;
-  ``secretsmanager:GetSecretValue`` on the token secrets; ``s3:GetObject`` on ``<bucket>/jobs/*`` (patches too
+  ``secretsmanager:GetSecretValue`` on the token secrets (and the read token secrets:
+  ``infra/webhook/secrets.py``); ``s3:GetObject`` on ``<bucket>/jobs/*`` (patches too
   large for a message, where the runtime puts them);
 * the runtime's role — ``sqs:SendMessage`` on the events queue (``infra/job_events.py``, granted by the stack).
 """
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
     from infra.webhook.props import Checked, WebhookProps
     from infra.workspaces import WorkspaceBucket
+    from webhook.settings import Lambda
 
 #: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
 #: events queue's visibility timeout is six times it (``infra/job_events.py``'s ``consumer_timeout``).
@@ -61,6 +63,8 @@ class FixHost(Protocol):
     secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
 
     def function(self, *args: Any, **kwargs: Any) -> lambda_.Function: ...
+
+    def grant_secrets(self, function: Lambda, fn: lambda_.Function) -> None: ...
 
 
 def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:
@@ -138,8 +142,8 @@ def add_fix_jobs(
     hook.reporter.add_event_source(
         event_sources.SqsEventSource(job_events_queue, batch_size=1, report_batch_item_failures=True)
     )
-    for _hook_secret, token in hook.secrets.values():
-        token.grant_read(hook.reporter)
+    # The tokens (the push, the pull/merge request) and the read tokens (the bot's comments).
+    hook.grant_secrets("reporter", hook.reporter)
     hook.reporter.add_to_role_policy(
         iam.PolicyStatement(
             actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],

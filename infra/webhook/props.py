@@ -70,6 +70,11 @@ class WebhookProps:
     jira: JiraSettings | None = None
     name_prefix: str = DEFAULT_NAME_PREFIX
     create_secrets: bool = True
+    #: A second, lesser token per tracker that pushes code (``<prefix>/github-read-token``,
+    #: ``<prefix>/gitlab-read-token``), which the worker reads instead of the token, and GitLab's ``read_api``
+    #: ``<prefix>/gitlab-members-token`` for the receiver: only the reporter reads the token that pushes
+    #: (``infra/webhook/secrets.py``). Off: one token per tracker, as before.
+    read_tokens: bool = False
     webhook_secret_name: str | None = None
     github_token_secret_name: str | None = None
     worker_timeout: cdk.Duration | None = None
@@ -135,6 +140,7 @@ class WebhookProps:
             else None,
             name_prefix=config.names.secret_prefix,
             create_secrets=hook.create_secrets,
+            read_tokens=hook.read_tokens,
             metrics_namespace=config.metrics_namespace,
             fix_label=hook.fix_label,
             pr_mode=hook.pr_mode,

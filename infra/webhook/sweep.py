@@ -9,8 +9,8 @@ IAM, least privilege: ``dynamodb:Scan`` on the table, only with ``Select=SPECIFI
 attributes the sweep reads (:data:`webhook.fix.jobs.SCAN_ATTRIBUTES`: no stored reply's text, no receiver
 record's data; the ``dynamodb:Attributes`` / ``dynamodb:Select`` condition keys, as in IAM's example "Amazon
 DynamoDB: Allows access to specific attributes"); ``dynamodb:GetItem/UpdateItem`` for ``reply#*`` keys only;
-``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets. No PutItem, no DeleteItem, no queue, no
-runtime.
+``secretsmanager:GetSecretValue`` on the enabled trackers' token secrets (the read tokens with ``read_tokens``). No
+PutItem, no DeleteItem, no queue, no runtime.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 
 from webhook.fix.jobs import SCAN_ATTRIBUTES
-from webhook.settings import DEFAULT_JOB_DEADLINE_SECONDS, ENV, SERVICE_NAMES, WebhookSettings
+from webhook.settings import DEFAULT_JOB_DEADLINE_SECONDS, ENV, SERVICE_NAMES, Lambda, WebhookSettings
 
 if TYPE_CHECKING:
     from aws_cdk import aws_dynamodb as dynamodb
@@ -43,6 +43,8 @@ class SweepHost(Protocol):
     secrets: dict[str, tuple[secretsmanager.ISecret, secretsmanager.ISecret]]
 
     def function(self, *args: Any, **kwargs: Any) -> lambda_.Function: ...
+
+    def grant_secrets(self, function: Lambda, fn: lambda_.Function) -> None: ...
 
 
 #: A sweep reads a bounded Scan and edits a few comments: well under this.
@@ -88,8 +90,8 @@ def add_sweeper(
         schedule=events.Schedule.rate(props.sweep_interval),
         targets=[targets.LambdaFunction(fn)],
     )
-    for _hook_secret, token in hook.secrets.values():
-        token.grant_read(fn)
+    # The tokens it edits comments with: the read tokens when there are (never a token that pushes).
+    hook.grant_secrets("sweeper", fn)
     fn.add_to_role_policy(
         iam.PolicyStatement(
             actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],

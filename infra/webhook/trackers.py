@@ -4,8 +4,10 @@ The variable names are those declared in ``webhook/settings.py``. Secrets (names
 construct's ``name_prefix``): GitHub ``github-webhook-secret`` + ``github-token``; GitLab
 ``gitlab-webhook-secret`` (the ``X-Gitlab-Token`` value, or JSON with a ``signing_token``) +
 ``gitlab-token`` (project access token); Jira ``jira-webhook-secret`` (the admin webhook's secret) +
-``jira-token`` (JSON ``{"email", "api_token"}`` or ``{"access_token"}``). The receiver reads the webhook
-secrets (and the GitLab token, for the members API); the worker reads the tokens only.
+``jira-token`` (JSON ``{"email", "api_token"}`` or ``{"access_token"}``); with ``read_tokens`` also
+``github-read-token`` / ``gitlab-read-token`` and ``gitlab-members-token``. The receiver reads the webhook
+secrets (and the GitLab members token, or the token without read tokens, for the members API); the worker the read tokens (or the tokens); the reporter the
+tokens and the read tokens (``infra/webhook/secrets.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class TrackerSecrets(NamedTuple):
     token_id: str
     webhook_var: str
     token_var: str
+    #: The optional read token (``WebhookProps.read_tokens``): construct id and variable ("" for Jira: none).
+    read_id: str = ""
+    read_var: str = ""
+    #: GitLab's members token (the receiver's, with read tokens on): construct id and variable.
+    members_id: str = ""
+    members_var: str = ""
 
 
 #: Each tracker's secrets, from the tracker registry (whose entries keep the construct ids as first deployed).
@@ -44,6 +52,10 @@ TRACKER_SECRETS: dict[str, TrackerSecrets] = {
         entry.token_secret_id,
         ENV[entry.webhook_secret_setting],
         ENV[entry.token_secret_setting],
+        entry.read_token_secret_id,
+        ENV[entry.read_token_secret_setting] if entry.read_token_secret_setting else "",
+        entry.members_token_secret_id,
+        ENV[entry.members_token_secret_setting] if entry.members_token_secret_setting else "",
     )
     for name, entry in REGISTRY.items()
 }

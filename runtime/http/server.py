@@ -37,6 +37,7 @@ from runtime.http.json_reply import SafeJSONResponse, json_bytes
 from runtime.http.loop_bridge import LoopStream, start_on
 from runtime.identity import claude_session_id, resolve_actor
 from runtime.process import restore
+from runtime.process.shutdown import SHUTDOWN_BUDGET_S, close_together
 from runtime.protocol import (
     SESSION_HEADER,
     Event,
@@ -293,9 +294,13 @@ class Runtime:
             await self.services.registry.close_all()
             if self.services.retention is not None:  # their closes are their last uses
                 await self.services.retention.aclose()
-            if self.services.jobs is not None:  # the closed turns' jobs send (or keep) their stopped results
-                await self.services.jobs.close()
-            await self.services.aclose()
+            # The closed turns' jobs send (or keep) their stopped results while the store flushes its spool: one
+            # after the other they could outlast the termination AgentCore allows.
+            closers = [self.services.close_store]
+            if self.services.jobs is not None:
+                closers.append(self.services.jobs.close)
+            await close_together(closers, SHUTDOWN_BUDGET_S)
+            await self.services.aclose()  # last: the jobs and the store report their ends to the metrics
 
     @property
     def busy(self) -> bool:

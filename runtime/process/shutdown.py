@@ -13,13 +13,41 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import signal
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: The signals that end the process (AgentCore stops a session's microVM with SIGTERM).
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: What the close's last steps (the jobs' results and the session store's spool, concurrently) may take together.
+#: AgentCore gives a terminating session "up to 15 seconds due to logging and other process completion" (AgentCore
+#: developer guide, runtime lifecycle settings); the rest is left for the metrics' flush and the process's exit.
+SHUTDOWN_BUDGET_S = 13.0
+
+
+async def close_together(closers: Iterable[Callable[[float], Awaitable[None]]], budget_s: float) -> None:
+    """Start every closer at once, each told it has ``budget_s``, and wait for them all within that budget.
+
+    Each closer bounds itself; one still running at the end of the budget (a store call already in flight when its
+    deadline came) is cancelled: what it has not delivered stays on this microVM's disk, as it would after the
+    SIGKILL that ends an overrun termination. One that fails is logged and does not stop the others.
+    """
+    tasks = [asyncio.ensure_future(closer(budget_s)) for closer in closers]
+    if not tasks:
+        return
+    done, late = await asyncio.wait(tasks, timeout=budget_s)
+    for task in late:
+        task.cancel()
+    if late:
+        logger.warning("%d shutdown step(s) did not end within %.0f s: cancelled", len(late), budget_s)
+        await asyncio.wait(late)
+    for task in done:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.error("a shutdown step failed", exc_info=exc)
 
 
 class EarlyClose:

@@ -66,7 +66,8 @@ DEFAULT_CALL_TIMEOUT_S = 20.0
 DEFAULT_STRICT_DEADLINE_S = 30.0
 #: How long ``close()`` keeps redelivering (with the usual backoff) before it leaves the rest on disk. AgentCore gives
 #: a session's termination "up to 15 seconds due to logging and other process completion" (developer guide,
-#: runtime-lifecycle-settings); the sessions and the jobs close in that time too.
+#: runtime-lifecycle-settings); the sessions close in that time too, and the jobs alongside the flush
+#: (``runtime.process.shutdown.close_together``, which passes its own budget).
 DEFAULT_SHUTDOWN_FLUSH_S = 10.0
 
 
@@ -486,10 +487,11 @@ class SpoolingSessionStore:
             delay = min(delay * 2, self._max)
         return True
 
-    async def close(self) -> None:
-        """Stop the retry task, keep redelivering for up to ``shutdown_flush_s`` and release the journal (kept on
-        disk if not empty)."""
+    async def close(self, flush_s: float | None = None) -> None:
+        """Stop the retry task, keep redelivering for up to ``flush_s`` (default ``shutdown_flush_s``) and release
+        the journal (kept on disk if not empty)."""
         self._closing = True
+        deadline = self._clock() + (self._shutdown_flush if flush_s is None else flush_s)
         if (
             self._task is not None
             and not self._task.done()
@@ -502,8 +504,8 @@ class SpoolingSessionStore:
         if (
             self._recoveries
         ):  # a mirror_error recovery still reading the CLI's transcript: let it queue its batch
-            await asyncio.wait(set(self._recoveries), timeout=5)
-        delivered = await self._flush_until(self._clock() + self._shutdown_flush)
+            await asyncio.wait(set(self._recoveries), timeout=max(0.0, min(5.0, deadline - self._clock())))
+        delivered = await self._flush_until(deadline)
         if delivered:
             log.info("session store spool empty at close")
         else:

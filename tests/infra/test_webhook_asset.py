@@ -2,8 +2,8 @@
 before the Lambda runtime's: ``/agent stop`` calls ``StopRuntimeSession``, which botocore knows from 1.40.46 on,
 whatever SDK the runtime happens to ship.
 
-The asset is staged by the local bundler at synth (``infra/webhook/asset.py``), from the synthesizing
-environment, offline."""
+The asset is staged by the local bundler at synth (``infra/webhook/asset.py``, ``infra/functions/sdk_bundle.py``),
+from the synthesizing environment, offline."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from infra.functions import sdk_bundle
 from infra.webhook import asset as webhook_asset
 from tests.infra.conftest import Synth
 from tests.infra.test_webhook_fix import of_type
@@ -95,7 +96,7 @@ def test_the_bundled_models_cover_every_service_the_lambdas_call() -> None:
 
 
 def test_synth_refuses_an_sdk_below_the_floor() -> None:
-    with pytest.raises(webhook_asset.BundlingError, match=r"botocore>=999.*upgrade it"):
-        webhook_asset.distributions([Requirement("botocore>=999")])
-    with pytest.raises(webhook_asset.BundlingError, match="not installed"):
-        webhook_asset.distributions([Requirement("no-such-distribution-xyz")])
+    with pytest.raises(sdk_bundle.BundlingError, match=r"botocore>=999.*upgrade it"):
+        sdk_bundle.distributions([Requirement("botocore>=999")])
+    with pytest.raises(sdk_bundle.BundlingError, match="not installed"):
+        sdk_bundle.distributions([Requirement("no-such-distribution-xyz")])

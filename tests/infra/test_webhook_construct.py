@@ -102,7 +102,38 @@ def _stacks(outdir: Path) -> tuple[cdk.App, dict[str, cdk.Stack]]:
             ),
         ),
     )
-    return app, {"literal": literal, "tokens": tokens, "multi": multi}
+    # Read tokens on: created (all three trackers) and referenced by name (a create_secrets: false stage).
+    split = cdk.Stack(app, "WebhookSplit", env=env)
+    IssueWebhook(
+        split,
+        "Webhook",
+        runtime_arn=RUNTIME_ARN,
+        props=WebhookProps(
+            name_prefix="agentkit-dev",
+            trackers=["github", "gitlab", "jira"],
+            read_tokens=True,
+            jira=JiraSettings(site_url="https://example.atlassian.net"),
+        ),
+    )
+    split_named = cdk.Stack(app, "WebhookSplitNamed", env=env)
+    IssueWebhook(
+        split_named,
+        "Webhook",
+        runtime_arn=RUNTIME_ARN,
+        props=WebhookProps(
+            name_prefix="agentkit-prod",
+            trackers=["github", "gitlab"],
+            read_tokens=True,
+            create_secrets=False,
+        ),
+    )
+    return app, {
+        "literal": literal,
+        "tokens": tokens,
+        "multi": multi,
+        "split": split,
+        "split_named": split_named,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -682,3 +713,122 @@ def test_the_sweepers_deadline_without_the_stack_is_above_agentcores_longest_ses
     """A construct used on its own (no stage lifetime to derive from) ends jobs 8 h 30 min after their start."""
     env = _env_of(synthed["templates"]["literal"], "webhook.sweeper.handler")["Environment"]["Variables"]
     assert env["JOB_DEADLINE_SECONDS"] == str(8 * 3600 + 1800)
+
+
+# ---------------------------------------------------------------------------------------------- read tokens
+#: The tokens that push code (fix branches, pull/merge requests) and the lesser read tokens, by secret name.
+WRITE_TOKENS = ("agentkit-dev/github-token", "agentkit-dev/gitlab-token")
+READ_TOKENS = ("agentkit-dev/github-read-token", "agentkit-dev/gitlab-read-token")
+
+
+def _role_policy_text(template: Template, handler: str) -> str:
+    """Every statement of every policy attached to ``handler``'s role, as JSON (any action, any resource)."""
+    role = _role_of(template, handler)
+    docs = [
+        policy["Properties"]["PolicyDocument"]
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+    ]
+    return json.dumps(docs)
+
+
+def _secret_ids(template: Template) -> dict[str, str]:
+    """Secret name → its logical id."""
+    return {
+        res["Properties"]["Name"]: logical_id
+        for logical_id, res in template.find_resources("AWS::SecretsManager::Secret").items()
+    }
+
+
+def test_with_read_tokens_only_the_reporter_can_read_a_token_that_pushes_code(
+    synthed: dict[str, Any],
+) -> None:
+    t = synthed["templates"]["split"]
+    ids = _secret_ids(t)
+    assert set(READ_TOKENS) | set(WRITE_TOKENS) <= set(ids)
+    assert "agentkit-dev/jira-read-token" not in ids  # Jira's token pushes no code: nothing to split
+    assert "agentkit-dev/github-members-token" not in ids  # GitHub's receiver asks no API
+    # The public receiver: webhook secrets and GitLab's read-only members token, no token that can write.
+    assert _secret_reads(t, "webhook.receiver.handler") == [
+        "agentkit-dev/github-webhook-secret",
+        "agentkit-dev/gitlab-members-token",
+        "agentkit-dev/gitlab-webhook-secret",
+        "agentkit-dev/jira-webhook-secret",
+    ]
+    # The worker: the read tokens (replies, snapshots) and Jira's; never a token that pushes.
+    assert _secret_reads(t, "webhook.worker.handler") == [
+        "agentkit-dev/github-read-token",
+        "agentkit-dev/gitlab-read-token",
+        "agentkit-dev/jira-token",
+    ]
+    # The reporter: the tokens that push and the read tokens its comments are edited with.
+    assert _secret_reads(t, "webhook.reporter.handler") == sorted(
+        [*WRITE_TOKENS, *READ_TOKENS, "agentkit-dev/jira-token"]
+    )
+    # The sweeper edits the comment the worker posted: the read tokens too.
+    assert _secret_reads(t, "webhook.sweeper.handler") == _secret_reads(t, "webhook.worker.handler")
+    # Not by any other statement either (any action, any policy on the role).
+    for handler in ("webhook.receiver.handler", "webhook.worker.handler", "webhook.sweeper.handler"):
+        text = _role_policy_text(t, handler)
+        for name in WRITE_TOKENS:
+            assert ids[name] not in text, (handler, name)
+        assert '"secretsmanager:*"' not in text and "secretsmanager:GetSecretValue" in text
+    receiver_text = _role_policy_text(t, "webhook.receiver.handler")
+    assert not any(ids[name] in receiver_text for name in READ_TOKENS)  # they post comments
+    for handler in ("webhook.worker.handler", "webhook.reporter.handler"):
+        assert ids["agentkit-dev/gitlab-members-token"] not in _role_policy_text(t, handler)
+    assert all(ids[name] in _role_policy_text(t, "webhook.reporter.handler") for name in WRITE_TOKENS)
+
+
+def test_with_read_tokens_each_lambda_is_told_only_its_secrets(synthed: dict[str, Any]) -> None:
+    t = synthed["templates"]["split"]
+    ids = _secret_ids(t)
+    env = {
+        name: _env_of(t, f"webhook.{name}.handler")["Environment"]["Variables"]
+        for name in ("receiver", "worker", "reporter")
+    }
+    ref = {name: {"Ref": logical_id} for name, logical_id in ids.items()}
+    assert env["receiver"]["GITLAB_MEMBERS_TOKEN_SECRET_NAME"] == ref["agentkit-dev/gitlab-members-token"]
+    assert "GITLAB_READ_TOKEN_SECRET_NAME" not in env["receiver"]
+    for function in ("receiver", "worker"):
+        assert (
+            "GITLAB_TOKEN_SECRET_NAME" not in env[function]
+            and "GITHUB_TOKEN_SECRET_NAME" not in env[function]
+        )
+    assert "GITHUB_READ_TOKEN_SECRET_NAME" not in env["receiver"]
+    assert env["worker"]["GITHUB_READ_TOKEN_SECRET_NAME"] == ref["agentkit-dev/github-read-token"]
+    assert env["worker"]["JIRA_TOKEN_SECRET_NAME"] == ref["agentkit-dev/jira-token"]
+    assert env["reporter"]["GITHUB_TOKEN_SECRET_NAME"] == ref["agentkit-dev/github-token"]
+    assert env["reporter"]["GITLAB_READ_TOKEN_SECRET_NAME"] == ref["agentkit-dev/gitlab-read-token"]
+    outputs = t.to_json()["Outputs"]
+    assert outputs["GitHubReadTokenSecretName"]["Value"] == ref["agentkit-dev/github-read-token"]
+    assert outputs["GitLabReadTokenSecretName"]["Value"] == ref["agentkit-dev/gitlab-read-token"]
+    assert outputs["GitLabMembersTokenSecretName"]["Value"] == ref["agentkit-dev/gitlab-members-token"]
+    # Without read tokens nothing changes: one token per tracker, no read token output.
+    multi = synthed["templates"]["multi"].to_json()["Outputs"]
+    assert not any("ReadToken" in k or "MembersToken" in k for k in multi)
+
+
+def test_read_tokens_of_a_stage_without_created_secrets_are_referenced_by_name(
+    synthed: dict[str, Any],
+) -> None:
+    t = synthed["templates"]["split_named"]
+    t.resource_count_is("AWS::SecretsManager::Secret", 0)
+
+    def reads(handler: str) -> str:
+        return json.dumps(
+            [
+                s["Resource"]
+                for doc in json.loads(_role_policy_text(t, handler))
+                for s in doc["Statement"]
+                if "secretsmanager:GetSecretValue" in s["Action"]
+            ]
+        )
+
+    receiver, worker, reporter = (reads(f"webhook.{f}.handler") for f in ("receiver", "worker", "reporter"))
+    for tracker in ("github", "gitlab"):
+        pushes = f"secret:agentkit-prod/{tracker}-token-??????"
+        assert pushes not in receiver and pushes not in worker and pushes in reporter
+        assert f"secret:agentkit-prod/{tracker}-read-token-??????" in worker
+    assert "secret:agentkit-prod/gitlab-members-token-??????" in receiver
+    assert "-read-token-" not in receiver and "-members-token-" not in worker + reporter

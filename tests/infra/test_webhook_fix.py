@@ -8,12 +8,20 @@ from typing import Any
 
 import pytest
 
-from infra.webhook.asset import distributions, pinned
+from infra.functions.sdk_bundle import distributions
+from infra.webhook.asset import pinned
 from tests.infra.conftest import ROOT, Synth
 from tests.infra.test_metric_contract import dashboard_queries, webhook_emitted_names
 
 pytestmark = pytest.mark.infra
-FIX_METRICS = {"PullRequestsOpened", "PatchesApplied", "Stops", "PullRequestCostUSD"}
+FIX_METRICS = {
+    "PullRequestsOpened",
+    "PatchesApplied",
+    "Stops",
+    "PullRequestCostUSD",
+    "JobsTimedOut",
+    "ResultsAfterTimeout",
+}
 APPROVAL_METRICS = {
     "ApprovalsRequested",
     "ApprovalsApproved",
@@ -115,6 +123,34 @@ def test_the_approval_metrics_are_on_the_dashboard(optional: Synth) -> None:
     plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
     assert plotted >= APPROVAL_METRICS
     assert webhook_emitted_names() >= APPROVAL_METRICS
+
+
+def test_a_result_after_the_deadline_alarms_the_topic(optional: Synth) -> None:
+    """``ResultsAfterTimeout`` above 0 means the job deadline is too short for the stage: an alarm to the alarm
+    topic, on the reporter's metric (its ``service`` name, as the function's environment sets it) for every
+    tracker, quiet while no late result comes."""
+    _, reporter = function(optional, "webhook.reporter.handler")
+    service = reporter["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    (alarm,) = [
+        a["Properties"]
+        for a in of_type(optional, "AWS::CloudWatch::Alarm").values()
+        if "ResultsAfterTimeout" in json.dumps(a["Properties"])
+    ]
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert "AlarmTopic" in json.dumps(alarm["AlarmActions"])
+    stats = [m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m]
+    seen = set()
+    for stat in stats:
+        dims = {d["Name"]: d["Value"] for d in stat["Metric"]["Dimensions"]}
+        assert stat["Metric"]["MetricName"] == "ResultsAfterTimeout" and stat["Stat"] == "Sum"
+        assert dims["service"] == service and set(dims) == {"service", "Tracker"}
+        seen.add(dims["Tracker"])
+    assert seen == set(optional.config.webhook.trackers)
+    (expression,) = [m for m in alarm["Metrics"] if "Expression" in m]
+    assert expression["ReturnData"] is not False and all(
+        m.get("ReturnData") is False for m in alarm["Metrics"] if "MetricStat" in m
+    )
 
 
 def test_every_webhook_lambda_runs_from_an_asset_that_is_the_webhook_package(optional: Synth) -> None:

@@ -45,7 +45,7 @@ def problems(function: str, env: dict[str, Any]) -> list[str]:
         settings = WebhookSettings.from_env({k: resolved(v) for k, v in env.items()})
     except Exception as exc:  # the model's own error names the variable
         return [*found, f"refused: {exc}"]
-    missing = WebhookSettings.required(function, settings.trackers) - set(env)  # type: ignore[arg-type]
+    missing = WebhookSettings.required(function, settings.trackers, given=set(env)) - set(env)  # type: ignore[arg-type]
     return found + [f"{name} is required by the {function} and not set" for name in sorted(missing)]
 
 
@@ -112,3 +112,63 @@ def test_the_construct_refuses_fix_settings_the_lambdas_would_refuse() -> None:
         fix_env(WebhookProps(fix_max_per_actor_per_hour=-1), ("github",))
     with pytest.raises(ValueError, match="fix_min_access_level"):
         gitlab_env(GitLabSettings(fix_min_access_level=20), receiver=True)
+
+
+@pytest.fixture(scope="module")
+def read_tokens_env() -> dict[str, dict[str, Any]]:
+    """The webhook Lambdas' environments with read tokens on (every tracker, secrets referenced by name)."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from infra.webhook.construct import IssueWebhook
+    from infra.webhook.props import WebhookProps
+    from infra.webhook.trackers import JiraSettings
+
+    stack = cdk.Stack(cdk.App(), "ReadTokens")
+    IssueWebhook(
+        stack,
+        "Webhook",
+        runtime_arn="arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_rt-AbCdEf1234",
+        props=WebhookProps(
+            trackers=["github", "gitlab", "jira"],
+            read_tokens=True,
+            create_secrets=False,
+            jira=JiraSettings(site_url="https://example.atlassian.net"),
+        ),
+    )
+    raw = Template.from_stack(stack).to_json()
+    return environments(Synth(None, raw, None, stack, None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("function", LAMBDAS)
+def test_with_read_tokens_the_lambda_environment_is_what_the_code_reads(
+    read_tokens_env: dict[str, dict[str, Any]], function: str
+) -> None:
+    env = read_tokens_env[function]
+    assert problems(function, env) == []
+    pushing = {ENV["github_token_secret_name"], ENV["gitlab_token_secret_name"]}
+    assert bool(pushing & set(env)) == (function == "reporter")
+    assert (ENV["gitlab_members_token_secret_name"] in env) == (function == "receiver")
+
+
+def test_a_reporter_without_the_token_that_pushes_is_reported(
+    read_tokens_env: dict[str, dict[str, Any]],
+) -> None:
+    env = dict(read_tokens_env["reporter"])
+    # The read token is there, but the reporter pushes with the token.
+    del env[ENV["gitlab_token_secret_name"]]
+    assert problems("reporter", env) == [
+        f"{ENV['gitlab_token_secret_name']} is required by the reporter and not set"
+    ]
+
+
+def test_read_tokens_in_cdk_json_reach_the_construct() -> None:
+    """``agentkit.webhook.read_tokens`` (off by default) is what ``WebhookProps.read_tokens`` is built from."""
+    from infra.config import load_config
+    from tests.infra.conftest import base_context
+
+    context = base_context()["agentkit"]
+    context["webhook"] = {**context["webhook"], "enabled": True}
+    assert WebhookProps.from_config(load_config(context, stage="dev")).read_tokens is False
+    context["webhook"]["read_tokens"] = True
+    assert WebhookProps.from_config(load_config(context, stage="dev")).read_tokens is True

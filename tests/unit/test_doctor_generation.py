@@ -215,3 +215,34 @@ def test_a_new_trackers_secret_collides_though_the_stack_owns_other_secrets(aws:
     result = doctor.check_name_collisions(agentcore_with(memories=[], gateways=[]), secrets, cfg, stack)
     assert result.status == "fail", result.line()
     assert "secret agentkit-prod/gitlab-token" in result.detail and "github-token" not in result.detail
+
+
+def test_with_read_tokens_the_doctor_knows_the_read_token_secrets_the_stack_creates() -> None:
+    """``webhook.read_tokens`` makes the stack create ``<tracker>-read-token`` (and GitLab's ``-members-token``),
+    which a retained stage keeps like the others: the doctor's list follows the tracker registry."""
+    from agentkit.doctor.core import READ_TOKEN_KINDS
+    from webhook.trackers.registry import REGISTRY
+
+    assert {
+        name: tuple(
+            kind
+            for kind, construct_id in (
+                ("read-token", entry.read_token_secret_id),
+                ("members-token", entry.members_token_secret_id),
+            )
+            if construct_id
+        )
+        for name, entry in REGISTRY.items()
+        if entry.read_token_secret_id or entry.members_token_secret_id
+    } == READ_TOKEN_KINDS
+    split = config(stage="prod", webhook_trackers=("github", "gitlab"), webhook_read_tokens=True)
+    assert split.secret_names == (
+        "agentkit-prod/github-webhook-secret",
+        "agentkit-prod/github-token",
+        "agentkit-prod/github-read-token",
+        "agentkit-prod/gitlab-webhook-secret",
+        "agentkit-prod/gitlab-token",
+        "agentkit-prod/gitlab-read-token",
+        "agentkit-prod/gitlab-members-token",
+    )
+    assert "agentkit-prod/github-read-token" not in prod().secret_names

@@ -206,7 +206,7 @@ def sign(body: bytes) -> str:
     return "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
 
 
-TRACKER = trackers.GitHubTracker(webhook_secret=lambda: SECRET, token=lambda: "t")
+TRACKER = trackers.GitHubTracker(trackers.TrackerOptions(webhook_secret=lambda: SECRET, token=lambda: "t"))
 webhook_bodies = st.one_of(
     bodies,
     st.fixed_dictionaries(

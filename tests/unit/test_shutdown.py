@@ -133,3 +133,90 @@ def test_after_the_close_began_nothing_is_built_any_more(tmp_path: Any) -> None:
 
     asyncio.run(scenario())
     assert built == []
+
+
+def test_the_jobs_and_the_store_close_together_within_one_budget_under_agentcores_15_s(tmp_path: Any) -> None:
+    """The jobs' results and the store's spool flush used to close one after the other (8 s + 10 s), past the 15 s
+    AgentCore gives a terminating session. Now both start at once, each told the one shared budget, and the
+    metrics close after both."""
+    from runtime.config.settings import Settings
+    from runtime.http.server import Runtime
+    from runtime.process.shutdown import SHUTDOWN_BUDGET_S
+    from runtime.sessions import SessionRegistry
+    from runtime.wiring import Services
+    from tests.unit.test_server_errors import OK, ScriptedRunner
+
+    assert SHUTDOWN_BUDGET_S < 15
+    budgets: dict[str, float] = {}
+    started = {"jobs": asyncio.Event(), "store": asyncio.Event()}
+    order: list[str] = []
+
+    def closer(name: str, other: str) -> Any:
+        async def close(budget_s: float) -> None:
+            budgets[name] = budget_s
+            started[name].set()
+            try:  # closing one after the other, the second would start only after the first gave up waiting
+                await asyncio.wait_for(started[other].wait(), 5)
+            except TimeoutError:
+                order.append(f"{name} ended before {other} started")
+                return
+            order.append(f"{name} closed")
+
+        return close
+
+    class SlowJobs:
+        close = staticmethod(closer("jobs", "store"))
+
+        def start(self) -> None:  # nothing left over from an earlier process
+            pass
+
+    async def metrics() -> None:
+        order.append("metrics closed")
+
+    def build(_settings: Settings) -> Services:
+        runner = ScriptedRunner([OK])
+        return Services(
+            registry=SessionRegistry(runner=runner, idle_timeout_s=5, max_queued=4),
+            runner=runner,
+            aclose=metrics,
+            jobs=SlowJobs(),  # type: ignore[arg-type]  # only its close is used by the shutdown
+            close_store=closer("store", "jobs"),
+        )
+
+    runtime = Runtime(Settings(state_dir=tmp_path), build)
+
+    async def scenario() -> None:
+        await runtime.get_services()
+        await runtime.close()
+
+    asyncio.run(scenario())
+    assert budgets == {"jobs": SHUTDOWN_BUDGET_S, "store": SHUTDOWN_BUDGET_S}
+    assert sorted(order[:2]) == ["jobs closed", "store closed"], order
+    assert order[2:] == ["metrics closed"]
+
+
+def test_a_shutdown_step_past_the_budget_is_cancelled_and_the_others_still_end() -> None:
+    from runtime.process.shutdown import close_together
+
+    ended: list[str] = []
+
+    async def overruns(budget_s: float) -> None:
+        try:
+            await asyncio.Event().wait()  # a store call in flight when the deadline comes
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+
+    async def fails(budget_s: float) -> None:
+        raise RuntimeError("the queue is gone")
+
+    async def ends(budget_s: float) -> None:
+        await asyncio.sleep(0)
+        ended.append("ended")
+
+    async def scenario() -> None:
+        async with asyncio.timeout(30):
+            await close_together([overruns, fails, ends], 0.05)
+
+    asyncio.run(scenario())
+    assert sorted(ended) == ["cancelled", "ended"]

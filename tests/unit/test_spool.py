@@ -463,6 +463,28 @@ def test_close_gives_up_after_its_window_and_keeps_the_journal(tmp_path: Path) -
     assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1  # then left it on disk for the next process
 
 
+def test_close_flushes_for_the_time_it_is_given_not_its_default(tmp_path: Path) -> None:
+    """The server gives the store its share of the shutdown budget (runtime.process.shutdown.close_together):
+    that window, not the store's own default of an hour here, bounds the redelivery."""
+    inner = FlakyStore(tmp_path / "s.db", failures=10**6)
+
+    async def scenario() -> None:
+        store = SpoolingSessionStore(
+            inner,
+            spool_dir=tmp_path / "spool",
+            retry_initial_s=0.02,
+            retry_max_s=0.05,
+            shutdown_flush_s=3600.0,
+        )
+        await store.append(KEY, batch(0))
+        async with asyncio.timeout(60):  # a close that used its default would fail here, not hang the suite
+            await store.close(flush_s=0.3)
+
+    asyncio.run(scenario())
+    assert inner.write_calls > 3  # it kept trying within the window
+    assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1  # then left it on disk for the next process
+
+
 class FencedStore(SqliteSessionStore):
     """Records the ``fence`` of each batch delivery (the AgentCore store re-reads the session when it is set)."""
 

@@ -16,6 +16,7 @@ from webhook.errors import (
     WebhookError,
 )
 
+from .adapter import TrackerAdapter, TrackerOptions
 from .base import (
     DEFAULT_MAX_BODY_BYTES,
     TRACKER_NAMES,
@@ -61,9 +62,11 @@ __all__ = [
     "ReplyRef",
     "SignatureError",
     "StaleDeliveryError",
+    "TrackerAdapter",
     "TrackerApiError",
     "TrackerConfigError",
     "TrackerName",
+    "TrackerOptions",
     "UnsupportedMediaTypeError",
     "WebhookError",
     "jira_auth_header",

@@ -1,8 +1,10 @@
-"""What the GitHub, GitLab and Jira adapters share: their common settings and the steps built on them.
+"""What the GitHub, GitLab and Jira adapters share: their common options and the steps built on them.
 
-Every adapter takes a webhook-secret provider (receiver), a token provider (worker; GitLab's receiver
-too), a trigger mention, a body limit and the REST posting policy (timeout, attempts, sleep). Each
-adapter subclasses :class:`TrackerAdapter` and keeps only what is its own: how its webhooks are verified,
+Every adapter takes one :class:`TrackerOptions`: a webhook-secret provider (receiver), a token provider (worker;
+GitLab's receiver too), the REST API root, the trigger label and mention, the fix label, a body limit, how old a
+delivery may be, and the REST posting policy (timeout, attempts, sleep). The Lambdas read them per tracker from
+:class:`webhook.settings.WebhookSettings` with :meth:`TrackerOptions.from_settings`. Each adapter subclasses
+:class:`TrackerAdapter` and keeps only what is its own: its few other arguments, how its webhooks are verified,
 which events trigger, how a reply is formatted and where it is posted.
 """
 
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from webhook.errors import TrackerConfigError
 
@@ -18,36 +21,103 @@ from .base import DEFAULT_MAX_BODY_BYTES, InboundRequest, Intent, check_secret_t
 from .http import post_json, send_json
 from .triggers import markdown_unquoted, may_contain, mention_intent, mention_pattern
 
+if TYPE_CHECKING:
+    from webhook.settings import WebhookSettings
+
+#: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).
+DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
+#: The shared settings each tracker sets for itself: ``WebhookSettings`` fields named ``<tracker>_<field>``
+#: (:func:`tracker_setting`), read into the :class:`TrackerOptions` fields of the same name.
+PER_TRACKER_SETTINGS = ("api_url", "trigger_label", "trigger_mention")
+
+
+def tracker_setting(tracker: str, field: str) -> str:
+    """The :class:`~webhook.settings.WebhookSettings` field holding ``tracker``'s own ``field``
+    (``github_api_url``, ``jira_webhook_secret_name``, …)."""
+    return f"{tracker}_{field}"
+
+
+@dataclass(frozen=True)
+class TrackerOptions:
+    """The arguments every adapter takes; the defaults are the settings' defaults."""
+
+    #: Reads the webhook secret (the receiver's); ``None`` where requests are not verified.
+    webhook_secret: Callable[[], str] | None = None
+    #: Reads the API token (the worker's, the reporter's; GitLab's receiver too); ``None`` where nothing is posted.
+    token: Callable[[], str] | None = None
+    #: The REST API root; empty: the adapter's ``default_api_url``.
+    api_url: str = ""
+    #: The label that asks for a reply; empty: no label trigger.
+    trigger_label: str = "agent"
+    #: The mention that triggers in a body or comment; empty: no mention trigger.
+    trigger_mention: str = "/agent"
+    #: The label that asks for a change (a draft pull/merge request); empty: only ``/agent fix`` does.
+    fix_label: str = ""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: How old a delivery's signed timestamp may be (GitHub, Jira; GitLab's signatures carry their own tolerance).
+    max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS
+    http_timeout: float = 15.0
+    post_attempts: int = 3
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: WebhookSettings,
+        tracker: str,
+        *,
+        webhook_secret: Callable[[], str] | None,
+        token: Callable[[], str] | None,
+    ) -> TrackerOptions:
+        """``tracker``'s options from the Lambdas' settings: its own :data:`PER_TRACKER_SETTINGS` and the shared
+        fix label, body limit and idempotency window (a delivery older than that could be replayed)."""
+
+        def own(field: str) -> Any:
+            return getattr(settings, tracker_setting(tracker, field))
+
+        return cls(
+            webhook_secret=webhook_secret,
+            token=token,
+            api_url=own("api_url"),
+            trigger_label=own("trigger_label"),
+            trigger_mention=own("trigger_mention"),
+            fix_label=settings.fix_trigger_label,
+            max_body_bytes=settings.max_body_bytes,
+            max_age_seconds=settings.idempotency_ttl_seconds,
+        )
+
 
 class TrackerAdapter:
     """Base of the adapters: secret/token providers, the mention trigger, body limit, posting policy."""
 
     name: str
-    #: The label that asks for a reply (each adapter sets it; empty: no label trigger).
-    trigger_label: str = ""
+    #: The REST API root when the options name none (empty: the adapter needs one, e.g. Jira's site).
+    default_api_url: str = ""
 
-    def __init__(
-        self,
-        *,
-        webhook_secret: Callable[[], str] | None,
-        token: Callable[[], str] | None,
-        trigger_mention: str,
-        fix_label: str = "",
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        http_timeout: float = 15.0,
-        post_attempts: int = 3,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._secret = webhook_secret
-        self._token = token
-        self._mention = mention_pattern(trigger_mention) if trigger_mention else None
-        self._mention_text = trigger_mention
+    @classmethod
+    def from_settings(cls, settings: WebhookSettings, options: TrackerOptions) -> TrackerAdapter:
+        """The adapter the Lambdas build: ``options`` (:meth:`TrackerOptions.from_settings`) and, in an adapter
+        that has settings of its own, those (it overrides this to read them)."""
+        return cls(options)
+
+    def __init__(self, options: TrackerOptions) -> None:
+        self.options = options
+        self._secret = options.webhook_secret
+        self._token = options.token
+        self.api_url = (options.api_url or self.default_api_url).rstrip("/")
+        #: The label that asks for a reply (empty: no label trigger).
+        self.trigger_label = options.trigger_label.lower()
+        self._mention = mention_pattern(options.trigger_mention) if options.trigger_mention else None
+        self._mention_text = options.trigger_mention
         #: The label that asks for a change (a draft pull/merge request); empty: only ``/agent fix`` does.
-        self.fix_label = fix_label.strip().lower()
-        self.max_body_bytes = max_body_bytes
-        self.http_timeout = http_timeout
-        self.post_attempts = max(1, post_attempts)
-        self._sleep = sleep
+        self.fix_label = options.fix_label.strip().lower()
+        self.max_body_bytes = options.max_body_bytes
+        self.max_age_seconds = options.max_age_seconds
+        self.http_timeout = options.http_timeout
+        self.post_attempts = max(1, options.post_attempts)
+        self._clock = options.clock
+        self._sleep = options.sleep
 
     # ---- inbound
     def _webhook_secret(self, request: InboundRequest) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,9 +20,8 @@ from webhook.errors import (
     TrackerConfigError,
 )
 
-from .adapter import TrackerAdapter
+from .adapter import TrackerAdapter, TrackerOptions
 from .base import (
-    DEFAULT_MAX_BODY_BYTES,
     AgentTask,
     Decision,
     InboundRequest,
@@ -46,8 +45,6 @@ from .http import get_json_list
 from .reply_marks import is_agent_reply
 from .reply_text import format_markdown_reply
 
-#: How old a delivery's signed timestamp may be (the receiver passes its idempotency window).
-DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
 #: How far a signed timestamp may lie ahead of the receiver's clock.
 FUTURE_SKEW_SECONDS = 300
 #: GitHub rejects comment bodies above 65,536 characters.
@@ -111,64 +108,33 @@ class GitHubTracker(TrackerAdapter):
 
     name: Literal["github"] = "github"
 
+    default_api_url = "https://api.github.com"
+
     @classmethod
-    def from_settings(
-        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
-    ) -> GitHubTracker:
-        """The adapter the Lambdas build from their settings (``GITHUB_*``, ``TRIGGER_*``, …)."""
+    def from_settings(cls, s: WebhookSettings, options: TrackerOptions) -> GitHubTracker:
+        """The adapter the Lambdas build: ``options`` and its own settings (``BOT_LOGIN``, ``ALLOWED_ASSOCIATIONS``,
+        ``GITHUB_REPOSITORY_IDS``)."""
         return cls(
-            webhook_secret=webhook_secret,
-            token=token,
-            api_url=s.github_api_url,
-            trigger_label=s.github_trigger_label,
-            trigger_mention=s.github_trigger_mention,
-            fix_label=s.fix_trigger_label,
+            options,
             bot_login=s.github_bot_login,
             allowed_associations=s.github_allowed_associations,
             repository_ids=s.github_repository_ids,
-            max_age_seconds=s.idempotency_ttl_seconds,
-            max_body_bytes=s.max_body_bytes,
         )
 
     def __init__(
         self,
+        options: TrackerOptions,
         *,
-        webhook_secret: Callable[[], str] | None = None,
-        token: Callable[[], str] | None = None,
-        trigger_label: str = "agent",
-        trigger_mention: str = "/agent",
-        fix_label: str = "",
         bot_login: str = "",
         allowed_associations: str | Collection[str] = DEFAULT_ALLOWED_ASSOCIATIONS,
         repository_ids: str | Collection[int] = (),
-        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
-        clock: Callable[[], float] = time.time,
-        api_url: str = "https://api.github.com",
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        http_timeout: float = 15.0,
-        post_attempts: int = 3,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not trigger_label and not trigger_mention:
+        if not options.trigger_label and not options.trigger_mention:
             raise TrackerConfigError("set TRIGGER_LABEL and/or TRIGGER_MENTION; both are empty")
-        super().__init__(
-            webhook_secret=webhook_secret,
-            token=token,
-            trigger_mention=trigger_mention,
-            fix_label=fix_label,
-            max_body_bytes=max_body_bytes,
-            http_timeout=http_timeout,
-            post_attempts=post_attempts,
-            sleep=sleep,
-        )
-        self.trigger_label = trigger_label
-        self.trigger_mention = trigger_mention
+        super().__init__(options)
         self.bot_login = bot_login.lower()
         self.allowed_associations = parse_associations(allowed_associations)
         self.repository_ids = parse_id_allowlist(repository_ids, setting="GITHUB_REPOSITORY_IDS")
-        self.max_age_seconds = max_age_seconds
-        self._clock = clock
-        self.api_url = api_url.rstrip("/")
 
     # ---- inbound
     def parse_request(self, request: InboundRequest) -> Decision:

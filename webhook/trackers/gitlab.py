@@ -37,8 +37,7 @@ import hashlib
 import hmac
 import json
 import re
-import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -50,9 +49,8 @@ from webhook.errors import (
     TrackerConfigError,
 )
 
-from .adapter import TrackerAdapter
+from .adapter import TrackerAdapter, TrackerOptions
 from .base import (
-    DEFAULT_MAX_BODY_BYTES,
     AgentTask,
     Decision,
     InboundRequest,
@@ -152,46 +150,31 @@ class GitLabTracker(TrackerAdapter):
 
     name: Literal["gitlab"] = "gitlab"
 
+    default_api_url = "https://gitlab.com/api/v4"
+
     @classmethod
-    def from_settings(
-        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
-    ) -> GitLabTracker:
-        """The adapter the Lambdas build from their settings (``GITLAB_*``)."""
+    def from_settings(cls, s: WebhookSettings, options: TrackerOptions) -> GitLabTracker:
+        """The adapter the Lambdas build: ``options`` and its own settings (``GITLAB_BOT_USERNAME``, the access
+        levels, ``GITLAB_PROJECT_IDS``)."""
         return cls(
-            webhook_secret=webhook_secret,
-            token=token,
-            api_url=s.gitlab_api_url,
-            trigger_label=s.gitlab_trigger_label,
-            trigger_mention=s.gitlab_trigger_mention,
-            fix_label=s.fix_trigger_label,
+            options,
             bot_username=s.gitlab_bot_username,
             min_access_level=s.gitlab_min_access_level,
             fix_min_access_level=s.gitlab_fix_min_access_level,
             project_ids=s.gitlab_project_ids,
-            max_body_bytes=s.max_body_bytes,
         )
 
     def __init__(
         self,
+        options: TrackerOptions,
         *,
-        webhook_secret: Callable[[], str] | None = None,
-        token: Callable[[], str] | None = None,
-        api_url: str = "https://gitlab.com/api/v4",
-        trigger_label: str = "agent",
-        trigger_mention: str = "/agent",
-        fix_label: str = "",
         bot_username: str = "",
         min_access_level: int = DEVELOPER,
         fix_min_access_level: int = DEVELOPER,
         project_ids: str | Collection[int] = (),
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        http_timeout: float = 15.0,
-        post_attempts: int = 3,
         signature_tolerance: int = SIGNATURE_TOLERANCE_SECONDS,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not trigger_label and not trigger_mention:
+        if not options.trigger_label and not options.trigger_mention:
             raise TrackerConfigError("set the GitLab trigger label and/or mention; both are empty")
         if fix_min_access_level not in ACCESS_LEVELS.values() or fix_min_access_level < DEVELOPER:
             raise TrackerConfigError(
@@ -203,24 +186,12 @@ class GitLabTracker(TrackerAdapter):
             raise TrackerConfigError(
                 f"GitLab min access level {min_access_level} is not one of {sorted(ACCESS_LEVELS.values())}"
             )
-        super().__init__(
-            webhook_secret=webhook_secret,
-            token=token,
-            trigger_mention=trigger_mention,
-            fix_label=fix_label,
-            max_body_bytes=max_body_bytes,
-            http_timeout=http_timeout,
-            post_attempts=post_attempts,
-            sleep=sleep,
-        )
-        self.api_url = api_url.rstrip("/")
-        self.trigger_label = trigger_label.lower()
+        super().__init__(options)
         self.bot_username = bot_username.lower()
         self.min_access_level = min_access_level
         self.fix_min_access_level = fix_min_access_level
         self.project_ids = parse_id_allowlist(project_ids, setting="GITLAB_PROJECT_IDS")
         self.signature_tolerance = signature_tolerance
-        self._clock = clock
 
     # ---- inbound
     def _validate_secret(self, value: str) -> None:

@@ -32,19 +32,16 @@ import hashlib
 import hmac
 import json
 import re
-import time
 import urllib.parse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
 from webhook.errors import SignatureError, StaleDeliveryError, TrackerApiError, TrackerConfigError
 
-from .adapter import TrackerAdapter
+from .adapter import TrackerAdapter, TrackerOptions
 from .adf import markdown_to_adf, plain_adf
 from .base import (
-    DEFAULT_MAX_BODY_BYTES,
     AgentTask,
     Decision,
     InboundRequest,
@@ -62,7 +59,6 @@ from .triggers import adf_unquoted, may_contain, mention_intent, wiki_unquoted
 
 #: Jira Cloud rejects comment bodies over 32,767 characters; leave room for the ADF structure.
 MAX_COMMENT_CHARS = 20_000
-DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
 FUTURE_SKEW_SECONDS = 300
 _KEY = re.compile(r"^([A-Z][A-Z0-9_]*)-(\d+)$")
 
@@ -118,61 +114,21 @@ class JiraTracker(TrackerAdapter):
     name: Literal["jira"] = "jira"
 
     @classmethod
-    def from_settings(
-        cls, s: WebhookSettings, *, webhook_secret: Callable[[], str] | None, token: Callable[[], str] | None
-    ) -> JiraTracker:
-        """The adapter the Lambdas build from their settings (``JIRA_*``)."""
-        return cls(
-            site_url=s.jira_site_url,
-            webhook_secret=webhook_secret,
-            token=token,
-            api_url=s.jira_api_url,
-            trigger_label=s.jira_trigger_label,
-            trigger_mention=s.jira_trigger_mention,
-            fix_label=s.fix_trigger_label,
-            bot_account_id=s.jira_bot_account_id,
-            max_body_bytes=s.max_body_bytes,
-            max_age_seconds=s.idempotency_ttl_seconds,
-        )
+    def from_settings(cls, s: WebhookSettings, options: TrackerOptions) -> JiraTracker:
+        """The adapter the Lambdas build: ``options`` and its own settings (``JIRA_SITE_URL``,
+        ``JIRA_BOT_ACCOUNT_ID``)."""
+        return cls(options, site_url=s.jira_site_url, bot_account_id=s.jira_bot_account_id)
 
-    def __init__(
-        self,
-        *,
-        site_url: str,
-        webhook_secret: Callable[[], str] | None = None,
-        token: Callable[[], str] | None = None,
-        api_url: str = "",
-        trigger_label: str = "agent",
-        trigger_mention: str = "/agent",
-        fix_label: str = "",
-        bot_account_id: str = "",
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
-        http_timeout: float = 15.0,
-        post_attempts: int = 3,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if not trigger_label and not trigger_mention and not bot_account_id:
+    def __init__(self, options: TrackerOptions, *, site_url: str, bot_account_id: str = "") -> None:
+        if not options.trigger_label and not options.trigger_mention and not bot_account_id:
             raise TrackerConfigError("set the Jira trigger label, mention or bot account; all are empty")
         if not site_url.startswith("https://") and not site_url.startswith("http://127.0.0.1"):
             raise TrackerConfigError(f"Jira site URL {site_url!r} must be https://<site>.atlassian.net")
-        super().__init__(
-            webhook_secret=webhook_secret,
-            token=token,
-            trigger_mention=trigger_mention,
-            fix_label=fix_label,
-            max_body_bytes=max_body_bytes,
-            http_timeout=http_timeout,
-            post_attempts=post_attempts,
-            sleep=sleep,
-        )
+        super().__init__(options)
         self.site_url = site_url.rstrip("/")
-        self.api_url = (api_url or site_url).rstrip("/")
-        self.trigger_label = trigger_label.lower()
+        #: The REST API root; without one, the site's (a Jira Cloud site serves its own API).
+        self.api_url = (options.api_url or site_url).rstrip("/")
         self.bot_account_id = bot_account_id
-        self.max_age_seconds = max_age_seconds
-        self._clock = clock
 
     # ---- inbound
     def parse_request(self, request: InboundRequest) -> Decision:

@@ -44,6 +44,14 @@ class DoctorConfigError(ValueError):
     """``cdk.json`` is missing, not JSON, or has no such stage."""
 
 
+#: The lesser token secrets the webhook creates with ``webhook.read_tokens``, per tracker (the tracker registry,
+#: ``webhook/trackers/registry.py``, which this boto3-only client cannot import; a test keeps them equal).
+READ_TOKEN_KINDS: dict[str, tuple[str, ...]] = {
+    "github": ("read-token",),
+    "gitlab": ("read-token", "members-token"),
+}
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """One line of the report. ``fix`` says what to do when ``status`` is not ok; ``skip`` means not run."""
@@ -79,6 +87,8 @@ class DoctorConfig:
     gateway: bool = True
     webhook_trackers: tuple[str, ...] = ()
     webhook_creates_secrets: bool = True
+    #: ``webhook.read_tokens``: the stack also creates the read tokens (and GitLab's members token).
+    webhook_read_tokens: bool = False
     generation: int = 1
 
     def at(self, generation: int) -> DoctorConfig:
@@ -120,14 +130,16 @@ class DoctorConfig:
 
     @property
     def secret_names(self) -> tuple[str, ...]:
-        """The secrets the webhook creates: ``<secret prefix>/<tracker>-webhook-secret`` and ``-token``
-        (infra/webhook/construct.py), none when it references existing ones."""
+        """The secrets the webhook creates: ``<secret prefix>/<tracker>-webhook-secret`` and ``-token``, with read
+        tokens also ``-read-token`` (GitHub, GitLab) and ``gitlab-members-token`` (infra/webhook/secrets.py), none
+        when it references existing ones."""
         if not self.webhook_creates_secrets:
             return ()
+        lesser = READ_TOKEN_KINDS if self.webhook_read_tokens else {}
         return tuple(
             f"{self.secret_prefix}/{tracker}-{kind}"
             for tracker in self.webhook_trackers
-            for kind in ("webhook-secret", "token")
+            for kind in ("webhook-secret", "token", *lesser.get(tracker, ()))
         )
 
 
@@ -195,6 +207,7 @@ def load_doctor_config(cdk_json: Path, stage: str, *, ignore: Sequence[str] = ()
         gateway=bool(gateway.get("enabled", True)),
         webhook_trackers=tuple(webhook.get("trackers", ["github"])) if webhook.get("enabled", False) else (),
         webhook_creates_secrets=bool(webhook.get("create_secrets", True)),
+        webhook_read_tokens=bool(webhook.get("read_tokens", False)),
         generation=generation,
     )
 

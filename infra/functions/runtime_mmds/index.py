@@ -18,6 +18,10 @@ Delete: nothing to undo; answer SUCCESS.
 
 IAM: ``bedrock-agentcore:GetAgentRuntime``, ``UpdateAgentRuntime``, ``UpdateAgentRuntimeEndpoint`` on the runtime
 and its endpoint, and ``iam:PassRole`` on the runtime's role (UpdateAgentRuntime passes it). Environment: none.
+
+SDK: the asset's own boto3/botocore, at least the version this folder's ``requirements.txt`` names (the first whose
+model has ``metadataConfiguration``), bundled at synth (``infra/functions/sdk_bundle.py``) and imported before the
+Lambda runtime's, which may be older.
 """
 
 from __future__ import annotations

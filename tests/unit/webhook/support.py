@@ -349,16 +349,21 @@ def worker_deps(
     record = sleeps if sleeps is not None else []
     adapters: dict[str, Any] = {
         "github": trackers.GitHubTracker(
-            token=lambda: TOKEN, api_url=github_url, sleep=record.append, http_timeout=http_timeout
+            trackers.TrackerOptions(
+                token=lambda: TOKEN, api_url=github_url, sleep=record.append, http_timeout=http_timeout
+            )
         )
     }
     if gitlab_url:
         adapters["gitlab"] = trackers.GitLabTracker(
-            token=lambda: GITLAB_TOKEN, api_url=gitlab_url, sleep=record.append, http_timeout=http_timeout
+            trackers.TrackerOptions(
+                token=lambda: GITLAB_TOKEN, api_url=gitlab_url, sleep=record.append, http_timeout=http_timeout
+            )
         )
     if jira_url:
         adapters["jira"] = trackers.JiraTracker(
-            site_url=JIRA_SITE, api_url=jira_url, token=lambda: JIRA_TOKEN, sleep=record.append
+            trackers.TrackerOptions(api_url=jira_url, token=lambda: JIRA_TOKEN, sleep=record.append),
+            site_url=JIRA_SITE,
         )
     return worker.WorkerDeps(
         trackers=adapters,

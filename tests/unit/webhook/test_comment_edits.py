@@ -20,7 +20,9 @@ def _task(tracker: str, **kw: object) -> trackers.AgentTask:
 
 def test_github_progress_comment_is_edited_in_place() -> None:
     with GitHubRepoApi(token="ghp_t", repository="octo/kit") as api:
-        tracker = trackers.GitHubTracker(token=lambda: "ghp_t", api_url=api.url, sleep=lambda _s: None)
+        tracker = trackers.GitHubTracker(
+            trackers.TrackerOptions(token=lambda: "ghp_t", api_url=api.url, sleep=lambda _s: None)
+        )
         task = _task("github")
         ref = tracker.post_reply(task, "working…")
         assert ref.id is not None  # GitHub answers a comment with its id
@@ -38,7 +40,9 @@ def test_github_progress_comment_is_edited_in_place() -> None:
 
 def test_github_edit_of_an_unknown_comment_is_a_clear_error() -> None:
     with GitHubRepoApi(token="ghp_t", repository="octo/kit") as api:
-        tracker = trackers.GitHubTracker(token=lambda: "ghp_t", api_url=api.url, sleep=lambda _s: None)
+        tracker = trackers.GitHubTracker(
+            trackers.TrackerOptions(token=lambda: "ghp_t", api_url=api.url, sleep=lambda _s: None)
+        )
         with pytest.raises(trackers.TrackerApiError) as caught:
             tracker.edit_reply(_task("github"), 999, "x")
     assert caught.value.status == 404 and not caught.value.retryable
@@ -47,7 +51,9 @@ def test_github_edit_of_an_unknown_comment_is_a_clear_error() -> None:
 def test_an_edit_is_retried_after_a_server_error() -> None:
     with GitHubRepoApi(token="ghp_t", repository="octo/kit") as api:
         slept: list[float] = []
-        tracker = trackers.GitHubTracker(token=lambda: "ghp_t", api_url=api.url, sleep=slept.append)
+        tracker = trackers.GitHubTracker(
+            trackers.TrackerOptions(token=lambda: "ghp_t", api_url=api.url, sleep=slept.append)
+        )
         task = _task("github")
         ref = tracker.post_reply(task, "working…")
         assert isinstance(ref.id, int)  # GitHub's comment ids are numbers
@@ -59,7 +65,9 @@ def test_an_edit_is_retried_after_a_server_error() -> None:
 @pytest.mark.parametrize("noteable", ["issues", "merge_requests"])
 def test_gitlab_note_is_edited_in_place(noteable: str) -> None:
     with GitLabRepoApi(token="glpat-t", project_id=4242) as api:
-        tracker = trackers.GitLabTracker(token=lambda: "glpat-t", api_url=api.api_url, sleep=lambda _s: None)
+        tracker = trackers.GitLabTracker(
+            trackers.TrackerOptions(token=lambda: "glpat-t", api_url=api.api_url, sleep=lambda _s: None)
+        )
         task = _task("gitlab", scope_id="4242")
         if noteable == "issues":
             ref = tracker.post_reply(task, "working…")
@@ -82,7 +90,8 @@ def test_jira_comment_is_edited_with_an_adf_body() -> None:
     key = "PROJ"
     with JiraApi(authorization=trackers.jira_auth_header(JIRA_TOKEN)) as api:
         tracker = trackers.JiraTracker(
-            site_url=JIRA_SITE, api_url=api.url, token=lambda: JIRA_TOKEN, sleep=lambda _s: None
+            trackers.TrackerOptions(api_url=api.url, token=lambda: JIRA_TOKEN, sleep=lambda _s: None),
+            site_url=JIRA_SITE,
         )
         task = _task("jira", repository=key)
         ref = tracker.post_reply(task, "working…")

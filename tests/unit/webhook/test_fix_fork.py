@@ -130,7 +130,9 @@ GITLAB_KEY = "c" * 64
 @pytest.fixture
 def gitlab_world(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
     with GitLabRepoApi(token=GITLAB_TOKEN, project_id=5, path="g/p", files=dict(base.FILES)) as gl:
-        adapter = trackers.GitLabTracker(token=lambda: GITLAB_TOKEN, api_url=gl.api_url, project_ids="5")
+        adapter = trackers.GitLabTracker(
+            trackers.TrackerOptions(token=lambda: GITLAB_TOKEN, api_url=gl.api_url), project_ids="5"
+        )
         jobs = JobStore(client=aws.ddb, table_name="idem")
         task = trackers.AgentTask(
             tracker="gitlab",

@@ -47,7 +47,7 @@ def test_the_snapshot_is_the_merge_requests_head(api: GitLabRepoApi) -> None:
 
 
 def test_the_progress_note_is_posted_and_edited_on_the_merge_request(api: GitLabRepoApi) -> None:
-    adapter = trackers.GitLabTracker(token=lambda: GITLAB_TOKEN, api_url=api.api_url)
+    adapter = trackers.GitLabTracker(trackers.TrackerOptions(token=lambda: GITLAB_TOKEN, api_url=api.api_url))
     comments = TrackerComments({"gitlab": adapter})
     mr = IssueRef("gitlab", "g/p", "5", 1, "1", f"{api.web_url}/-/merge_requests/1", pull_request=True)
     posted = comments.post(mr, "Working on it…")

@@ -40,7 +40,7 @@ def api() -> Iterator[GitHubRepoApi]:
 
 @pytest.fixture
 def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]:
-    adapter = trackers.GitHubTracker(token=lambda: TOKEN, api_url=api.url)
+    adapter = trackers.GitHubTracker(trackers.TrackerOptions(token=lambda: TOKEN, api_url=api.url))
     jobs = JobStore(client=aws.ddb, table_name="idem")
     comments = TrackerComments({"github": adapter})
     progress = adapter.post_reply(
@@ -267,7 +267,9 @@ def test_a_fix_on_a_pull_request_starts_from_its_head_and_targets_its_branch(wor
 def test_a_jira_issue_gets_the_pull_request_link_in_its_comment(
     aws: SimpleNamespace, world: SimpleNamespace, jira_api: Any
 ) -> None:
-    jira = trackers.JiraTracker(site_url=JIRA_SITE, api_url=jira_api.url, token=lambda: JIRA_TOKEN)
+    jira = trackers.JiraTracker(
+        trackers.TrackerOptions(api_url=jira_api.url, token=lambda: JIRA_TOKEN), site_url=JIRA_SITE
+    )
     deps = reporter._get_deps()
     deps.trackers["jira"] = jira
     deps.comments = TrackerComments(deps.trackers)

@@ -27,7 +27,7 @@ JOB_KEY = "1" * 64
 @pytest.fixture
 def setup(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
     with GitHubRepoApi(token=TOKEN, repository="octo/kit", files={"a": ("100644", b"a\n")}) as api:
-        adapter = trackers.GitHubTracker(token=lambda: TOKEN, api_url=api.url)
+        adapter = trackers.GitHubTracker(trackers.TrackerOptions(token=lambda: TOKEN, api_url=api.url))
         stop_task = trackers.AgentTask.model_validate_json(task_json(7, comment="/agent stop"))
         progress = adapter.post_reply(stop_task, "Working on it…")
         jobs = JobStore(client=aws.ddb, table_name="idem")

@@ -91,7 +91,9 @@ def start_job(world: SimpleNamespace, key: str) -> FixJob:
 def sweeper_deps(
     world: SimpleNamespace, *, jobs: JobStore | None = None, api_url: str = ""
 ) -> sweeper.SweeperDeps:
-    adapter = trackers.GitHubTracker(token=lambda: TOKEN, api_url=api_url or world.api.url)
+    adapter = trackers.GitHubTracker(
+        trackers.TrackerOptions(token=lambda: TOKEN, api_url=api_url or world.api.url)
+    )
     settings = WebhookSettings(job_deadline_seconds=DEADLINE)
     comments = TrackerComments({"github": adapter})
     return sweeper.SweeperDeps(
@@ -115,7 +117,7 @@ def sweeper_deps(
 @pytest.fixture
 def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]:
     clock = Clock()
-    adapter = trackers.GitHubTracker(token=lambda: TOKEN, api_url=api.url)
+    adapter = trackers.GitHubTracker(trackers.TrackerOptions(token=lambda: TOKEN, api_url=api.url))
     jobs = JobStore(client=aws.ddb, table_name="idem", clock=clock)
     w = SimpleNamespace(api=api, aws=aws, adapter=adapter, jobs=jobs, clock=clock, comment_ids={})
     reporter.configure(

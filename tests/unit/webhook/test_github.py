@@ -318,7 +318,7 @@ def test_empty_webhook_secret_is_a_500_not_an_accept(aws: SimpleNamespace) -> No
 
 def test_tracker_rejects_config_without_any_trigger() -> None:
     with pytest.raises(trackers.TrackerConfigError):
-        trackers.GitHubTracker(trigger_label="", trigger_mention="")
+        trackers.GitHubTracker(trackers.TrackerOptions(trigger_label="", trigger_mention=""))
 
 
 def test_documented_payload_shapes_are_accepted(aws: SimpleNamespace) -> None:

@@ -249,7 +249,7 @@ def test_bad_webhook_secret_is_a_500(value: str, match: str) -> None:
 
 def test_tracker_needs_a_trigger() -> None:
     with pytest.raises(trackers.TrackerConfigError):
-        trackers.GitLabTracker(trigger_label="", trigger_mention="")
+        trackers.GitLabTracker(trackers.TrackerOptions(trigger_label="", trigger_mention=""))
 
 
 def test_label_trigger_is_case_insensitive_and_by_title(aws: SimpleNamespace) -> None:

@@ -230,4 +230,4 @@ def test_bad_token_secret_is_a_config_error(value: str) -> None:
 
 def test_site_url_must_be_https() -> None:
     with pytest.raises(trackers.TrackerConfigError, match="https"):
-        trackers.JiraTracker(site_url="http://example.atlassian.net")
+        trackers.JiraTracker(trackers.TrackerOptions(), site_url="http://example.atlassian.net")

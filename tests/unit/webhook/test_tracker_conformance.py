@@ -10,9 +10,12 @@ reply is posted once, to the issue the task names. The per-tracker suites (``tes
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,7 +44,8 @@ from tests.unit.webhook.test_github import comment_payload
 from tests.unit.webhook.test_gitlab import note
 from tests.unit.webhook.test_jira import comment as jira_comment
 from webhook import trackers, wiring
-from webhook.settings import ENV
+from webhook.settings import ENV, WebhookSettings
+from webhook.trackers.adapter import PER_TRACKER_SETTINGS, TrackerOptions, tracker_setting
 from webhook.trackers.jira import jira_auth_header
 from webhook.trackers.registry import REGISTRY
 from webhook.trackers.reply_marks import reply_footer
@@ -92,6 +96,29 @@ TRACKERS: dict[str, Tracker] = {
 def test_the_suite_and_the_doctor_cover_every_registered_tracker() -> None:
     assert set(TRACKERS) == set(REGISTRY)
     assert tuple(REGISTRY) == doctor_secrets.TRACKERS
+
+
+def test_every_registered_tracker_declares_the_settings_its_lambdas_read() -> None:
+    """Its two secrets' names and its own API root, trigger label and mention, under the names the registry and
+    :meth:`TrackerOptions.from_settings` read (``<name>_…``)."""
+    fields = set(WebhookSettings.model_fields)
+    for name, entry in REGISTRY.items():
+        own = {tracker_setting(name, field) for field in PER_TRACKER_SETTINGS}
+        assert {entry.webhook_secret_setting, entry.token_secret_setting, *own} <= fields, name
+
+
+def test_the_adding_a_tracker_checklist_names_files_every_tracker_has() -> None:
+    """Every path the checklist names, with ``<name>`` read as each registered tracker, is there."""
+    root = Path(__file__).resolve().parents[3]
+    page = (root / "docs/webhook/adding-a-tracker.md").read_text()
+    checklist = page.split("## Checklist", 1)[1].split("\n## ", 1)[0]
+    paths = set(
+        re.findall(r"`((?:webhook|infra|client|harness|tests)/[^`\s]+|cdk\.json|CHANGELOG\.md)`", checklist)
+    )
+    assert {"webhook/trackers/<name>.py", "webhook/trackers/registry.py", "cdk.json"} <= paths
+    for name in REGISTRY:
+        missing = sorted(p for p in paths if not (root / p.replace("<name>", name)).exists())
+        assert missing == [], name
 
 
 def encode(payload: dict[str, Any]) -> bytes:
@@ -191,3 +218,55 @@ def test_a_reply_is_posted_once_on_the_tasks_issue(
         posts = [r["path"] for r in api.requests if r["method"] == "POST"]
         assert posts == [path]
     assert ref.id is not None
+
+
+def test_the_shared_settings_reach_every_adapter_as_its_options(
+    aws: SimpleNamespace, tracker: tuple[str, Tracker]
+) -> None:
+    """Each tracker's own API root, trigger label and mention, and the shared fix label, body limit and
+    idempotency window, as the worker builds the adapter."""
+    name, _ = tracker
+    env = {
+        **aws.tracker_env,
+        ENV[tracker_setting(name, "api_url")]: "http://127.0.0.1:9/root/",
+        ENV[tracker_setting(name, "trigger_label")]: "Ask-Bot",
+        ENV[tracker_setting(name, "trigger_mention")]: "/helper",
+        ENV["fix_trigger_label"]: "bot-fix",
+        ENV["max_body_bytes"]: "4096",
+        ENV["idempotency_ttl_seconds"]: "7200",
+    }
+    adapter: Any = wiring.build_trackers("worker", env=env, secrets_client=aws.sm)[name]
+    assert adapter.options.token is not None and adapter.options.webhook_secret is None
+    assert dataclasses.replace(adapter.options, token=None) == TrackerOptions(
+        api_url="http://127.0.0.1:9/root/",
+        trigger_label="Ask-Bot",
+        trigger_mention="/helper",
+        fix_label="bot-fix",
+        max_body_bytes=4096,
+        max_age_seconds=7200,
+    )
+    assert (adapter.api_url, adapter.trigger_label, adapter.fix_label) == (
+        "http://127.0.0.1:9/root",
+        "ask-bot",
+        "bot-fix",
+    )
+
+
+def test_a_trackers_own_trigger_mention_is_the_one_its_receiver_answers(
+    aws: SimpleNamespace, tracker: tuple[str, Tracker]
+) -> None:
+    name, t = tracker
+    configure_receiver(aws, {**aws.tracker_env, ENV[tracker_setting(name, "trigger_mention")]: "/helper"})
+    status, doc = call(t.event(encode(t.comment("/agent why does the build fail?")), True))
+    assert (status, doc["status"]) == (202, "ignored") and queued(aws) == []
+    assert call(t.event(encode(t.comment("/helper why does the build fail?")), True))[1]["status"] == "queued"
+    (message,) = queued(aws)
+    assert json.loads(message["Body"])["tracker"] == name
+
+
+def test_an_adapter_built_without_an_api_root_uses_its_trackers_own() -> None:
+    """The public API roots for GitHub and GitLab; Jira Cloud serves its API on the site itself."""
+    assert trackers.GitHubTracker(trackers.TrackerOptions()).api_url == "https://api.github.com"
+    assert trackers.GitLabTracker(trackers.TrackerOptions()).api_url == "https://gitlab.com/api/v4"
+    jira = trackers.JiraTracker(trackers.TrackerOptions(), site_url="https://acme.atlassian.net/")
+    assert jira.api_url == "https://acme.atlassian.net"

@@ -206,7 +206,9 @@ def test_comment_post_is_retried_after_a_connect_error() -> None:
         port = sock.getsockname()[1]
     sleeps: list[float] = []
     tracker = trackers.GitHubTracker(
-        token=lambda: TOKEN, api_url=f"http://127.0.0.1:{port}", sleep=sleeps.append, post_attempts=3
+        trackers.TrackerOptions(
+            token=lambda: TOKEN, api_url=f"http://127.0.0.1:{port}", sleep=sleeps.append, post_attempts=3
+        )
     )
     task = trackers.AgentTask.model_validate_json(task_json())
     with pytest.raises(trackers.TrackerApiError, match="unreachable") as info:
