@@ -5,8 +5,8 @@ files of ``--mb`` MiB in all; a patch changes ``--changed`` of them (one line ea
 ``git diff-tree -p`` writes it). Then, each in a child process of its own (so its peak resident memory is its
 own, not the stand-in's):
 
-- **worker**: ``TrackerRepos.fetch`` — resolve the default branch, download the archive, check and repack it
-  into the runtime's snapshot (what the worker holds before invoking the runtime);
+- **worker**: ``TrackerRepos.fetch`` — resolve the default branch, download the archive to a spool file, check
+  and repack it from disk into the runtime's snapshot file (what the worker sends when invoking the runtime);
 - **reporter**: ``TrackerRepos.propose`` — fetch the base commit again, apply the patch strictly, fork (the
   default ``FIX_BRANCHES=fork``), commit and open the draft pull request: the reporter's work from a result to the
   draft, without its DynamoDB and comment calls (two more requests).
@@ -14,7 +14,8 @@ own, not the stand-in's):
 Printed: each child's peak RSS (``ru_maxrss``) next to the same interpreter's peak after the imports alone, the
 tracker API calls of the reporter (all, and the content-creating ones GitHub's secondary rate limit counts) and
 the time from result to draft pull request. A worker refusal (``snapshot_too_large`` at today's
-``SnapshotLimits``: 64 MiB unpacked, 50,000 files) is printed as such: the snapshot is held whole in memory today.
+``SnapshotLimits``: 64 MiB unpacked, 50,000 files) is printed as such. The worker streams the snapshot through
+``/tmp``, so its peak does not grow with the repository; the reporter still holds the file view whole.
 
     .venv/bin/python benchmarks/fix_scale.py                       # 100k files, 500 MiB, 1,000 changed
     .venv/bin/python benchmarks/fix_scale.py --files 5000 --mb 40  # a quick run
@@ -96,7 +97,8 @@ def child(role: str, api_url: str, work: Path) -> None:
     try:
         if role == "worker":
             fetched = repos.fetch(RepoTarget("github", REPOSITORY), pull_request=None)
-            out["snapshot_bytes"] = len(fetched.archive)
+            out["snapshot_bytes"] = fetched.size  # streamed to a spool file (/tmp), not held in memory
+            fetched.discard()
             (work / "base_sha").write_text(fetched.commit_sha)
         else:
             job = FixJob(

@@ -214,7 +214,8 @@ class WebhookSettings(BaseModel):
     job_deadline_seconds: int = setting(
         "JOB_DEADLINE_SECONDS",
         DEFAULT_JOB_DEADLINE_SECONDS,
-        "sweeper: seconds after its start a fix job with no result is ended as `timed_out` (its comment says so)",
+        "sweeper: seconds after its start a fix job with no result is ended as `timed_out` (its comment says so);"
+        " worker: the longest an issue's one active fix blocks another",
         ge=600,
     )
     sweep_max_pages: int = setting(

@@ -58,7 +58,7 @@ from constructs import Construct
 from infra import nag
 from infra.functions import PYTHON_RUNTIME
 from infra.webhook.asset import package_code
-from infra.webhook.fix import add_fix_jobs, fix_environment
+from infra.webhook.fix import add_fix_jobs, fix_environment, snapshot_spool_storage
 from infra.webhook.props import WebhookProps, check
 from infra.webhook.secrets import add_tracker_secrets, grant_secrets, secret_env
 from infra.webhook.sweep import add_sweeper
@@ -317,6 +317,7 @@ class IssueWebhook(Construct):
             timeout=timeout,
             description="Issue webhook worker: invoke the AgentCore runtime, post the answer on the issue",
             environment=environment,
+            ephemeral_storage=snapshot_spool_storage(),
         )
         self.worker.add_event_source(
             event_sources.SqsEventSource(
@@ -409,6 +410,7 @@ class IssueWebhook(Construct):
         timeout: cdk.Duration,
         description: str,
         environment: dict[str, str],
+        ephemeral_storage: cdk.Size | None = None,
     ) -> lambda_.Function:
         """A function with its own log group and role (no AWSLambdaBasicExecutionRole) and active tracing."""
         log_group = logs.LogGroup(
@@ -453,6 +455,7 @@ class IssueWebhook(Construct):
             role=role,
             timeout=timeout,
             memory_size=256,
+            ephemeral_storage_size=ephemeral_storage,
             log_group=log_group,
             description=description,
             environment=environment,

@@ -21,6 +21,7 @@ IAM, least privilege:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
@@ -31,6 +32,7 @@ from aws_cdk import aws_sqs as sqs
 from infra import nag
 from infra.job_events import CONSUMER_TIMEOUT, RETENTION
 from runtime.jobs.protocol import SQS_MAX_MESSAGE_BYTES
+from webhook.repo import DEFAULT_LIMITS, SnapshotLimits
 from webhook.settings import ENV, SERVICE_NAMES
 
 if TYPE_CHECKING:
@@ -65,6 +67,14 @@ class FixHost(Protocol):
     def function(self, *args: Any, **kwargs: Any) -> lambda_.Function: ...
 
     def grant_secrets(self, function: Lambda, fn: lambda_.Function) -> None: ...
+
+
+def snapshot_spool_storage(limits: SnapshotLimits = DEFAULT_LIMITS) -> cdk.Size:
+    """The worker's ``/tmp`` (Lambda ephemeral storage) for one streamed snapshot at a time: the tracker's
+    archive as downloaded, the files' contents spooled and the snapshot written (``webhook/repo/snapshot.py``'s
+    caps), with half again to spare; never below Lambda's default of 512 MiB."""
+    need = limits.max_download_bytes + limits.max_unpacked_bytes + limits.max_archive_bytes
+    return cdk.Size.mebibytes(max(512, math.ceil(need * 1.5 / (1024 * 1024))))
 
 
 def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:

@@ -218,9 +218,9 @@ def _fix_label(label: str) -> str:
 
 def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
     """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS``, ``PATCH_ALLOW_PROTECTED``, ``FIX_JOBS``,
-    ``FIX_BRANCHES``, the hourly caps and ``APPROVAL_TWO_PERSON`` for the worker and the reporter. Raises
-    ``ValueError`` on an unknown PR mode or branch location, a negative cap, a malformed Jira mapping, or one
-    naming a tracker not enabled."""
+    ``FIX_BRANCHES``, the hourly caps, ``APPROVAL_TWO_PERSON`` and ``JOB_DEADLINE_SECONDS`` for the worker and the
+    reporter. Raises ``ValueError`` on an unknown PR mode or branch location, a negative cap, a malformed Jira
+    mapping, or one naming a tracker not enabled."""
     if props.pr_mode not in PR_MODES:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
     if props.fix_branches not in BRANCH_LOCATIONS:
@@ -259,4 +259,10 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["fix_branches"]: props.fix_branches,
         **{ENV[name]: str(cap) for name, cap in caps.items()},
         ENV["approval_two_person"]: "true" if props.approval_two_person else "false",
+        # The worker holds an issue's one active fix at most this long (a crash must not block it for ever).
+        **(
+            {ENV["job_deadline_seconds"]: str(int(props.job_deadline.to_seconds()))}
+            if props.job_deadline
+            else {}
+        ),
     }

@@ -223,3 +223,20 @@ def test_the_sweeper_runs_on_a_schedule_with_least_privilege(optional: Synth) ->
     }
     [ddb] = [s for s in st if "dynamodb:UpdateItem" in s["Action"]]
     assert ddb["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["reply#*"]}}
+
+
+def test_the_worker_has_ephemeral_storage_for_a_streamed_snapshot_and_its_deadline(optional: Synth) -> None:
+    """The worker spools the archive, the files' contents and the snapshot in /tmp: sized from the caps."""
+    from webhook.repo import DEFAULT_LIMITS
+
+    _, worker = function(optional, "webhook.worker.handler")
+    need = (
+        DEFAULT_LIMITS.max_download_bytes
+        + DEFAULT_LIMITS.max_unpacked_bytes
+        + DEFAULT_LIMITS.max_archive_bytes
+    )
+    assert worker["EphemeralStorage"]["Size"] * 1024 * 1024 >= 1.5 * need
+    runtime = next(iter(of_type(optional, "AWS::BedrockAgentCore::Runtime").values()))["Properties"]
+    lifetime = runtime["LifecycleConfiguration"]["MaxLifetime"]
+    # How long one issue's active-fix marker may hold: the job deadline.
+    assert int(worker["Environment"]["Variables"]["JOB_DEADLINE_SECONDS"]) == lifetime + 1800

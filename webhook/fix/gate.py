@@ -11,7 +11,10 @@ right to comment:
   (``author_association`` says how someone relates to the repository, not what they may do);
 - **GitLab**: checked by the receiver (``GITLAB_FIX_MIN_ACCESS_LEVEL``, at least Developer);
 - **Jira**: the Jira project's mapping names who may (``fix_account_ids``, ``fix_group``); without them nobody;
-- **one active fix per issue** (``fix_already_running``: "a fix is already running — `/agent stop`");
+- **one active fix per issue** (``fix_already_running``: "a fix is already running — `/agent stop`"): a
+  conditional write of the issue's ``reply#active#<runtime session id>`` marker
+  (:meth:`webhook.fix.jobs.JobStore.take_active`), released when the job reaches a final state, so two tasks
+  for one issue arriving at the same instant cannot both pass;
 - **rate limits** per person and per repository and hour (``FIX_MAX_PER_ACTOR_PER_HOUR``, default 5;
   ``FIX_MAX_PER_REPOSITORY_PER_HOUR``, default 20; ``0``: no limit), counted with DynamoDB conditional writes
   under ``reply#rate#…`` keys (the same table and key prefix as the job store, so the worker's IAM covers them).
@@ -33,9 +36,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook.errors import TrackerConfigError
 from webhook.fix.config import FixSettings
-from webhook.fix.jobs import AWAITING, JOB, REPORTING, RUNNING, JobStore
+from webhook.fix.jobs import JobStore
 from webhook.replies import KEY_PREFIX, ReplyStoreError
-from webhook.settings import WebhookSettings
+from webhook.settings import DEFAULT_JOB_DEADLINE_SECONDS, WebhookSettings
 from webhook.trackers import AgentTask
 
 #: GitHub permissions that may start and stop fixes (the endpoint's ``permission``: maintain reads as write).
@@ -48,6 +51,12 @@ class GateSettings:
     enabled: bool = True
     max_per_actor_per_hour: int = 5
     max_per_repository_per_hour: int = 20
+    #: How long an issue's active-fix marker holds at most (a crash must not block the issue for ever): the
+    #: job deadline, after which the sweeper ends a job with no result anyway.
+    active_hold_seconds: int = DEFAULT_JOB_DEADLINE_SECONDS
+    #: A marker whose job was never claimed this long after it was taken is free (its worker died before the
+    #: claim; a redelivery of the same task holds it again anyway). The worker's claim lease is shorter.
+    claim_grace_seconds: int = 1800
 
 
 def gate_settings(env: Mapping[str, str] | WebhookSettings) -> GateSettings:
@@ -58,6 +67,7 @@ def gate_settings(env: Mapping[str, str] | WebhookSettings) -> GateSettings:
         enabled=s.fix_jobs == "on",
         max_per_actor_per_hour=s.fix_max_per_actor_per_hour,
         max_per_repository_per_hour=s.fix_max_per_repository_per_hour,
+        active_hold_seconds=s.job_deadline_seconds,
     )
 
 
@@ -106,13 +116,21 @@ class FixGate:
         denied = self.writer_refusal(task)
         if denied is not None or task.intent != "fix":
             return denied
-        if self._running_fix(task, key):
+        if not self.jobs.take_active(
+            task.runtime_session_id,
+            key,
+            hold_seconds=self.settings.active_hold_seconds,
+            claim_grace_seconds=self.settings.claim_grace_seconds,
+        ):
             return Refusal(
                 "fix_already_running",
                 "A fix is already running on this issue; wait for its pull request, or comment `/agent stop`"
                 " to stop it first.",
             )
-        return self._rate_limited(task, key)
+        limited = self._rate_limited(task, key)
+        if limited is not None:
+            self.jobs.release_active(task.runtime_session_id, key)
+        return limited
 
     # ---- who
     def writer_refusal(self, task: AgentTask) -> Refusal | None:
@@ -143,20 +161,6 @@ class FixGate:
         return None  # GitLab: the receiver checked the access level (GITLAB_FIX_MIN_ACCESS_LEVEL)
 
     # ---- how many
-    def _running_fix(self, task: AgentTask, key: str) -> bool:
-        for other in self.jobs.session_jobs(task.runtime_session_id):
-            if not other or other == key:
-                continue
-            state = self.jobs.get(other)
-            if (
-                state is not None
-                # A job waiting for an approval is active: its answer resumes it and may open a change.
-                and state.status in (RUNNING, JOB, REPORTING, AWAITING)
-                and not state.stop_requested_by
-            ):
-                return True
-        return False
-
     def _rate_limited(self, task: AgentTask, key: str) -> Refusal | None:
         hour = int(self._clock() // WINDOW_SECONDS)
         scope = f"{task.tracker}#{task.scope_id}"

@@ -24,9 +24,12 @@ reporter needs, and what the runtime is sent as ``job.context``), ``progress_com
 ``progress_comment_url`` (the comment edited as the run goes), ``started_at``, ``last_seq``, ``cost_so_far``,
 ``tool_calls``, ``last_tool``, ``elapsed_s``, ``last_edit_at``, ``report_at``, ``pr_url``, ``cost_usd``,
 ``duration_ms``, ``error_code``, ``stopped_by``, ``stop_key``, ``stop_requested_by``, ``finished_at``,
-``notified_at`` (a timed-out job's comment says so). Next to it,
+``notified_at`` (a timed-out job's comment says so), ``issue_session`` (the issue's runtime session, kept at the
+claim: whose active-fix marker a final state gives up). Next to it,
 ``reply#session#<runtime session id>`` names the issue's newest started job (``job_key``) and its newest claim
-(``pending_key``), so ``/agent stop`` finds what to stop, started or not.
+(``pending_key``), so ``/agent stop`` finds what to stop, started or not; and ``reply#active#<runtime session id>``
+names the issue's one active fix (``job_key``, ``taken_at``, ``active_until``: :meth:`JobStore.take_active`), given
+up by every write to a final state (``done``, ``stopped``, ``timed_out``).
 
 What a fix job is (:class:`FixJob`, the document sent to the runtime as ``job.context``) and how its item reads
 (:class:`JobState`, :func:`job_state`) live here too, next to the states and the writes that move a job.
@@ -239,6 +242,11 @@ SESSION_PREFIX = KEY_PREFIX + "session#"
 #: (:class:`webhook.fix.approvals.Sweeper`): a GetItem under the ``reply#`` keys the Lambdas may read, no Scan.
 #: An item holds at most 400 KB: some 4,000 waiting jobs.
 PENDING_APPROVALS_ID = KEY_PREFIX + "approvals#pending"
+#: ``reply#active#<runtime session id>``: the issue's one active fix (``job_key``), taken with a conditional write
+#: before a fix task claims anything, so of two tasks for one issue arriving at once only one passes.
+ACTIVE_PREFIX = KEY_PREFIX + "active#"
+#: States in which a job no longer holds its issue's active-fix marker.
+FINAL_STATUSES = (DONE, STOPPED, TIMED_OUT, EXPIRED)
 
 
 class JobStore(ReplyTable):
@@ -252,19 +260,120 @@ class JobStore(ReplyTable):
             raise ValueError("a job key is required")
         return {"id": {"S": KEY_PREFIX + key}}
 
-    def _update(self, what: str, key: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
-        """One conditional UpdateItem; ``False`` when the condition failed. Raises :class:`ReplyStoreError`."""
-        return self._conditional(
-            f"UpdateItem ({what})",
+    def _update(
+        self,
+        what: str,
+        key: str,
+        expression: str,
+        condition: str,
+        values: dict[str, Any],
+        *,
+        final: bool = False,
+    ) -> bool:
+        """One conditional UpdateItem; ``False`` when the condition failed. Raises :class:`ReplyStoreError`.
+
+        ``final``: the write moves the job to a final state, so it gives up its issue's active-fix marker."""
+        out: dict[str, Any] = {}
+
+        def write() -> None:
+            out.update(
+                self._client.update_item(
+                    TableName=self.table_name,
+                    Key=self._key(key),
+                    UpdateExpression=expression,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=values,
+                    **({"ReturnValues": "ALL_NEW"} if final else {}),
+                )
+            )
+
+        moved = self._conditional(f"UpdateItem ({what})", write)
+        if moved and final:
+            self._release_active_of(key, out.get("Attributes") or {})
+        return moved
+
+    # ------------------------------------------------------------------ one active fix per issue
+    def take_active(self, session_id: str, key: str, *, hold_seconds: int, claim_grace_seconds: int) -> bool:
+        """Make ``key`` the one active fix of the issue whose runtime session is ``session_id``. ``False`` when
+        another fix holds it.
+
+        A conditional write, so two tasks for one issue arriving at the same instant cannot both pass: the
+        marker is free when absent, already ours (a redelivery), or past ``active_until`` (``hold_seconds``
+        after it was taken: the job deadline, so a marker left by a crash never blocks the issue for ever).
+        One held by another job is taken over, conditionally on that job still holding it, when that job is
+        final or has a stop request, or never claimed anything within ``claim_grace_seconds`` (its worker
+        died between the marker and the claim). Raises :class:`ReplyStoreError`."""
+        now = int(self._clock())
+        item_id = {"id": {"S": ACTIVE_PREFIX + session_id}}
+
+        def put(condition: str, extra: dict[str, Any]) -> bool:
+            return self._conditional(
+                "UpdateItem (active fix)",
+                lambda: self._client.update_item(
+                    TableName=self.table_name,
+                    Key=item_id,
+                    UpdateExpression="SET job_key = :key, taken_at = :now, active_until = :until, "
+                    "expiration = :exp",
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues={
+                        ":key": {"S": key},
+                        ":now": num(now),
+                        ":until": num(now + hold_seconds),
+                        ":exp": num(now + hold_seconds + self.ttl_seconds),
+                        **extra,
+                    },
+                ),
+            )
+
+        if put("attribute_not_exists(job_key) OR job_key = :key OR active_until < :now", {}):
+            return True
+        try:
+            held = self._client.get_item(TableName=self.table_name, Key=item_id, ConsistentRead=True)
+        except (ClientError, BotoCoreError) as exc:
+            raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
+        holder = text(held.get("Item") or {}, "job_key")
+        if not holder:  # released between the two reads
+            return put("attribute_not_exists(job_key)", {})
+        state = self.get(holder)
+        started_at = _n(held.get("Item") or {}, "taken_at") or now
+        # A job whose approval was answered lives on as its continuation, a job keyed by the approval id (which
+        # may pause and be answered again): the fix is the last of that chain.
+        for _ in range(50):
+            if state is None or state.status != ANSWERED or not state.approval:
+                break
+            decided_at = (state.approval_decision or {}).get("at")
+            if isinstance(decided_at, int | float):
+                started_at = float(decided_at)
+            state = self.get(str(state.approval.get("id", "")))
+        if state is None or state.status == RELEASED:
+            ended = now - started_at > claim_grace_seconds
+        else:
+            ended = state.status in FINAL_STATUSES or bool(state.stop_requested_by)
+        return ended and put("job_key = :old", {":old": {"S": holder}})
+
+    def release_active(self, session_id: str, key: str) -> None:
+        """Give up the issue's active-fix marker if ``key`` holds it. An UpdateItem (``REMOVE job_key``), not a
+        DeleteItem: every side that writes a final state (worker, reporter, sweeper) may update the table, and
+        the sweeper may not delete. Raises :class:`ReplyStoreError`."""
+        self._conditional(
+            "UpdateItem (active fix release)",
             lambda: self._client.update_item(
                 TableName=self.table_name,
-                Key=self._key(key),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=values,
+                Key={"id": {"S": ACTIVE_PREFIX + session_id}},
+                UpdateExpression="REMOVE job_key",
+                ConditionExpression="job_key = :key",
+                ExpressionAttributeValues={":key": {"S": key}},
             ),
         )
+
+    def _release_active_of(self, key: str, item: dict[str, Any]) -> None:
+        """After a final transition: the job's issue (``issue_session`` kept at the claim, or its job document)."""
+        session_id = text(item, "issue_session")
+        if not session_id and text(item, "job"):
+            session_id = json.loads(text(item, "job")).get("session_id", "")
+        if session_id:
+            self.release_active(session_id, key)
 
     # ------------------------------------------------------------------ reads
     def get(self, key: str) -> JobState | None:
@@ -320,13 +429,15 @@ class JobStore(ReplyTable):
         claimed = self._update(
             "claim",
             key,
-            "SET #s = :running, stored_at = :now, expiration = :exp",
+            "SET #s = :running, stored_at = :now, expiration = :exp"
+            + (", issue_session = :sid" if session_id else ""),
             "attribute_not_exists(id) OR #s = :released",
             {
                 ":running": {"S": RUNNING},
                 ":released": {"S": RELEASED},
                 ":now": num(now),
                 ":exp": num(now + self.ttl_seconds),
+                **({":sid": {"S": session_id}} if session_id else {}),
             },
         )
         if claimed and session_id:
@@ -392,6 +503,7 @@ class JobStore(ReplyTable):
                 ":running": {"S": RUNNING},
                 ":at": num(claimed_at),
             },
+            final=True,
         )
 
     def remember_progress_comment(self, key: str, *, comment_id: str, url: str, paused_key: str = "") -> None:
@@ -457,6 +569,7 @@ class JobStore(ReplyTable):
                 ":running": {"S": RUNNING},
                 ":at": num(claimed_at),
             },
+            final=True,
         )
 
     # ------------------------------------------------------------------ reporter
@@ -544,7 +657,7 @@ class JobStore(ReplyTable):
         if duration_ms is not None:
             parts.append("duration_ms = :dur")
             values[":dur"] = num(int(duration_ms))
-        return self._update("finish", key, "SET " + ", ".join(parts), "#s = :reporting", values)
+        return self._update("finish", key, "SET " + ", ".join(parts), "#s = :reporting", values, final=True)
 
     # ------------------------------------------------------------------ stop
     def stop(self, key: str, *, by: str, stop_key: str) -> bool:
@@ -564,6 +677,7 @@ class JobStore(ReplyTable):
                 ":job": {"S": JOB},
                 ":awaiting": {"S": AWAITING},
             },
+            final=True,
         )
 
     # ------------------------------------------------------------------ sweep
@@ -634,6 +748,7 @@ class JobStore(ReplyTable):
                 ":now": num(self._clock()),
                 ":from": {"S": status},
             },
+            final=True,
         )
 
     def notified(self, key: str) -> bool:
@@ -733,6 +848,9 @@ class JobStore(ReplyTable):
                 ":id": {"S": approval_id},
                 **({":now": num(self._clock())} if expired else {}),
             },
+            # An expired job is final: it gives up its issue's active-fix marker. An answered one is not: its
+            # continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
+            final=expired,
         )
         if decided and not expired:
             self.unlist_pending(key)

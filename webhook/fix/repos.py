@@ -10,6 +10,8 @@ GitLab a project access token with ``api`` and the Developer role (see docs/webh
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -99,7 +101,11 @@ class TrackerRepos:
         limits: SnapshotLimits = DEFAULT_LIMITS,
         allow_protected: frozenset[str] = frozenset(),
         sleep: Callable[[float], None] = time.sleep,
+        spool_dir: str | None = None,
     ) -> None:
+        """``spool_dir``: where the worker's snapshots are downloaded, checked and written (default: the
+        system's temporary directory, ``/tmp`` — a Lambda's ephemeral storage)."""
+        self.spool_dir = spool_dir
         self.allow_protected = (
             allow_protected  # protected-path classes a patch may change (PATCH_ALLOW_PROTECTED)
         )
@@ -134,10 +140,7 @@ class TrackerRepos:
         repo = self.repo(target.tracker, target.repository, target.project_id)
         if pull_request is None:
             branch = repo.default_branch()
-            snap = repo.fetch_snapshot(branch, limits=self.limits)
-            return FetchedRepo(
-                archive=snap.archive, commit_sha=snap.commit_sha, branch=branch, pr_base=branch
-            )
+            return self._spooled(repo, branch, branch=branch, pr_base=branch)
         if isinstance(repo, GitHubRepo):
             head = repo.pull_request_head(pull_request)
             same, ref, sha = head.same_repository, head.ref, head.sha
@@ -148,15 +151,27 @@ class TrackerRepos:
             raise FixRefused(
                 "fork_pull_request", "the pull request's head is in a fork; its branch cannot be pushed to"
             )
-        snap = repo.fetch_snapshot(sha, limits=self.limits)
-        return FetchedRepo(archive=snap.archive, commit_sha=snap.commit_sha, branch=ref, pr_base=ref)
+        return self._spooled(repo, sha, branch=ref, pr_base=ref)
 
     def refetch(self, job: FixJob) -> FetchedRepo:
         """The snapshot of ``job``'s base commit (a retried start re-sends exactly the job it prepared)."""
         repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
-        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits)
+        return self._spooled(repo, job.base_sha, branch=job.base_branch, pr_base=job.pr_base)
+
+    def _spooled(self, repo: GitHubRepo | GitLabRepo, ref: str, *, branch: str, pr_base: str) -> FetchedRepo:
+        """The snapshot of ``ref`` streamed to a file in :attr:`spool_dir` (never held whole in memory); the
+        caller removes it (:meth:`FetchedRepo.discard`). Removed here when fetching fails."""
+        out = tempfile.NamedTemporaryFile(  # noqa: SIM115 - handed to the caller, which removes it
+            dir=self.spool_dir, prefix="snapshot-", suffix=".tar.gz", delete=False
+        )
+        try:
+            with out:
+                snap = repo.fetch_snapshot(ref, limits=self.limits, into=out, spool_dir=self.spool_dir)
+        except BaseException:
+            os.unlink(out.name)
+            raise
         return FetchedRepo(
-            archive=snap.archive, commit_sha=snap.commit_sha, branch=job.base_branch, pr_base=job.pr_base
+            archive=b"", commit_sha=snap.commit_sha, branch=branch, pr_base=pr_base, archive_path=out.name
         )
 
     def propose(

@@ -39,6 +39,8 @@ IAM (besides the worker's): ``s3:PutObject`` on ``<WORKSPACE_S3_URI>jobs/*`` whe
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -104,13 +106,32 @@ class ProgressComments(Protocol):
 
 @dataclass(frozen=True)
 class FetchedRepo:
-    """A repository snapshot to work on: ``archive`` (the runtime's tar.gz), the commit it was made from,
-    the branch it was fetched at and the branch a pull request would target."""
+    """A repository snapshot to work on: ``archive`` (the runtime's tar.gz) or, streamed, the file
+    ``archive_path`` holding it; the commit it was made from, the branch it was fetched at and the branch a
+    pull request would target."""
 
     archive: bytes
     commit_sha: str
     branch: str
     pr_base: str
+    archive_path: str = ""
+
+    @property
+    def size(self) -> int:
+        return os.path.getsize(self.archive_path) if self.archive_path else len(self.archive)
+
+    def read(self) -> bytes:
+        """The whole archive (only for one small enough to go inline)."""
+        if not self.archive_path:
+            return self.archive
+        with open(self.archive_path, "rb") as f:
+            return f.read()
+
+    def discard(self) -> None:
+        """Remove the spooled archive (the Lambda's ``/tmp`` outlives the invocation)."""
+        if self.archive_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.archive_path)
 
 
 class RepoSource(Protocol):
@@ -183,11 +204,16 @@ def workspace_field(fx: FixDeps, fetched: FetchedRepo, key: str) -> dict[str, An
     ``INLINE_SNAPSHOT_MAX_BYTES`` and a workspace bucket is set. Without a bucket every snapshot goes inline: the
     runtime's own cap (``AGENTKIT_WORKSPACE_MAX_BYTES``) then decides, with a clear ``workspace_too_large``."""
     location = fx.settings.s3_location
-    if len(fetched.archive) <= fx.settings.inline_snapshot_max_bytes or location is None or fx.s3 is None:
-        return {"tar_gz_b64": base64.b64encode(fetched.archive).decode()}
+    if fetched.size <= fx.settings.inline_snapshot_max_bytes or location is None or fx.s3 is None:
+        return {"tar_gz_b64": base64.b64encode(fetched.read()).decode()}
     bucket, prefix = location
     object_key = f"{prefix}jobs/{key}/workspace.tar.gz"
-    fx.s3.put_object(Bucket=bucket, Key=object_key, Body=fetched.archive, ContentType="application/gzip")
+    extra = {"ContentType": "application/gzip"}
+    if fetched.archive_path:  # streamed from disk in parts (boto3's managed transfer), never read whole
+        with open(fetched.archive_path, "rb") as body:
+            fx.s3.upload_fileobj(body, bucket, object_key, ExtraArgs=extra)
+    else:
+        fx.s3.put_object(Bucket=bucket, Key=object_key, Body=fetched.archive, **extra)
     return {"s3_uri": f"s3://{bucket}/{object_key}"}
 
 
@@ -326,45 +352,52 @@ class FixRunner:
             target = resolve_target(task, self.fx.settings)
             pull_request = task.issue_number if task.pull_request and task.tracker != "jira" else None
             fetched = self.fx.repos.fetch(target, pull_request=pull_request)
-            job = FixJob(
-                tracker=task.tracker,
-                repository=task.repository,
-                scope_id=task.scope_id,
-                issue_number=task.issue_number,
-                issue_id=task.issue_id,
-                issue_ref=task.issue_ref,
-                html_url=task.html_url,
-                title=task.title[:200],
-                author=task.author[:200],
-                session_id=task.runtime_session_id,
-                comment_id=comment_id,
-                comment_url=comment_url,
-                target_tracker=target.tracker,
-                target_repository=target.repository,
-                target_project_id=target.project_id,
-                base_branch=fetched.branch,
-                base_sha=fetched.commit_sha,
-                pr_base=fetched.pr_base,
-                pull_request=pull_request is not None,
-            )
-            self._context(job)  # a context too large is refused before it is kept
-            if not self.fx.jobs.prepared(key, job, claimed_at=claim.stored_at):
-                raise TransientInvokeError("the claim of this fix task was taken over")
+            try:
+                job = FixJob(
+                    tracker=task.tracker,
+                    repository=task.repository,
+                    scope_id=task.scope_id,
+                    issue_number=task.issue_number,
+                    issue_id=task.issue_id,
+                    issue_ref=task.issue_ref,
+                    html_url=task.html_url,
+                    title=task.title[:200],
+                    author=task.author[:200],
+                    session_id=task.runtime_session_id,
+                    comment_id=comment_id,
+                    comment_url=comment_url,
+                    target_tracker=target.tracker,
+                    target_repository=target.repository,
+                    target_project_id=target.project_id,
+                    base_branch=fetched.branch,
+                    base_sha=fetched.commit_sha,
+                    pr_base=fetched.pr_base,
+                    pull_request=pull_request is not None,
+                )
+                self._context(job)  # a context too large is refused before it is kept
+                if not self.fx.jobs.prepared(key, job, claimed_at=claim.stored_at):
+                    raise TransientInvokeError("the claim of this fix task was taken over")
+            except BaseException:
+                fetched.discard()
+                raise
         else:
             fetched = self.fx.repos.refetch(job)
-        now = self.fx.jobs.get(key)
-        if now is not None and now.stop_requested_by:
-            raise _StopRequested(now, invoked=claim.job is not None)
-        reply = self.invoker.invoke(
-            prompt=render_fix_prompt(task, job, max_chars=self.max_prompt_chars),
-            session_id=task.runtime_session_id,
-            actor=task.actor,
-            extra={
-                "workspace": workspace_field(self.fx, fetched, key),
-                "async": True,
-                "job": {"id": key, "context": self._context(job)},
-            },
-        )
+        try:
+            now = self.fx.jobs.get(key)
+            if now is not None and now.stop_requested_by:
+                raise _StopRequested(now, invoked=claim.job is not None)
+            reply = self.invoker.invoke(
+                prompt=render_fix_prompt(task, job, max_chars=self.max_prompt_chars),
+                session_id=task.runtime_session_id,
+                actor=task.actor,
+                extra={
+                    "workspace": workspace_field(self.fx, fetched, key),
+                    "async": True,
+                    "job": {"id": key, "context": self._context(job)},
+                },
+            )
+        finally:
+            fetched.discard()
         if reply.error_code:
             self.logger.warning(
                 "runtime refused the fix job",

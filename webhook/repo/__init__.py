@@ -15,7 +15,7 @@ from .files import FileChange, FileEntry, git_blob_sha
 from .github_repo import GitHubRepo, PullHead
 from .gitlab_repo import GitLabRepo, MergeRequestHead
 from .patch_apply import apply_patch
-from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack, write_snapshot
+from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits, repack, repack_file, write_snapshot
 
 __all__ = [
     "CHANGE_MODES",
@@ -40,5 +40,6 @@ __all__ = [
     "branch_name",
     "git_blob_sha",
     "repack",
+    "repack_file",
     "write_snapshot",
 ]

@@ -30,7 +30,7 @@ import base64
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
@@ -130,16 +130,26 @@ class GitHubRepo(HostedRepo):
         return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
 
     def fetch_snapshot(
-        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+        self,
+        ref: str | None = None,
+        *,
+        limits: SnapshotLimits = DEFAULT_LIMITS,
+        archive: bool = True,
+        into: IO[bytes] | None = None,
+        spool_dir: str | None = None,
     ) -> Snapshot:
         """The repository at ``ref`` (default: the default branch) as a workspace snapshot.
 
         The ref is resolved to a commit first and the archive fetched by that commit id, so the snapshot
-        is the commit the change will be based on even when the branch moves meanwhile.
+        is the commit the change will be based on even when the branch moves meanwhile. With ``into`` the
+        snapshot is streamed into that file through spool files in ``spool_dir`` (the result holds no archive
+        and no files: :meth:`.hosted.HostedRepo._archive`).
         """
         ref = ref or self.default_branch()
         sha, tree = self.resolve(ref)
-        repacked = self._archive(f"{self._base}/tarball/{sha}", sha, limits=limits, archive=archive)
+        repacked = self._archive(
+            f"{self._base}/tarball/{sha}", sha, limits=limits, archive=archive, into=into, spool_dir=spool_dir
+        )
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )

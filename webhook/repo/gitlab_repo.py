@@ -30,7 +30,7 @@ import base64
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
@@ -117,14 +117,26 @@ class GitLabRepo(HostedRepo):
         return str(doc["id"])
 
     def fetch_snapshot(
-        self, ref: str | None = None, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: bool = True
+        self,
+        ref: str | None = None,
+        *,
+        limits: SnapshotLimits = DEFAULT_LIMITS,
+        archive: bool = True,
+        into: IO[bytes] | None = None,
+        spool_dir: str | None = None,
     ) -> Snapshot:
         """The project at ``ref`` (default: the default branch) as a workspace snapshot, fetched by the
         resolved commit id (see :meth:`repo.github_repo.GitHubRepo.fetch_snapshot`)."""
         ref = ref or self.default_branch()
         sha = self.resolve(ref)
         repacked = self._archive(
-            f"{self._base}/repository/archive.tar.gz", sha, limits=limits, query={"sha": sha}, archive=archive
+            f"{self._base}/repository/archive.tar.gz",
+            sha,
+            limits=limits,
+            query={"sha": sha},
+            archive=archive,
+            into=into,
+            spool_dir=spool_dir,
         )
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
 

@@ -9,15 +9,16 @@ one commit: downloaded within the size limit, repacked, and checked to be of tha
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
 from .errors import SnapshotError, SnapshotTooLarge
 from .rest import Rest
-from .snapshot import Repacked, SnapshotLimits, repack
+from .snapshot import Repacked, SnapshotLimits, repack, repack_file
 
 
 class HostedRepo:
@@ -80,16 +81,38 @@ class HostedRepo:
         limits: SnapshotLimits,
         query: Mapping[str, str] | None = None,
         archive: bool = True,
+        into: IO[bytes] | None = None,
+        spool_dir: str | None = None,
     ) -> Repacked:
         """The archive at ``path`` (of commit ``sha``), repacked; refused when it names another commit (git
-        archive writes the commit id into the tar's comment)."""
+        archive writes the commit id into the tar's comment).
+
+        ``into``: stream instead — the tracker's archive is downloaded to a spool file in ``spool_dir``,
+        checked from there and the snapshot written to ``into`` (:func:`.snapshot.repack_file`); the result
+        then holds no archive and no files."""
+        if into is not None:
+            with tempfile.TemporaryFile(dir=spool_dir) as download:
+                self._download(path, query, limits, sink=download)
+                download.seek(0)
+                written = repack_file(download, into, limits=limits, spool_dir=spool_dir)
+            repacked = Repacked(archive=b"", files={}, comment=written.comment)
+        else:
+            repacked = repack(self._download(path, query, limits), limits=limits, archive=archive)
+        if repacked.comment is not None and repacked.comment != sha:
+            raise SnapshotError(f"{self.service} sent the archive of {repacked.comment}, not of commit {sha}")
+        return repacked
+
+    def _download(
+        self,
+        path: str,
+        query: Mapping[str, str] | None,
+        limits: SnapshotLimits,
+        *,
+        sink: IO[bytes] | None = None,
+    ) -> bytes:
         try:
-            tarball = self.rest.download(path, query=query, max_bytes=limits.max_download_bytes)
+            return self.rest.download(path, query=query, max_bytes=limits.max_download_bytes, sink=sink)
         except TrackerApiError as exc:
             if exc.status == 413:
                 raise SnapshotTooLarge(exc.message) from None
             raise
-        repacked = repack(tarball, limits=limits, archive=archive)
-        if repacked.comment is not None and repacked.comment != sha:
-            raise SnapshotError(f"{self.service} sent the archive of {repacked.comment}, not of commit {sha}")
-        return repacked

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import IO, Any
 
 from webhook.errors import TrackerApiError
 from webhook.trackers.http import USER_AGENT, answer_error, backoff
@@ -152,8 +152,17 @@ class Rest:
         assert last is not None
         raise last
 
-    def download(self, path: str, *, max_bytes: int, query: Mapping[str, str] | None = None) -> bytes:
+    def download(
+        self,
+        path: str,
+        *,
+        max_bytes: int,
+        query: Mapping[str, str] | None = None,
+        sink: IO[bytes] | None = None,
+    ) -> bytes:
         """GET ``path`` as bytes (at most ``max_bytes``), following redirects as the module docstring says.
+        With ``sink`` the body is written there in chunks of :data:`CHUNK_BYTES` instead (a spool file: the
+        body is never held whole) and ``b""`` is returned.
 
         Raises :class:`TrackerApiError` (status 413 when over ``max_bytes``).
         """
@@ -165,7 +174,10 @@ class Rest:
             request = urllib.request.Request(url, headers=headers)  # noqa: S310
             try:
                 with _OPENER.open(request, timeout=self.timeout) as resp:
-                    body = resp.read(max_bytes + 1)
+                    if sink is None:
+                        body = resp.read(max_bytes + 1)
+                    else:
+                        body, size = b"", _copy(resp, sink, max_bytes + 1)
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.code in (301, 302, 303, 307, 308) else None
                 if not location:
@@ -179,12 +191,28 @@ class Rest:
                 continue
             except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
                 raise TrackerApiError(f"{self.service} download of {url} failed: {exc}") from None
-            if len(body) > max_bytes:
+            if (len(body) if sink is None else size) > max_bytes:
                 raise TrackerApiError(
                     f"{self.service} archive at {url} is over {max_bytes} bytes", status=413, retryable=False
                 )
             return body
         raise TrackerApiError(f"{self.service} redirected more than {MAX_REDIRECTS} times from {path}")
+
+
+#: What a streamed download reads at a time.
+CHUNK_BYTES = 1024 * 1024
+
+
+def _copy(source: Any, sink: IO[bytes], limit: int) -> int:
+    """Copy at most ``limit`` bytes of ``source`` to ``sink``; the number copied."""
+    copied = 0
+    while copied < limit:
+        chunk = source.read(min(CHUNK_BYTES, limit - copied))
+        if not chunk:
+            break
+        sink.write(chunk)
+        copied += len(chunk)
+    return copied
 
 
 def quote(value: str, *, keep_slashes: bool = False) -> str:

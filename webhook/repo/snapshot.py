@@ -9,8 +9,9 @@ only (modes ``0644``/``0755``, owner 0, time 0, so the same tree gives the same 
 
 The archive comes from the tracker, but the repository's content is anyone's who can push to it: names,
 links and sizes are checked before anything is kept, and the decompressed stream is bounded, so a gzip
-bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. Everything is held in memory (the worker Lambda
-has no git and a small ``/tmp``): the limits are sized for the worker's memory.
+bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. :func:`repack` works in memory (the reporter, which
+needs the file view); :func:`repack_file` reads from and writes to files, spooling the contents to disk, so
+the worker's memory holds names and modes only, whatever the repository's size.
 
 Raises :class:`repo.errors.SnapshotError` or :class:`repo.errors.SnapshotTooLarge` naming the entry.
 """
@@ -19,10 +20,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import shutil
 import tarfile
+import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import IO
 
 from .errors import SnapshotError, SnapshotTooLarge
 from .files import (
@@ -38,6 +42,8 @@ from .files import (
 MIB = 1024 * 1024
 #: What tar adds around each entry's data (header, padding, long-name and pax records).
 HEADER_ALLOWANCE = 2048
+#: How much of a file's contents a streamed repack copies at a time.
+SPOOL_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,8 @@ class SnapshotLimits:
 
     ``max_archive_bytes`` is the repacked snapshot's size: keep it at or under the runtime's
     ``AGENTKIT_WORKSPACE_MAX_BYTES`` (20 MiB by default), or the runtime refuses it. ``max_download_bytes``
-    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (held in memory:
-    keep it well under the worker's memory size); ``max_files`` and ``max_file_bytes`` as the runtime's.
+    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (the reporter holds
+    it in memory: keep it well under its memory size; the worker spools it to disk, :func:`repack_file`); ``max_files`` and ``max_file_bytes`` as the runtime's.
     """
 
     max_download_bytes: int = 40 * MIB
@@ -101,19 +107,8 @@ def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: 
         raise SnapshotTooLarge(
             f"the repository archive is {len(tarball)} bytes; the limit is {limits.max_download_bytes}"
         )
-    budget = limits.max_unpacked_bytes + HEADER_ALLOWANCE * (limits.max_files + 2)
-    stream = _Bounded(gzip.GzipFile(fileobj=io.BytesIO(tarball)), budget, limits.max_unpacked_bytes)
     reader = _Reader(limits)
-    try:
-        with tarfile.open(fileobj=stream, mode="r|", errors="surrogateescape") as tar:
-            for member in tar:
-                reader.add(member, tar)
-            comment = tar.pax_headers.get("comment")
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
-    if not reader.files:
-        raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
-    reader.check_links()
+    comment = _read(io.BytesIO(tarball), reader, limits)
     if not archive:
         return Repacked(archive=b"", files=reader.files, comment=comment)
     written = write_snapshot(reader.files)
@@ -125,12 +120,75 @@ def repack(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS, archive: 
     return Repacked(archive=written, files=reader.files, comment=comment)
 
 
+def _read(source: IO[bytes], reader: _Reader, limits: SnapshotLimits) -> str | None:
+    """Check every entry of the tar.gz ``source`` with ``reader``; the pax ``comment``. Raises as :func:`repack`."""
+    budget = limits.max_unpacked_bytes + HEADER_ALLOWANCE * (limits.max_files + 2)
+    stream = _Bounded(gzip.GzipFile(fileobj=source), budget, limits.max_unpacked_bytes)
+    try:
+        with tarfile.open(fileobj=stream, mode="r|", errors="surrogateescape") as tar:
+            while (member := tar.next()) is not None:
+                reader.add(member, tar)
+                # tarfile keeps every member it read (TarFile.members): the reader keeps what it needs.
+                tar.members.clear()  # type: ignore[attr-defined]  # a plain attribute typeshed omits
+            comment = tar.pax_headers.get("comment")
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise SnapshotError(f"the repository archive is not a valid tar.gz archive ({exc})") from None
+    if not reader.files:
+        raise SnapshotError("the repository archive holds no files (an empty repository or ref?)")
+    reader.check_links()
+    return comment
+
+
+@dataclass(frozen=True)
+class RepackedFile:
+    """A snapshot written to a file: its size in bytes and the pax ``comment`` of the tracker's archive."""
+
+    size: int
+    comment: str | None
+
+
+def repack_file(
+    source: IO[bytes],
+    out: IO[bytes],
+    *,
+    limits: SnapshotLimits = DEFAULT_LIMITS,
+    spool_dir: str | None = None,
+) -> RepackedFile:
+    """:func:`repack` from disk to disk: the tracker's tar.gz read from ``source`` (a spool file), every
+    entry checked as :func:`repack` checks it, and the runtime's snapshot written to ``out`` — the same
+    bytes :func:`write_snapshot` gives for the same files. File contents go through a spool file in
+    ``spool_dir`` (removed on return), so memory holds the entries' names and modes, never their data: peak
+    memory does not grow with the repository's size. Raises as :func:`repack`."""
+    with tempfile.TemporaryFile(dir=spool_dir) as spool:
+        reader = _Reader(limits, spool=spool)
+        comment = _read(source, reader, limits)
+        spool.flush()
+        start = out.tell()
+        _write_tar(reader.files, out, data=lambda path: reader.spooled(path))
+        size = out.tell() - start
+    if size > limits.max_archive_bytes:
+        raise SnapshotTooLarge(
+            f"the repository's snapshot is {size} bytes compressed; the limit is "
+            f"{limits.max_archive_bytes} (the runtime's AGENTKIT_WORKSPACE_MAX_BYTES)"
+        )
+    return RepackedFile(size=size, comment=comment)
+
+
 def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:
     """The runtime's snapshot format for ``files``: a tar.gz of regular files and links, sorted, owner 0,
     time 0 (the same files give the same bytes)."""
     raw = io.BytesIO()
+    _write_tar(files, raw, data=lambda path: (len(files[path].data), io.BytesIO(files[path].data)))
+    return raw.getvalue()
+
+
+def _write_tar(
+    files: Mapping[str, FileEntry], out: IO[bytes], *, data: Callable[[str], tuple[int, IO[bytes]]]
+) -> None:
+    """The snapshot format into ``out``; ``data(path)`` gives a regular file's size and contents."""
     with (
-        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
+        # filename="": a real file's name would go into the gzip header (the same files, different bytes).
+        gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0, compresslevel=6) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
         for path in sorted(files):
@@ -144,9 +202,10 @@ def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:
                 tar.addfile(info)
             else:
                 info.mode = 0o755 if entry.mode == MODE_EXECUTABLE else 0o644
-                info.size = len(entry.data)
-                tar.addfile(info, io.BytesIO(entry.data))
-    return raw.getvalue()
+                info.size, content = data(path)
+                tar.addfile(info, content)
+            # tarfile keeps every member it wrote (a plain attribute typeshed omits); nothing reads them back
+            tar.members.clear()  # type: ignore[attr-defined]
 
 
 class _Bounded(io.RawIOBase):
@@ -170,8 +229,11 @@ class _Bounded(io.RawIOBase):
 class _Reader:
     """Checks entries one by one and keeps files and links, paths relative to the archive's top directory."""
 
-    def __init__(self, limits: SnapshotLimits) -> None:
+    def __init__(self, limits: SnapshotLimits, *, spool: IO[bytes] | None = None) -> None:
+        """With ``spool`` (a file) regular files' contents are appended there and kept as (offset, size)."""
         self.limits = limits
+        self.spool = spool
+        self.offsets: dict[str, tuple[int, int]] = {}
         self.top: str | None = None
         self.count = 0
         self.total = 0
@@ -217,14 +279,28 @@ class _Reader:
                     f"the repository archive unpacks to more than {self.limits.max_unpacked_bytes} bytes"
                 )
             source = tar.extractfile(member)
-            data = source.read() if source is not None else b""
-            self.files[name] = FileEntry(data, MODE_EXECUTABLE if member.mode & 0o111 else MODE_FILE)
+            mode = MODE_EXECUTABLE if member.mode & 0o111 else MODE_FILE
+            if self.spool is None:
+                self.files[name] = FileEntry(source.read() if source is not None else b"", mode)
+                return
+            offset = self.spool.tell()
+            if source is not None:
+                shutil.copyfileobj(source, self.spool, SPOOL_CHUNK)
+            self.offsets[name] = (offset, self.spool.tell() - offset)
+            self.files[name] = FileEntry(b"", mode)  # the contents are in the spool
         else:
             kind = "a hard link" if member.islnk() else f"of tar type {member.type!r} (device, FIFO, ...)"
             raise SnapshotError(
                 f"repository entry {name!r} is {kind}; only regular files, directories and symbolic links "
                 "are accepted"
             )
+
+    def spooled(self, name: str) -> tuple[int, IO[bytes]]:
+        """A spooled file's size and a reader of its contents (the spool, positioned at them)."""
+        assert self.spool is not None
+        offset, size = self.offsets[name]
+        self.spool.seek(offset)
+        return size, self.spool
 
     def _relative(self, member: tarfile.TarInfo) -> str | None:
         """The entry's path below the top-level directory (``None`` for that directory itself)."""

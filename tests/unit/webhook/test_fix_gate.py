@@ -4,8 +4,10 @@ endpoint; the Jira stand-in answering group membership; an AgentCore stand-in ac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import threading
 from types import SimpleNamespace
 
 import boto3
@@ -30,6 +32,7 @@ from webhook.errors import TrackerConfigError
 from webhook.fix.config import FixSettings
 from webhook.fix.gate import FixGate, GateSettings, TrackerPermissions, gate_settings
 from webhook.settings import ENV
+from webhook.trackers import AgentTask
 from webhook.trackers.targets import RepoTarget
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -221,3 +224,97 @@ def test_a_job_waiting_for_approval_is_the_issues_running_fix(setup: SimpleNames
     assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1 and setup.jobs.get(other) is None
     assert any("A fix is already running" in r for r in replies(setup))
+
+
+def test_two_fixes_for_one_issue_at_the_same_instant_start_one_job(
+    setup: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both tasks pass the writer check together and meet again before the rate counters (which come after the
+    one-active-fix check): on a check that only reads the issue's newest job both would pass. A task that is
+    refused never reaches the second meeting point, so the other one goes on after a short wait."""
+    gated(setup)
+    setup.api.permissions["octocat"] = "write"
+    gate = worker._get_deps().gate
+    assert gate is not None
+    meet = threading.Barrier(2)
+    counted = gate._rate_limited
+
+    def rate_limited(t: AgentTask, k: str) -> object:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            meet.wait(timeout=3)
+        return counted(t, k)
+
+    monkeypatch.setattr(gate, "_rate_limited", rate_limited)
+    # DynamoDB applies each request atomically (a conditional write is checked and written as one step); moto
+    # in-process checks and writes without a lock, so two threads could both pass one condition. One request
+    # at a time restores the service's guarantee; the two tasks still interleave between requests.
+    one_at_a_time = threading.Lock()
+    for client in {id(c): c for c in (gate._client, gate.jobs._client)}.values():
+        call_api = client._make_api_call
+
+        def serialised(operation: str, params: dict, _call: object = call_api) -> object:  # type: ignore[type-arg]
+            with one_at_a_time:
+                return _call(operation, params)  # type: ignore[operator]
+
+        monkeypatch.setattr(client, "_make_api_call", serialised)
+    (first, a), (second, b) = task(delivery="a"), task(delivery="b")
+    setup.runtime.default = (
+        202,
+        "application/json",
+        {"type": "job_accepted", "job_id": a, "session_id": "s"},
+    )
+    deps = worker._get_deps()
+    results: dict[str, object] = {}
+
+    def deliver(body: str, key: str) -> None:
+        try:
+            results[key] = worker.dispatch(AgentTask.model_validate_json(body), deps, key)
+        except Exception as exc:  # recorded and asserted below
+            results[key] = exc
+
+    threads = [threading.Thread(target=deliver, args=args) for args in ((first, a), (second, b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(isinstance(r, Exception) for r in results.values()), results
+    assert len(setup.runtime.requests) == 1
+    states = {k: setup.jobs.get(k) for k in (a, b)}
+    assert sorted(s is not None for s in states.values()) == [False, True]
+    assert sum("A fix is already running" in r and "/agent stop" in r for r in replies(setup)) == 1
+
+
+def test_after_the_active_fix_ends_a_new_one_is_accepted(setup: SimpleNamespace) -> None:
+    gated(setup)
+    setup.api.permissions["octocat"] = "write"
+    first, a = task(delivery="a")
+    accept(setup, a)
+    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.begin_report(a, lease_seconds=60)
+    assert setup.jobs.finish(a, pr_url="https://example.test/pr/1")  # the reporter's final write
+    second, b = task(delivery="b")
+    accept(setup, b)
+    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(b).status == "job" and len(setup.runtime.requests) == 2
+    assert not any("A fix is already running" in r for r in replies(setup))
+
+
+def test_a_stale_marker_whose_job_ended_is_taken_over(setup: SimpleNamespace) -> None:
+    """A marker left behind (its release lost, e.g. a crash right after the final write) names a finished job."""
+    gated(setup)
+    setup.api.permissions["octocat"] = "write"
+    first, a = task(delivery="a")
+    accept(setup, a)
+    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    session = AgentTask.model_validate_json(first).runtime_session_id
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    marker = {"id": {"S": f"reply#active#{session}"}}
+    held = ddb.get_item(TableName="idem", Key=marker, ConsistentRead=True)["Item"]
+    assert held["job_key"]["S"] == a
+    assert setup.jobs.stop(a, by="octocat", stop_key="s1")
+    ddb.put_item(TableName="idem", Item=held)  # the stale marker, as if its release never happened
+    second, b = task(delivery="b")
+    accept(setup, b)
+    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(b).status == "job"
+    assert ddb.get_item(TableName="idem", Key=marker, ConsistentRead=True)["Item"]["job_key"]["S"] == b

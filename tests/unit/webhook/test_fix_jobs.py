@@ -260,3 +260,70 @@ def test_a_stopped_waiting_job_takes_no_answer_and_an_expiry_ends_it(store: tupl
     assert not jobs.stop(other, by="carol", stop_key="s2")  # ended: nothing left to stop
     state = jobs.get(other)
     assert state is not None and state.status == EXPIRED
+
+
+def test_the_active_fix_marker_holds_until_a_final_state_or_its_deadline(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, clock = store
+    hold = {"hold_seconds": 3600, "claim_grace_seconds": 600}
+    session = JOB_DOC.session_id
+    assert jobs.take_active(session, KEY, **hold) and jobs.take_active(session, KEY, **hold)  # a redelivery
+    assert not jobs.take_active(session, "other", **hold)  # taken, its job not claimed yet
+    assert jobs.claim(KEY, session_id=session)
+    claim = jobs.get(KEY)
+    assert claim is not None and jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    clock.now += 1200  # past the claim grace: a started job still holds it
+    assert not jobs.take_active(session, "other", **hold)
+    assert jobs.time_out(KEY, status=JOB)  # the sweeper's final write gives it up
+    assert jobs.take_active(session, "other", **hold)
+    assert not jobs.take_active(session, "third", **hold)  # "other" never claimed: held for the grace
+    clock.now += 601
+    assert jobs.take_active(session, "third", **hold)  # ... then free (its worker died before the claim)
+    assert jobs.claim("third", session_id=session)
+    clock.now += 3601  # a marker past its deadline never blocks the issue, whatever its job says
+    assert jobs.take_active(session, "fourth", **hold)
+
+
+def test_a_fix_waiting_for_approval_holds_the_marker_through_its_continuation_and_an_expiry_frees_it(
+    store: tuple[JobStore, Clock],
+) -> None:
+    """Waiting is not final; the answered job lives on as the job keyed by the approval id, which holds the
+    issue until it ends; an expired one gives the marker up."""
+    jobs, clock = store
+    hold = {"hold_seconds": 36_000, "claim_grace_seconds": 600}
+    session = JOB_DOC.session_id
+    assert jobs.take_active(session, KEY, **hold)
+    assert jobs.claim(KEY, session_id=session)
+    claim = jobs.get(KEY)
+    assert claim is not None and jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.begin_report(KEY, lease_seconds=60)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+    clock.now += 1200
+    assert not jobs.take_active(session, "other", **hold)  # waiting
+    answer = {"outcome": "approved", "by": "github:dave", "at": clock.now, "reason": "", "key": "k1"}
+    assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
+    assert not jobs.take_active(session, "other", **hold)  # the continuation is being started
+    assert jobs.claim(APPROVAL_ID, session_id=session)
+    cont = jobs.get(APPROVAL_ID)
+    assert cont is not None and jobs.started(APPROVAL_ID, JOB_DOC, claimed_at=cont.stored_at)
+    clock.now += 1200
+    assert not jobs.take_active(session, "other", **hold)  # the continuation runs
+    assert jobs.begin_report(APPROVAL_ID, lease_seconds=60) and jobs.finish(
+        APPROVAL_ID, pr_url="https://x/pr/1"
+    )
+    assert jobs.take_active(session, "other", **hold)  # the fix ended with its continuation
+    # Another issue's fix that waits and expires gives its issue up.
+    second = "e" * 64
+    doc = JOB_DOC.model_copy(update={"session_id": "gh-" + "9" * 64})
+    assert jobs.take_active(doc.session_id, second, **hold)
+    assert jobs.claim(second, session_id=doc.session_id)
+    claim = jobs.get(second)
+    assert claim is not None and jobs.started(second, doc, claimed_at=claim.stored_at)
+    assert jobs.begin_report(second, lease_seconds=60) and jobs.await_approval(
+        second, APPROVAL, cost_usd=None
+    )
+    assert not jobs.take_active(doc.session_id, "next", **hold)
+    expired = {"outcome": "expired", "by": "", "at": clock.now, "reason": "", "key": ""}
+    assert jobs.decide(second, approval_id=APPROVAL_ID, decision=expired)
+    assert jobs.take_active(doc.session_id, "next", **hold)

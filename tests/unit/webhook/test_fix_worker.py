@@ -4,6 +4,7 @@ an AgentCore stand-in answering as the runtime does (202 job_accepted, or an err
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import time
@@ -175,6 +176,25 @@ def test_a_snapshot_over_the_inline_cap_goes_through_the_workspace_bucket(
     assert workspace == {"s3_uri": f"s3://kit-ws/dev/jobs/{key}/workspace.tar.gz"}
     archive = s3.get_object(Bucket="kit-ws", Key=f"dev/jobs/{key}/workspace.tar.gz")["Body"].read()
     assert archive[:2] == b"\x1f\x8b"  # the gzip snapshot itself
+
+
+def test_the_snapshot_is_streamed_through_spool_files_that_are_gone_afterwards(
+    setup: SimpleNamespace, monkeypatch: Any, tmp_path: Any
+) -> None:
+    """The worker downloads, checks and writes the snapshot on disk (its /tmp) and removes every spool file,
+    whether the runtime took the job or refused it; the runtime gets the same snapshot as an in-memory repack."""
+    fx = worker._get_deps().fix.fx  # type: ignore[union-attr]
+    monkeypatch.setattr(fx.repos, "spool_dir", str(tmp_path))
+    body, key = fix_task()
+    accept(setup, key)
+    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    sent = base64.b64decode(json.loads(setup.runtime.requests[0]["body"])["workspace"]["tar_gz_b64"])
+    base = fx.repos.repo("github", "octo/kit").fetch_snapshot(setup.api.base_commit)  # type: ignore[union-attr]
+    assert sent == base.archive and list(tmp_path.iterdir()) == []
+    other, other_key = fix_task(8)
+    setup.runtime.script = [runtime_client_error("Received error (400) from runtime. Please check your logs")]
+    assert worker.handler(sqs_event(other), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.get(other_key).error_code == "invalid_request" and list(tmp_path.iterdir()) == []
 
 
 class WorkerDied(Exception):

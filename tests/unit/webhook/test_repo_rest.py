@@ -3,6 +3,7 @@ which failures are retried."""
 
 from __future__ import annotations
 
+import io
 import random
 import re
 from collections.abc import Iterator
@@ -89,3 +90,12 @@ def test_an_oversized_repository_archive_is_a_snapshot_error() -> None:
         repo = GitHubRepo("octo/app", token=lambda: "t", api_url=api.url, sleep=lambda _s: None)
         with pytest.raises(SnapshotTooLarge, match="over 1000 bytes"):
             repo.fetch_snapshot(limits=SnapshotLimits(max_download_bytes=1000))
+
+
+def test_a_streamed_download_goes_to_its_sink_after_redirects_and_keeps_the_cap(server: Redirecting) -> None:
+    sink = io.BytesIO()
+    assert _rest(server.url).download("/hop/2", max_bytes=1000, sink=sink) == b""
+    assert sink.getvalue() == b"x" * 100
+    with pytest.raises(TrackerApiError) as caught:
+        _rest(server.url).download("/hop/0", max_bytes=99, sink=io.BytesIO())
+    assert caught.value.status == 413 and not caught.value.retryable

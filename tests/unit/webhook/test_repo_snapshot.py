@@ -7,6 +7,7 @@ import gzip
 import io
 import os
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from runtime.workspace.archive import SnapshotLimits as RuntimeLimits
 from runtime.workspace.archive import unpack
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
-from webhook.repo import SnapshotError, SnapshotLimits, SnapshotTooLarge, repack
+from webhook.repo import DEFAULT_LIMITS, SnapshotError, SnapshotLimits, SnapshotTooLarge, repack, repack_file
 from webhook.repo.files import MODE_EXECUTABLE, MODE_SYMLINK
 
 RUNTIME = RuntimeLimits(
@@ -68,6 +69,53 @@ def test_the_same_tree_repacks_to_the_same_bytes(tmp_path: Path) -> None:
     assert repack(tarball).archive == repack(tarball).archive
 
 
+def streamed(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> bytes:
+    """:func:`repack_file` from a file to a file (the worker's path): the snapshot's bytes."""
+    with tempfile.TemporaryFile() as source, tempfile.NamedTemporaryFile() as out:
+        source.write(tarball)
+        source.seek(0)
+        written = repack_file(source, out, limits=limits)
+        out.flush()
+        data = Path(out.name).read_bytes()
+    assert written.size == len(data)
+    return data
+
+
+def test_a_streamed_repack_writes_the_same_snapshot_from_disk(tmp_path: Path) -> None:
+    """Same bytes as the in-memory repack (so a retried start sends the same workspace), and the spool of
+    file contents is gone afterwards."""
+    tarball, sha, work = _git_archive(tmp_path)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with io.BytesIO(tarball) as source, (tmp_path / "snap.tar.gz").open("w+b") as out:
+        written = repack_file(source, out, spool_dir=str(spool))
+    data = (tmp_path / "snap.tar.gz").read_bytes()
+    assert written.comment == sha and written.size == len(data)
+    assert data == repack(tarball).archive and list(spool.iterdir()) == []
+    dest = tmp_path / "ws"
+    dest.mkdir()
+    unpack(data, dest, RUNTIME)
+    assert view_of(dest) == view_of(work)
+
+
+def test_a_streamed_repack_refuses_a_snapshot_over_the_runtime_cap(tmp_path: Path) -> None:
+    tarball, _, _ = _git_archive(tmp_path)
+    with pytest.raises(SnapshotTooLarge, match="AGENTKIT_WORKSPACE_MAX_BYTES"):
+        streamed(tarball, limits=SnapshotLimits(max_archive_bytes=100))
+
+
+def _both(tarball: bytes, limits: SnapshotLimits = DEFAULT_LIMITS) -> None:
+    """The in-memory and the streamed repack refuse ``tarball`` alike (``pytest.raises`` around the call)."""
+    errors = []
+    for way in (lambda: repack(tarball, limits=limits), lambda: streamed(tarball, limits=limits)):
+        try:
+            way()
+        except SnapshotError as exc:
+            errors.append((type(exc), str(exc)))
+    assert len(errors) == 2 and errors[0] == errors[1], errors
+    raise errors[0][0](errors[0][1])
+
+
 def _tgz(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -113,7 +161,7 @@ def _special(name: str, kind: bytes, link: str = "") -> tuple[tarfile.TarInfo, N
 )
 def test_hostile_archives_are_refused_naming_the_entry(members: list, reason: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(SnapshotError, match=reason):
-        repack(_tgz(*members))
+        _both(_tgz(*members))
 
 
 def test_a_name_that_is_not_utf8_is_refused() -> None:
@@ -123,7 +171,7 @@ def test_a_name_that_is_not_utf8_is_refused() -> None:
         info.name = "top/caf\xe9"
         tar.addfile(info, io.BytesIO(b""))
     with pytest.raises(SnapshotError, match="not valid UTF-8"):
-        repack(raw.getvalue())
+        _both(raw.getvalue())
 
 
 def test_limits_files_bytes_one_file_and_a_gzip_bomb() -> None:
@@ -135,11 +183,11 @@ def test_limits_files_bytes_one_file_and_a_gzip_bomb() -> None:
         max_file_bytes=4_000,
     )
     with pytest.raises(SnapshotTooLarge, match="more than 3 entries"):
-        repack(_tgz(*[_file(f"top/{i}") for i in range(5)]), limits=small)
+        _both(_tgz(*[_file(f"top/{i}") for i in range(5)]), limits=small)
     with pytest.raises(SnapshotTooLarge, match="'big' is 5000 bytes"):
-        repack(_tgz(_file("top/big", b"x" * 5000)), limits=small)
+        _both(_tgz(_file("top/big", b"x" * 5000)), limits=small)
     with pytest.raises(SnapshotTooLarge, match="unpacks to more than 10000 bytes"):
-        repack(
+        _both(
             _tgz(_file("top/a", b"x" * 3900), _file("top/b", b"y" * 3900), _file("top/c", b"z" * 3900)),
             limits=small,
         )
@@ -150,13 +198,13 @@ def test_limits_files_bytes_one_file_and_a_gzip_bomb() -> None:
         tar.addfile(tarfile.TarInfo("top/a"))
     assert len(raw.getvalue()) < 50_000
     with pytest.raises(SnapshotTooLarge, match="unpacks to more than 10000 bytes"):
-        repack(raw.getvalue(), limits=small)
+        _both(raw.getvalue(), limits=small)
     with pytest.raises(SnapshotTooLarge, match="repository archive is"):
         repack(b"\0" * ((1 << 20) + 1), limits=small)
 
 
 def test_not_a_tar_gz_is_a_clear_error() -> None:
     with pytest.raises(SnapshotError, match=r"not a valid tar\.gz"):
-        repack(b"<html>rate limited</html>")
+        _both(b"<html>rate limited</html>")
     with pytest.raises(SnapshotError, match="holds no files"):
-        repack(gzip.compress(b"\0" * 10240))  # an empty tar archive
+        _both(gzip.compress(b"\0" * 10240))  # an empty tar archive
