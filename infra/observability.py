@@ -487,7 +487,8 @@ class AgentObservability(Construct):
 
     def _fix_widgets(self, trackers: Sequence[str]) -> list[cw.IWidget]:
         """Fix jobs of the webhook (reporter and worker, Powertools EMF, ``Tracker`` + ``service``): pull requests
-        opened, patches applied and stops per day, and the average cost of a pull request, per tracker."""
+        opened, patches applied and stops per day, the average cost of a pull request, and the approvals asked and
+        answered on the issues (with the time to an answer), per tracker."""
 
         def per_tracker(metric: str, statistic: str) -> list[cw.IMetric]:
             return [
@@ -522,6 +523,22 @@ class AgentObservability(Construct):
             cw.GraphWidget(
                 title="Webhook: cost USD per pull request (daily average) by issue tracker",
                 left=per_tracker("PullRequestCostUSD", "Average"),
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Webhook approvals per day: requested, approved, denied, expired; answers refused",
+                left=[
+                    *per_tracker("ApprovalsRequested", "Sum"),
+                    *per_tracker("ApprovalsApproved", "Sum"),
+                    *per_tracker("ApprovalsDenied", "Sum"),
+                    *per_tracker("ApprovalsExpired", "Sum"),
+                ],
+                right=per_tracker("ApprovalsRefused", "Sum"),
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Webhook approvals: seconds from the card to the answer (daily average)",
+                left=per_tracker("ApprovalDecisionSeconds", "Average"),
                 width=12,
             ),
         ]

@@ -216,15 +216,16 @@ class AgentRuntimeInvoker:
     def invoke(
         self,
         *,
-        prompt: str,
+        prompt: str | None,
         session_id: str,
         actor: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> RuntimeReply:
         """One agent turn. Final agent errors come back as a reply with ``error_code`` set.
 
-        ``extra``: more invocation fields (``workspace``, ``async``, ``job``, ...), merged into the body;
-        for an asynchronous job the reply is the runtime's acceptance (``job_id`` set).
+        ``extra``: more invocation fields (``workspace``, ``async``, ``job``, ``approve``, ...), merged into the
+        body; for an asynchronous job the reply is the runtime's acceptance (``job_id`` set). ``prompt`` ``None``:
+        no prompt (the runtime takes exactly one of ``prompt``, ``approve`` and ``deny``).
 
         Raises:
             TransientInvokeError: the container answered 429 (session busy) or 503 (shutting down,
@@ -240,7 +241,9 @@ class AgentRuntimeInvoker:
             "runtimeSessionId": session_id,
             "contentType": "application/json",
             "accept": "application/json",
-            "payload": json.dumps({"prompt": prompt, "stream": False, **(extra or {})}).encode(),
+            "payload": json.dumps(
+                {**({"prompt": prompt} if prompt is not None else {}), "stream": False, **(extra or {})}
+            ).encode(),
         }
         if self.qualifier:
             kwargs["qualifier"] = self.qualifier

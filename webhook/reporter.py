@@ -11,7 +11,11 @@ least once; see docs/webhook/fix-jobs.md). For each record the reporter:
   (:mod:`webhook.sweeper`), does nothing), applies the patch to the base commit and opens
   the draft pull/merge request (or pushes the branch, ``PR_MODE=branch``) with the tracker token, then edits
   the progress comment into the answer with the link, cost and duration. An error result, a refused patch or
-  a branch conflict become a short comment with the error code.
+  a branch conflict become a short comment with the error code. A result of subtype ``awaiting_approval``
+  opens nothing: the job waits for a person's approval and the comment becomes the approval card
+  (:mod:`webhook.fix.approvals`).
+
+Jobs whose approval nobody answered before it expired are ended by the sweeper (:mod:`webhook.sweeper`).
 
 What the message says is checked against the job the worker recorded: the job id must name a started job
 (or a claim whose worker kept that job document before invoking: the event proves the runtime accepted it, and
@@ -46,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
+from webhook.fix.approvals import approval_record, card_text, is_card
 from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import (
     DONE,
@@ -317,6 +322,8 @@ class Reporter:
         if result.get("type") != "result":
             code = str(result.get("code") or "agent_error")
             return self._fail(ev, job, code, str(result.get("message") or ""), cost=cost)
+        if is_card(result):
+            return self._awaiting(ev, job, result["approval"], cost)
         patch = self._patch(ev, job, result)
         answer = str(result.get("text") or "").strip() or "_(the agent returned no summary)_"
         pr_url, lines = "", [answer, ""]
@@ -371,6 +378,24 @@ class Reporter:
             extra={"job_id": ev.job_id, "tracker": job.tracker, "pr_url": pr_url, "cost_usd": cost},
         )
         return "reported"
+
+    def _awaiting(self, ev: JobEvent, job: FixJob, card: dict[str, Any], cost: float | None) -> str:
+        """The turn paused at a tool call that needs approval: no pull request; the job waits
+        (:mod:`webhook.fix.approvals`) and its progress comment becomes the approval card."""
+        approval = approval_record(card, job, ev.at)
+        text = card_text(card, quick_actions=job.tracker == "gitlab")
+        self.deps.comments.edit(
+            IssueRef.of_job(job),
+            job.comment_id,
+            self._format(job, text, tail=f"cost so far {cost_text(cost)}"),
+        )
+        self.deps.jobs.await_approval(ev.job_id, approval, cost_usd=cost)
+        metrics.emit("ApprovalsRequested", job.tracker)
+        logger.info(
+            "fix job waits for approval",
+            extra={"job_id": ev.job_id, "approval_id": approval["id"], "tool": approval["tool"]},
+        )
+        return "awaiting_approval"
 
     def _patch(self, ev: JobEvent, job: FixJob, result: dict[str, Any]) -> str:
         """The result's patch, inline or from the workspace bucket (only this job's patch object, under the session

@@ -205,6 +205,11 @@ class WebhookSettings(BaseModel):
     job_lease_seconds: float = setting(
         "JOB_LEASE_SECONDS", 300.0, "reporter: how long a result being reported blocks a duplicate", ge=30
     )
+    approval_two_person: bool = setting(
+        "APPROVAL_TWO_PERSON",
+        True,
+        "worker: `/agent approve` by the person who asked for the run is refused (`false`: allowed)",
+    )
     # ------------------------------------------------------------------ sweeper
     job_deadline_seconds: int = setting(
         "JOB_DEADLINE_SECONDS",

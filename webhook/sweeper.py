@@ -17,6 +17,11 @@ Each run (an EventBridge rule, every 15 minutes by default):
    ``JobsTimedOut``, and records that the issue was told (:meth:`JobStore.notified`). An edit that fails (the
    tracker's API is down) is retried by the next run; the count is not repeated.
 
+4. expires the approvals nobody answered in time (:class:`webhook.fix.approvals.Sweeper`): a job waiting for an
+   approval has no deadline rule (it may wait for hours, and no result is due while it waits); its own expiry is
+   read from one pending-list item (``reply#approvals#pending``: job key → expiry, no Scan), the job moves to
+   ``expired`` and its card says so. The same schedule runs both, so there is one rule to watch.
+
 A result that arrives after the sweep finds ``timed_out``: the reporter opens nothing and posts nothing
 (``ResultsAfterTimeout``), as for a result after ``/agent stop`` — the issue was already told to ask again.
 
@@ -44,6 +49,7 @@ from aws_lambda_powertools import Logger, Tracer
 
 from webhook import wiring
 from webhook.errors import TrackerConfigError, WebhookError
+from webhook.fix.approvals import Sweeper as ApprovalExpiry
 from webhook.fix.jobs import JOB, TIMED_OUT, JobState, JobStore, OpenJob
 from webhook.fix.repos import TrackerComments
 from webhook.fix.worker import IssueRef, ProgressComments
@@ -99,6 +105,8 @@ class SweeperDeps:
     max_pages: int = 20
     page_size: int = PAGE_SIZE
     clock: Callable[[], float] = time.time
+    #: Expires unanswered approvals in the same run (``None``: not here).
+    approvals: ApprovalExpiry | None = None
 
 
 @dataclass
@@ -111,6 +119,9 @@ class SweepReport:
     failed: list[str] = field(default_factory=list)
     within_deadline: int = 0
     complete: bool = True
+    #: Jobs whose approval expired in this run; ``approvals_failed``: that pass failed (the next run retries).
+    approvals_expired: int = 0
+    approvals_failed: bool = False
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -120,6 +131,8 @@ class SweepReport:
             "failed": len(self.failed),
             "within_deadline": self.within_deadline,
             "complete": self.complete,
+            "approvals_expired": self.approvals_expired,
+            "approvals_failed": self.approvals_failed,
         }
 
 
@@ -164,6 +177,13 @@ class Sweeper:
                 # One job's failure does not hold back the others; the next run retries what is left.
                 report.failed.append(job.key)
                 logger.error("sweep of a job failed", extra={"job_id": job.key, "error": str(exc)[:500]})
+        if d.approvals is not None:
+            try:
+                report.approvals_expired = d.approvals.sweep()
+            except (ReplyStoreError, WebhookError) as exc:
+                # The jobs stay on the pending list: the next run expires them.
+                report.approvals_failed = True
+                logger.error("approval expiry failed", extra={"error": str(exc)[:500]})
         return report
 
     def _notify(self, key: str, *, count: bool = False) -> bool:
@@ -201,17 +221,22 @@ def deps_from_env() -> SweeperDeps:
         raise TrackerConfigError(f"environment variable {ENV['idempotency_table']} is required")
     secrets = boto3.client("secretsmanager")
     built = wiring.build_trackers("worker", env=s, secrets_client=secrets)
+    jobs = JobStore(
+        client=boto3.client("dynamodb"),
+        table_name=s.idempotency_table,
+        ttl_seconds=DEFAULT_REPLY_TTL_SECONDS,
+    )
+    comments = TrackerComments(built)
     return SweeperDeps(
-        jobs=JobStore(
-            client=boto3.client("dynamodb"),
-            table_name=s.idempotency_table,
-            ttl_seconds=DEFAULT_REPLY_TTL_SECONDS,
-        ),
-        comments=TrackerComments(built),
+        jobs=jobs,
+        comments=comments,
         trackers=built,
         rules=deadline_rules(s),
         deadline_seconds=s.job_deadline_seconds,
         max_pages=s.sweep_max_pages,
+        approvals=ApprovalExpiry(
+            jobs=jobs, comments=comments, trackers=built, metrics=metrics, logger=logger
+        ),
     )
 
 

@@ -2,7 +2,8 @@
 
 Each SQS record is an :class:`trackers.AgentTask` as JSON, from any tracker. Its ``intent`` decides: ``fix``
 starts an asynchronous fix job and returns (:mod:`webhook.fix.worker`; the result is reported by :mod:`reporter`),
-``stop`` stops the issue's running job (:mod:`webhook.fix.stop`), ``answer`` (below) runs one turn and posts the reply.
+``stop`` stops the issue's running job (:mod:`webhook.fix.stop`), ``approve`` / ``deny`` answer a tool call waiting
+for approval (:mod:`webhook.fix.approvals`), ``answer`` (below) runs one turn and posts the reply.
 
 For an answer the worker:
 
@@ -81,6 +82,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnec
 
 from webhook import wiring
 from webhook.errors import TrackerApiError, TrackerConfigError
+from webhook.fix.approvals import Approver, GateWriters
 from webhook.fix.config import fix_settings
 from webhook.fix.gate import FixGate, Refusal, TrackerPermissions, gate_settings
 from webhook.fix.jobs import JobStore
@@ -136,6 +138,8 @@ class WorkerDeps:
     stopper: Stopper | None = None
     #: Who may start and stop fixes, and how many (:mod:`webhook.fix.gate`); ``None``: not checked (tests of the runners).
     gate: FixGate | None = None
+    #: Answers to approvals (``intent`` ``approve`` / ``deny``): :mod:`webhook.fix.approvals`; ``None``: refused.
+    approver: Approver | None = None
 
     def tracker_for(self, task: AgentTask) -> IssueTracker:
         """Raises :class:`TrackerConfigError` for a task of a tracker this worker is not set up for."""
@@ -215,6 +219,18 @@ def deps_from_env() -> WorkerDeps:
             max_prompt_chars=max_prompt_chars,
         ),
         stopper=stopper,
+        approver=Approver(
+            invoker=invoker,
+            jobs=jobs,
+            replies=replies,
+            comments=comments,
+            trackers=built,
+            metrics=metrics,
+            logger=logger,
+            two_person=settings.approval_two_person,
+            writers=GateWriters(gate),
+            lease_seconds=lease,
+        ),
     )
 
 
@@ -450,11 +466,16 @@ def dispatch(task: AgentTask, deps: WorkerDeps, key: str) -> str:
     """Run ``task`` by its intent: an answer (:func:`process_task`), a fix job or a stop."""
     if task.intent == "answer":
         return process_task(task, deps, key=key)
-    if deps.gate is not None:
+    # An answer to an approval continues a fix that passed the gate when it started: no rate limit or
+    # one-fix-per-issue check applies to it. Who may answer is checked by the approver, with the gate's
+    # writer check (``GateWriters``), so that its refusal is counted as an approval refusal.
+    if deps.gate is not None and task.intent in ("fix", "stop"):
         refused = deps.gate.refusal(task, key)
         if refused is not None:
             return _refuse(task, deps, refused)
-    runner = deps.fix if task.intent == "fix" else deps.stopper
+    runner: FixRunner | Stopper | Approver | None = (
+        deps.fix if task.intent == "fix" else deps.stopper if task.intent == "stop" else deps.approver
+    )
     if runner is None:
         raise TrackerConfigError(f"this worker is not set up for {task.intent} tasks")
     return runner.run(task, key)

@@ -87,6 +87,9 @@ class WebhookConfig(_Model):
     """Fixes one person may start per hour (``FIX_MAX_PER_ACTOR_PER_HOUR``; 0: no limit)."""
     fix_max_per_repository_per_hour: NonNegativeInt = 20
     """Fixes per repository and hour (``FIX_MAX_PER_REPOSITORY_PER_HOUR``; 0: no limit)."""
+    approval_two_person: bool = True
+    """``/agent approve|deny`` of a tool call waiting for approval by the person who asked for the run is refused
+    (another maintainer must answer); ``false`` allows it."""
 
     @model_validator(mode="after")
     def _trackers_usable(self) -> WebhookConfig:

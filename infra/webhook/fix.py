@@ -5,7 +5,7 @@ Fix jobs run as asynchronous jobs of the runtime: the worker hands the turn over
 progress and one result per job to the **events queue** (``AGENTKIT_JOB_EVENTS_QUEUE_URL``, SSE, TLS only, with a
 DLQ); the **reporter** (``webhook.reporter.handler``) edits the progress comment and opens the draft pull/merge request;
 the **sweeper** (``webhook.sweeper.handler``, on a schedule: ``infra/webhook/sweep.py``) ends the jobs whose result
-never came by their deadline.
+never came by their deadline, and expires the approvals nobody answered in time.
 
 IAM, least privilege:
 

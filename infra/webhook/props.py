@@ -112,6 +112,8 @@ class WebhookProps:
     #: ``max_lifetime_hours``), and how often the sweeper runs.
     job_deadline: cdk.Duration | None = None
     sweep_interval: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
+    #: ``/agent approve|deny`` by the person who asked for the run is refused (the worker's ``APPROVAL_TWO_PERSON``).
+    approval_two_person: bool = True
 
     @classmethod
     def from_config(cls, config: AppConfig) -> WebhookProps:
@@ -142,6 +144,7 @@ class WebhookProps:
             metrics_namespace=config.metrics_namespace,
             fix_label=hook.fix_label,
             pr_mode=hook.pr_mode,
+            approval_two_person=hook.approval_two_person,
             allow_protected_paths=config.allow_protected_paths,
             fix_jobs=hook.fix_jobs,
             fix_branches=hook.fix_branches,
@@ -215,8 +218,9 @@ def _fix_label(label: str) -> str:
 
 def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
     """``PR_MODE``, ``JIRA_REPOSITORIES``, ``PROGRESS_MIN_SECONDS``, ``PATCH_ALLOW_PROTECTED``, ``FIX_JOBS``,
-    ``FIX_BRANCHES``, the hourly caps and ``JOB_DEADLINE_SECONDS`` for the worker and the reporter. Raises ``ValueError`` on an unknown PR
-    mode or branch location, a negative cap, a malformed Jira mapping, or one naming a tracker not enabled."""
+    ``FIX_BRANCHES``, the hourly caps, ``APPROVAL_TWO_PERSON`` and ``JOB_DEADLINE_SECONDS`` for the worker and the
+    reporter. Raises ``ValueError`` on an unknown PR mode or branch location, a negative cap, a malformed Jira
+    mapping, or one naming a tracker not enabled."""
     if props.pr_mode not in PR_MODES:
         raise ValueError(f"pr_mode {props.pr_mode!r}: use one of {', '.join(PR_MODES)}")
     if props.fix_branches not in BRANCH_LOCATIONS:
@@ -254,6 +258,7 @@ def fix_env(props: WebhookProps, enabled: Sequence[str]) -> dict[str, str]:
         ENV["fix_jobs"]: "on" if props.fix_jobs else "off",
         ENV["fix_branches"]: props.fix_branches,
         **{ENV[name]: str(cap) for name, cap in caps.items()},
+        ENV["approval_two_person"]: "true" if props.approval_two_person else "false",
         # The worker holds an issue's one active fix at most this long (a crash must not block it for ever).
         **(
             {ENV["job_deadline_seconds"]: str(int(props.job_deadline.to_seconds()))}

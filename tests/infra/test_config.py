@@ -289,3 +289,17 @@ def test_allowed_protected_paths_reach_the_runtime_and_the_reporter_per_stage() 
     with pytest.raises(ConfigError) as err:
         load_config(data, stage="dev")
     assert err.value.key == "agentkit.allow_protected_paths" and "ci_config" in str(err.value)
+
+
+def test_the_two_person_rule_for_approvals_reaches_the_worker_per_stage() -> None:
+    from infra.webhook.props import WebhookProps, fix_env
+    from webhook.fix.config import fix_settings
+
+    data = raw()
+    data["stages"]["dev"].setdefault("overrides", {})["webhook"] = {"approval_two_person": False}
+    dev, prod = load_config(data, stage="dev"), load_config(data, stage="prod")
+    assert fix_settings(fix_env(WebhookProps.from_config(prod), ["github"])).approval_two_person is True
+    assert fix_settings(fix_env(WebhookProps.from_config(dev), ["github"])).approval_two_person is False
+    data["webhook"]["approval_two_person"] = "sometimes"
+    with pytest.raises(ConfigError):
+        load_config(data, stage="prod")

@@ -22,6 +22,14 @@ FIX_METRICS = {
     "JobsTimedOut",
     "ResultsAfterTimeout",
 }
+APPROVAL_METRICS = {
+    "ApprovalsRequested",
+    "ApprovalsApproved",
+    "ApprovalsDenied",
+    "ApprovalsExpired",
+    "ApprovalsRefused",
+    "ApprovalDecisionSeconds",
+}
 
 
 def of_type(s: Synth, cfn_type: str) -> dict[str, dict[str, Any]]:
@@ -61,6 +69,26 @@ def test_the_reporter_consumes_the_runtimes_job_events_queue(optional: Synth) ->
     assert env["WORKSPACE_S3_URI"]["Fn::Join"][1][0] == "s3://"
 
 
+def test_one_schedule_runs_the_deadline_sweep_and_the_approval_expiry(optional: Synth) -> None:
+    """Approvals expire in the sweeper's run (webhook/sweeper.py): no second rule, and the reporter, which holds
+    the push token, is not invoked by a schedule."""
+    reporter_id, _ = function(optional, "webhook.reporter.handler")
+    sweeper_id, _ = function(optional, "webhook.sweeper.handler")
+    targets = [
+        t["Arn"]
+        for r in of_type(optional, "AWS::Events::Rule").values()
+        for t in r["Properties"].get("Targets", [])
+    ]
+    assert targets.count({"Fn::GetAtt": [sweeper_id, "Arn"]}) == 1
+    assert {"Fn::GetAtt": [reporter_id, "Arn"]} not in targets
+    by_events = [
+        p["Properties"]["FunctionName"]
+        for p in of_type(optional, "AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "events.amazonaws.com"
+    ]
+    assert {"Fn::GetAtt": [reporter_id, "Arn"]} not in by_events
+
+
 def test_least_privilege_for_fix_jobs(optional: Synth) -> None:
     _, worker = function(optional, "webhook.worker.handler")
     _, reporter = function(optional, "webhook.reporter.handler")
@@ -89,6 +117,12 @@ def test_the_fix_metrics_are_on_the_dashboard(optional: Synth) -> None:
     plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
     assert plotted >= FIX_METRICS
     assert webhook_emitted_names() >= FIX_METRICS
+
+
+def test_the_approval_metrics_are_on_the_dashboard(optional: Synth) -> None:
+    plotted = {q[1] for q in dashboard_queries(optional) if "Tracker" in q[2]}
+    assert plotted >= APPROVAL_METRICS
+    assert webhook_emitted_names() >= APPROVAL_METRICS
 
 
 def test_a_result_after_the_deadline_alarms_the_topic(optional: Synth) -> None:

@@ -25,6 +25,8 @@ class FixSettings:
     allow_protected: frozenset[str] = frozenset()
     #: Where the fix branch lives: ``fork`` (the bot's fork, the default) or ``same_repository`` (opt-in).
     branch_in: BranchIn = "fork"
+    #: ``/agent approve|deny`` by the person who asked for the run is refused (two-person rule).
+    approval_two_person: bool = True
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -46,4 +48,5 @@ def fix_settings(env: Mapping[str, str] | WebhookSettings) -> FixSettings:
         job_lease_seconds=s.job_lease_seconds,
         allow_protected=s.patch_allow_protected,
         branch_in=s.fix_branches,
+        approval_two_person=s.approval_two_person,
     )

@@ -113,7 +113,7 @@ class FixGate:
                 "fix_jobs_off",
                 "Fix jobs are turned off in this deployment, so `/agent fix` and the fix label start nothing.",
             )
-        denied = self._not_a_writer(task)
+        denied = self.writer_refusal(task)
         if denied is not None or task.intent != "fix":
             return denied
         if not self.jobs.take_active(
@@ -133,15 +133,16 @@ class FixGate:
         return limited
 
     # ---- who
-    def _not_a_writer(self, task: AgentTask) -> Refusal | None:
-        what = "start" if task.intent == "fix" else "stop"
+    def writer_refusal(self, task: AgentTask) -> Refusal | None:
+        """``None`` when the author of ``task`` may write (start or stop a fix, answer an approval)."""
+        what = {"fix": "start a fix", "stop": "stop a fix"}.get(task.intent, "answer an approval")
         if task.tracker == "github":
             permission = self.permissions.github_permission(task.repository, task.author)
             if permission in WRITE_PERMISSIONS:
                 return None
             return Refusal(
                 "not_a_writer",
-                f"Only people with write access to this repository may {what} a fix (@{task.author} has"
+                f"Only people with write access to this repository may {what} (@{task.author} has"
                 f" `{permission}`).",
             )
         if task.tracker == "jira":
@@ -155,7 +156,7 @@ class FixGate:
                 return None
             return Refusal(
                 "not_allowed",
-                f"Only the people this Jira project's repository mapping names may {what} a fix.",
+                f"Only the people this Jira project's repository mapping names may {what}.",
             )
         return None  # GitLab: the receiver checked the access level (GITLAB_FIX_MIN_ACCESS_LEVEL)
 

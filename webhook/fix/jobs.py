@@ -50,7 +50,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
 from webhook.trackers.base import TrackerName
 
-JobStatus = Literal["running", "released", "job", "reporting", "done", "stopped", "timed_out"]
+JobStatus = Literal[
+    "running",
+    "released",
+    "job",
+    "reporting",
+    "done",
+    "stopped",
+    "timed_out",
+    "awaiting_approval",
+    "answered",
+    "expired",
+]
 RUNNING: Final = "running"
 RELEASED: Final = "released"
 JOB: Final = "job"
@@ -59,9 +70,15 @@ DONE: Final = "done"
 STOPPED: Final = "stopped"
 #: Final: no result came by the job's deadline (the sweep ended it; a later result opens nothing).
 TIMED_OUT: Final = "timed_out"
-STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED, TIMED_OUT)
 #: The attributes the sweep's Scan reads (and the only ones its IAM grant lets it read with a Scan).
 SCAN_ATTRIBUTES = ("id", "status", "started_at", "stored_at", "notified_at")
+#: The job's turn paused for a person's approval of one tool call (:meth:`JobStore.await_approval`); then
+#: ``answered`` (approved or denied: the answer runs as a new job keyed by the approval id), ``expired`` or
+#: ``stopped``.
+AWAITING: Final = "awaiting_approval"
+ANSWERED: Final = "answered"
+EXPIRED: Final = "expired"
+STATUSES = (RUNNING, RELEASED, JOB, REPORTING, DONE, STOPPED, TIMED_OUT, AWAITING, ANSWERED, EXPIRED)
 #: The runtime's limit on ``job.context`` (encoded JSON).
 MAX_CONTEXT_BYTES = 4096
 
@@ -135,6 +152,13 @@ class JobState:
     finished_at: float = 0.0
     #: When the sweep's note reached the issue (a ``timed_out`` job without it is edited again).
     notified_at: float = 0.0
+    #: The approval the job waits for (``awaiting_approval``) or waited for: id, tool, input_hash, rule, cost_usd,
+    #: requested_at, expires_at, requester.
+    approval: dict[str, Any] | None = None
+    #: The answer: outcome (approved | denied | expired), by, at, reason, task key.
+    approval_decision: dict[str, Any] | None = None
+    #: The answer to an approval runs as a job keyed by the approval id: the key of the job that paused.
+    paused_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -202,15 +226,27 @@ def job_state(key: str, item: dict[str, Any]) -> JobState:
         stop_requested_by=text(item, "stop_requested_by"),
         finished_at=_n(item, "finished_at") or 0.0,
         notified_at=_n(item, "notified_at") or 0.0,
+        approval=_doc(item, "approval"),
+        approval_decision=_doc(item, "approval_decision"),
+        paused_key=text(item, "paused_key"),
     )
 
 
+def _doc(item: dict[str, Any], name: str) -> dict[str, Any] | None:
+    raw = text(item, name)
+    return dict(json.loads(raw)) if raw else None
+
+
 SESSION_PREFIX = KEY_PREFIX + "session#"
+#: One item listing the jobs waiting for approval (job key → expiry, epoch s) for the sweep that expires them
+#: (:class:`webhook.fix.approvals.Sweeper`): a GetItem under the ``reply#`` keys the Lambdas may read, no Scan.
+#: An item holds at most 400 KB: some 4,000 waiting jobs.
+PENDING_APPROVALS_ID = KEY_PREFIX + "approvals#pending"
 #: ``reply#active#<runtime session id>``: the issue's one active fix (``job_key``), taken with a conditional write
 #: before a fix task claims anything, so of two tasks for one issue arriving at once only one passes.
 ACTIVE_PREFIX = KEY_PREFIX + "active#"
 #: States in which a job no longer holds its issue's active-fix marker.
-FINAL_STATUSES = (DONE, STOPPED, TIMED_OUT)
+FINAL_STATUSES = (DONE, STOPPED, TIMED_OUT, EXPIRED)
 
 
 class JobStore(ReplyTable):
@@ -300,8 +336,18 @@ class JobStore(ReplyTable):
         if not holder:  # released between the two reads
             return put("attribute_not_exists(job_key)", {})
         state = self.get(holder)
+        started_at = _n(held.get("Item") or {}, "taken_at") or now
+        # A job whose approval was answered lives on as its continuation, a job keyed by the approval id (which
+        # may pause and be answered again): the fix is the last of that chain.
+        for _ in range(50):
+            if state is None or state.status != ANSWERED or not state.approval:
+                break
+            decided_at = (state.approval_decision or {}).get("at")
+            if isinstance(decided_at, int | float):
+                started_at = float(decided_at)
+            state = self.get(str(state.approval.get("id", "")))
         if state is None or state.status == RELEASED:
-            ended = now - (_n(held.get("Item") or {}, "taken_at") or now) > claim_grace_seconds
+            ended = now - started_at > claim_grace_seconds
         else:
             ended = state.status in FINAL_STATUSES or bool(state.stop_requested_by)
         return ended and put("job_key = :old", {":old": {"S": holder}})
@@ -460,14 +506,21 @@ class JobStore(ReplyTable):
             final=True,
         )
 
-    def remember_progress_comment(self, key: str, *, comment_id: str, url: str) -> None:
-        """Keep the progress comment's id and URL with the claim. Raises :class:`ReplyStoreError`."""
+    def remember_progress_comment(self, key: str, *, comment_id: str, url: str, paused_key: str = "") -> None:
+        """Keep the progress comment's id and URL with the claim (and, for the answer to an approval, the key of
+        the job that paused). Raises :class:`ReplyStoreError`."""
         self._update(
             "progress comment",
             key,
-            "SET progress_comment_id = :id, progress_comment_url = :url",
+            "SET progress_comment_id = :id, progress_comment_url = :url"
+            + (", paused_key = :pk" if paused_key else ""),
             "#s = :running",
-            {":id": {"S": comment_id}, ":url": {"S": url}, ":running": {"S": RUNNING}},
+            {
+                ":id": {"S": comment_id},
+                ":url": {"S": url},
+                ":running": {"S": RUNNING},
+                **({":pk": {"S": paused_key}} if paused_key else {}),
+            },
         )
 
     def release(self, key: str) -> None:
@@ -615,13 +668,14 @@ class JobStore(ReplyTable):
             "stop",
             key,
             "SET #s = :stopped, stopped_by = :by, stop_key = :sk, finished_at = :now",
-            "#s = :job",
+            "#s IN (:job, :awaiting)",
             {
                 ":stopped": {"S": STOPPED},
                 ":by": {"S": by[:200]},
                 ":sk": {"S": stop_key},
                 ":now": num(self._clock()),
                 ":job": {"S": JOB},
+                ":awaiting": {"S": AWAITING},
             },
             final=True,
         )
@@ -706,3 +760,98 @@ class JobStore(ReplyTable):
             "#s = :timed_out",
             {":now": num(self._clock()), ":timed_out": {"S": TIMED_OUT}},
         )
+
+    # ------------------------------------------------------------------ approvals
+    def await_approval(self, key: str, approval: dict[str, Any], *, cost_usd: float | None) -> bool:
+        """``reporting`` → ``awaiting_approval`` with the request (``approval``: id, tool, input_hash, rule,
+        cost_usd, requested_at, expires_at, requester), and the job on the pending list (:meth:`list_pending`).
+        ``False`` when the item was not reporting."""
+        moved = self._update(
+            "await approval",
+            key,
+            "SET #s = :awaiting, approval = :doc, approval_id = :id, cost_so_far = :cost",
+            "#s = :reporting",
+            {
+                ":awaiting": {"S": AWAITING},
+                ":doc": {"S": json.dumps(approval, sort_keys=True)},
+                ":id": {"S": str(approval["id"])},
+                ":cost": num(float(cost_usd or 0.0)),
+                ":reporting": {"S": REPORTING},
+            },
+        )
+        expires_at = approval.get("expires_at")
+        if moved and isinstance(expires_at, int | float):
+            self.list_pending(key, float(expires_at))
+        return moved
+
+    def _pending_update(
+        self, what: str, expression: str, condition: str, names: dict[str, str], values: Any
+    ) -> bool:
+        return self._conditional(
+            f"UpdateItem ({what})",
+            lambda: self._client.update_item(
+                TableName=self.table_name,
+                Key={"id": {"S": PENDING_APPROVALS_ID}},
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                **({"ExpressionAttributeValues": values} if values else {}),
+            ),
+        )
+
+    def list_pending(self, key: str, expires_at: float) -> None:
+        """Name the job ``key`` (waiting for approval until ``expires_at``) in the pending list."""
+        self._pending_update(
+            "pending list", "SET pending = :empty", "attribute_not_exists(pending)", {}, {":empty": {"M": {}}}
+        )
+        self._pending_update(
+            "pending list",
+            "SET pending.#k = :exp",
+            "attribute_exists(pending)",
+            {"#k": key},
+            {":exp": num(expires_at)},
+        )
+
+    def unlist_pending(self, key: str) -> None:
+        """Take the job ``key`` off the pending list (answered, stopped or expired)."""
+        self._pending_update(
+            "pending list", "REMOVE pending.#k", "attribute_exists(pending)", {"#k": key}, None
+        )
+
+    def pending_approvals(self) -> dict[str, float]:
+        """The pending list: job key → expiry (epoch s). Raises :class:`ReplyStoreError`."""
+        try:
+            out = self._client.get_item(
+                TableName=self.table_name, Key={"id": {"S": PENDING_APPROVALS_ID}}, ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ReplyStoreError(f"GetItem on {self.table_name} failed: {exc}") from exc
+        pending = (out.get("Item") or {}).get("pending", {}).get("M", {})
+        return {key: float(value["N"]) for key, value in pending.items() if "N" in value}
+
+    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
+        """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
+        at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
+        approval (answered, stopped or expired already): the first answer wins. An answer takes the job off the
+        pending list; an expiry leaves it there until its comment says so (:meth:`unlist_pending`), so a failed
+        edit is retried by the next sweep."""
+        expired = decision.get("outcome") == "expired"
+        decided = self._update(
+            "decide",
+            key,
+            "SET #s = :to, approval_decision = :doc" + (", finished_at = :now" if expired else ""),
+            "#s = :awaiting AND approval_id = :id",
+            {
+                ":to": {"S": EXPIRED if expired else ANSWERED},
+                ":doc": {"S": json.dumps(decision, sort_keys=True)},
+                ":awaiting": {"S": AWAITING},
+                ":id": {"S": approval_id},
+                **({":now": num(self._clock())} if expired else {}),
+            },
+            # An expired job is final: it gives up its issue's active-fix marker. An answered one is not: its
+            # continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
+            final=expired,
+        )
+        if decided and not expired:
+            self.unlist_pending(key)
+        return decided

@@ -3,7 +3,8 @@
 The stop task (its own idempotency key: the signed comment's body hash) is claimed like an answer
 (:class:`replies.ReplyStore`), so a redelivered stop does nothing twice. Then:
 
-1. the issue's newest job (:meth:`fix_jobs.JobStore.session_jobs`) moves ``job`` → ``stopped`` with a
+1. the issue's newest job (:meth:`fix_jobs.JobStore.session_jobs`) moves ``job`` (or ``awaiting_approval``) →
+   ``stopped`` with a
    conditional write, recording who stopped it; the cost so far is the last progress event's. Done first,
    so a result the runtime still sends finds ``stopped`` and the reporter opens no pull request;
 2. ``bedrock-agentcore`` ``StopRuntimeSession`` on the issue's runtime session (:class:`session_stop.SessionStopper`).
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from webhook.fix.jobs import DONE, JOB, RELEASED, REPORTING, STOPPED, JobState, JobStore
+from webhook.fix.jobs import AWAITING, DONE, JOB, RELEASED, REPORTING, STOPPED, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
 from webhook.fix.worker import IssueRef, ProgressComments
 from webhook.invoker import TransientInvokeError
@@ -182,7 +183,9 @@ class Stopper:
         state = self.jobs.get(job_key)
         ours = state is not None and state.status == STOPPED and state.stop_key == key
         if state is not None and (
-            ours or (state.status == JOB and self.jobs.stop(job_key, by=task.author, stop_key=key))
+            # A job waiting for an approval is stopped too: later answers to it are refused (webhook.fix.approvals).
+            ours
+            or (state.status in (JOB, AWAITING) and self.jobs.stop(job_key, by=task.author, stop_key=key))
         ):
             # Raises: the record is retried and finds its own stop recorded.
             self.stop_session(task.runtime_session_id)

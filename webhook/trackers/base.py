@@ -33,9 +33,10 @@ from . import json_limits
 from .delivery import DELIVERY_ID_PATTERN, sqs_safe
 
 TrackerName = Literal["github", "gitlab", "jira"]
-#: What a trigger asks for: a reply on the issue, a change proposed as a pull/merge request, or a stop of
-#: the issue's running session (:func:`.triggers.mention_intent`, the fix label).
-Intent = Literal["answer", "fix", "stop"]
+#: What a trigger asks for: a reply on the issue, a change proposed as a pull/merge request, a stop of
+#: the issue's running session, or the answer to a tool call waiting for approval (:func:`.triggers.mention_intent`,
+#: the fix label).
+Intent = Literal["answer", "fix", "stop", "approve", "deny"]
 #: The names of :data:`TrackerName`, in order; :mod:`.registry` holds one entry for each.
 TRACKER_NAMES: tuple[TrackerName, ...] = get_args(TrackerName)
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024

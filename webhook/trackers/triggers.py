@@ -239,8 +239,9 @@ def mention_pattern(mention: str) -> re.Pattern[str]:
 
 
 #: What a mention asks for: ``fix`` (work on the repository and propose the change), ``stop`` (stop the
-#: issue's running session) or ``answer`` (anything else: a reply on the issue).
-INTENT_WORDS = ("fix", "stop")
+#: issue's running session), ``approve`` / ``deny`` (answer a tool call waiting for approval:
+#: :func:`approval_answer`) or ``answer`` (anything else: a reply on the issue).
+INTENT_WORDS = ("fix", "stop", "approve", "deny")
 _NEXT_WORD = re.compile(r"[ \t]*[:,]?[ \t]*([A-Za-z]+)\b")
 
 
@@ -262,3 +263,17 @@ def mention_intent(pattern: re.Pattern[str], unquoted: str) -> str | None:
 def may_contain(text: str, needle: str) -> bool:
     """Cheap first check before any parsing: can ``text`` hold ``needle`` at all (case-insensitively)?"""
     return bool(needle) and needle.casefold() in text.casefold()
+
+
+#: ``approve <id> …`` / ``deny <id> [reason]``, the id as the runtime makes them (``apv-`` and 20 hex digits).
+_APPROVAL = re.compile(r"(?<![\w/-])(approve|deny)[ \t]+(apv-[0-9a-f]{20})(?![\w-])([^\n]*)", re.IGNORECASE)
+
+
+def approval_answer(unquoted: str) -> tuple[str, str, str] | None:
+    """``(approve|deny, approval id, the rest of its line)`` of the first ``approve <id>`` / ``deny <id> [reason]``
+    in ``unquoted`` (a comment whose first mention :func:`mention_intent` found to be ``approve`` or ``deny``);
+    ``None`` without a well-formed id (the caller says how to answer)."""
+    answer = _APPROVAL.search(unquoted)
+    if answer is None:
+        return None
+    return answer.group(1).lower(), answer.group(2).lower(), answer.group(3).strip()[:1000]

@@ -210,6 +210,22 @@ def test_a_triager_labelling_an_outsiders_issue_agent_fix_starts_nothing(
     assert any("@bob" in r and "write access" in r for r in replies(setup))
 
 
+def test_a_job_waiting_for_approval_is_the_issues_running_fix(setup: SimpleNamespace) -> None:
+    """Its answer resumes it and may open a change, so a second fix meanwhile would race it."""
+    gated(setup)
+    setup.api.permissions["octocat"] = "write"
+    first, key = task(delivery="a")
+    accept(setup, key)
+    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert setup.jobs.begin_report(key, lease_seconds=60)
+    approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": 4_000_000_000.0}
+    assert setup.jobs.await_approval(key, approval, cost_usd=0.01)
+    second, other = task(delivery="b")
+    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert len(setup.runtime.requests) == 1 and setup.jobs.get(other) is None
+    assert any("A fix is already running" in r for r in replies(setup))
+
+
 def test_two_fixes_for_one_issue_at_the_same_instant_start_one_job(
     setup: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from webhook.fix.jobs import DONE, JOB, REPORTING, STOPPED, TIMED_OUT, FixJob, JobStore
+from webhook.fix.jobs import (
+    ANSWERED,
+    AWAITING,
+    DONE,
+    EXPIRED,
+    JOB,
+    REPORTING,
+    STOPPED,
+    TIMED_OUT,
+    FixJob,
+    JobStore,
+)
 
 KEY = "a" * 64
 SESSION = "gh-" + "b" * 64
@@ -203,6 +214,54 @@ def test_only_a_job_still_running_times_out_and_a_result_or_stop_then_finds_it_f
     assert jobs.notified(other) and jobs.get(other).notified_at == clock.now  # type: ignore[union-attr]
 
 
+APPROVAL_ID = "apv-0123456789abcdef0123"
+APPROVAL: dict[str, object] = {"id": APPROVAL_ID, "tool": "Edit", "expires_at": 1_800_086_400.0}
+
+
+def paused(jobs: JobStore) -> None:
+    started(jobs)
+    assert jobs.begin_report(KEY, lease_seconds=60)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+
+
+def test_a_paused_job_keeps_its_request_and_only_the_first_answer_counts(
+    store: tuple[JobStore, Clock],
+) -> None:
+    jobs, _ = store
+    paused(jobs)
+    assert not jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)  # a duplicate result moves nothing
+    state = jobs.get(KEY)
+    assert state is not None and state.status == AWAITING and state.approval == APPROVAL
+    assert state.cost_so_far == 0.02
+    first = {"outcome": "approved", "by": "github:dave", "at": 1.0, "reason": "", "key": "k1"}
+    second = {"outcome": "denied", "by": "github:erin", "at": 2.0, "reason": "no", "key": "k2"}
+    assert not jobs.decide(KEY, approval_id="apv-ffffffffffffffffffff", decision=first)  # another id
+    assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=first)
+    assert not jobs.decide(KEY, approval_id=APPROVAL_ID, decision=second)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == ANSWERED and state.approval_decision == first
+
+
+def test_a_stopped_waiting_job_takes_no_answer_and_an_expiry_ends_it(store: tuple[JobStore, Clock]) -> None:
+    jobs, _ = store
+    paused(jobs)
+    assert jobs.stop(KEY, by="carol", stop_key="s1")
+    answer = {"outcome": "approved", "by": "github:dave", "at": 1.0, "reason": "", "key": "k1"}
+    assert not jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
+    state = jobs.get(KEY)
+    assert state is not None and state.status == STOPPED and state.approval_decision is None
+    other = "d" * 64
+    assert jobs.claim(other)
+    claim = jobs.get(other)
+    assert claim is not None and jobs.started(other, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.begin_report(other, lease_seconds=60) and jobs.await_approval(other, APPROVAL, cost_usd=None)
+    expired = {"outcome": "expired", "by": "", "at": 9.0, "reason": "", "key": ""}
+    assert jobs.decide(other, approval_id=APPROVAL_ID, decision=expired)
+    assert not jobs.stop(other, by="carol", stop_key="s2")  # ended: nothing left to stop
+    state = jobs.get(other)
+    assert state is not None and state.status == EXPIRED
+
+
 def test_the_active_fix_marker_holds_until_a_final_state_or_its_deadline(
     store: tuple[JobStore, Clock],
 ) -> None:
@@ -224,3 +283,47 @@ def test_the_active_fix_marker_holds_until_a_final_state_or_its_deadline(
     assert jobs.claim("third", session_id=session)
     clock.now += 3601  # a marker past its deadline never blocks the issue, whatever its job says
     assert jobs.take_active(session, "fourth", **hold)
+
+
+def test_a_fix_waiting_for_approval_holds_the_marker_through_its_continuation_and_an_expiry_frees_it(
+    store: tuple[JobStore, Clock],
+) -> None:
+    """Waiting is not final; the answered job lives on as the job keyed by the approval id, which holds the
+    issue until it ends; an expired one gives the marker up."""
+    jobs, clock = store
+    hold = {"hold_seconds": 36_000, "claim_grace_seconds": 600}
+    session = JOB_DOC.session_id
+    assert jobs.take_active(session, KEY, **hold)
+    assert jobs.claim(KEY, session_id=session)
+    claim = jobs.get(KEY)
+    assert claim is not None and jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
+    assert jobs.begin_report(KEY, lease_seconds=60)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+    clock.now += 1200
+    assert not jobs.take_active(session, "other", **hold)  # waiting
+    answer = {"outcome": "approved", "by": "github:dave", "at": clock.now, "reason": "", "key": "k1"}
+    assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
+    assert not jobs.take_active(session, "other", **hold)  # the continuation is being started
+    assert jobs.claim(APPROVAL_ID, session_id=session)
+    cont = jobs.get(APPROVAL_ID)
+    assert cont is not None and jobs.started(APPROVAL_ID, JOB_DOC, claimed_at=cont.stored_at)
+    clock.now += 1200
+    assert not jobs.take_active(session, "other", **hold)  # the continuation runs
+    assert jobs.begin_report(APPROVAL_ID, lease_seconds=60) and jobs.finish(
+        APPROVAL_ID, pr_url="https://x/pr/1"
+    )
+    assert jobs.take_active(session, "other", **hold)  # the fix ended with its continuation
+    # Another issue's fix that waits and expires gives its issue up.
+    second = "e" * 64
+    doc = JOB_DOC.model_copy(update={"session_id": "gh-" + "9" * 64})
+    assert jobs.take_active(doc.session_id, second, **hold)
+    assert jobs.claim(second, session_id=doc.session_id)
+    claim = jobs.get(second)
+    assert claim is not None and jobs.started(second, doc, claimed_at=claim.stored_at)
+    assert jobs.begin_report(second, lease_seconds=60) and jobs.await_approval(
+        second, APPROVAL, cost_usd=None
+    )
+    assert not jobs.take_active(doc.session_id, "next", **hold)
+    expired = {"outcome": "expired", "by": "", "at": clock.now, "reason": "", "key": ""}
+    assert jobs.decide(second, approval_id=APPROVAL_ID, decision=expired)
+    assert jobs.take_active(doc.session_id, "next", **hold)

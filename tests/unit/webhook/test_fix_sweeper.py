@@ -15,8 +15,9 @@ import pytest
 from harness.github_repo_api import GitHubRepoApi
 from tests.unit.webhook.support import CTX, TOKEN, emf_lines, sqs_event
 from webhook import reporter, sweeper, trackers
+from webhook.fix.approvals import Sweeper as ApprovalExpiry
 from webhook.fix.config import FixSettings
-from webhook.fix.jobs import DONE, JOB, TIMED_OUT, FixJob, JobStore
+from webhook.fix.jobs import DONE, EXPIRED, JOB, TIMED_OUT, FixJob, JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.repo import git_blob_sha
 from webhook.settings import WebhookSettings
@@ -94,13 +95,22 @@ def sweeper_deps(
         trackers.TrackerOptions(token=lambda: TOKEN, api_url=api_url or world.api.url)
     )
     settings = WebhookSettings(job_deadline_seconds=DEADLINE)
+    comments = TrackerComments({"github": adapter})
     return sweeper.SweeperDeps(
         jobs=jobs or world.jobs,
-        comments=TrackerComments({"github": adapter}),
+        comments=comments,
         trackers={"github": adapter},
         rules=sweeper.deadline_rules(settings),
         deadline_seconds=DEADLINE,
         clock=world.clock,
+        approvals=ApprovalExpiry(
+            jobs=jobs or world.jobs,
+            comments=comments,
+            trackers={"github": adapter},
+            metrics=sweeper.metrics,
+            logger=sweeper.logger,
+            clock=world.clock,
+        ),
     )
 
 
@@ -187,6 +197,8 @@ def test_an_overdue_job_is_ended_once_and_its_comment_says_so(
         "failed": 0,
         "within_deadline": 0,
         "complete": True,
+        "approvals_expired": 0,
+        "approvals_failed": False,
     }
     assert comment(world)["edits"] == 1
     assert metric_names(capsys.readouterr().out).count("JobsTimedOut") == 1
@@ -326,3 +338,68 @@ def test_one_overdue_job_of_many_and_the_page_bound(world: SimpleNamespace) -> N
     bounded.page_size, bounded.max_pages = 5, 2
     sweeper.configure(bounded)
     assert sweep()["complete"] is False
+
+
+def test_a_job_waiting_for_approval_outlives_the_deadline_and_ends_at_its_own_expiry(
+    world: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same run times out started jobs and expires approvals: a waiting job is never ``timed_out`` (nothing
+    is due from the runtime while it waits), and once its card's expiry passes it ends ``expired``, once."""
+    start_job(world, KEY)
+    # The worker keeps the progress comment's id with its claim: the card is that comment.
+    world.aws.ddb.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{KEY}"}},
+        UpdateExpression="SET progress_comment_id = :c",
+        ExpressionAttributeValues={":c": {"S": str(world.comment_ids[KEY])}},
+    )
+    assert world.jobs.begin_report(KEY, lease_seconds=300)
+    approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": T0 + 3 * DEADLINE}
+    assert world.jobs.await_approval(KEY, approval, cost_usd=0.25)
+    world.clock.now = T0 + 2 * DEADLINE  # past the job deadline, before the approval's expiry
+    summary = sweep()
+    assert summary["timed_out"] == 0 and summary["approvals_expired"] == 0
+    assert world.jobs.get(KEY).status == "awaiting_approval" and comment(world)["edits"] == 0
+    world.clock.now = T0 + 3 * DEADLINE + 1
+    summary = sweep()
+    assert summary["timed_out"] == 0 and summary["approvals_expired"] == 1
+    assert not summary["approvals_failed"]
+    assert world.jobs.get(KEY).status == EXPIRED
+    assert "apv-0123456789abcdef0123" in comment(world)["body"] and "expired at" in comment(world)["body"]
+    world.clock.now += 900
+    assert sweep()["approvals_expired"] == 0 and comment(world)["edits"] == 1
+    names = metric_names(capsys.readouterr().out)
+    assert names.count("ApprovalsExpired") == 1 and "JobsTimedOut" not in names
+
+
+def test_an_expiry_whose_comment_edit_failed_is_told_by_the_next_run_and_counted_once(
+    world: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tracker is down: the overdue job is still ended, the expired job stays on the pending list, and the
+    next run edits its card (once) without counting it again."""
+    start_job(world, "c" * 64)
+    start_job(world, KEY)
+    world.aws.ddb.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{KEY}"}},
+        UpdateExpression="SET progress_comment_id = :c",
+        ExpressionAttributeValues={":c": {"S": str(world.comment_ids[KEY])}},
+    )
+    assert world.jobs.begin_report(KEY, lease_seconds=300)
+    approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": T0 + 1.0}
+    assert world.jobs.await_approval(KEY, approval, cost_usd=None)
+    world.clock.now = T0 + DEADLINE + 1
+    sweeper.configure(sweeper_deps(world, api_url=_closed_port()))
+    summary = sweep()
+    assert summary["timed_out"] == 1 and summary["approvals_failed"]
+    assert world.jobs.get("c" * 64).status == TIMED_OUT
+    assert world.jobs.get(KEY).status == EXPIRED and KEY in world.jobs.pending_approvals()
+    assert comment(world)["edits"] == 0
+    sweeper.configure(sweeper_deps(world))  # it is back
+    summary = sweep()
+    assert not summary["approvals_failed"] and summary["approvals_expired"] == 0  # counted before
+    assert comment(world)["edits"] == 1 and "expired at" in comment(world)["body"]
+    assert KEY not in world.jobs.pending_approvals()
+    sweep()
+    assert comment(world)["edits"] == 1
+    assert metric_names(capsys.readouterr().out).count("ApprovalsExpired") == 1

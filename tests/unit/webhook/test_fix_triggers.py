@@ -189,3 +189,32 @@ def test_gitlab_merge_request_notes_ask_for_fixes_and_stops_but_not_answers(
     note["object_attributes"]["note"] = "/agent why is this slow?"
     status, doc = call(gitlab_event(json.dumps(note).encode(), **{"idempotency-key": "idem-9"}))
     assert (status, doc["status"]) == (202, "ignored") and "MergeRequest" in doc["reason"]
+
+
+APPROVAL_ID = "apv-0123456789abcdef0123"
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [(f"/agent approve {APPROVAL_ID}", "approve"), (f"/agent deny {APPROVAL_ID} not now", "deny")],
+)
+def test_approval_answers_on_every_tracker(fix_label: SimpleNamespace, text: str, intent: str) -> None:
+    assert (
+        mention_intent(AGENT, markdown_unquoted(f"> {text}\n\n/agent why?")) == "answer"
+    )  # quoted: no answer
+    assert queued_task(fix_label, github_comment(text))["intent"] == intent
+    note = fixture("gitlab", "note_on_issue")
+    note["object_attributes"]["note"] = text
+    assert queued_task(fix_label, gitlab_event(json.dumps(note).encode()))["intent"] == intent
+    payload = fresh_jira(fixture("jira", "comment_created"))
+    payload["comment"]["body"] = text
+    task = queued_task(fix_label, jira_event(json.dumps(payload).encode()))
+    assert task["intent"] == intent and APPROVAL_ID in task["comment"]
+
+
+def test_gitlab_approval_by_a_reporter_is_ignored(fix_label: SimpleNamespace) -> None:
+    note = fixture("gitlab", "note_on_issue")
+    note["object_attributes"]["note"] = f"/agent approve {APPROVAL_ID}"
+    note["user"]["id"] = 9  # a Reporter: below the Developer level needed
+    status, doc = call(gitlab_event(json.dumps(note).encode()))
+    assert (status, doc["status"]) == (202, "ignored") and not queued(fix_label)
