@@ -187,8 +187,12 @@ def _npm_root() -> None:
 
 
 def _import_sdk() -> None:
-    """The Claude Agent SDK import (~1 s, mostly ``mcp``), through the module of the runtime that needs it."""
-    import runtime.agent.turn  # noqa: F401
+    """The Claude Agent SDK import (~1 s, mostly ``mcp``), through the module of the runtime that needs it (one
+    importing thread at a time: :data:`runtime.process.prewarm.GRAPH_IMPORT`)."""
+    from runtime.process.prewarm import GRAPH_IMPORT
+
+    with GRAPH_IMPORT:
+        import runtime.agent.turn  # noqa: F401
 
 
 def _cli_binary(cli_path: Path | None) -> Path | None:

@@ -151,6 +151,16 @@ class AgentKitApp(AgentCoreAdapter):
         return reply
 
 
+def _build_services(settings: Settings) -> Services:
+    """The runtime's object graph (:func:`runtime.wiring.build_services`), imported by one thread at a time with the
+    pre-warm's SDK import (:data:`runtime.process.prewarm.GRAPH_IMPORT`)."""
+    from runtime.process.prewarm import GRAPH_IMPORT
+
+    with GRAPH_IMPORT:
+        from runtime.wiring import build_services
+    return build_services(settings)
+
+
 class Runtime:
     """Holds the lazily built services; lives on the app's worker event loop."""
 
@@ -173,11 +183,7 @@ class Runtime:
                 self._lock = asyncio.Lock()
             async with self._lock:
                 if self.services is None:
-                    factory = self._services_factory
-                    if factory is None:
-                        from runtime.wiring import build_services
-
-                        factory = build_services
+                    factory = self._services_factory or _build_services
                     self.services = await asyncio.to_thread(factory, self.settings)
                     if self.services.jobs is not None:  # results an earlier process could not send
                         self.services.jobs.start()

@@ -43,6 +43,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+#: Held by whichever thread imports the runtime's object graph: the pre-warm's SDK import and the first
+#: invocation's build of the services run on different threads, and two threads importing one graph that has an
+#: import cycle inside a package (``runtime.workspace``'s ``__init__`` imports its submodules, which import the
+#: package) can each get the other's half-initialised module ("cannot import name … from partially initialized
+#: module"), failing the first turn with a 500. One importer at a time makes the import order single-threaded.
+GRAPH_IMPORT = threading.Lock()
+
 logger = logging.getLogger(__name__)
 
 #: Read size when paging the CLI binary in.
