@@ -35,9 +35,12 @@ def test_the_sdk_import_and_the_services_build_take_the_same_import_lock(
     lock = RecordingLock()
     monkeypatch.setattr(prewarm, "GRAPH_IMPORT", lock)
     built: list[object] = []
-    monkeypatch.setattr(
-        "runtime.wiring.build_services", lambda settings: built.append(settings) or "services"
-    )
+
+    def build(settings: object) -> str:
+        built.append(settings)
+        return "services"
+
+    monkeypatch.setattr("runtime.wiring.build_services", build)
 
     main._import_sdk()
     assert server._build_services("settings") == "services"  # type: ignore[arg-type]
