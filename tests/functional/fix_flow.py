@@ -197,11 +197,18 @@ def github_comment(text: str, comment_id: int = 99) -> tuple[dict[str, Any], byt
 
 
 def jira_comment(
-    text: str, comment_id: int = 10031, *, account: str = "mia", issue: str = "SP-9"
+    text: str,
+    comment_id: int = 10031,
+    *,
+    account: str = "mia",
+    issue: str = "SP-9",
+    name: str | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """A signed, fresh Jira ``comment_created`` delivery by ``account`` (a key of :data:`JIRA_ACCOUNTS`, or an
-    account id of nobody named there) on ``issue`` of project ``SP``, and its body."""
-    account_id, name = JIRA_ACCOUNTS.get(account, (account, account))
+    account id of nobody named there; shown as ``name`` when given: anyone can change their display name) on
+    ``issue`` of project ``SP``, and its body."""
+    account_id, shown = JIRA_ACCOUNTS.get(account, (account, account))
+    name = shown if name is None else name
     payload = fresh_jira(fixture("jira", "comment_created"))
     comment = payload["comment"]
     comment.update(id=str(comment_id), body=text)
