@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -259,3 +260,43 @@ def test_a_jira_fix_opens_the_pull_request_on_the_mapped_github_repository(plain
     assert progress["issue"] == "SP-9"
     assert pull["html_url"] in adf_text(progress["body"])
     assert_no_token_reached_the_runtime(plain)
+
+
+def test_stop_while_waiting_ends_the_job_only_for_a_mapped_account(world: SimpleNamespace) -> None:
+    approval_id, card = pause(world)
+    answer(world, "/agent stop", 20151, account="rex")  # not named by the mapping: refused, the job waits on
+    [refused] = replies(world)
+    assert "mapping names may stop a fix" in refused
+    assert paused_job(world)["status"]["S"] == "awaiting_approval"
+    answer(world, "/agent stop", 20152, account="olga")
+    assert adf_text(card["body"]).startswith(f"Stopped by @{JIRA_ACCOUNTS['olga'][1]}")
+    assert paused_job(world)["status"]["S"] == "stopped"
+    calls = len(world.plane.calls)
+    answer(world, f"/agent approve {approval_id} {EDIT}", 20153, account="noah")
+    assert len(world.plane.calls) == calls
+    assert "was stopped" in replies(world)[-1]
+    assert not world.github.pulls
+    assert_every_jira_body_was_valid_adf(world)
+
+
+def test_an_expired_approval_ends_the_job_and_its_jira_card_says_so(
+    tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0.0003 h ≈ 1.1 s: the request expires while nobody answers.
+    with make_world(
+        tmp_path, moto_server, monkeypatch, {"paths": ["src/**"], "expiry_hours": 0.0003}
+    ) as world:
+        approval_id, card = pause(world)
+        expires_at = json.loads(paused_job(world)["approval"]["S"])["expires_at"]
+        while time.time() < expires_at + 0.1:
+            time.sleep(0.1)
+        calls = len(world.plane.calls)
+        answer(world, f"/agent approve {approval_id} {EDIT}", 20161, account="noah")
+        assert len(world.plane.calls) == calls
+        [refusal] = replies(world)
+        assert "expired" in refusal
+        assert paused_job(world)["status"]["S"] == "expired"
+        text = adf_text(card["body"])
+        assert "expired at" in text and "did not run" in text
+        assert not world.github.pulls
+        assert_every_jira_body_was_valid_adf(world)
