@@ -147,7 +147,7 @@ def test_a_paused_jira_fix_shows_the_card_once_and_another_mapped_account_approv
     assert resumed["session"] == world.plane.calls[0]["session"] and resumed["status"] == 202
     assert adf_text(card["body"]).startswith(f"Approved by @{JIRA_ACCOUNTS['noah'][1]}")
     decision = json.loads(paused_job(world)["approval_decision"]["S"])
-    assert decision["outcome"] == "approved"
+    assert (decision["outcome"], decision["by_id"]) == ("approved", JIRA_ACCOUNTS["noah"][0])
 
     pump_result(world, approval_id)
     [pull] = world.github.pulls
@@ -158,6 +158,16 @@ def test_a_paused_jira_fix_shows_the_card_once_and_another_mapped_account_approv
     assert len(world.jira.replies) == 1  # no other comment was posted
     assert_every_jira_body_was_valid_adf(world)
     assert_no_token_reached_the_runtime(world)
+
+    # A replay of the approval (another comment, same id) is refused and starts nothing; on another issue of the
+    # project the id names nothing.
+    calls = len(world.plane.calls)
+    answer(world, f"/agent approve {approval_id} {EDIT}", 20103, account="olga")
+    answer(world, f"/agent approve {approval_id} {EDIT}", 20104, account="olga", issue="SP-12")
+    assert len(world.plane.calls) == calls
+    used, elsewhere = replies(world)
+    assert "answered already" in used and world.jira.replies[1]["issue"] == "SP-9"
+    assert "no tool call waiting for approval" in elsewhere and world.jira.replies[2]["issue"] == "SP-12"
 
 
 def test_a_member_of_the_mapped_group_approves(world: SimpleNamespace) -> None:

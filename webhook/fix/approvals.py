@@ -298,6 +298,8 @@ class Approver:
         decision = {
             "outcome": outcome,
             "by": f"{task.tracker}:{task.author}"[:200],
+            # The answerer's immutable id (Jira accountId, GitLab user id): a display name alone does not say who.
+            "by_id": task.author_id,
             "at": now,
             "reason": rest,
             "key": key,
@@ -314,7 +316,13 @@ class Approver:
             self.metrics.emit("ApprovalDecisionSeconds", task.tracker, waited, MetricUnit.Seconds)
         self.logger.info(
             "approval answered",
-            extra={"approval_id": approval_id, "outcome": outcome, "by": task.author, "job": paused.key},
+            extra={
+                "approval_id": approval_id,
+                "outcome": outcome,
+                "by": task.author,
+                "by_id": task.author_id,
+                "job": paused.key,
+            },
         )
         return self._resume(task, paused, decision)
 
