@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import boto3
 import pytest
 
 # No test may reach a real AWS endpoint or use real credentials: a developer's own keys, session token and
@@ -20,6 +21,15 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_boto3_default_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts without boto3's process-wide default session. ``boto3.client()`` builds that session once
+    and keeps the credentials it first resolved: a test that set other keys in the environment (monkeypatched,
+    so undone afterwards) would otherwise have every later test in the process sign with them, and which test
+    ran first depends on how the suite is split across workers."""
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
 
 
 _CLI_USER_PROBLEM: list[str | None] = []
