@@ -158,16 +158,6 @@ class Writers(Protocol):
     def is_writer(self, task: AgentTask, job: FixJob) -> bool: ...
 
 
-class AdmittedByReceiver:
-    """The receiver's own check: a task reaches the worker only from a commenter the tracker's allowlist admits
-    (GitHub ``ALLOWED_ASSOCIATIONS``: OWNER, MEMBER, COLLABORATOR by default; GitLab ``GITLAB_MIN_ACCESS_LEVEL``,
-    Developer by default; Jira: atlassian accounts of the site). The seam a stricter check replaces (e.g.
-    GitHub's collaborator-permission endpoint, Jira's groups)."""
-
-    def is_writer(self, task: AgentTask, job: FixJob) -> bool:
-        return True
-
-
 class GateWriters:
     """Who may answer is who may start and stop a fix (:meth:`gate.FixGate.writer_refusal`, one check for all
     three): on GitHub ``write`` or ``admin`` on the repository, asked from GitHub's collaborator-permission
@@ -208,7 +198,7 @@ class Approver:
         trackers: Mapping[str, IssueTracker],
         metrics: TrackerMetrics,
         logger: Any,
-        writers: Writers | None = None,
+        writers: Writers,
         two_person: bool = True,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
@@ -220,7 +210,7 @@ class Approver:
         self.trackers = trackers
         self.metrics = metrics
         self.logger = logger
-        self.writers = writers or AdmittedByReceiver()
+        self.writers = writers
         self.two_person = two_person
         self.lease_seconds = lease_seconds
         self.clock = clock or time.time
