@@ -829,28 +829,35 @@ class JobStore(ReplyTable):
         pending = (out.get("Item") or {}).get("pending", {}).get("M", {})
         return {key: float(value["N"]) for key, value in pending.items() if "N" in value}
 
-    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
+    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any], ends: bool = False) -> bool:
         """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
         at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
         approval (answered, stopped or expired already): the first answer wins. An answer takes the job off the
         pending list; an expiry leaves it there until its comment says so (:meth:`unlist_pending`), so a failed
-        edit is retried by the next sweep."""
+        edit is retried by the next sweep.
+
+        ``ends``: the answer ends the job instead of going on as a continuation (a denial while fix jobs are
+        turned off): → ``done`` with ``error_code`` ``fix_jobs_off``, a final state."""
         expired = decision.get("outcome") == "expired"
+        final = expired or ends
         decided = self._update(
             "decide",
             key,
-            "SET #s = :to, approval_decision = :doc" + (", finished_at = :now" if expired else ""),
+            "SET #s = :to, approval_decision = :doc"
+            + (", finished_at = :now" if final else "")
+            + (", error_code = :code" if ends and not expired else ""),
             "#s = :awaiting AND approval_id = :id",
             {
-                ":to": {"S": EXPIRED if expired else ANSWERED},
+                ":to": {"S": EXPIRED if expired else DONE if ends else ANSWERED},
                 ":doc": {"S": json.dumps(decision, sort_keys=True)},
                 ":awaiting": {"S": AWAITING},
                 ":id": {"S": approval_id},
-                **({":now": num(self._clock())} if expired else {}),
+                **({":now": num(self._clock())} if final else {}),
+                **({":code": {"S": "fix_jobs_off"}} if ends and not expired else {}),
             },
-            # An expired job is final: it gives up its issue's active-fix marker. An answered one is not: its
-            # continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
-            final=expired,
+            # An expired (or ended) job is final: it gives up its issue's active-fix marker. An answered one is
+            # not: its continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
+            final=final,
         )
         if decided and not expired:
             self.unlist_pending(key)
