@@ -218,7 +218,8 @@ class WebhookSettings(BaseModel):
         "JOB_DEADLINE_SECONDS",
         DEFAULT_JOB_DEADLINE_SECONDS,
         "sweeper: seconds after its start a fix job with no result is ended as `timed_out` (its comment says so);"
-        " worker: the longest an issue's one active fix blocks another",
+        " worker: the longest an issue's one active fix blocks another; reporter: a fix waiting for an approval blocks"
+        " it until the approval's expiry plus this",
         ge=600,
     )
     sweep_max_pages: int = setting(
