@@ -17,9 +17,9 @@ Rules (any one that matches makes the call wait):
   words (arguments, redirection targets, ``name=value`` values; found by the policy's shell parser) names a path
   the rule matches, relative to the workspace or absolute inside it (``./`` and ``..`` normalised), or a directory
   holding such paths (``rm -r .github``); a word built from a variable or a glob counts by its literal directory
-  (``.github/$F``, ``.github/*.yml``). Parsing cannot see everything a command writes (``cd .github && …``, a path
-  in a variable, a symbolic link): the patch's backstop withholds what changed under a ``paths`` rule without an
-  approved call naming it (:func:`held_paths`, :mod:`runtime.workspace.baseline`).
+  (``.github/$F``, ``.github/*.yml``). Parsing cannot see everything a command writes (a program that computes its
+  paths, ``python3 -c …``, ``make``; a symbolic link of the workspace): the patch's backstop withholds what changed
+  under a ``paths`` rule without an approved call naming it (:func:`held_paths`, :mod:`runtime.workspace.baseline`).
 - ``network``: ``true``: a call that names a host outside the agent's ``network_allowed_domains`` (a ``url`` field,
   such as WebFetch's, or a ``scheme://host`` word of a Bash command).
 - ``cost_above_usd``: every call once the session has spent more than this.
