@@ -389,7 +389,9 @@ class Reporter:
             job.comment_id,
             self._format(job, text, tail=f"cost so far {cost_text(cost)}"),
         )
-        self.deps.jobs.await_approval(ev.job_id, approval, cost_usd=cost)
+        self.deps.jobs.await_approval(
+            ev.job_id, approval, cost_usd=cost, hold_seconds=self.deps.settings.job_deadline_seconds
+        )
         metrics.emit("ApprovalsRequested", job.tracker)
         logger.info(
             "fix job waits for approval",

@@ -159,7 +159,10 @@ class WebhookSettings(BaseModel):
     )
     # ------------------------------------------------------------------ fix jobs (worker and reporter)
     fix_jobs: Literal["on", "off"] = setting(
-        "FIX_JOBS", "on", "worker: `on`, or `off` to refuse every fix (`fix_jobs_off`; stops still work)"
+        "FIX_JOBS",
+        "on",
+        "worker: `on`, or `off` to refuse every fix (`fix_jobs_off`) and every approval of a waiting one (stops and"
+        " denials still end a job)",
     )
     fix_max_per_actor_per_hour: int = setting(
         "FIX_MAX_PER_ACTOR_PER_HOUR", 5, "worker: fixes one person may start per hour (0: no limit)", ge=0
@@ -215,7 +218,8 @@ class WebhookSettings(BaseModel):
         "JOB_DEADLINE_SECONDS",
         DEFAULT_JOB_DEADLINE_SECONDS,
         "sweeper: seconds after its start a fix job with no result is ended as `timed_out` (its comment says so);"
-        " worker: the longest an issue's one active fix blocks another",
+        " worker: the longest an issue's one active fix blocks another; reporter: a fix waiting for an approval blocks"
+        " it until the approval's expiry plus this",
         ge=600,
     )
     sweep_max_pages: int = setting(

@@ -229,6 +229,8 @@ def deps_from_env() -> WorkerDeps:
             logger=logger,
             two_person=settings.approval_two_person,
             writers=GateWriters(gate),
+            # FIX_JOBS=off: an approval would resume a fix turn, so it is refused; a denial ends the job.
+            fix_jobs=gate.settings.enabled,
             lease_seconds=lease,
         ),
     )

@@ -229,7 +229,15 @@ class AgentTurnRunner:
         workspaces = self.deps.workspaces
         if workspaces is None or not workspaces.has_snapshot(session.claude_session_id):
             return None
-        return await asyncio.to_thread(workspaces.changes, session.claude_session_id, timeout_s)
+        approvals = self.deps.approvals
+        # Changes under a ``paths`` approval rule that no approved call made stay out of the patch (a command the
+        # rule's parsing could not see wrote them).
+        hold = (
+            await approvals.path_hold(session.claude_session_id, workspace=str(self.cwd_for(session)))
+            if approvals is not None
+            else None
+        )
+        return await asyncio.to_thread(workspaces.changes, session.claude_session_id, timeout_s, hold)
 
     def wants_reconnect(self, session: WarmSession[CliProcess], request: TurnRequest) -> bool:
         process = session.client

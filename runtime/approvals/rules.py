@@ -13,7 +13,13 @@ Rules (any one that matches makes the call wait):
   policy's own shell parser (:mod:`runtime.guard.shell`), so ``ls && git push`` waits for ``git``.
 - ``bash_patterns``: globs over each simple command's words joined by spaces (``git push*``, ``npm publish*``).
 - ``paths``: globs of the workspace-relative path a file tool writes (``.github/**``, ``.gitlab-ci.yml``,
-  ``infra/**``): ``**`` spans directories, ``*`` and ``?`` stay within one.
+  ``infra/**``): ``**`` spans directories, ``*`` and ``?`` stay within one. A Bash command waits too when one of its
+  words (arguments, redirection targets, ``name=value`` values; found by the policy's shell parser) names a path
+  the rule matches, relative to the workspace or absolute inside it (``./`` and ``..`` normalised), or a directory
+  holding such paths (``rm -r .github``); a word built from a variable or a glob counts by its literal directory
+  (``.github/$F``, ``.github/*.yml``). Parsing cannot see everything a command writes (a program that computes its
+  paths, ``python3 -c …``, ``make``; a symbolic link of the workspace): the patch's backstop withholds what changed
+  under a ``paths`` rule without an approved call naming it (:func:`held_paths`, :mod:`runtime.workspace.baseline`).
 - ``network``: ``true``: a call that names a host outside the agent's ``network_allowed_domains`` (a ``url`` field,
   such as WebFetch's, or a ``scheme://host`` word of a Bash command).
 - ``cost_above_usd``: every call once the session has spent more than this.
@@ -121,6 +127,10 @@ class ApprovalRules(BaseModel):
             for glob in self.paths:
                 if path is not None and glob_match(glob, path):
                     return RuleHit("paths", glob, path)
+        if self.paths and tool_name == "Bash":
+            hit = self._bash_paths(str(tool_input.get("command", "")), workspace)
+            if hit is not None:
+                return hit
         if self.network:
             allowed = {h.lower().rstrip(".").partition(":")[0] for h in allowed_hosts}
             for host in _hosts(tool_name, tool_input):
@@ -145,6 +155,112 @@ class ApprovalRules(BaseModel):
                 if fnmatch.fnmatchcase(text, pattern):
                     return RuleHit("bash_patterns", pattern, text)
         return None
+
+    def _bash_paths(self, command: str, workspace: str | None) -> RuleHit | None:
+        try:
+            named = bash_paths(command, workspace)
+        except UnsupportedShell:
+            return RuleHit("paths", "unparsable command")  # as for bash_programs: a person decides
+        for glob in self.paths:
+            for path in named:
+                if (path.exact and glob_match(glob, path.path)) or may_hold(
+                    path.path, glob, inside=not path.exact
+                ):
+                    return RuleHit("paths", glob, path.path)
+        return None
+
+    def paths_rule_of(self, path: str) -> str | None:
+        """The first ``paths`` glob a changed workspace-relative ``path`` matches, or None."""
+        return next((glob for glob in self.paths if glob_match(glob, path)), None)
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """A workspace-relative path a Bash word names: ``exact`` (the word is the path) or a directory only (the
+    literal part of a word built from a variable or a glob: ``.github/$F`` names something under ``.github``)."""
+
+    path: str
+    exact: bool = True
+
+
+def bash_paths(command: str, workspace: str | None) -> list[NamedPath]:
+    """The workspace paths the words of a Bash ``command`` name (:class:`NamedPath`): every argument but the
+    program, every redirection target and the value of every ``name=value`` word or assignment; relative to the
+    workspace or absolute inside it, normalised. Raises :class:`UnsupportedShell` as the parser does."""
+    found: list[NamedPath] = []
+    for simple in parse_commands(command):
+        words = [(w, i in simple.globbed) for i, w in enumerate(simple.words) if i > 0]
+        words += [(target, False) for _, target in simple.redirects]
+        words += [(a, False) for a in simple.assignments]
+        for word, globbed in words:
+            # The candidates the policy checks as paths (:meth:`runtime.guard.policy.PermissionPolicy`), and more:
+            # the word, an option's value (--output=PATH, of=PATH, -oPATH), git's <rev>:<path>.
+            candidates = [word]
+            if "=" in word:
+                candidates.append(word.split("=", 1)[1])
+            elif word.startswith("-") and not word.startswith("--") and len(word) > 2:
+                candidates.append(word[2:])
+            if ":" in word:
+                candidates.append(word.split(":", 1)[1])
+            for text in candidates:
+                named = _named_path(text, globbed, workspace)
+                if named is not None:
+                    found.append(named)
+    return found
+
+
+def _named_path(text: str, globbed: bool, workspace: str | None) -> NamedPath | None:
+    specials = [i for i, ch in enumerate(text) if ch == "\x00" or (globbed and ch in "*?[")]
+    exact = not specials
+    if not exact:
+        head = text[: specials[0]]
+        if "/" not in head:
+            return None  # nothing literal to go by
+        text = head.rpartition("/")[0] or "/"
+    path = _relative_path(text, workspace)
+    if path is None or path == ".":
+        return None  # outside the workspace, or the whole of it (``ls .``: every rule would match)
+    return NamedPath(path, exact)
+
+
+def may_hold(directory: str, glob: str, *, inside: bool = False) -> bool:
+    """Whether paths the ``glob`` matches may lie under ``directory`` (a workspace-relative path): it is one of the
+    glob's literal leading directories (``.github`` holds ``.github/**``; ``**/*.yml`` has none, so no directory
+    is known to hold it). ``inside``: also when it lies below them (for the literal directory of a word built
+    from a variable or a glob: ``.github/workflows/$F`` may name what ``.github/**`` matches)."""
+    lead = re.split(r"[*?\[]", glob, maxsplit=1)[0].rpartition("/")[0]
+    here = directory.rstrip("/")
+    if here == lead or lead.startswith(here + "/"):
+        return True
+    return inside and bool(lead) and here.startswith(lead + "/")
+
+
+def named_paths(tool_name: str, tool_input: Mapping[str, Any], workspace: str | None) -> list[NamedPath]:
+    """The workspace paths a call names: a file tool's path, or the path words of a Bash command (none for an
+    unparsable one or another tool)."""
+    if tool_name in FILE_TOOLS:
+        path = _relative_path(str(tool_input.get(FILE_TOOLS[tool_name], "")), workspace)
+        return [NamedPath(path)] if path is not None and path != "." else []
+    if tool_name == "Bash":
+        try:
+            return bash_paths(str(tool_input.get("command", "")), workspace)
+        except UnsupportedShell:
+            return []
+    return []
+
+
+def held_paths(rules: ApprovalRules, changed: Iterable[str], approved: Iterable[NamedPath]) -> dict[str, str]:
+    """The backstop of ``paths`` rules: each ``changed`` workspace path a rule matches that no ``approved`` call
+    named (the path itself or a directory holding it), with the rule's glob. Such a change reached the workspace
+    without a call that waited (a command whose path parsing could not see, a symbolic link): it stays out of the
+    patch."""
+    names = [n.path for n in approved]
+    held = {}
+    for path in changed:
+        glob = rules.paths_rule_of(path)
+        if glob is not None and not any(path == n or path.startswith(n + "/") for n in names):
+            held[path] = glob
+    return held
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 from runtime.approvals.book import ApprovalBook, StateStore
 from runtime.approvals.index import PendingIndex
 from runtime.approvals.records import ApprovalCard, ApprovalRecord, input_hash, new_id
-from runtime.approvals.rules import ApprovalRules
+from runtime.approvals.rules import ApprovalRules, held_paths, named_paths
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +260,37 @@ class Approvals:
                 await book.save()
         except Exception:
             logger.exception("approval %s: could not put the answer back to pending", approval_id)
+
+    async def path_hold(
+        self, claude_session_id: str, *, workspace: str
+    ) -> Callable[[str], str | None] | None:
+        """The backstop of ``paths`` rules for the patch of a turn of ``claude_session_id`` (None without such
+        rules): a function telling why a changed workspace path stays out of the patch — a rule matches it and no
+        call approved in this session (used) named it (:func:`runtime.approvals.rules.held_paths`). ``workspace``:
+        the session's workspace as its calls saw it. A book that cannot be read counts no approved call (fails
+        closed: such changes are withheld, the turn still ends)."""
+        if not self.rules.paths:
+            return None
+        book = self.book(claude_session_id)
+        try:
+            async with book.lock:
+                records = list((await book.records()).values())
+        except Exception as exc:
+            logger.warning("approvals of %s not readable for the patch: %s", claude_session_id, exc)
+            records = []
+        approved = [
+            name
+            for record in records
+            if record.status == "used"
+            for name in named_paths(record.tool, record.input, workspace)
+        ]
+        rules = self.rules
+
+        def hold(path: str) -> str | None:
+            glob = held_paths(rules, [path], approved).get(path)
+            return f"needs approval: paths {glob}" if glob is not None else None
+
+        return hold
 
     async def pending(self, claude_session_id: str) -> list[ApprovalCard]:
         """The session's requests still waiting for an answer (expired ones are recorded as such)."""

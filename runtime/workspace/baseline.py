@@ -27,8 +27,9 @@ Withheld from the patch (their paths are reported, their content never): what th
 under a ``.git`` directory or a nested repository (gitlinks), files whose names match the secret-name rules
 (:data:`runtime.guard.policy.SENSITIVE_PATTERNS`), protected changes (:mod:`runtime.workspace.protected_paths`: CI
 configuration, composite actions, CODEOWNERS, ``.gitmodules``, new executable bits, agent configuration) unless
-their class is allowed, symbolic links that point outside the workspace, names that are not UTF-8, and files
-whose changed text is not UTF-8 (the reply is JSON).
+their class is allowed, what the caller's ``hold`` names (changes under an approval rule's ``paths`` that no
+approved call made: :mod:`runtime.approvals`), symbolic links that point outside the workspace, names that are not
+UTF-8, and files whose changed text is not UTF-8 (the reply is JSON).
 
 Raises :class:`~runtime.errors.WorkspaceError` when git fails, :class:`~runtime.errors.PatchTooLarge` when the
 patch is over its limit. Needs ``git`` on ``PATH``. Environment variables: none read here.
@@ -137,6 +138,7 @@ class Baseline:
         self.files = files if files is not None else work_tree
         self.max_file_bytes, self.allow_protected = max_file_bytes, allow_protected
         self._deadline: float | None = None
+        self._hold: Callable[[str], str | None] | None = None
         self.withhold, self.max_patch_bytes, self.git_path = withhold, max_patch_bytes, git
         # A command prefix that runs git (and realpath) where ``work_tree`` is the session's workspace: the mount
         # namespace of a CLI working on its tool disk (runtime.guard.tool_disk); empty: here.
@@ -161,13 +163,19 @@ class Baseline:
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")
 
-    def changes(self, *, timeout_s: float | None = None) -> Changes:
-        """Stage the work tree in a throw-away index and diff it against the snapshot, within ``timeout_s``."""
+    def changes(
+        self, *, timeout_s: float | None = None, hold: Callable[[str], str | None] | None = None
+    ) -> Changes:
+        """Stage the work tree in a throw-away index and diff it against the snapshot, within ``timeout_s``.
+
+        ``hold``: why a changed path (workspace-relative) stays out of the patch besides the rules above, or None
+        (the approvals' backstop of ``paths`` rules: :meth:`runtime.approvals.Approvals.path_hold`)."""
         self._deadline = time.monotonic() + (timeout_s if timeout_s is not None else GIT_TIMEOUT_S)
+        self._hold = hold
         try:
             return self._changes()
         finally:
-            self._deadline = None
+            self._deadline, self._hold = None, None
 
     def _changes(self) -> Changes:
         base = (self.git_dir / _BASE_FILE).read_text().strip()
@@ -274,6 +282,9 @@ class Baseline:
         ]
         if refused:
             return f"protected: {','.join(refused)}"
+        held = self._hold(path) if self._hold is not None else None
+        if held:
+            return held
         if entry.new_mode == _SYMLINK:
             target = self._git("cat-file", "blob", entry.new_sha).decode("utf-8", "surrogateescape")
             if not _link_stays_inside(path, target, self.work_tree, self._realpath):

@@ -198,8 +198,14 @@ class Workspaces:
         assert self.s3 is not None
         return self.install(claude_session_id, self.s3.fetch(uri))
 
-    def changes(self, claude_session_id: str, timeout_s: float | None = None) -> Changes:
-        """The session's workspace against its snapshot, within ``timeout_s``. Blocking: run it in a thread.
+    def changes(
+        self,
+        claude_session_id: str,
+        timeout_s: float | None = None,
+        hold: Callable[[str], str | None] | None = None,
+    ) -> Changes:
+        """The session's workspace against its snapshot, within ``timeout_s``; ``hold`` as
+        :meth:`Baseline.changes`'s. Blocking: run it in a thread.
 
         Raises:
             PatchTooLarge: the patch is over ``max_patch_bytes`` (the workspace is kept).
@@ -208,7 +214,7 @@ class Workspaces:
         """
         if self.interrupted_install(claude_session_id):
             raise self.incomplete()
-        return self.baseline(claude_session_id).changes(timeout_s=timeout_s)
+        return self.baseline(claude_session_id).changes(timeout_s=timeout_s, hold=hold)
 
     @staticmethod
     def incomplete() -> WorkspaceIncomplete:

@@ -43,6 +43,7 @@ from tests.unit.webhook.support import (
     worker,
 )
 from webhook import sweeper
+from webhook.settings import ENV
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -264,6 +265,53 @@ def test_stop_while_waiting_ends_the_job_and_refuses_a_later_approval(world: Sim
     assert len(world.plane.calls) == calls
     [refusal] = replies(world)
     assert "was stopped" in refusal and card["body"].startswith("Stopped by")
+
+
+def turn_fix_jobs_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FIX_JOBS=off`` from now on (the worker is built again from its environment, as a new Lambda is)."""
+    monkeypatch.setenv(ENV["fix_jobs"], "off")
+    worker.configure(None)
+
+
+def test_with_fix_jobs_turned_off_an_approval_is_refused_and_a_denial_ends_the_job(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approval_id, card = pause(world)
+    session = world.plane.calls[0]["session"]
+    turn_fix_jobs_off(monkeypatch)
+    calls = len(world.plane.calls)
+    answer(world, f"/agent approve {approval_id} {EDIT}", 201)
+    assert len(world.plane.calls) == calls  # the paused fix is not resumed
+    [refusal] = replies(world)
+    assert "Fix jobs are turned off" in refusal and f"/agent deny {approval_id}" in refusal
+    assert paused_job(world)["status"]["S"] == "awaiting_approval"
+    assert card["body"].startswith("**Waiting for approval.**")
+    # A denial still ends the job, without a turn: the agent going on could still end in a pull request.
+    answer(world, f"/agent deny {approval_id} not now", 202)
+    assert len(world.plane.calls) == calls and len(replies(world)) == 1
+    item = paused_job(world)
+    assert (item["status"]["S"], item["error_code"]["S"]) == ("done", "fix_jobs_off")
+    decision = json.loads(item["approval_decision"]["S"])
+    assert (decision["outcome"], decision["by"], decision["reason"]) == ("denied", "github:dave", "not now")
+    assert card["body"].startswith("Denied by `@dave`") and "the job ended" in card["body"]
+    assert items(world)["reply#approvals#pending"]["pending"]["M"] == {}
+    assert "job_key" not in items(world)[f"reply#active#{session}"]  # the issue is free again
+    # Answered once: a later approval finds nothing to run.
+    answer(world, f"/agent approve {approval_id} {EDIT}", 203, login="erin")
+    assert len(world.plane.calls) == calls and not world.github.pulls
+
+
+def test_with_fix_jobs_turned_off_stop_still_ends_a_waiting_job(
+    world: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approval_id, card = pause(world)
+    turn_fix_jobs_off(monkeypatch)
+    answer(world, f"/agent approve {approval_id} {EDIT}", 211)
+    answer(world, "/agent stop", 212)
+    assert card["body"].startswith("Stopped by `@dave`")
+    assert paused_job(world)["status"]["S"] == "stopped"
+    assert not any("approve" in json.loads(c["body"]) for c in world.plane.calls if c["body"])
+    assert not world.github.pulls
 
 
 def test_an_expired_approval_ends_the_job(

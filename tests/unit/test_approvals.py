@@ -11,7 +11,7 @@ import pytest
 
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.approvals import Answer, ApprovalRecord, ApprovalRules, Approvals, TurnBinding, input_hash
-from runtime.approvals.rules import glob_match, rules_from
+from runtime.approvals.rules import glob_match, held_paths, named_paths, rules_from
 from runtime.errors import ApprovalExpired, ApprovalNotFound, ApprovalNotPending, ConfigurationError
 
 SID = "claude-session-1"
@@ -122,6 +122,87 @@ def test_path_rules_apply_to_file_tools_relative_to_the_workspace() -> None:
     assert rules.match("Write", {"file_path": f"{WS}/src/app.py"}, workspace=WS) is None
     assert rules.match("Read", {"file_path": f"{WS}/.github/workflows/ci.yml"}, workspace=WS) is None
     assert rules.match("NotebookEdit", {"notebook_path": ".github/n.ipynb"}, workspace=WS) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "matched"),
+    [
+        ("sed -i s/make/make\\ lint/ .github/workflows/ci.yml", ".github/workflows/ci.yml"),
+        ("cp ci.yml .github/workflows/ci.yml", ".github/workflows/ci.yml"),
+        ("tee .github/workflows/ci.yml < new.yml", ".github/workflows/ci.yml"),
+        ("echo x | tee -a ./.github/workflows/../workflows/ci.yml", ".github/workflows/ci.yml"),
+        (f"cp ci.yml {WS}/.github/workflows/ci.yml", ".github/workflows/ci.yml"),
+        ("ls && mv new.yml src/../.github/x.yml", ".github/x.yml"),
+        ("cp -r workflows .github", ".github"),  # a directory holding what the rule names
+        ("rm -rf .github/", ".github"),
+        ("cp new.yml .github/workflows/*.yml", ".github/workflows"),  # a glob: its literal directory
+        ("dd if=new.yml of=.github/ci.yml", ".github/ci.yml"),  # an option's value
+        ("install -D -t.github/workflows new.yml", ".github/workflows"),
+        ("git show HEAD:.github/workflows/ci.yml", ".github/workflows/ci.yml"),
+        ("echo $(cp a .github/b)", ".github/b"),  # inside a substitution
+        ("cp a infra/main.tf", "infra/main.tf"),
+    ],
+)
+def test_path_rules_see_the_paths_a_bash_command_names(command: str, matched: str) -> None:
+    rules = ApprovalRules(paths=(".github/**", "infra/**"))
+    hit = rules.match("Bash", {"command": command}, workspace=WS)
+    assert hit is not None and hit.kind == "paths" and hit.matched == matched, hit
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la",
+        "cat src/app.py > /dev/null",
+        "ls .",  # the whole workspace: every rule would match
+        "cp a /tmp/.github/x",  # outside the workspace
+        "cp a ../.github/x",
+        "cp a src/.github/x",  # .github/** is anchored at the workspace's top
+        "grep -r github src",
+        "python -c 'print(1)'",
+    ],
+)
+def test_path_rules_let_other_bash_commands_run(command: str) -> None:
+    rules = ApprovalRules(paths=(".github/**", "infra/**"))
+    assert rules.match("Bash", {"command": command}, workspace=WS) is None
+
+
+def test_an_unparsable_command_waits_under_a_path_rule() -> None:
+    hit = ApprovalRules(paths=(".github/**",)).match("Bash", {"command": "cat <<EOF\nx\nEOF"}, workspace=WS)
+    assert hit is not None and hit.describe() == "paths: unparsable command"
+
+
+def test_the_backstop_withholds_changes_under_a_path_rule_that_no_approved_call_named() -> None:
+    rules = ApprovalRules(paths=(".github/**", "infra/**"))
+    approved = named_paths("Edit", {"file_path": f"{WS}/.github/workflows/ci.yml"}, WS)
+    approved += named_paths("Bash", {"command": "cp -r modules infra/net"}, WS)
+    changed = [
+        ".github/workflows/ci.yml",
+        ".github/workflows/deploy.yml",
+        "infra/net/a.tf",
+        "infra/b.tf",
+        "src/x",
+    ]
+    assert held_paths(rules, changed, approved) == {
+        ".github/workflows/deploy.yml": ".github/**",
+        "infra/b.tf": "infra/**",
+    }
+
+
+def test_path_hold_counts_only_calls_that_ran_after_their_approval() -> None:
+    approvals, _, _ = make(ApprovalRules(paths=(".github/**",)))
+    edit = {"file_path": ".github/a.yml", "old_string": "x", "new_string": "y"}
+    waiting = run(approvals.check("Edit", edit, claude_session_id=SID))
+    other = run(approvals.check("Bash", {"command": "cp x .github/b.yml"}, claude_session_id=SID))
+    run(approvals.answer(SID, Answer(other.id, approved=True)))  # approved, never made: not used
+    hold = run(approvals.path_hold(SID, workspace=WS))
+    assert hold is not None and hold(".github/a.yml") == "needs approval: paths .github/**"
+    assert hold(".github/b.yml") is not None and hold("src/a.py") is None
+    run(approvals.answer(SID, Answer(waiting.id, approved=True)))
+    assert run(approvals.check("Edit", edit, claude_session_id=SID)) is None  # ran: used
+    hold = run(approvals.path_hold(SID, workspace=WS))
+    assert hold is not None and hold(".github/a.yml") is None and hold(".github/b.yml") is not None
+    assert run(make()[0].path_hold(SID, workspace=WS)) is None  # no paths rule: no backstop
 
 
 def test_network_rule_names_hosts_outside_the_allowlist() -> None:

@@ -21,7 +21,9 @@ exact input, input hash, rule, cost so far, expiry). Here:
 
 Refused, with a short comment and nothing started: an unknown id (not the issue's job waiting for it), an answer
 after the first (``approval_used``: the continuation's item exists), a job stopped (``/agent stop`` while
-waiting) or expired, a commenter who is not a writer, the requester under the two-person rule.
+waiting) or expired, a commenter who is not a writer, the requester under the two-person rule, and an approval
+while fix jobs are turned off (``FIX_JOBS=off``: resuming would be a fix turn); a denial then ends the job without
+resuming the agent (``done``, ``error_code`` ``fix_jobs_off``).
 
 **Expiry**: past the card's ``expires_at`` the job moves to ``expired`` and the progress comment says so, either
 when an answer arrives (it is refused) or when the sweeper's scheduled run (:mod:`webhook.sweeper`, every 15
@@ -167,16 +169,6 @@ class Writers(Protocol):
     def is_writer(self, task: AgentTask, job: FixJob) -> bool: ...
 
 
-class AdmittedByReceiver:
-    """The receiver's own check: a task reaches the worker only from a commenter the tracker's allowlist admits
-    (GitHub ``ALLOWED_ASSOCIATIONS``: OWNER, MEMBER, COLLABORATOR by default; GitLab ``GITLAB_MIN_ACCESS_LEVEL``,
-    Developer by default; Jira: atlassian accounts of the site). The seam a stricter check replaces (e.g.
-    GitHub's collaborator-permission endpoint, Jira's groups)."""
-
-    def is_writer(self, task: AgentTask, job: FixJob) -> bool:
-        return True
-
-
 class GateWriters:
     """Who may answer is who may start and stop a fix (:meth:`gate.FixGate.writer_refusal`, one check for all
     three): on GitHub ``write`` or ``admin`` on the repository, asked from GitHub's collaborator-permission
@@ -226,7 +218,8 @@ class Approver:
         trackers: Mapping[str, IssueTracker],
         metrics: TrackerMetrics,
         logger: Any,
-        writers: Writers | None = None,
+        writers: Writers,
+        fix_jobs: bool,
         two_person: bool = True,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
@@ -238,7 +231,8 @@ class Approver:
         self.trackers = trackers
         self.metrics = metrics
         self.logger = logger
-        self.writers = writers or AdmittedByReceiver()
+        self.writers = writers
+        self.fix_jobs = fix_jobs
         self.two_person = two_person
         self.lease_seconds = lease_seconds
         self.clock = clock or time.time
@@ -289,8 +283,13 @@ class Approver:
         assert paused.job is not None and paused.approval is not None
         decision = paused.approval_decision
         if paused.status == ANSWERED and decision is not None and decision.get("key") == key:
-            return self._resume(task, paused, decision)  # a retry of this very answer: send it again
+            # A retry of this very answer: send it again (an approval only while fix jobs are on).
+            if not self.fix_jobs and decision.get("outcome") == "approved":
+                return self._refuse(task, self._fix_jobs_off(approval_id))
+            return self._resume(task, paused, decision)
         refused = self._check(task, paused, approval_id)
+        if refused is None and verb == "approve" and not self.fix_jobs:
+            refused = self._fix_jobs_off(approval_id)
         if refused is not None:
             return self._refuse(task, refused)
         now = self.clock()
@@ -304,7 +303,10 @@ class Approver:
             "reason": rest,
             "key": key,
         }
-        if not self.jobs.decide(paused.key, approval_id=approval_id, decision=decision):
+        # With fix jobs off a denial ends the job here: resuming the agent would be a fix turn that could still
+        # end in a pull request.
+        ends = not self.fix_jobs
+        if not self.jobs.decide(paused.key, approval_id=approval_id, decision=decision, ends=ends):
             return self._refuse(task, self._used(approval_id))  # another answer won meanwhile
         if outcome == "approved":
             self.metrics.emit("ApprovalsApproved", task.tracker)
@@ -324,6 +326,15 @@ class Approver:
                 "job": paused.key,
             },
         )
+        if ends:
+            reason = f" Reason: {_inline(rest, 500)}" if rest else ""
+            self._edit(
+                paused,
+                f"Denied by @{task.author}: the tool call `{paused.approval.get('tool')}` does not run.{reason}"
+                " Fix jobs are turned off in this deployment, so the agent does not go on: the job ended and"
+                " nothing was changed in the repository.",
+            )
+            return paused.progress_comment_url
         return self._resume(task, paused, decision)
 
     def _paused(self, task: AgentTask, approval_id: str) -> JobState | Refused:
@@ -347,6 +358,14 @@ class Approver:
     def _not_found(approval_id: str) -> Refused:
         return Refused(
             "approval_not_found", f"There is no tool call waiting for approval `{approval_id}` on this issue."
+        )
+
+    @staticmethod
+    def _fix_jobs_off(approval_id: str) -> Refused:
+        return Refused(
+            "approval_fix_jobs_off",
+            f"Fix jobs are turned off in this deployment, so approving `{approval_id}` starts nothing: the tool call"
+            f" does not run and the job keeps waiting. `/agent deny {approval_id}` or `/agent stop` ends it.",
         )
 
     @staticmethod

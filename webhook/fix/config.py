@@ -1,7 +1,7 @@
 """Fix jobs' settings as the worker and the reporter use them, taken from :class:`webhook.settings.WebhookSettings`
 (which declares and checks the variables: ``PR_MODE``, ``JIRA_REPOSITORIES``, ``WORKSPACE_S3_URI``,
 ``INLINE_SNAPSHOT_MAX_BYTES``, ``PROGRESS_MIN_SECONDS``, ``JOB_LEASE_SECONDS``, ``FIX_BRANCHES``,
-``PATCH_ALLOW_PROTECTED``).
+``PATCH_ALLOW_PROTECTED``, ``JOB_DEADLINE_SECONDS``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from webhook.repo.change import BranchIn
-from webhook.settings import DEFAULT_INLINE_SNAPSHOT_MAX_BYTES, S3_URI, WebhookSettings
+from webhook.settings import (
+    DEFAULT_INLINE_SNAPSHOT_MAX_BYTES,
+    DEFAULT_JOB_DEADLINE_SECONDS,
+    S3_URI,
+    WebhookSettings,
+)
 from webhook.trackers.targets import PrMode, RepoTarget
 
 
@@ -27,6 +32,9 @@ class FixSettings:
     branch_in: BranchIn = "fork"
     #: ``/agent approve|deny`` by the person who asked for the run is refused (two-person rule).
     approval_two_person: bool = True
+    #: ``JOB_DEADLINE_SECONDS``: how long a job may run; the reporter holds the issue's active-fix marker of a job
+    #: waiting for an approval until the request's expiry plus this (the answer's continuation may run as long).
+    job_deadline_seconds: int = DEFAULT_JOB_DEADLINE_SECONDS
 
     @property
     def s3_location(self) -> tuple[str, str] | None:
@@ -49,4 +57,5 @@ def fix_settings(env: Mapping[str, str] | WebhookSettings) -> FixSettings:
         allow_protected=s.patch_allow_protected,
         branch_in=s.fix_branches,
         approval_two_person=s.approval_two_person,
+        job_deadline_seconds=s.job_deadline_seconds,
     )

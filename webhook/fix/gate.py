@@ -5,7 +5,8 @@ A fix writes: the bot commits the agent's change with its token and opens a pull
 one (``/agent fix``, the fix label) and stopping one (``/agent stop``) need the right to write, not just the
 right to comment:
 
-- **switch**: ``FIX_JOBS=off`` refuses every fix (``fix_jobs_off``; stops still work);
+- **switch**: ``FIX_JOBS=off`` refuses every fix (``fix_jobs_off``; stops still work; the approver refuses an
+  approval of a waiting fix, :mod:`webhook.fix.approvals`);
 - **GitHub**: the commenter, or the label's sender, must have ``write`` or ``admin`` permission on the
   repository (the maintain role reads as ``write``), asked from GitHub's collaborator-permission endpoint
   (``author_association`` says how someone relates to the repository, not what they may do);

@@ -28,8 +28,10 @@ reporter needs, and what the runtime is sent as ``job.context``), ``progress_com
 claim: whose active-fix marker a final state gives up). Next to it,
 ``reply#session#<runtime session id>`` names the issue's newest started job (``job_key``) and its newest claim
 (``pending_key``), so ``/agent stop`` finds what to stop, started or not; and ``reply#active#<runtime session id>``
-names the issue's one active fix (``job_key``, ``taken_at``, ``active_until``: :meth:`JobStore.take_active`), given
-up by every write to a final state (``done``, ``stopped``, ``timed_out``).
+names the issue's one active fix (``job_key``, ``taken_at``, ``active_until``: :meth:`JobStore.take_active`; a job
+waiting for an approval holds it until the request's expiry plus the job deadline: :meth:`JobStore.await_approval`),
+given up by every write to a final state (``done``, ``stopped``, ``timed_out``, ``expired``; for the answer to an
+approval, the marker of the fix it continues).
 
 What a fix job is (:class:`FixJob`, the document sent to the runtime as ``job.context``) and how its item reads
 (:class:`JobState`, :func:`job_state`) live here too, next to the states and the writes that move a job.
@@ -41,6 +43,7 @@ IAM: ``dynamodb:GetItem``, ``PutItem``, ``UpdateItem`` on the table, for ``reply
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -281,10 +284,12 @@ class JobStore(ReplyTable):
         values: dict[str, Any],
         *,
         final: bool = False,
+        then: Callable[[dict[str, Any]], None] | None = None,
     ) -> bool:
         """One conditional UpdateItem; ``False`` when the condition failed. Raises :class:`ReplyStoreError`.
 
-        ``final``: the write moves the job to a final state, so it gives up its issue's active-fix marker."""
+        ``final``: the write moves the job to a final state, so it gives up its issue's active-fix marker.
+        ``then``: called with the item as written, when the write passed."""
         out: dict[str, Any] = {}
 
         def write() -> None:
@@ -296,13 +301,15 @@ class JobStore(ReplyTable):
                     ConditionExpression=condition,
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=values,
-                    **({"ReturnValues": "ALL_NEW"} if final else {}),
+                    **({"ReturnValues": "ALL_NEW"} if final or then else {}),
                 )
             )
 
         moved = self._conditional(f"UpdateItem ({what})", write)
         if moved and final:
             self._release_active_of(key, out.get("Attributes") or {})
+        if moved and then is not None:
+            then(out.get("Attributes") or {})
         return moved
 
     # ------------------------------------------------------------------ one active fix per issue
@@ -312,7 +319,8 @@ class JobStore(ReplyTable):
 
         A conditional write, so two tasks for one issue arriving at the same instant cannot both pass: the
         marker is free when absent, already ours (a redelivery), or past ``active_until`` (``hold_seconds``
-        after it was taken: the job deadline, so a marker left by a crash never blocks the issue for ever).
+        after it was taken: the job deadline, so a marker left by a crash never blocks the issue for ever; a job
+        waiting for an approval moves it to the request's expiry plus the job deadline, :meth:`await_approval`).
         One held by another job is taken over, conditionally on that job still holding it, when that job is
         final or has a stop request, or never claimed anything within ``claim_grace_seconds`` (its worker
         died between the marker and the claim). Raises :class:`ReplyStoreError`."""
@@ -379,13 +387,46 @@ class JobStore(ReplyTable):
             ),
         )
 
-    def _release_active_of(self, key: str, item: dict[str, Any]) -> None:
-        """After a final transition: the job's issue (``issue_session`` kept at the claim, or its job document)."""
+    def hold_active(self, session_id: str, key: str, *, until: float) -> None:
+        """Keep the issue's active-fix marker held by ``key`` until at least ``until`` (epoch s): a job waiting for
+        an approval holds its issue past the job deadline. Nothing changes when another job holds the marker or
+        it holds longer already. Raises :class:`ReplyStoreError`."""
+        self._conditional(
+            "UpdateItem (active fix hold)",
+            lambda: self._client.update_item(
+                TableName=self.table_name,
+                Key={"id": {"S": ACTIVE_PREFIX + session_id}},
+                UpdateExpression="SET active_until = :until, expiration = :exp",
+                ConditionExpression="job_key = :key AND active_until < :until",
+                ExpressionAttributeValues={
+                    ":key": {"S": key},
+                    ":until": num(int(until)),
+                    ":exp": num(int(until) + self.ttl_seconds),
+                },
+            ),
+        )
+
+    def _issue_of(self, key: str, item: dict[str, Any]) -> tuple[str, str]:
+        """``(issue session, key of the fix that took the marker)`` of the job ``key`` whose item is ``item``: the
+        session is ``issue_session`` (kept at the claim) or its job document's; the fix is ``key`` itself, or for
+        the answer to an approval (``paused_key``) the first job of that chain, the one that took the marker."""
         session_id = text(item, "issue_session")
         if not session_id and text(item, "job"):
             session_id = json.loads(text(item, "job")).get("session_id", "")
+        root, parent = key, text(item, "paused_key")
+        for _ in range(50):  # the same bound as take_active's walk down the chain
+            if not parent:
+                break
+            root = parent
+            state = self.get(parent)
+            parent = state.paused_key if state is not None else ""
+        return session_id, root
+
+    def _release_active_of(self, key: str, item: dict[str, Any]) -> None:
+        """After a final transition: give up the marker of the job's issue, held by the fix the job belongs to."""
+        session_id, root = self._issue_of(key, item)
         if session_id:
-            self.release_active(session_id, key)
+            self.release_active(session_id, root)
 
     # ------------------------------------------------------------------ reads
     def get(self, key: str) -> JobState | None:
@@ -774,10 +815,25 @@ class JobStore(ReplyTable):
         )
 
     # ------------------------------------------------------------------ approvals
-    def await_approval(self, key: str, approval: dict[str, Any], *, cost_usd: float | None) -> bool:
+    def await_approval(
+        self, key: str, approval: dict[str, Any], *, cost_usd: float | None, hold_seconds: int
+    ) -> bool:
         """``reporting`` → ``awaiting_approval`` with the request (``approval``: id, tool, input_hash, rule,
         cost_usd, requested_at, expires_at, requester), and the job on the pending list (:meth:`list_pending`).
-        ``False`` when the item was not reporting."""
+        ``False`` when the item was not reporting.
+
+        The issue's active-fix marker then holds until the request's expiry plus ``hold_seconds`` (the job
+        deadline: how long the continuation an answer starts may run), not only the job deadline after the fix
+        was asked for: the approval may wait far longer (``expiry_hours``, 24 h by default). A final state gives
+        it up as ever."""
+        expires_at = approval.get("expires_at")
+
+        def hold(item: dict[str, Any]) -> None:
+            if isinstance(expires_at, int | float):
+                session_id, root = self._issue_of(key, item)
+                if session_id:
+                    self.hold_active(session_id, root, until=float(expires_at) + hold_seconds)
+
         moved = self._update(
             "await approval",
             key,
@@ -790,8 +846,8 @@ class JobStore(ReplyTable):
                 ":cost": num(float(cost_usd or 0.0)),
                 ":reporting": {"S": REPORTING},
             },
+            then=hold,
         )
-        expires_at = approval.get("expires_at")
         if moved and isinstance(expires_at, int | float):
             self.list_pending(key, float(expires_at))
         return moved
@@ -841,28 +897,35 @@ class JobStore(ReplyTable):
         pending = (out.get("Item") or {}).get("pending", {}).get("M", {})
         return {key: float(value["N"]) for key, value in pending.items() if "N" in value}
 
-    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any]) -> bool:
+    def decide(self, key: str, *, approval_id: str, decision: dict[str, Any], ends: bool = False) -> bool:
         """``awaiting_approval`` (of ``approval_id``) → ``answered`` (``decision``: outcome approved | denied, by,
         at, reason, task key) or → ``expired`` (outcome expired). ``False`` when it was not waiting for that
         approval (answered, stopped or expired already): the first answer wins. An answer takes the job off the
         pending list; an expiry leaves it there until its comment says so (:meth:`unlist_pending`), so a failed
-        edit is retried by the next sweep."""
+        edit is retried by the next sweep.
+
+        ``ends``: the answer ends the job instead of going on as a continuation (a denial while fix jobs are
+        turned off): → ``done`` with ``error_code`` ``fix_jobs_off``, a final state."""
         expired = decision.get("outcome") == "expired"
+        final = expired or ends
         decided = self._update(
             "decide",
             key,
-            "SET #s = :to, approval_decision = :doc" + (", finished_at = :now" if expired else ""),
+            "SET #s = :to, approval_decision = :doc"
+            + (", finished_at = :now" if final else "")
+            + (", error_code = :code" if ends and not expired else ""),
             "#s = :awaiting AND approval_id = :id",
             {
-                ":to": {"S": EXPIRED if expired else ANSWERED},
+                ":to": {"S": EXPIRED if expired else DONE if ends else ANSWERED},
                 ":doc": {"S": json.dumps(decision, sort_keys=True)},
                 ":awaiting": {"S": AWAITING},
                 ":id": {"S": approval_id},
-                **({":now": num(self._clock())} if expired else {}),
+                **({":now": num(self._clock())} if final else {}),
+                **({":code": {"S": "fix_jobs_off"}} if ends and not expired else {}),
             },
-            # An expired job is final: it gives up its issue's active-fix marker. An answered one is not: its
-            # continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
-            final=expired,
+            # An expired (or ended) job is final: it gives up its issue's active-fix marker. An answered one is
+            # not: its continuation (keyed by the approval id) is the fix still running (:meth:`take_active`).
+            final=final,
         )
         if decided and not expired:
             self.unlist_pending(key)

@@ -219,7 +219,7 @@ def test_a_job_waiting_for_approval_is_the_issues_running_fix(setup: SimpleNames
     assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
     assert setup.jobs.begin_report(key, lease_seconds=60)
     approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": 4_000_000_000.0}
-    assert setup.jobs.await_approval(key, approval, cost_usd=0.01)
+    assert setup.jobs.await_approval(key, approval, cost_usd=0.01, hold_seconds=3600)
     second, other = task(delivery="b")
     assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1 and setup.jobs.get(other) is None

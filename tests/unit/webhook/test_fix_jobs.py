@@ -234,7 +234,7 @@ APPROVAL: dict[str, object] = {"id": APPROVAL_ID, "tool": "Edit", "expires_at": 
 def paused(jobs: JobStore) -> None:
     started(jobs)
     assert jobs.begin_report(KEY, lease_seconds=60)
-    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02, hold_seconds=3600)
 
 
 def test_a_paused_job_keeps_its_request_and_only_the_first_answer_counts(
@@ -242,7 +242,8 @@ def test_a_paused_job_keeps_its_request_and_only_the_first_answer_counts(
 ) -> None:
     jobs, _ = store
     paused(jobs)
-    assert not jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)  # a duplicate result moves nothing
+    # A duplicate result moves nothing.
+    assert not jobs.await_approval(KEY, APPROVAL, cost_usd=0.02, hold_seconds=3600)
     state = jobs.get(KEY)
     assert state is not None and state.status == AWAITING and state.approval == APPROVAL
     assert state.cost_so_far == 0.02
@@ -267,7 +268,9 @@ def test_a_stopped_waiting_job_takes_no_answer_and_an_expiry_ends_it(store: tupl
     assert jobs.claim(other)
     claim = jobs.get(other)
     assert claim is not None and jobs.started(other, JOB_DOC, claimed_at=claim.stored_at)
-    assert jobs.begin_report(other, lease_seconds=60) and jobs.await_approval(other, APPROVAL, cost_usd=None)
+    assert jobs.begin_report(other, lease_seconds=60) and jobs.await_approval(
+        other, APPROVAL, cost_usd=None, hold_seconds=3600
+    )
     expired = {"outcome": "expired", "by": "", "at": 9.0, "reason": "", "key": ""}
     assert jobs.decide(other, approval_id=APPROVAL_ID, decision=expired)
     assert not jobs.stop(other, by="carol", stop_key="s2")  # ended: nothing left to stop
@@ -311,7 +314,7 @@ def test_a_fix_waiting_for_approval_holds_the_marker_through_its_continuation_an
     claim = jobs.get(KEY)
     assert claim is not None and jobs.started(KEY, JOB_DOC, claimed_at=claim.stored_at)
     assert jobs.begin_report(KEY, lease_seconds=60)
-    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02)
+    assert jobs.await_approval(KEY, APPROVAL, cost_usd=0.02, hold_seconds=3600)
     clock.now += 1200
     assert not jobs.take_active(session, "other", **hold)  # waiting
     answer = {"outcome": "approved", "by": "github:dave", "at": clock.now, "reason": "", "key": "k1"}
@@ -334,9 +337,96 @@ def test_a_fix_waiting_for_approval_holds_the_marker_through_its_continuation_an
     claim = jobs.get(second)
     assert claim is not None and jobs.started(second, doc, claimed_at=claim.stored_at)
     assert jobs.begin_report(second, lease_seconds=60) and jobs.await_approval(
-        second, APPROVAL, cost_usd=None
+        second, APPROVAL, cost_usd=None, hold_seconds=3600
     )
     assert not jobs.take_active(doc.session_id, "next", **hold)
     expired = {"outcome": "expired", "by": "", "at": clock.now, "reason": "", "key": ""}
     assert jobs.decide(second, approval_id=APPROVAL_ID, decision=expired)
     assert jobs.take_active(doc.session_id, "next", **hold)
+
+
+DEADLINE = 8 * 3600 + 1800  # JOB_DEADLINE_SECONDS' default
+HOUR = 3600.0
+
+
+def marker(jobs: JobStore, session: str) -> dict[str, object]:
+    item = jobs._client.get_item(TableName="idem", Key={"id": {"S": f"reply#active#{session}"}})["Item"]
+    return {name: next(iter(value.values())) for name, value in item.items()}
+
+
+def waiting(jobs: JobStore, key: str, approval_id: str, expires_at: float) -> None:
+    """The job ``key`` (started) pauses for ``approval_id``, the reporter holding the marker as it does."""
+    assert jobs.begin_report(key, lease_seconds=60)
+    approval = {"id": approval_id, "tool": "Edit", "expires_at": expires_at}
+    assert jobs.await_approval(key, approval, cost_usd=0.02, hold_seconds=DEADLINE)
+
+
+def start(jobs: JobStore, key: str, doc: FixJob = JOB_DOC) -> None:
+    assert jobs.claim(key, session_id=doc.session_id)
+    claim = jobs.get(key)
+    assert claim is not None and jobs.started(key, doc, claimed_at=claim.stored_at)
+
+
+@pytest.mark.parametrize("end", ["expired", "stopped", "continuation_done", "continuation_expired"])
+def test_a_wait_longer_than_the_job_deadline_keeps_the_issue_until_the_fix_ends(
+    store: tuple[JobStore, Clock], end: str
+) -> None:
+    """The marker lasts the job deadline; a job waiting for a 24 h approval holds it until the approval's expiry
+    plus the deadline (its continuation's run), through a continuation that pauses again, and gives it up at
+    every final state of the fix."""
+    jobs, clock = store
+    hold = {"hold_seconds": DEADLINE, "claim_grace_seconds": 600}
+    t0 = clock.now
+    assert jobs.take_active(SESSION, KEY, **hold)
+    start(jobs, KEY)
+    waiting(jobs, KEY, APPROVAL_ID, t0 + 24 * HOUR)
+    clock.now = t0 + 9 * HOUR  # past the job deadline: the fix still waits
+    assert not jobs.take_active(SESSION, "other", **hold)
+    clock.now = t0 + 24 * HOUR - 1
+    assert not jobs.take_active(SESSION, "other", **hold)
+    assert marker(jobs, SESSION)["active_until"] == str(int(t0 + 24 * HOUR + DEADLINE))
+    if end == "expired":
+        expiry = {"outcome": "expired", "by": "", "at": clock.now, "reason": "", "key": ""}
+        assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=expiry)
+    elif end == "stopped":
+        assert jobs.stop(KEY, by="carol", stop_key="s1")
+    else:
+        answer = {"outcome": "approved", "by": "github:dave", "at": clock.now, "reason": "", "key": "k1"}
+        assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
+        assert jobs.claim(APPROVAL_ID, session_id=SESSION)
+        jobs.remember_progress_comment(APPROVAL_ID, comment_id="1001", url="u", paused_key=KEY)
+        claim = jobs.get(APPROVAL_ID)
+        assert claim is not None and jobs.started(APPROVAL_ID, JOB_DOC, claimed_at=claim.stored_at)
+        clock.now = t0 + 30 * HOUR  # the continuation runs (past the first approval's expiry)
+        assert not jobs.take_active(SESSION, "other", **hold)
+        second = "apv-ffffffffffffffffffff"
+        waiting(jobs, APPROVAL_ID, second, clock.now + 24 * HOUR)  # ... and waits again
+        clock.now += 20 * HOUR
+        assert not jobs.take_active(SESSION, "other", **hold)
+        if end == "continuation_expired":
+            expiry = {"outcome": "expired", "by": "", "at": clock.now, "reason": "", "key": ""}
+            assert jobs.decide(APPROVAL_ID, approval_id=second, decision=expiry)
+        else:
+            answer = {"outcome": "denied", "by": "github:dave", "at": clock.now, "reason": "", "key": "k2"}
+            assert jobs.decide(APPROVAL_ID, approval_id=second, decision=answer)
+            assert jobs.claim(second, session_id=SESSION)
+            jobs.remember_progress_comment(second, comment_id="1001", url="u", paused_key=APPROVAL_ID)
+            claim = jobs.get(second)
+            assert claim is not None and jobs.started(second, JOB_DOC, claimed_at=claim.stored_at)
+            assert not jobs.take_active(SESSION, "other", **hold)
+            assert jobs.begin_report(second, lease_seconds=60) and jobs.finish(second)
+    assert "job_key" not in marker(jobs, SESSION)  # given up by the final state itself
+    assert jobs.take_active(SESSION, "other", **hold)
+
+
+def test_a_pause_never_extends_another_fixs_marker(store: tuple[JobStore, Clock]) -> None:
+    """A job whose marker was taken over (its own ran out meanwhile) does not lengthen the new holder's."""
+    jobs, clock = store
+    hold = {"hold_seconds": DEADLINE, "claim_grace_seconds": 600}
+    assert jobs.take_active(SESSION, KEY, **hold)
+    start(jobs, KEY)
+    clock.now += DEADLINE + 1
+    assert jobs.take_active(SESSION, "other", **hold)
+    before = marker(jobs, SESSION)
+    waiting(jobs, KEY, APPROVAL_ID, clock.now + 24 * HOUR)
+    assert marker(jobs, SESSION) == before

@@ -355,7 +355,7 @@ def test_a_job_waiting_for_approval_outlives_the_deadline_and_ends_at_its_own_ex
     )
     assert world.jobs.begin_report(KEY, lease_seconds=300)
     approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": T0 + 3 * DEADLINE}
-    assert world.jobs.await_approval(KEY, approval, cost_usd=0.25)
+    assert world.jobs.await_approval(KEY, approval, cost_usd=0.25, hold_seconds=DEADLINE)
     world.clock.now = T0 + 2 * DEADLINE  # past the job deadline, before the approval's expiry
     summary = sweep()
     assert summary["timed_out"] == 0 and summary["approvals_expired"] == 0
@@ -387,7 +387,7 @@ def test_an_expiry_whose_comment_edit_failed_is_told_by_the_next_run_and_counted
     )
     assert world.jobs.begin_report(KEY, lease_seconds=300)
     approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": T0 + 1.0}
-    assert world.jobs.await_approval(KEY, approval, cost_usd=None)
+    assert world.jobs.await_approval(KEY, approval, cost_usd=None, hold_seconds=DEADLINE)
     world.clock.now = T0 + DEADLINE + 1
     sweeper.configure(sweeper_deps(world, api_url=_closed_port()))
     summary = sweep()
@@ -403,3 +403,57 @@ def test_an_expiry_whose_comment_edit_failed_is_told_by_the_next_run_and_counted
     sweep()
     assert comment(world)["edits"] == 1
     assert metric_names(capsys.readouterr().out).count("ApprovalsExpired") == 1
+
+
+def test_a_job_waiting_past_its_deadline_keeps_its_issue_until_the_approval_expires(
+    world: SimpleNamespace,
+) -> None:
+    """The reporter that records the pause holds the issue's one-active-fix marker until the approval's expiry
+    plus the job deadline (``JOB_DEADLINE_SECONDS``): a second fix cannot start while the first one waits; the
+    sweep's expiry gives the issue up."""
+    reporter.configure(
+        reporter.ReporterDeps(
+            jobs=world.jobs,
+            comments=TrackerComments({"github": world.adapter}),
+            repos=TrackerRepos(tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}),
+            trackers={"github": world.adapter},
+            settings=FixSettings(progress_min_seconds=0, job_deadline_seconds=DEADLINE),
+        )
+    )
+    doc = job_doc(world.api)
+    hold = {"hold_seconds": DEADLINE, "claim_grace_seconds": 600}
+    assert world.jobs.take_active(doc.session_id, KEY, **hold)
+    doc = start_job(world, KEY)
+    card = {
+        "id": "apv-0123456789abcdef0123",
+        "tool": "Edit",
+        "input": {"file_path": "src/calc.py"},
+        "input_hash": "sha256:" + "ab" * 32,
+        "rule": "paths: src/**",
+        "cost_usd": 0.1,
+        "created_at": T0,
+        "expires_at": T0 + 3 * DEADLINE,
+    }
+    event = {
+        "v": 1,
+        "job_id": KEY,
+        "session_id": doc.session_id,
+        "seq": 9,
+        "kind": "result",
+        "at": T0,
+        "context": doc.model_dump(),
+        "result": {
+            "type": "result",
+            "subtype": "awaiting_approval",
+            "text": "",
+            "cost_usd": 0.1,
+            "approval": card,
+        },
+    }
+    assert reporter.handler(sqs_event(json.dumps(event)), CTX) == {"batchItemFailures": []}
+    assert world.jobs.get(KEY).status == "awaiting_approval"
+    world.clock.now = T0 + 2 * DEADLINE  # the marker's own deadline passed; the fix still waits
+    assert not world.jobs.take_active(doc.session_id, "other", **hold)
+    world.clock.now = T0 + 3 * DEADLINE + 1
+    assert sweep()["approvals_expired"] == 1
+    assert world.jobs.take_active(doc.session_id, "other", **hold)
