@@ -230,6 +230,7 @@ def deps_from_env() -> WorkerDeps:
             two_person=settings.approval_two_person,
             writers=GateWriters(gate),
             lease_seconds=lease,
+            fx=fx,
         ),
     )
 

@@ -161,6 +161,12 @@ class Baseline:
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")
 
+    def apply(self, patch: str) -> None:
+        """Apply ``patch`` (one :meth:`changes` made against this same snapshot) to the work tree, not to the
+        snapshot: the next :meth:`changes` shows it again. Raises :class:`WorkspaceError` when git cannot."""
+        if patch:
+            self._git("apply", "--binary", "--whitespace=nowarn", "-", stdin=patch.encode("utf-8"))
+
     def changes(self, *, timeout_s: float | None = None) -> Changes:
         """Stage the work tree in a throw-away index and diff it against the snapshot, within ``timeout_s``."""
         self._deadline = time.monotonic() + (timeout_s if timeout_s is not None else GIT_TIMEOUT_S)

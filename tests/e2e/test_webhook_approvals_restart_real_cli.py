@@ -122,11 +122,6 @@ def workspace_files(world: SimpleNamespace, vm: str, name: str) -> list[Path]:
     return sorted((world.root / vm / "state" / "workspaces").glob(f"*/{name}"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the session's workspace (snapshot and the work before the pause) is local to the microVM: the"
-    " continuation on a new one runs in an empty directory and the approved command finds no src/calc.py",
-)
 def test_an_approval_after_the_microvm_was_lost_resumes_with_the_work_done_before_the_pause(
     world: SimpleNamespace,
 ) -> None:
