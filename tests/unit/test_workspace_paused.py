@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,6 @@ from runtime.approvals import Approvals
 from runtime.approvals.rules import ApprovalRules
 from runtime.errors import WorkspaceExpired
 from runtime.session_store.sqlite import SqliteSessionStore
-from runtime.sessions import WarmSession
 from runtime.turn_request import TurnRequest
 from runtime.workspace.paused import PausedWork
 from tests.unit.test_approvals import Sink
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 SNAPSHOT = [("src/calc.py", b"def add(a, b):\n    return a - b\n"), ("README.md", b"# calc\n")]
 
 
-def microvm(tmp_path: Path, name: str, store: SqliteSessionStore) -> tuple[AgentTurnRunner, WarmSession]:  # type: ignore[type-arg]
+def microvm(tmp_path: Path, name: str, store: SqliteSessionStore) -> tuple[AgentTurnRunner, Any]:
     """A runner on its own disk (``tmp_path/name``) with the shared session store and approval rules."""
     (tmp_path / name).mkdir()
     runner, session = make(tmp_path / name)
