@@ -12,6 +12,8 @@ only the session store (SQLite, AgentCore Memory's stand-in) and the AWS APIs ou
   pull request must hold both the earlier change and exactly the approved one.
 - A denial: the reason reaches the model, the denied call never runs, the agent goes on, and the job ends with no
   pull request and a comment saying so.
+- ``/agent stop`` while the job waits: ``StopRuntimeSession`` closes the session on the runtime (its CLI ends), and
+  a later approval is refused on the issue without reaching the runtime.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from harness.procmem import descendants
 from harness.runtime_server import RuntimeServer, real_cli_job_server
 from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn, Reply, ToolUse
@@ -205,3 +209,45 @@ def test_a_denial_reaches_the_model_the_call_never_runs_and_the_job_ends_without
     decision = json.loads(paused_job(world)["approval_decision"]["S"])
     assert (decision["outcome"], decision["reason"]) == ("denied", "not on a Friday")
     assert_no_token_reached_the_runtime(world)
+
+
+def session_clis(runtime: RuntimeServer) -> list[int]:
+    """The runtime's descendant processes running the bundled CLI (a session's warm client)."""
+    assert runtime.proc is not None
+    found = []
+    for pid in descendants(runtime.proc.pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        if b"claude" in command:
+            found.append(pid)
+    return found
+
+
+def test_stop_while_waiting_releases_the_runtime_session_and_a_later_approval_is_refused(
+    world: SimpleNamespace,
+) -> None:
+    world.bedrock.enqueue(Reply.message(bash(EDIT_COMMAND, "toolu_wait")))
+    approval_id, card = pause(world)
+    assert session_clis(world.runtime)  # the paused session's CLI stays warm on its microVM
+
+    assert call(comment_by("/agent stop", 321))[0] == 202
+    run_worker(world)
+    # StopRuntimeSession reached the real runtime, which had the session and closed it.
+    [stop] = world.plane.stops
+    assert (stop["session"], stop["status"]) == (world.plane.calls[0]["session"], 200)
+    deadline = time.monotonic() + 30
+    while session_clis(world.runtime):
+        assert time.monotonic() < deadline, "the stopped session's CLI is still running"
+        time.sleep(0.05)
+    world.runtime.until_idle()
+    assert card["body"].startswith("Stopped by `@dave`") and paused_job(world)["status"]["S"] == "stopped"
+
+    calls = len(world.plane.calls)
+    assert call(comment_by(f"/agent approve {approval_id}", 322, login="erin"))[0] == 202
+    run_worker(world)
+    assert len(world.plane.calls) == calls  # nothing reached the runtime
+    [_, refusal] = world.github.comments.values()
+    assert "was stopped" in refusal["body"]
+    assert world.bedrock.pending == 0 and len(world.bedrock.model_requests) == 1 and not world.github.pulls
