@@ -383,7 +383,7 @@ class Reporter:
         """The turn paused at a tool call that needs approval: no pull request; the job waits
         (:mod:`webhook.fix.approvals`) and its progress comment becomes the approval card."""
         approval = approval_record(card, job, ev.at)
-        text = card_text(card, quick_actions=job.tracker == "gitlab")
+        text = card_text(card, quick_actions=job.tracker == "gitlab", tracker=job.tracker)
         self.deps.comments.edit(
             IssueRef.of_job(job),
             job.comment_id,

@@ -24,7 +24,7 @@ from harness.agentcore_dataplane import AgentCoreDataPlane
 from harness.github_repo_api import GitHubRepoApi
 from harness.gitlab_repo_api import GitLabRepoApi
 from harness.runtime_server import RuntimeServer
-from harness.tracker_apis import GitLabApi
+from harness.tracker_apis import GitLabApi, JiraApi
 from harness.webhook_scene import (
     aws_clients,
     create_job_resources,
@@ -38,10 +38,14 @@ from tests.unit.webhook.support import (
     GITLAB_MEMBERS,
     GITLAB_SECRET,
     GITLAB_TOKEN,
+    JIRA_SECRET,
+    JIRA_TOKEN,
     SECRET_NAMES,
     TOKEN,
     fixture,
+    fresh_jira,
     github_event,
+    jira_event,
     receiver,
     reporter,
     tracker_env,
@@ -49,9 +53,42 @@ from tests.unit.webhook.support import (
     worker,
 )
 from webhook.settings import ENV
+from webhook.trackers import jira_auth_header
 
-#: Every secret of the trusted side: tracker tokens and the GitLab webhook token.
-TOKENS = (TOKEN, GITLAB_TOKEN, GITLAB_SECRET)
+#: What the Jira stand-in expects in ``Authorization`` (the worker's and reporter's Jira token).
+JIRA_AUTHORIZATION = jira_auth_header(JIRA_TOKEN)
+#: Every secret of the trusted side: tracker tokens (Jira's as its API token and as the header it becomes) and the
+#: GitLab and Jira webhook secrets.
+TOKENS = (
+    TOKEN,
+    GITLAB_TOKEN,
+    GITLAB_SECRET,
+    JIRA_SECRET,
+    json.loads(JIRA_TOKEN)["api_token"],
+    JIRA_AUTHORIZATION.split(" ", 1)[1],
+)
+
+#: The Jira project of the fixtures (``SP-9``) and the Jira accounts of the scene (account id → display name).
+#: ``mia`` wrote the fixture's comment; ``mia`` and ``noah`` are named by the mapping (``fix_account_ids``),
+#: ``olga`` is a member of :data:`JIRA_FIX_GROUP` (the Jira stand-in's ``groups``), ``rex`` is none of these.
+JIRA_PROJECT = "SP"
+JIRA_ACCOUNTS = {
+    "mia": ("5b10ac8d82e05b22cc7d4ef5", "Mia Krystof"),
+    "noah": ("5b10ac8d82e05b22cc7d4ef6", "Noah Berg"),
+    "olga": ("712020:0e3a5f9c-41d7-4c2b-9d5e-2f6a8b1c7d90", "Olga Lind"),
+    "rex": ("712020:7c1b2a3d-9e8f-4a5b-8c6d-1e2f3a4b5c6d", "Rex Moor"),
+}
+JIRA_FIXERS = (JIRA_ACCOUNTS["mia"][0], JIRA_ACCOUNTS["noah"][0])
+JIRA_FIX_GROUP = "kit-fixers"
+#: ``JIRA_REPOSITORIES``: project SP's fixes go to the GitHub stand-in's repository.
+JIRA_MAPPING = {
+    JIRA_PROJECT: {
+        "tracker": "github",
+        "repository": "octo/kit",
+        "fix_account_ids": list(JIRA_FIXERS),
+        "fix_group": JIRA_FIX_GROUP,
+    }
+}
 
 
 def job_queues(moto: str) -> tuple[SimpleNamespace, str, str, str]:
@@ -82,14 +119,22 @@ def fix_world(
             token=GITLAB_TOKEN, project_id=5, path="gitlab-org/gitlab-test", files=dict(files)
         ) as gitlab,
         GitLabApi(token=GITLAB_TOKEN, members=GITLAB_MEMBERS) as members,
+        JiraApi(authorization=JIRA_AUTHORIZATION) as jira,
     ):
+        jira.groups.update(
+            {
+                JIRA_ACCOUNTS["olga"][0]: [JIRA_FIX_GROUP, "jira-software-users"],
+                JIRA_ACCOUNTS["rex"][0]: ["jira-software-users"],
+            }
+        )
         env = {
-            **tracker_env(gitlab.api_url),
+            **tracker_env(gitlab.api_url, jira.url),
             **lambda_environment(
                 moto=moto, plane=plane.url, github_api=github.url, queue_url=tasks, table=table
             ),
             ENV["fix_trigger_label"]: "agent-fix",
             ENV["progress_min_seconds"]: "0",
+            ENV["jira_repositories"]: json.dumps(JIRA_MAPPING),
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
@@ -119,6 +164,7 @@ def fix_world(
                 plane=plane,
                 github=github,
                 gitlab=gitlab,
+                jira=jira,
                 tmp=tmp,
             )
         finally:
@@ -150,6 +196,51 @@ def github_comment(text: str, comment_id: int = 99) -> tuple[dict[str, Any], byt
     return github_event(body, event="issue_comment", path="/github", delivery=f"d-{comment_id}"), body
 
 
+def jira_comment(
+    text: str,
+    comment_id: int = 10031,
+    *,
+    account: str = "mia",
+    issue: str = "SP-9",
+    name: str | None = None,
+) -> tuple[dict[str, Any], bytes]:
+    """A signed, fresh Jira ``comment_created`` delivery by ``account`` (a key of :data:`JIRA_ACCOUNTS`, or an
+    account id of nobody named there; shown as ``name`` when given: anyone can change their display name) on
+    ``issue`` of project ``SP``, and its body."""
+    account_id, shown = JIRA_ACCOUNTS.get(account, (account, account))
+    name = shown if name is None else name
+    payload = fresh_jira(fixture("jira", "comment_created"))
+    comment = payload["comment"]
+    comment.update(id=str(comment_id), body=text)
+    comment["self"] = f"{comment['self'].rsplit('/', 1)[0]}/{comment_id}"
+    for who in (comment["author"], comment["updateAuthor"]):
+        who.update(accountId=account_id, displayName=name)
+        who["self"] = who["self"].split("?", 1)[0] + f"?accountId={account_id}"
+    payload["issue"]["key"] = issue
+    number = int(issue.rsplit("-", 1)[1])
+    if issue != "SP-9":  # another issue: another id (the runtime session is the site and the issue's id)
+        payload["issue"]["id"] = str(10139 + number)
+        payload["issue"]["self"] = payload["issue"]["self"].rsplit("/", 1)[0] + f"/{payload['issue']['id']}"
+    body = json.dumps(payload).encode()
+    return jira_event(body, **{"x-atlassian-webhook-identifier": f"jira-d-{comment_id}"}), body
+
+
+def adf_text(doc: Any) -> str:
+    """The text of an ADF document as a reader sees it, with each link's target after its text (``[href]``), so a
+    check for a URL finds it whether it is written out or behind a link."""
+    if isinstance(doc, list):
+        return "".join(adf_text(node) for node in doc)
+    if not isinstance(doc, dict):
+        return ""
+    text = str(doc.get("text", ""))
+    hrefs = [m.get("attrs", {}).get("href", "") for m in doc.get("marks", []) if m.get("type") == "link"]
+    text += "".join(f" [{h}]" for h in hrefs)
+    inner = adf_text(doc.get("content", []))
+    return (
+        text + inner + ("\n" if doc.get("type") in ("paragraph", "codeBlock", "heading", "listItem") else "")
+    )
+
+
 def job_item(world: SimpleNamespace, session_prefix: str) -> dict[str, Any]:
     """The one job record (in the idempotency table) whose runtime session starts with ``session_prefix``."""
     items = world.aws.ddb.scan(TableName=world.table)["Items"]
@@ -175,7 +266,7 @@ def assert_no_token_reached_the_runtime(world: SimpleNamespace, *also: bytes) ->
     # The trusted side did use these very tokens (so their absence above is meaningful).
     used = [
         r["headers"].get("authorization", "") + r["headers"].get("private-token", "")
-        for r in world.github.requests + world.gitlab.requests
+        for r in world.github.requests + world.gitlab.requests + world.jira.requests
     ]
     assert any(TOKEN in u for u in used) or any(GITLAB_TOKEN in u for u in used)
     for token in TOKENS:

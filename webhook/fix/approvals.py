@@ -95,10 +95,19 @@ def _inline(text: Any, limit: int = 300) -> str:
     return flat.encode("ascii", "backslashreplace").decode()[:limit]
 
 
-def card_text(card: Mapping[str, Any], *, quick_actions: bool = False) -> str:
-    """The progress comment of a job waiting for approval ``card`` (the runtime's ``result.approval``)."""
+def answerers(tracker: str) -> str:
+    """Who may answer an approval on ``tracker``'s issues, as a card and a refusal say it (:class:`GateWriters`)."""
+    if tracker == "jira":
+        return "the people this Jira project's repository mapping names"
+    return "someone with write permission on the repository"
+
+
+def card_text(card: Mapping[str, Any], *, quick_actions: bool = False, tracker: str = "github") -> str:
+    """The progress comment of a job waiting for approval ``card`` (the runtime's ``result.approval``) on an issue
+    of ``tracker``."""
     approval_id = str(card.get("id", ""))
     expires = _when(card.get("expires_at"))
+    who = answerers(tracker)
     cost = card.get("cost_usd")
     lines = [
         "**Waiting for approval.** The agent wants to make a tool call that needs a person's approval first.",
@@ -115,7 +124,7 @@ def card_text(card: Mapping[str, Any], *, quick_actions: bool = False) -> str:
         input_block(card.get("input")),
         "```",
         "",
-        f"Someone with write permission on the repository can answer with `/agent approve {approval_id}` (exactly"
+        f"{who[:1].upper()}{who[1:]} can answer with `/agent approve {approval_id}` (exactly"
         f" this call runs once) or `/agent deny {approval_id} <reason>` (the agent goes on without it)."
         " `/agent stop` ends the job.",
     ]
@@ -181,6 +190,15 @@ class GateWriters:
 
     def is_writer(self, task: AgentTask, job: FixJob) -> bool:
         return self.gate.writer_refusal(task) is None
+
+
+def is_requester(task: AgentTask, job: FixJob) -> bool:
+    """Is the author of ``task`` the person who asked for ``job``? By the immutable id when both carry one (Jira
+    ``accountId``, GitLab user id): a display name is not unique and its owner can change it, so a requester who
+    renames themselves is still the requester, and a namesake is not. Otherwise by name (a GitHub login)."""
+    if task.author_id and job.author_id:
+        return task.author_id == job.author_id
+    return task.author.casefold() == job.author.casefold()
 
 
 @dataclass(frozen=True)
@@ -347,11 +365,8 @@ class Approver:
         if paused.status != AWAITING:
             return self._used(approval_id)
         if not self.writers.is_writer(task, paused.job):
-            return Refused(
-                "approval_not_writer",
-                "Only someone with write permission on the repository can answer an approval.",
-            )
-        if self.two_person and task.author.casefold() == paused.job.author.casefold():
+            return Refused("approval_not_writer", f"Only {answerers(task.tracker)} can answer an approval.")
+        if self.two_person and is_requester(task, paused.job):
             return Refused(
                 "approval_requester",
                 "The person who asked for this run cannot answer its approval here: another maintainer has to"

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from webhook.replies import KEY_PREFIX, ReplyStoreError, ReplyTable
 from webhook.trackers.base import TrackerName
@@ -104,6 +104,9 @@ class FixJob(BaseModel):
     html_url: str = ""
     title: str = Field(default="", max_length=200)
     author: str = ""
+    #: The requester's immutable id where the tracker gives one (Jira ``accountId``, GitLab user id): the
+    #: two-person rule compares it, since a display name is neither unique nor fixed (anyone can change theirs).
+    author_id: str = Field(default="", max_length=128)
     session_id: str
     comment_id: str = ""
     comment_url: str = ""
@@ -114,6 +117,15 @@ class FixJob(BaseModel):
     base_sha: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
     pr_base: str
     pull_request: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_empty_author_id(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``author_id`` key when there is none (GitHub): such a job's document, and so its ``job.context``, is
+        the same as before the field existed, so the result of a job started before an upgrade still matches it."""
+        doc: dict[str, Any] = handler(self)
+        if not doc.get("author_id"):
+            doc.pop("author_id", None)
+        return doc
 
     def context(self) -> dict[str, Any]:
         """The ``job.context`` object. Raises ``ValueError`` when it would exceed the runtime's limit."""

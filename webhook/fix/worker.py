@@ -363,6 +363,7 @@ class FixRunner:
                     html_url=task.html_url,
                     title=task.title[:200],
                     author=task.author[:200],
+                    author_id=task.author_id,
                     session_id=task.runtime_session_id,
                     comment_id=comment_id,
                     comment_url=comment_url,

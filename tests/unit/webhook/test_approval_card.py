@@ -82,3 +82,11 @@ def test_on_jira_the_input_is_one_code_block() -> None:
     [block] = [n for n in doc["content"] if n["type"] == "codeBlock"]
     assert json.loads(block["content"][0]["text"]) == HOSTILE
     assert "apv-" in json.dumps([n for n in doc["content"] if n["type"] != "codeBlock"])
+
+
+def test_the_card_says_who_may_answer_on_its_tracker() -> None:
+    # GitHub and GitLab: writers of the repository; Jira: the people the project's mapping names.
+    assert "Someone with write permission on the repository can answer" in card_text(card())
+    jira = card_text(card(), tracker="jira")
+    assert "The people this Jira project's repository mapping names can answer" in jira
+    assert "write permission" not in jira

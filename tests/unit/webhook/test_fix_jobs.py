@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -149,6 +150,18 @@ def test_context_fits_the_runtimes_limit() -> None:
     huge = JOB_DOC.model_copy(update={"html_url": "https://x/" + "y" * 5000})
     with pytest.raises(ValueError, match="4096"):
         huge.context()
+
+
+def test_the_requesters_id_is_kept_and_a_job_without_one_keeps_its_earlier_document() -> None:
+    # A GitHub job names no id: its document (and so the context its result comes back with) has no such key, as
+    # before the field existed; a job kept or started before then reads back as the same job.
+    assert "author_id" not in JOB_DOC.context() and "author_id" not in json.loads(JOB_DOC.model_dump_json())
+    assert FixJob.model_validate(JOB_DOC.context()) == JOB_DOC
+    jira = FixJob.model_validate(
+        {**JOB_DOC.context(), "tracker": "jira", "author_id": "5b10ac8d82e05b22cc7d4ef5"}
+    )
+    assert jira.context()["author_id"] == "5b10ac8d82e05b22cc7d4ef5"
+    assert FixJob.model_validate_json(jira.model_dump_json()) == jira
 
 
 def test_a_dead_workers_claim_is_taken_over_once_and_keeps_what_it_kept(
