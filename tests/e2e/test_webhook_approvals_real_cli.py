@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from harness.runtime_server import RuntimeServer
+from harness.runtime_server import real_cli_job_server
 from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
@@ -57,22 +57,16 @@ def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Simpl
     agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
     queues = job_queues(moto_endpoint)
     with BedrockStandIn() as bedrock:
-        runtime = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_TURN_TIMEOUT": "120",
-                "AGENTKIT_ACTOR_HEADER": ACTOR_HEADER,
-                "AGENTKIT_JOB_EVENTS_QUEUE_URL": queues[3],
-                "AGENTKIT_JOB_PROGRESS_SECONDS": "0.2",
-                "AGENTKIT_APPROVALS": json.dumps({"bash_patterns": ["python3 -c *"]}),
-                "AWS_ENDPOINT_URL_SQS": moto_endpoint,
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
+        runtime = real_cli_job_server(
+            root,
+            "vm",
+            bedrock_url=bedrock.url,
+            model=MODEL,
+            agent_file=agent,
+            events_queue=queues[3],
+            moto=moto_endpoint,
+            AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
+            AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
         )
         try:
             with fix_world(

@@ -170,7 +170,10 @@ def test_an_approval_after_the_microvm_was_lost_resumes_with_the_work_done_befor
         assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED, "README.md": NOTED}
         assert pull["html_url"] in card["body"] and "Fixed add()" in card["body"]
         assert len(world.github.comments) == 1
-        assert "sandbox: on (bubblewrap); profile developer" in second.log_path.read_text()
+        log = second.log_path.read_text()
+        assert (
+            "sandbox: on (bubblewrap); profile developer" in log and "the paused turn's work restored" in log
+        )
         assert_no_token_reached_the_runtime(world)
     finally:
         second.stop()
