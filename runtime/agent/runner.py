@@ -235,7 +235,7 @@ class AgentTurnRunner:
             )
         if unpacked is not None and request.answers_approval and self.paused_work is not None:
             assert workspaces is not None
-            patch = await self.paused_work.load(sid)
+            patch = await self.paused_work.load(sid, snapshot=workspaces.snapshot_tree(sid))
             if patch:
                 await asyncio.to_thread(workspaces.apply, sid, patch)
                 logger.info(
@@ -257,7 +257,8 @@ class AgentTurnRunner:
         except Exception:
             logger.exception("session %s: no patch of the paused turn's work", session.runtime_session_id)
         try:
-            await paused.save(session.claude_session_id, patch)
+            snapshot = workspaces.snapshot_tree(session.claude_session_id)
+            await paused.save(session.claude_session_id, patch, snapshot=snapshot)
         except Exception:
             logger.exception(
                 "session %s: could not keep the paused turn's work with the session; an answer taken on another "

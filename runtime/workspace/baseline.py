@@ -146,6 +146,14 @@ class Baseline:
     def recorded(self) -> bool:
         return (self.git_dir / _BASE_FILE).is_file()
 
+    @property
+    def tree(self) -> str | None:
+        """The git tree id of the recorded snapshot (the same content gives the same id); None: none recorded."""
+        try:
+            return (self.git_dir / _BASE_FILE).read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
     def record(self) -> None:
         """Record the work tree as it is now (every file, ``.gitignore`` or not) as the snapshot."""
         if self.git_dir.exists():

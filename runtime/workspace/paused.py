@@ -12,7 +12,7 @@ The answer's turn (an ``approve`` / ``deny`` invocation) carries the snapshot ag
 paused job's base commit, as it did for the job). Where the session's workspace is still there (the microVM that
 paused), that snapshot is NOT installed: the workspace already holds it plus the paused work, which installing
 would wipe. Where it is not (a new microVM), the snapshot is installed and the stored change applied with
-``git apply`` before the turn, so the agent goes on where it stopped and the job's patch holds all of its work.
+``git apply`` before the turn (only when it was made against that same snapshot: the git tree id is kept with it), so the agent goes on where it stopped and the job's patch holds all of its work.
 An answer that sends no snapshot to a microVM without the session's workspace is refused with
 ``410 workspace_expired`` when paused work is stored, instead of running in an empty directory.
 
@@ -45,13 +45,17 @@ class PausedWork:
     def __init__(self, store: StateStore) -> None:
         self.store = store
 
-    async def save(self, claude_session_id: str, patch: str | None) -> None:
+    async def save(self, claude_session_id: str, patch: str | None, *, snapshot: str | None) -> None:
         """Keep ``patch`` (the workspace's change against its snapshot at the pause; ``""``: none; None: it could
-        not be made, so nothing is restored)."""
-        await self.store.put_state(claude_session_id + STATE_SUFFIX, {"v": VERSION, "patch": patch})
+        not be made, so nothing is restored) and ``snapshot``, the git tree id of the snapshot it was made against."""
+        state = {"v": VERSION, "patch": patch, "snapshot": snapshot}
+        await self.store.put_state(claude_session_id + STATE_SUFFIX, state)
 
-    async def load(self, claude_session_id: str) -> str | None:
-        """The change kept at the session's last pause; None when none was kept."""
-        state = await self.store.get_state(claude_session_id + STATE_SUFFIX)
-        patch = (state or {}).get("patch")
-        return patch if isinstance(patch, str) else None
+    async def load(self, claude_session_id: str, *, snapshot: str | None = None) -> str | None:
+        """The change kept at the session's last pause; None when none was kept, or (``snapshot`` given) when it was
+        made against another snapshot than ``snapshot`` (applying it there would not give the paused work back)."""
+        state = await self.store.get_state(claude_session_id + STATE_SUFFIX) or {}
+        patch = state.get("patch")
+        if not isinstance(patch, str) or (snapshot is not None and state.get("snapshot") != snapshot):
+            return None
+        return patch

@@ -76,6 +76,13 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     assert workspaces is not None
     assert workspaces.changes(SID).changed_files == ["NOTES", "README.md"]
 
+    # Kept work made against another snapshot is not applied to this one.
+    third, session_c = microvm(tmp_path, "c", store)
+    other = tar_gz([*SNAPSHOT, ("LICENSE", b"MIT\n")])
+    await third.prepare(session_c, answer(workspace_archive=other))
+    assert (tree(tmp_path, "c") / "README.md").read_bytes() == b"# calc\n"
+    assert third.deps.workspaces is not None and third.deps.workspaces.changes(SID).changed_files == []
+
     # A turn that is not an answer (a new fix with its snapshot) starts from the snapshot alone.
     await second.prepare(session_b, TurnRequest(prompt="another fix", workspace_archive=archive))
     assert workspaces.changes(SID).changed_files == []
