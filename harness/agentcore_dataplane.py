@@ -77,6 +77,8 @@ class AgentCoreDataPlane(LoopbackServer):
         region: str = "us-east-1",
         for_user_allowed: bool = True,
     ) -> None:
+        #: Where invocations go: re-point it when a new runtime process takes over (a new microVM).
+        self.runtime_port = runtime_port
         self.calls: list[dict[str, Any]] = []
         self.stops: list[dict[str, Any]] = []
         #: The identity headers each session's last invocation reached the runtime with.
@@ -111,7 +113,7 @@ class AgentCoreDataPlane(LoopbackServer):
                     "Content-Type": "application/json",
                     **plane.identity.get(session, {SESSION: session}),
                 }
-                conn = http.client.HTTPConnection("127.0.0.1", runtime_port, timeout=60)
+                conn = http.client.HTTPConnection("127.0.0.1", plane.runtime_port, timeout=60)
                 try:
                     conn.request("POST", "/stopruntimesession", body=b"{}", headers=forward)
                     resp = conn.getresponse()
@@ -161,7 +163,7 @@ class AgentCoreDataPlane(LoopbackServer):
                         forward[name] = value
                 if user_id:  # opaque, as AgentCore's: the container cannot read the id from it
                     forward[WORKLOAD_TOKEN] = uuid.uuid4().hex
-                conn = http.client.HTTPConnection("127.0.0.1", runtime_port, timeout=120)
+                conn = http.client.HTTPConnection("127.0.0.1", plane.runtime_port, timeout=120)
                 try:
                     conn.request("POST", "/invocations", body=body, headers=forward)
                     resp = conn.getresponse()

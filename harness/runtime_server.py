@@ -245,3 +245,46 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 def session_id(n: int | str) -> str:
     """A valid runtime session id (33+ chars) for test number ``n``."""
     return f"test-session-{n}-".ljust(40, "0")
+
+
+def real_cli_job_server(
+    root: Path,
+    vm: str,
+    *,
+    bedrock_url: str,
+    model: str,
+    agent_file: Path,
+    events_queue: str,
+    moto: str,
+    **env: str,
+) -> RuntimeServer:
+    """A runtime for asynchronous (webhook) jobs with the SDK's bundled CLI, the OS sandbox as the runtime decides
+    it, on a free port.
+
+    What a microVM keeps on its own disk is under ``root/<vm>`` (state dir, so the CLI's config and transcripts,
+    the sessions' workspaces and job journal; the process's home): a new ``vm`` is a new microVM, empty. What
+    outlives a microVM is shared: the session store ``root/sessions.db`` (AgentCore Memory's stand-in) and the AWS
+    APIs on the moto server ``moto`` (SQS for job events; S3). ``env`` is added last.
+    """
+    local = root / vm
+    (local / "home").mkdir(parents=True, exist_ok=True)
+    for path in (local, local / "home"):
+        path.chmod(0o755)  # a root runtime runs its CLI as an unprivileged user, who must traverse it
+    return RuntimeServer(
+        env={
+            "AGENTKIT_BEDROCK_ENDPOINT": bedrock_url,
+            "AGENTKIT_MODEL": model,
+            "AGENTKIT_STATE_DIR": str(local / "state"),
+            "HOME": str(local / "home"),
+            "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
+            "AGENTKIT_AGENT_FILE": str(agent_file),
+            "AGENTKIT_TURN_TIMEOUT": "120",
+            "AGENTKIT_JOB_EVENTS_QUEUE_URL": events_queue,
+            "AGENTKIT_JOB_PROGRESS_SECONDS": "0.2",
+            "AWS_ENDPOINT_URL_SQS": moto,
+            "AWS_ENDPOINT_URL_S3": moto,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            **env,
+        },
+        log_path=root / f"server-{vm}.log",
+    )

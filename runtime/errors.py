@@ -65,7 +65,8 @@ class WorkspaceTooLarge(InvalidWorkspace):
 
 class WorkspaceExpired(AgentKitError):
     """The session worked on a workspace snapshot that was removed after it went unused for
-    ``AGENTKIT_WORKSPACE_RETENTION_HOURS`` (HTTP 410); send the snapshot again with the turn, the conversation is kept."""
+    ``AGENTKIT_WORKSPACE_RETENTION_HOURS``, or that the microVM answering a paused call does not have (HTTP 410); send
+    the snapshot again with the turn, the conversation is kept."""
 
     code = "workspace_expired"
     http_status = 410

@@ -42,5 +42,8 @@ class TurnRequest:
     on_cost: Callable[[float], None] | None = None
     #: The asynchronous job this turn is (its ``job.id``), for the approval it may wait for (runtime.approvals).
     job_id: str | None = None
+    #: The turn answers a call that waited for approval (an ``approve`` / ``deny`` invocation): on a microVM
+    #: without the session's workspace, the work of the paused turn is restored (:mod:`runtime.workspace.paused`).
+    answers_approval: bool = False
     #: Seconds this turn may take, when not ``AGENTKIT_TURN_TIMEOUT`` (an asynchronous job's, ``AGENTKIT_JOB_TIMEOUT``).
     timeout_s: float | None = None

@@ -232,6 +232,7 @@ def deps_from_env() -> WorkerDeps:
             # FIX_JOBS=off: an approval would resume a fix turn, so it is refused; a denial ends the job.
             fix_jobs=gate.settings.enabled,
             lease_seconds=lease,
+            fx=fx,
         ),
     )
 

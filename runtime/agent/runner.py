@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from runtime.approvals import Approvals
     from runtime.session_store.recall import MemoryRecall
     from runtime.workspace import Changes, Workspaces
+    from runtime.workspace.paused import PausedWork
     from runtime.workspace.retention import Retention
 
 logger = logging.getLogger(__name__)
@@ -122,6 +123,12 @@ class AgentTurnRunner:
         self.cwd = deps.settings.resolved_workspace
         self.project_key = project_key_for_directory(self.cwd)
         self.gate = PermissionGate(deps.policy, deps.observer, deps.approvals)
+        # Only turns that can pause (approval rules) on snapshot workspaces leave paused work to keep.
+        self.paused_work: PausedWork | None = None
+        if deps.approvals is not None and deps.workspaces is not None and deps.session_store is not None:
+            from runtime.workspace.paused import PausedWork
+
+            self.paused_work = PausedWork(cast(Any, deps.session_store))
         # A sandboxed CLI asks npm for its global root as it starts; asked once here instead, when the services
         # are built (before a V2 snapshot), not on each new session's path (runtime.agent.npm_root).
         self.npm_root_dir = (
@@ -196,12 +203,21 @@ class AgentTurnRunner:
         if retention is not None:
             await retention.settled(sid)  # a removal under way ends before this turn looks at the directories
         unpacked = None
-        if workspaces is not None and request.workspace_archive is not None:
+        # An answer to a paused call is sent with the paused job's snapshot; where the session's workspace is still
+        # here it holds that snapshot and the paused turn's work, which installing the snapshot would wipe.
+        keep = request.answers_approval and workspaces is not None and workspaces.has_snapshot(sid)
+        if workspaces is not None and not keep and request.workspace_archive is not None:
             unpacked = await asyncio.to_thread(workspaces.install, sid, request.workspace_archive)
-        elif workspaces is not None and request.workspace_s3_uri is not None:
+        elif workspaces is not None and not keep and request.workspace_s3_uri is not None:
             unpacked = await asyncio.to_thread(workspaces.install_from_s3, sid, request.workspace_s3_uri)
         elif workspaces is not None and workspaces.interrupted_install(sid):
             raise workspaces.incomplete()
+        elif not keep and request.answers_approval and self.paused_work is not None:
+            if await self.paused_work.load(sid) is not None:
+                raise WorkspaceExpired(
+                    "this session paused with work in a workspace this microVM does not have (the one that paused "
+                    "is gone); send the snapshot the session worked on with the answer to restore it"
+                )
         elif retention is not None and retention.expired(sid):
             raise WorkspaceExpired(
                 f"this session's workspace snapshot was removed after {retention.retention_s / 3600:g} h unused "
@@ -216,6 +232,38 @@ class AgentTurnRunner:
                 session.runtime_session_id,
                 unpacked.files,
                 unpacked.bytes,
+            )
+        if unpacked is not None and request.answers_approval and self.paused_work is not None:
+            assert workspaces is not None
+            patch = await self.paused_work.load(sid, snapshot=workspaces.snapshot_tree(sid))
+            if patch:
+                await asyncio.to_thread(workspaces.apply, sid, patch)
+                logger.info(
+                    "session %s: the paused turn's work restored on this microVM (%d bytes of patch)",
+                    session.runtime_session_id,
+                    len(patch.encode()),
+                )
+
+    async def keep_paused_work(self, session: WarmSession[CliProcess], timeout_s: float) -> None:
+        """Keep the workspace's change of a turn paused for approval with the session
+        (:mod:`runtime.workspace.paused`). A failure is logged: the answer still works on this microVM, and
+        one taken elsewhere restores the snapshot without this turn's work (which the patch then lacks)."""
+        workspaces, paused = self.deps.workspaces, self.paused_work
+        if workspaces is None or paused is None or not workspaces.has_snapshot(session.claude_session_id):
+            return
+        patch: str | None = None  # unknown: an earlier pause's work must not be restored in its place
+        try:
+            patch = (await asyncio.to_thread(workspaces.changes, session.claude_session_id, timeout_s)).patch
+        except Exception:
+            logger.exception("session %s: no patch of the paused turn's work", session.runtime_session_id)
+        try:
+            snapshot = workspaces.snapshot_tree(session.claude_session_id)
+            await paused.save(session.claude_session_id, patch, snapshot=snapshot)
+        except Exception:
+            logger.exception(
+                "session %s: could not keep the paused turn's work with the session; an answer taken on another "
+                "microVM will not have it",
+                session.runtime_session_id,
             )
 
     async def workspace_changes(
@@ -428,6 +476,7 @@ class AgentTurnRunner:
             request=request,
             emit=emit,
             workspace_changes=self.workspace_changes,
+            keep_paused_work=self.keep_paused_work,
             settings=self.settings,
             budgets=self.deps.budgets,
             observer=self.deps.observer,

@@ -76,6 +76,8 @@ logger = logging.getLogger(__name__)
 
 #: The session's workspace change against its snapshot, or None when it works on none (the runner's).
 WorkspaceChanges = Callable[[WarmSession[CliProcess], float | None], Awaitable[Changes | None]]
+#: Keeps the work of a turn paused for approval with the session (runtime.workspace.paused), within the time given.
+KeepPausedWork = Callable[[WarmSession[CliProcess], float], Awaitable[None]]
 #: The least time the patch gets after a turn that used (nearly) all of its own: a small repository's patch takes
 #: well under a second, and a git blocked on what the agent left behind still ends within it.
 MIN_PATCH_TIME_S = 15.0
@@ -100,6 +102,7 @@ class Turn:
         prices: PriceTable,
         clock: Callable[[], float],
         workspace_changes: WorkspaceChanges | None = None,
+        keep_paused_work: KeepPausedWork | None = None,
         store: Any = None,
         approvals: Approvals | None = None,
     ) -> None:
@@ -112,6 +115,7 @@ class Turn:
             job_id=request.job_id,
         )
         self.workspace_changes = workspace_changes
+        self.keep_paused_work = keep_paused_work
         self.store = store  # the session store, for recovering a batch the SDK gave up (mirror_error)
         self.settings, self.budgets, self.observer = settings, budgets, observer
         self.prices, self.clock = prices, clock
@@ -408,12 +412,17 @@ class Turn:
 
     async def changes(self, result: ResultMessage) -> Changes | AgentKitError | None:
         """The workspace's change for a successful turn of a session that works on a snapshot; an error (patch
-        too large, git failed) is returned, so the turn still settles its cost."""
-        if self.workspace_changes is None or self._error_for(result) is not None or self.binding.paused:
+        too large, git failed) is returned, so the turn still settles its cost. A turn paused for approval returns
+        none (its work is not done) but keeps its work with the session, for a microVM that takes the answer."""
+        if self.workspace_changes is None or self._error_for(result) is not None:
             return None
         # git runs in the turn's time: what is left of the turn's timeout, never less than MIN_PATCH_TIME_S
         timeout_s = self.request.timeout_s or self.settings.turn_timeout_s
         left = max(MIN_PATCH_TIME_S, timeout_s - (self.clock() - self.started))
+        if self.binding.paused:
+            if self.keep_paused_work is not None:
+                await self.keep_paused_work(self.session, left)
+            return None
         try:
             return await self.workspace_changes(self.session, left)
         except AgentKitError as exc:

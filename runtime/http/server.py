@@ -241,6 +241,7 @@ class Runtime:
                 trace_headers=call.trace_headers,
                 # Nobody waits for a job's reply: it may run as long as AGENTKIT_JOB_TIMEOUT, not a caller's turn.
                 timeout_s=self.settings.job_timeout_s if call.request.job is not None else None,
+                answers_approval=answered is not None,
             )
             services.runner.check_request(turn)
 

@@ -148,6 +148,14 @@ class Baseline:
     def recorded(self) -> bool:
         return (self.git_dir / _BASE_FILE).is_file()
 
+    @property
+    def tree(self) -> str | None:
+        """The git tree id of the recorded snapshot (the same content gives the same id); None: none recorded."""
+        try:
+            return (self.git_dir / _BASE_FILE).read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
     def record(self) -> None:
         """Record the work tree as it is now (every file, ``.gitignore`` or not) as the snapshot."""
         if self.git_dir.exists():
@@ -162,6 +170,12 @@ class Baseline:
         self._git("add", "--all", "--force", "--", ".")
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")
+
+    def apply(self, patch: str) -> None:
+        """Apply ``patch`` (one :meth:`changes` made against this same snapshot) to the work tree, not to the
+        snapshot: the next :meth:`changes` shows it again. Raises :class:`WorkspaceError` when git cannot."""
+        if patch:
+            self._git("apply", "--binary", "--whitespace=nowarn", "-", stdin=patch.encode("utf-8"))
 
     def changes(
         self, *, timeout_s: float | None = None, hold: Callable[[str], str | None] | None = None

@@ -180,6 +180,20 @@ class Workspaces:
         _sync_dir(marker.parent)
         return unpacked
 
+    def snapshot_tree(self, claude_session_id: str) -> str | None:
+        """The git tree id of the session's recorded snapshot (None: none), to tell one snapshot from another."""
+        return self.baseline(claude_session_id).tree
+
+    def apply(self, claude_session_id: str, patch: str) -> None:
+        """Apply ``patch``, a change made against the session's current snapshot (the work of a paused turn,
+        :mod:`runtime.workspace.paused`), to its workspace. Blocking: run it in a thread.
+
+        Raises: WorkspaceError: git could not apply it (the workspace is then the snapshot alone).
+        """
+        view = self.view(claude_session_id)
+        self.baseline(claude_session_id, view).apply(patch)
+        self.on_installed(view.files)
+
     def check_s3_uri(self, uri: str) -> None:
         """Raises :class:`InvalidWorkspace` unless ``uri`` may be read (S3 configured, under its location)."""
         if self.s3 is None:

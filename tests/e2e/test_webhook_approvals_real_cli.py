@@ -2,11 +2,12 @@
 
 The scene of tests/e2e/test_webhook_fix_real_cli.py (receiver → SQS → worker → AgentCore data-plane stand-in →
 ``python -m runtime`` with the bundled CLI, the ``developer`` profile and the OS sandbox → events queue → reporter →
-GitHub stand-in; moto for AWS), with ``AGENTKIT_APPROVALS`` naming the ``python3 -c *`` commands. The scripted model
-fixes the source with such a command: the turn stops there and the issue gets the approval card, once. A signed
-``/agent approve`` by another maintainer (write permission on the repository) starts the answer as a new job on
-the same session: the model makes exactly the approved call again, it runs in the sandbox, the test passes, and one
-draft pull request with exactly the fix opens from the same comment.
+GitHub / GitLab / Jira stand-ins; moto for AWS), with ``AGENTKIT_APPROVALS`` naming the ``python3 -c *`` commands. The
+scripted model fixes the source with such a command: the turn stops there and the issue gets the approval card,
+once. A signed ``/agent approve`` by another maintainer (GitHub: write permission on the repository; GitLab: a
+Maintainer; Jira: another account the project's mapping names) starts the answer as a new job on the same session:
+the model makes exactly the approved call again, it runs in the sandbox, the test passes, and one draft pull (merge)
+request with exactly the fix opens from the same comment (Jira's project is mapped to the GitHub repository).
 """
 
 from __future__ import annotations
@@ -16,25 +17,30 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from harness.runtime_server import RuntimeServer
+from harness.runtime_server import real_cli_job_server
 from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
 from tests.functional.fix_flow import (
+    JIRA_ACCOUNTS,
+    adf_text,
     assert_no_token_reached_the_runtime,
     fix_world,
     github_comment,
+    jira_comment,
     job_queues,
     pump_events,
     run_worker,
 )
-from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, paused_job
+from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, gitlab_note, paused_job
 from tests.unit.webhook.support import CTX, call, reporter, sqs_event
 
 pytestmark = [
@@ -51,22 +57,16 @@ def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Simpl
     agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
     queues = job_queues(moto_endpoint)
     with BedrockStandIn() as bedrock:
-        runtime = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_TURN_TIMEOUT": "120",
-                "AGENTKIT_ACTOR_HEADER": ACTOR_HEADER,
-                "AGENTKIT_JOB_EVENTS_QUEUE_URL": queues[3],
-                "AGENTKIT_JOB_PROGRESS_SECONDS": "0.2",
-                "AGENTKIT_APPROVALS": json.dumps({"bash_patterns": ["python3 -c *"]}),
-                "AWS_ENDPOINT_URL_SQS": moto_endpoint,
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
+        runtime = real_cli_job_server(
+            root,
+            "vm",
+            bedrock_url=bedrock.url,
+            model=MODEL,
+            agent_file=agent,
+            events_queue=queues[3],
+            moto=moto_endpoint,
+            AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
+            AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
         )
         try:
             with fix_world(
@@ -91,22 +91,71 @@ def bash(command: str, tool_id: str) -> ToolUse:
 EDIT_COMMAND = "python3 -c " + shlex.quote(FIX)
 
 
+@dataclass(frozen=True)
+class Tracker:
+    """How one tracker's scene is driven and read: the signed fix request and approval, the comments on the issue
+    (as text), and the change request that opened (its branch's changes and URL)."""
+
+    name: str
+    fix: Callable[[str], dict[str, Any]]
+    approve: Callable[[str], dict[str, Any]]
+    approver: str
+    comments: Callable[[SimpleNamespace], list[str]]
+    opened: Callable[[SimpleNamespace], list[tuple[dict[str, Any], str]]]
+
+
+def _pulls(world: SimpleNamespace) -> list[tuple[dict[str, Any], str]]:
+    return [(world.github.branch_changes(p["head"]["ref"]), p["html_url"]) for p in world.github.pulls]
+
+
+TRACKERS = [
+    Tracker(
+        "github",
+        fix=lambda text: github_comment(text)[0],
+        approve=lambda text: comment_by(text, 301),  # dave: write permission
+        approver="github:dave",
+        comments=lambda world: [str(c["body"]) for c in world.github.comments.values()],
+        opened=_pulls,
+    ),
+    Tracker(
+        "gitlab",
+        fix=lambda text: gitlab_note(text, 1, "root", "u-1"),
+        approve=lambda text: gitlab_note(text, 3, "maint", "u-3"),  # a Maintainer, not the requester
+        approver="gitlab:maint",
+        comments=lambda world: [str(n["body"]) for n in world.gitlab.notes.values()],
+        opened=lambda world: [
+            (world.gitlab.branch_changes(m["source_branch"]), m["web_url"])
+            for m in world.gitlab.merge_requests
+        ],
+    ),
+    Tracker(
+        "jira",
+        fix=lambda text: jira_comment(text, 20101)[0],  # mia, named by the project's mapping
+        approve=lambda text: jira_comment(text, 20102, account="noah")[0],  # the mapping's other account
+        approver=f"jira:{JIRA_ACCOUNTS['noah'][1]}",
+        comments=lambda world: [adf_text(c["body"]) for c in world.jira.replies],
+        opened=_pulls,  # project SP is mapped to the GitHub repository
+    ),
+]
+
+
+@pytest.mark.parametrize("tracker", TRACKERS, ids=[t.name for t in TRACKERS])
 def test_a_fix_waits_for_a_maintainers_approval_and_then_runs_exactly_the_approved_command(
-    world: SimpleNamespace,
+    world: SimpleNamespace, tracker: Tracker
 ) -> None:
     world.bedrock.enqueue(Reply.message(bash(EDIT_COMMAND, "toolu_wait")))
-    assert call(github_comment("/agent fix the failing test in tests/test_calc.py")[0])[0] == 202
+    assert call(tracker.fix("/agent fix the failing test in tests/test_calc.py"))[0] == 202
     run_worker(world)
     [(_, paused)] = [e for e in pump_events(world, until="result", timeout=90) if e[0] == "result"]
     assert json.loads(paused)["result"]["subtype"] == "awaiting_approval"
     assert (
         world.bedrock.pending == 0 and len(world.bedrock.model_requests) == 1
     )  # the turn stopped at the call
-    [card] = world.github.comments.values()
-    [approval_id] = set(re.findall(r"apv-[0-9a-f]{20}", card["body"]))
-    assert "`Bash`" in card["body"] and "python3 -c *" in card["body"] and "a - b" in card["body"]
+    [card] = tracker.comments(world)
+    [approval_id] = set(re.findall(r"apv-[0-9a-f]{20}", card))
+    assert "Bash" in card and "python3 -c *" in card and "a - b" in card
     assert reporter.handler(sqs_event(paused), CTX) == {"batchItemFailures": []}  # delivered twice: once
-    assert len(world.github.comments) == 1 and not world.github.pulls
+    assert len(tracker.comments(world)) == 1 and not tracker.opened(world)
     assert json.loads(paused_job(world)["approval"]["S"])["input_hash"].startswith("sha256:")
 
     world.bedrock.reset()
@@ -115,14 +164,16 @@ def test_a_fix_waits_for_a_maintainers_approval_and_then_runs_exactly_the_approv
         Reply.message(bash(TEST_COMMAND, "toolu_green")),
         Reply.text("Fixed add(): it subtracted. The test passes now."),
     )
-    assert call(comment_by(f"/agent approve {approval_id}", 301))[0] == 202
+    assert call(tracker.approve(f"/agent approve {approval_id}"))[0] == 202
     run_worker(world)
     sent = json.loads(world.plane.calls[-1]["body"])
-    assert sent["approve"] == {"id": approval_id, "by": "github:dave"} and sent["job"]["id"] == approval_id
+    assert sent["approve"] == {"id": approval_id, "by": tracker.approver} and sent["job"]["id"] == approval_id
     [(_, result)] = [e for e in pump_events(world, until="result", timeout=90) if e[0] == "result"]
     assert world.bedrock.pending == 0
     prompt = json.dumps(world.bedrock.model_requests[0].body["messages"][-1])
-    assert approval_id in prompt and "github:dave" in prompt  # the runtime told the model what was approved
+    assert (
+        approval_id in prompt and tracker.approver in prompt
+    )  # the runtime told the model what was approved
     results = tool_results(world)
     # The call that waited was refused in its turn (the model learns it with the continuation's history) ...
     waited, refused = results["toolu_wait"]
@@ -134,9 +185,9 @@ def test_a_fix_waits_for_a_maintainers_approval_and_then_runs_exactly_the_approv
     assert not green_error and "Ran 1 test" in green and "OK" in green, green
     final = json.loads(result)["result"]
     assert final["changed_files"] == ["src/calc.py"], final
-    [pull] = world.github.pulls
-    assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
-    assert pull["html_url"] in card["body"] and "Fixed add()" in card["body"]  # the same comment
-    assert len(world.github.comments) == 1
+    [(changes, url)] = tracker.opened(world)
+    assert changes == {"src/calc.py": FIXED}
+    [answer] = tracker.comments(world)  # the same comment, now the answer
+    assert url in answer and "Fixed add()" in answer
     assert "sandbox: on (bubblewrap); profile developer" in world.runtime.log_path.read_text()
     assert_no_token_reached_the_runtime(world)

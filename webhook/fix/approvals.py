@@ -52,7 +52,7 @@ from webhook.errors import WebhookError
 from webhook.fix.gate import FixGate
 from webhook.fix.jobs import ANSWERED, AWAITING, EXPIRED, RELEASED, STOPPED, FixJob, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
-from webhook.fix.worker import IssueRef, ProgressComments, error_text
+from webhook.fix.worker import FixDeps, IssueRef, ProgressComments, error_text, workspace_field
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError
 from webhook.replies import ANSWERED as REPLY_ANSWERED
 from webhook.replies import POSTED, RUNNING, ReplyStore, ReplyStoreError, StoredReply
@@ -223,7 +223,12 @@ class Approver:
         two_person: bool = True,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
+        fx: FixDeps | None = None,
     ) -> None:
+        """``fx``: the fix jobs' repositories, to send the paused job's snapshot with the answer (the session's
+        workspace lives on the microVM that paused; a new one restores it from this snapshot and the paused
+        work the runtime kept with the session). None: the answer carries none."""
+        self.fx = fx
         self.invoker = invoker
         self.jobs = jobs
         self.replies = replies
@@ -460,20 +465,25 @@ class Approver:
             answer: dict[str, Any] = {"id": approval_id, "by": str(decision["by"])}
             if decision.get("reason"):
                 answer["note" if approved else "reason"] = str(decision["reason"])
+            extra: dict[str, Any] = {
+                "approve" if approved else "deny": answer,
+                "async": True,
+                "job": {"id": approval_id, "context": job.context()},
+            }
+            fetched = None
             try:
+                if self.fx is not None:  # the paused job's base commit, as the job was started with
+                    fetched = self.fx.repos.refetch(job)
+                    extra["workspace"] = workspace_field(self.fx, fetched, approval_id)
                 reply = self.invoker.invoke(
-                    prompt=None,
-                    session_id=job.session_id,
-                    actor=task.actor,
-                    extra={
-                        "approve" if approved else "deny": answer,
-                        "async": True,
-                        "job": {"id": approval_id, "context": job.context()},
-                    },
+                    prompt=None, session_id=job.session_id, actor=task.actor, extra=extra
                 )
             except Exception:
                 self.jobs.release(approval_id)
                 raise
+            finally:
+                if fetched is not None:
+                    fetched.discard()
             if reply.error_code:
                 # The runtime is authoritative (410 expired, 409 used, 404 unknown): the answer ends here.
                 self.jobs.finish_unstarted(
