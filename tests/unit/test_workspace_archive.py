@@ -171,7 +171,12 @@ def test_hardlink_copies_count_against_the_total(dest: Path) -> None:
         unpack(tar_gz(entries), dest, limits)
 
 
-@pytest.mark.parametrize("archive", [b"not an archive", gzip.compress(b"not a tar" * 100), b""])
+# mtime=0: the same bytes, so the same test id, in every process that collects the suite (its workers too).
+@pytest.mark.parametrize(
+    "archive",
+    [b"not an archive", gzip.compress(b"not a tar" * 100, mtime=0), b""],
+    ids=["not-an-archive", "gzip-not-a-tar", "empty"],
+)
 def test_garbage_is_a_clear_error(dest: Path, archive: bytes) -> None:
     with pytest.raises(InvalidWorkspace, match=r"not a valid tar\.gz"):
         unpack(archive, dest, LIMITS)
