@@ -160,7 +160,11 @@ def test_a_job_is_accepted_at_once_then_reports_progress_and_one_result_last(
     assert [m["kind"] for m in messages][-1] == "result" and messages[-1] is result
     progress = [m for m in messages if m["kind"] == "progress"]
     assert progress, messages
-    assert progress[0]["tool_calls"] == 1 and progress[0]["last_tool"] == "Read"
+    # A progress event may come before the first tool call (a slow start on a busy machine): the counts only grow,
+    # and the first read is reported while the turn waits after it.
+    calls = [p["tool_calls"] for p in progress]
+    assert calls == sorted(calls), calls
+    assert any(p["tool_calls"] == 1 and p["last_tool"] == "Read" for p in progress), progress
     assert progress[-1]["tool_calls"] == 2 and progress[-1]["cost_usd"] > 0, [
         (p["seq"], p["tool_calls"], p["elapsed_s"], p["cost_usd"]) for p in progress
     ]
