@@ -182,24 +182,37 @@ class GitHubRepo(HostedRepo):
         because of a merge conflict", 422 "for some other reason") and the polling goes on. The fork's branch
         is never reset or force-pushed: it is the bot account's, and may hold someone's work.
 
-        Raises :class:`.errors.ForkOutOfSync` (final) when GitHub refuses the sync, :class:`TrackerApiError`
-        (retryable) when the fork is not ready in time: the result is retried."""
+        Raises :class:`.errors.ForkOutOfSync` (final) when GitHub refuses the sync or the populated fork has no
+        such branch, :class:`TrackerApiError` (retryable) when the fork is not ready in time: the result is
+        retried."""
         doc = self.rest.call("POST", f"{self._base}/forks", {"default_branch_only": False}, idempotent=True)
         fork = GitHubRepo(str(doc["full_name"]), **self._args)  # type: ignore[arg-type]
         synced = base_branch is None
         for attempt in range(polls):
-            if fork.rest.call("GET", f"{fork._base}/git/commits/{base_sha}", allow_404=True) is not None:
+            if fork._holds(base_sha):
                 return fork
             if not synced and fork._has_branch(base_branch or ""):
                 fork._sync_branch(base_branch or "", upstream=self.repository, base_sha=base_sha)
                 synced = True
-                continue  # a fast-forward makes the commit readable at once: look again before sleeping
+                if fork._holds(base_sha):  # a fast-forward makes it readable at once
+                    return fork
             if attempt + 1 < polls:
                 self._sleep(interval)
+        if not synced and fork._has_branch(str(doc.get("default_branch") or "")):
+            # Made and readable, yet without the branch to sync (one created here after the fork was): no
+            # documented call brings the commit into it, and a retry would find the same.
+            raise ForkOutOfSync(
+                f"the bot's fork {fork.repository} does not hold commit {base_sha[:12]} of {self.repository} and "
+                f"has no branch {base_branch!r} to sync. Nothing was pushed. Whoever owns the fork deletes it "
+                "(the next run creates it again) or pushes that branch to it"
+            )
         raise TrackerApiError(
             f"the fork {fork.repository} of {self.repository} does not hold commit {base_sha[:12]} yet",
             retryable=True,
         )
+
+    def _holds(self, sha: str) -> bool:
+        return self.rest.call("GET", f"{self._base}/git/commits/{sha}", allow_404=True) is not None
 
     def _has_branch(self, branch: str) -> bool:
         path = f"{self._base}/git/ref/heads/{quote(branch, keep_slashes=True)}"

@@ -19,7 +19,7 @@ from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.repo import GitHubRepo, GitLabRepo, git_blob_sha
-from webhook.trackers import TrackerConfigError
+from webhook.trackers import TrackerApiError, TrackerConfigError
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 # The reporter's world (a recorded job, the repository stand-in, the handler configured) and its helpers.
@@ -302,3 +302,39 @@ def test_gitlab_reuses_its_fork(gitlab_world: SimpleNamespace) -> None:
     assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
     assert len(gl.forks) == 1 and len(gl.merge_requests) == 1
     assert len(gl.calls("POST", r"/api/v4/projects/5/fork")) == 1
+
+
+def test_gitlab_a_fork_behind_its_project_needs_no_sync_start_project_starts_from_the_project(
+    gitlab_world: SimpleNamespace,
+) -> None:
+    gl = gitlab_world.api
+    old_fork = GitLabRepo(5, token=lambda: GITLAB_TOKEN, api_url=gl.api_url).ensure_fork()
+    files = {**base.FILES, "README.md": ("100644", b"# calc, upstream\n")}
+    head = gl.base_git.commit_files(files, [gl.base_commit], "the project moves on")
+    gl.base_git.refs["main"] = head
+    gl.fork_reads_network = False  # the fork knows only what its own branches reach
+    gitlab_world.job = gitlab_world.job.model_copy(update={"base_sha": head})
+    gitlab_world.jobs._client.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{GITLAB_KEY}"}},
+        UpdateExpression="SET job = :j",
+        ExpressionAttributeValues={":j": {"S": gitlab_world.job.model_dump_json()}},
+    )
+    # Without start_project the stale fork cannot start a branch at the project's newer commit ...
+    with pytest.raises(TrackerApiError, match="Invalid start"):
+        old_fork.rest.call(
+            "POST",
+            f"/projects/{old_fork.project_id}/repository/commits",
+            {"branch": "probe", "commit_message": "m", "start_sha": head, "actions": [_readme_action()]},
+        )
+    # ... the reporter's commit names the project to start from, so the merge request holds exactly the change.
+    assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
+    [mr] = gl.merge_requests
+    [(_, (_, fork_git))] = gl.forks.items()
+    assert gl.branch_changes(mr["source_branch"], base=head) == {"src/calc.py": ("100644", base.NEW)}
+    assert fork_git.commits[fork_git.refs[mr["source_branch"]]].parents == (head,)
+    assert fork_git.refs["main"] == gl.base_commit  # the fork's own branch is left behind, untouched
+
+
+def _readme_action() -> dict[str, str]:
+    return {"action": "update", "file_path": "README.md", "content": "x\n"}
