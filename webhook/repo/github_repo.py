@@ -172,10 +172,10 @@ class GitHubRepo(HostedRepo):
         already: the same fork). Forking is asynchronous ("you may have to wait a short period of time before you
         can access the git objects"): ``GET /repos/{fork}/git/commits/{base_sha}`` is polled until it answers.
 
-        A fork that exists already may be far behind this repository. All repositories of a fork network share
-        one "repository network" (docs.github.com, "About permissions and visibility of forks"), and in practice
-        the fork answers for the network's commits, but the REST reference promises nothing about a commit no
-        branch of the fork holds. So when the commit is missing while the fork's ``base_branch`` is readable (an
+        A fork that exists already may be far behind this repository. A fork belongs to its upstream's
+        "repository network" (docs.github.com, "About permissions and visibility of forks"), and in practice it
+        answers for the network's commits, but the REST reference promises nothing about a commit no branch of
+        the fork holds. So when the commit is missing while the fork's ``base_branch`` is readable (an
         existing, populated fork, not one still being made), the branch is synced once with
         ``POST /repos/{fork}/merge-upstream`` (branches#sync-a-fork-branch-with-the-upstream-repository: a
         fast-forward, or a merge commit when the fork's branch has commits of its own; 409 "could not be synced
