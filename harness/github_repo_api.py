@@ -22,7 +22,13 @@ now holds exactly this change" (:meth:`GitHubRepoApi.branch_changes`) and "one d
 - ``GET .../collaborators/{user}/permission`` from ``permissions``;
 - ``POST .../forks``: ``fork_owner``'s fork (202, the same one again), served under its own name with its own
   refs and the shared object store, after ``fork_delay_requests`` requests answered 404 (forking is
-  asynchronous); a pull request's ``head`` may then be ``owner:branch`` of the fork.
+  asynchronous); a pull request's ``head`` may then be ``owner:branch`` of the fork. With ``fork_reads_network``
+  false a fork answers only for commits its own branches reach or that were written through it (the
+  conservative reading of GitHub's reference, which promises nothing about the rest of the fork network);
+- ``POST {fork}/merge-upstream`` (``branch``; branches#sync-a-fork-branch-with-the-upstream-repository): 200 with
+  ``merge_type`` ``none`` (up to date), ``fast-forward``, or ``merge`` (a merge commit when the fork's branch has
+  commits of its own that touch other files); 409 when both sides changed a file differently (a merge
+  conflict); 422 when the repository is not a fork or either side lacks the branch.
 
 A test opens pull requests of its own with :meth:`GitHubRepoApi.open_pull_request`: from a branch of this
 repository, or from a fork (``head.repo.full_name`` is then the fork's, as GitHub's "Get a pull request" answers;
@@ -63,6 +69,7 @@ class GitHubRepoApi(JsonStandIn):
         self.default_branch = default_branch
         self.drafts_supported = drafts_supported
         self.git = GitStore()
+        self.base_git = self.git
         self.base_commit = self.git.commit_files(dict(files or {}), [], "initial commit")
         self.git.refs[default_branch] = self.base_commit
         self.pulls: list[dict[str, Any]] = []
@@ -81,6 +88,10 @@ class GitHubRepoApi(JsonStandIn):
         #: How many requests to a new fork answer 404 before it exists (forking is asynchronous on GitHub).
         self.fork_delay_requests = 0
         self._fork_pending: dict[str, int] = {}
+        #: Whether a fork answers for every commit of the network (what GitHub does in practice) or only for
+        #: commits its branches reach or that were written through it (``fork_written``).
+        self.fork_reads_network = True
+        self.fork_written: dict[str, set[str]] = {}
         self._next_id = 1000
 
     @property
@@ -115,6 +126,7 @@ class GitHubRepoApi(JsonStandIn):
             ("GET", _REPO + r"/issues/(?P<n>\d+)/comments", self._list_comments),
             ("GET", _REPO + r"/collaborators/(?P<user>[^/]+)/permission", self._permission),
             ("POST", _REPO + r"/forks", self._fork),
+            ("POST", _REPO + r"/merge-upstream", self._merge_upstream),
             ("POST", _REPO + r"/issues/(?P<n>\d+)/comments", self._post_comment),
             ("PATCH", _REPO + r"/issues/comments/(?P<id>\d+)", self._edit_comment),
         ]
@@ -153,6 +165,7 @@ class GitHubRepoApi(JsonStandIn):
             fork.objects, fork.commits = self.git.objects, self.git.commits
             fork.refs = {self.default_branch: self.git.refs[self.default_branch]}
             self.forks[name.lower()] = fork
+            self.fork_written[name.lower()] = set()
             self._fork_pending[name.lower()] = self.fork_delay_requests
         return 202, {
             "full_name": name,
@@ -161,6 +174,83 @@ class GitHubRepoApi(JsonStandIn):
             "default_branch": self.default_branch,
             "html_url": f"https://github.example/{name}",
         }
+
+    def _in_fork(self) -> bool:
+        return self.repository != self.base_name
+
+    def _visible(self, sha: str) -> bool:
+        """Whether the repository being served answers for commit ``sha`` (see ``fork_reads_network``)."""
+        if sha not in self.git.commits:
+            return False
+        if not self._in_fork() or self.fork_reads_network:
+            return True
+        if sha in self.fork_written.get(self.repository.lower(), set()):
+            return True
+        return any(self._reaches(head, sha) for head in self.git.refs.values())
+
+    def _reaches(self, head: str, sha: str) -> bool:
+        """Whether ``sha`` is ``head`` or one of its ancestors."""
+        return sha in self._ancestors(head)
+
+    def _ancestors(self, head: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [head]
+        while todo:
+            sha = todo.pop()
+            if sha not in seen:
+                seen.add(sha)
+                todo.extend(self.git.commits[sha].parents)
+        return seen
+
+    def fork_of(self, name: str) -> GitStore:
+        """A fork's refs (``owner/name``), for a test to make it stale or diverged."""
+        return self.forks[name.lower()]
+
+    def _merge_upstream(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
+        if not self._in_fork():
+            return 422, {"message": "This repository is not a fork."}
+        errors = field_errors(request["json"], {"branch": (str, True)})
+        if errors:
+            return 422, {"message": "Invalid request", "errors": errors}
+        branch = request["json"]["branch"]
+        mine, theirs = self.git.refs.get(branch), self.base_git.refs.get(branch)
+        if mine is None or theirs is None:
+            return 422, {"message": f"branch {branch!r} is missing in the fork or upstream"}
+        answer = {"message": "Successfully fetched and fast-forwarded from upstream.", "base_branch": branch}
+        if self._reaches(mine, theirs):
+            return 200, {**answer, "message": "This branch is not behind the upstream.", "merge_type": "none"}
+        if self._reaches(theirs, mine):
+            self.git.refs[branch] = theirs
+            return 200, {**answer, "merge_type": "fast-forward"}
+        merged = self._three_way(mine, theirs)
+        if merged is None:
+            return 409, {"message": "There are merge conflicts"}
+        self.git.refs[branch] = self.git.commit_files(merged, [mine, theirs], f"Merge branch '{branch}'")
+        self.fork_written[self.repository.lower()].add(self.git.refs[branch])
+        return 200, {
+            **answer,
+            "message": "Successfully fetched and merged from upstream.",
+            "merge_type": "merge",
+        }
+
+    def _three_way(self, mine: str, theirs: str) -> Files | None:
+        """File-level three-way merge of two commits; ``None`` when both changed a path differently."""
+        common = self._ancestors(mine) & self._ancestors(theirs)
+        # a merge base: a common ancestor no other common ancestor descends from
+        base = next(c for c in common if not any(c != o and self._reaches(o, c) for o in common))
+        old, ours, other = self.git.files(base), self.git.files(mine), self.git.files(theirs)
+        out: Files = {}
+        for path in set(old) | set(ours) | set(other):
+            was, a, b = old.get(path), ours.get(path), other.get(path)
+            if a == b or b == was:
+                value = a
+            elif a == was:
+                value = b
+            else:
+                return None
+            if value is not None:
+                out[path] = value
+        return out
 
     # ---- reads
     def _repo(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
@@ -205,7 +295,7 @@ class GitHubRepoApi(JsonStandIn):
         return 200, self.git.tarball(m["sha"], f"{owner}-{name}-{m['sha'][:7]}")
 
     def _git_commit(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
-        if m["sha"] not in self.git.commits:
+        if not self._visible(m["sha"]):
             return 404, {"message": "Not Found"}
         return 200, self._commit_doc(m["sha"])
 
@@ -284,9 +374,11 @@ class GitHubRepoApi(JsonStandIn):
         if not self.git.has(doc["tree"], "tree"):
             return 422, {"message": "tree is not a valid tree"}
         parents = doc.get("parents", [])
-        if any(not isinstance(p, str) or p not in self.git.commits for p in parents):
+        if any(not isinstance(p, str) or not self._visible(p) for p in parents):
             return 422, {"message": "parents must be existing commit ids"}
         sha = self.git.commit(doc["tree"], parents, doc["message"])
+        if self._in_fork():
+            self.fork_written[self.repository.lower()].add(sha)
         return 201, self._commit_doc(sha)
 
     def _create_ref(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
@@ -297,7 +389,7 @@ class GitHubRepoApi(JsonStandIn):
         ref = doc["ref"]
         if not ref.startswith("refs/heads/") or ref.count("/") < 2 or ".." in ref:
             return 422, {"message": "ref must be fully qualified (refs/heads/...)"}
-        if doc["sha"] not in self.git.commits:
+        if not self._visible(doc["sha"]):
             return 422, {"message": "Object does not exist"}
         branch = ref.removeprefix("refs/heads/")
         if branch in self.git.refs:

@@ -19,6 +19,10 @@ request exists.
 - forks: ``POST .../fork`` (201 with ``import_status``; 409 once the fork exists), ``GET .../forks``; a fork is
   served under its own id with its own branches and the shared objects, reports ``import_status: started``
   ``fork_import_polls`` times, takes ``start_project`` in commits and ``target_project_id`` in merge requests;
+  ``start_sha``/``start_branch`` are looked up in ``start_project`` when it is given ("the project to start the
+  new branch from. Defaults to the value of ``id``", docs.gitlab.com/api/commits), else in the project itself:
+  with ``fork_reads_network`` false a fork knows only commits its branches reach or that were written in it,
+  so a fork behind its parent cannot start a branch at the parent's newer commit without ``start_project``;
 - notes: ``POST .../issues/:iid/notes`` and ``PUT .../{issues|merge_requests}/:iid/notes/:note_id``
   (``body``: 1-1,000,000 characters).
 """
@@ -68,6 +72,10 @@ class GitLabRepoApi(JsonStandIn):
         self.forks: dict[int, tuple[str, GitStore]] = {}
         self.fork_import_polls = 0
         self._import_pending: dict[int, int] = {}
+        #: Whether a fork knows every commit of its network or only those its branches reach and those written
+        #: in it (``fork_written``); the API reference promises nothing either way.
+        self.fork_reads_network = True
+        self.fork_written: dict[int, set[str]] = {}
 
     @property
     def api_url(self) -> str:
@@ -137,7 +145,24 @@ class GitLabRepoApi(JsonStandIn):
         git.refs = dict(self.git.refs)
         self.forks[fork_id] = (f"{self.fork_namespace}/{self.base_path.rsplit('/', 1)[-1]}", git)
         self._import_pending[fork_id] = self.fork_import_polls
+        self.fork_written[fork_id] = set()
         return 201, self._fork_doc(fork_id)
+
+    def _knows(self, sha: str) -> bool:
+        """Whether the project being served knows commit ``sha`` (see ``fork_reads_network``)."""
+        if sha not in self.git.commits or self.project_id not in self.forks or self.fork_reads_network:
+            return sha in self.git.commits
+        if sha in self.fork_written[self.project_id]:
+            return True
+        todo, seen = list(self.git.refs.values()), set()
+        while todo:
+            head = todo.pop()
+            if head == sha:
+                return True
+            if head not in seen:
+                seen.add(head)
+                todo.extend(self.git.commits[head].parents)
+        return False
 
     def _list_forks(self, request: dict[str, Any], m: re.Match[str]) -> tuple[int, Any]:
         if request["query"].get("owned") not in (None, "true", "false"):
@@ -204,6 +229,12 @@ class GitLabRepoApi(JsonStandIn):
             return 400, {"error": "; ".join(errors) or "actions is empty"}
         branch = doc["branch"]
         start = doc.get("start_sha") or doc.get("start_branch")
+        source, from_self = self.git, True
+        start_project = doc.get("start_project")
+        if start_project is not None and start_project != self.project_id:
+            if start_project != self.base_project_id or self.project_id not in self.forks:
+                return 404, {"message": "404 Project Not Found"}
+            source, from_self = self.base_git, False  # the fork's parent: its branches, the shared objects
         parent: str | None
         if branch in self.git.refs:
             if start:
@@ -212,8 +243,12 @@ class GitLabRepoApi(JsonStandIn):
         else:
             if not start:
                 return 400, {"message": "You can only create or edit files when you are on a branch"}
-            parent = self.git.resolve(start) if doc.get("start_sha") else self.git.refs.get(start)
-            if parent is None or (doc.get("start_sha") and parent != doc["start_sha"]):
+            parent = source.resolve(start) if doc.get("start_sha") else source.refs.get(start)
+            if (
+                parent is None
+                or (doc.get("start_sha") and parent != doc["start_sha"])
+                or (from_self and not self._knows(parent))
+            ):
                 return 400, {"message": f"Invalid start {start!r}"}
         files = self.git.files(parent)
         for action in doc["actions"]:
@@ -222,6 +257,8 @@ class GitLabRepoApi(JsonStandIn):
                 return 400, {"message": problem}
         sha = self.git.commit_files(files, [parent], doc["commit_message"])
         self.git.refs[branch] = sha
+        if self.project_id in self.forks:
+            self.fork_written[self.project_id].add(sha)
         return 201, self._commit_doc(sha)
 
     # ---- merge requests

@@ -10,7 +10,14 @@ See ``docs/webhook/fix-jobs.md`` ("Changes as pull requests") for the APIs and t
 """
 
 from .change import CHANGE_MODES, ChangeMode, ChangeRequest, ChangeResult, branch_name
-from .errors import ChangeConflict, PatchRefused, ProtectedPathRefused, SnapshotError, SnapshotTooLarge
+from .errors import (
+    ChangeConflict,
+    ForkOutOfSync,
+    PatchRefused,
+    ProtectedPathRefused,
+    SnapshotError,
+    SnapshotTooLarge,
+)
 from .files import FileChange, FileEntry, git_blob_sha
 from .github_repo import GitHubRepo, PullHead
 from .gitlab_repo import GitLabRepo, MergeRequestHead
@@ -26,6 +33,7 @@ __all__ = [
     "ChangeResult",
     "FileChange",
     "FileEntry",
+    "ForkOutOfSync",
     "GitHubRepo",
     "GitLabRepo",
     "MergeRequestHead",

@@ -41,6 +41,14 @@ class ChangeConflict(WebhookError):
     code, http_status = "branch_conflict", 409
 
 
+class ForkOutOfSync(WebhookError):
+    """The bot's existing fork does not hold the change's base commit and the host would not sync it (its branch
+    diverged with conflicts, or it cannot be synced): nothing is pushed, and the fork is never reset. The fork's
+    owner syncs or deletes it; the next run then works (a deleted fork is created afresh)."""
+
+    code, http_status = "fork_out_of_sync", 409
+
+
 class TooManyChangedFiles(WebhookError):
     """The patch changes more files than one proposal may (:data:`repo.change.MAX_CHANGED_FILES`): GitHub's
     secondary rate limits and the reporter's time would fail it halfway. Nothing is pushed."""

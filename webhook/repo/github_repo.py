@@ -12,7 +12,9 @@ Endpoints (GitHub REST API, version ``2022-11-28``; docs.github.com/rest):
   deletes a path): one tree call per change, blob calls only for binaries (:func:`.change.check_size`), ``POST .../git/commits`` (``message``, ``tree``, ``parents``), ``POST .../git/refs``
   (``ref: "refs/heads/<branch>"``, ``sha``), ``GET .../git/ref/heads/{branch}``, ``GET .../git/commits/{sha}``;
 - ``POST /repos/{o}/{r}/forks`` (repos/forks#create-a-fork): the bot's fork, where the branch is committed by
-  default (the git data calls above then go to the fork);
+  default (the git data calls above then go to the fork); ``POST /repos/{fork}/merge-upstream``
+  (branches#sync-a-fork-branch-with-the-upstream-repository, ``branch``): an existing fork that lacks the base
+  commit is synced once (:meth:`GitHubRepo.ensure_fork`);
 - ``GET /repos/{o}/{r}/collaborators/{user}/permission``: who may ask for a fix (:mod:`webhook.fix.gate`);
 - ``GET /repos/{o}/{r}/pulls?head=<owner>:<branch>&state=open`` and ``POST /repos/{o}/{r}/pulls``
   (``title``, ``head``, ``base``, ``body``, ``draft: true``) (pulls#create-a-pull-request).
@@ -21,7 +23,8 @@ Token: with the fork path (the default) the token of a bot *user* (the fork is c
 account) with ``contents: read`` and ``pull_requests: write`` on the repository and write access to its fork;
 with ``same_repository`` ``contents: write`` and ``pull_requests: write`` (``contents: read`` only for
 snapshots). Raises :class:`webhook.errors.TrackerApiError` for API failures,
-:class:`repo.errors.ChangeConflict`, :class:`repo.errors.SnapshotError` and :class:`repo.errors.PatchRefused`.
+:class:`repo.errors.ChangeConflict`, :class:`repo.errors.ForkOutOfSync`, :class:`repo.errors.SnapshotError` and
+:class:`repo.errors.PatchRefused`.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from .change import (
     holds_change,
     is_text,
 )
-from .errors import ChangeConflict
+from .errors import ChangeConflict, ForkOutOfSync
 from .files import FileChange
 from .hosted import HostedRepo
 from .rest import quote
@@ -156,25 +159,83 @@ class GitHubRepo(HostedRepo):
 
     # ---- the fork
     def ensure_fork(
-        self, base_sha: str, *, polls: int = FORK_POLLS, interval: float = FORK_POLL_SECONDS
+        self,
+        base_sha: str,
+        base_branch: str | None = None,
+        *,
+        polls: int = FORK_POLLS,
+        interval: float = FORK_POLL_SECONDS,
     ) -> GitHubRepo:
         """The bot's fork of this repository, created when missing, once the base commit is readable in it.
 
         ``POST /repos/{o}/{r}/forks`` (repos/forks#create-a-fork) answers 202 with the fork (also when it exists
         already: the same fork). Forking is asynchronous ("you may have to wait a short period of time before you
         can access the git objects"): ``GET /repos/{fork}/git/commits/{base_sha}`` is polled until it answers.
-        Raises :class:`TrackerApiError` (retryable) when the fork is not ready in time: the result is retried."""
+
+        A fork that exists already may be far behind this repository. A fork belongs to its upstream's
+        "repository network" (docs.github.com, "About permissions and visibility of forks"), and in practice it
+        answers for the network's commits, but the REST reference promises nothing about a commit no branch of
+        the fork holds. So when the commit is missing while the fork's ``base_branch`` is readable (an
+        existing, populated fork, not one still being made), the branch is synced once with
+        ``POST /repos/{fork}/merge-upstream`` (branches#sync-a-fork-branch-with-the-upstream-repository: a
+        fast-forward, or a merge commit when the fork's branch has commits of its own; 409 "could not be synced
+        because of a merge conflict", 422 "for some other reason") and the polling goes on. The fork's branch
+        is never reset or force-pushed: it is the bot account's, and may hold someone's work.
+
+        Raises :class:`.errors.ForkOutOfSync` (final) when GitHub refuses the sync or the populated fork has no
+        such branch, :class:`TrackerApiError` (retryable) when the fork is not ready in time: the result is
+        retried."""
         doc = self.rest.call("POST", f"{self._base}/forks", {"default_branch_only": False}, idempotent=True)
         fork = GitHubRepo(str(doc["full_name"]), **self._args)  # type: ignore[arg-type]
+        synced = base_branch is None
         for attempt in range(polls):
-            if fork.rest.call("GET", f"{fork._base}/git/commits/{base_sha}", allow_404=True) is not None:
+            if fork._holds(base_sha):
                 return fork
+            if not synced and fork._has_branch(base_branch or ""):
+                fork._sync_branch(base_branch or "", upstream=self.repository, base_sha=base_sha)
+                synced = True
+                if fork._holds(base_sha):  # a fast-forward makes it readable at once
+                    return fork
             if attempt + 1 < polls:
                 self._sleep(interval)
+        if not synced and fork._has_branch(str(doc.get("default_branch") or "")):
+            # Made and readable, yet without the branch to sync (one created here after the fork was): no
+            # documented call brings the commit into it, and a retry would find the same.
+            raise ForkOutOfSync(
+                f"the bot's fork {fork.repository} does not hold commit {base_sha[:12]} of {self.repository} and "
+                f"has no branch {base_branch!r} to sync. Nothing was pushed. Whoever owns the fork deletes it "
+                "(the next run creates it again) or pushes that branch to it"
+            )
         raise TrackerApiError(
             f"the fork {fork.repository} of {self.repository} does not hold commit {base_sha[:12]} yet",
             retryable=True,
         )
+
+    def _holds(self, sha: str) -> bool:
+        return self.rest.call("GET", f"{self._base}/git/commits/{sha}", allow_404=True) is not None
+
+    def _has_branch(self, branch: str) -> bool:
+        path = f"{self._base}/git/ref/heads/{quote(branch, keep_slashes=True)}"
+        return self.rest.call("GET", path, allow_404=True) is not None
+
+    def _sync_branch(self, branch: str, *, upstream: str, base_sha: str) -> None:
+        """``POST /repos/{fork}/merge-upstream`` for ``branch``; a refusal is final (a retry gets the same)."""
+        try:
+            self.rest.call("POST", f"{self._base}/merge-upstream", {"branch": branch}, idempotent=True)
+        except TrackerApiError as exc:
+            if exc.status not in (409, 422):
+                raise
+            why = (
+                "its branch has commits that conflict with the upstream branch"
+                if exc.status == 409
+                else "GitHub could not sync its branch"
+            )
+            raise ForkOutOfSync(
+                f"the bot's fork {self.repository} does not hold commit {base_sha[:12]} of {upstream}, and "
+                f"syncing its branch {branch!r} failed ({exc.status}: {why}). Nothing was pushed. Whoever owns "
+                f'the fork syncs {branch!r} with {upstream} (GitHub: "Sync fork") or deletes the fork; the next '
+                "run then creates it again"
+            ) from exc
 
     # ---- the change
     def open_change(self, request: ChangeRequest, changes: Sequence[FileChange]) -> ChangeResult:
@@ -185,7 +246,9 @@ class GitHubRepo(HostedRepo):
         request (a retried run)."""
         check_size(changes)
         message = commit_message(request, changes)
-        home = self.ensure_fork(request.base_sha) if request.branch_in == "fork" else self
+        home = (
+            self.ensure_fork(request.base_sha, request.base_branch) if request.branch_in == "fork" else self
+        )
         commit = home._existing_branch(request, changes)
         if commit is None:
             commit = home._commit(request, changes, message)

@@ -19,7 +19,7 @@ from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.repo import GitHubRepo, GitLabRepo, git_blob_sha
-from webhook.trackers import TrackerConfigError
+from webhook.trackers import TrackerApiError, TrackerConfigError
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 # The reporter's world (a recorded job, the repository stand-in, the handler configured) and its helpers.
@@ -43,7 +43,9 @@ def test_the_branch_is_committed_in_a_new_fork_and_the_draft_comes_from_it(world
     assert pull["draft"] and pull["head"]["repo"]["full_name"] == FORK and pull["base"]["ref"] == "main"
     assert world.api.branch_changes(pull["head"]["ref"]) == {"src/calc.py": ("100644", base.NEW)}
     assert world.api.base_branches() == {"main"} and _writes_to_base(world) == []
-    assert pull["head"]["ref"] in world.api.forks[FORK].refs and len(slept) == 2
+    # Each miss also reads the fork's branch (404 while the fork is being made): two 404s, one wait, no sync.
+    assert pull["head"]["ref"] in world.api.forks[FORK].refs and slept == [3.0]
+    assert world.api.calls("POST", r"/repos/.*/merge-upstream") == []
     assert "[skip ci]" not in world.api.git.commits[pull["head"]["sha"]].message
     [create] = world.api.calls("POST", r"/repos/octo/kit/pulls")
     assert json.loads(create["body"])["head"] == f"agentkit-bot:{pull['head']['ref']}"
@@ -58,6 +60,85 @@ def test_an_existing_fork_is_reused(world: SimpleNamespace) -> None:
     [pull] = world.api.pulls
     assert list(world.api.forks) == [FORK] and pull["head"]["repo"]["full_name"] == FORK
     assert world.api.base_branches() == {"main"} and _writes_to_base(world) == []
+
+
+def _rebase_job(world: SimpleNamespace, base_sha: str) -> None:
+    """The recorded job now starts from ``base_sha`` (as a job started after the repository moved on)."""
+    world.job = world.job.model_copy(update={"base_sha": base_sha})
+    world.jobs._client.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{base.KEY}"}},
+        UpdateExpression="SET job = :j",
+        ExpressionAttributeValues={":j": {"S": world.job.model_dump_json()}},
+    )
+
+
+def _stale_fork(world: SimpleNamespace, fork_edit: dict[str, bytes] | None = None) -> tuple[str, str]:
+    """The bot's fork made earlier, then the repository moved on (README rewritten, a file added) and the job
+    starts from there; with ``fork_edit`` the fork's main got a commit of its own too. The fork answers only
+    for commits its branches reach. Returns (the repository's new head, the fork's head)."""
+    GitHubRepo("octo/kit", token=lambda: TOKEN, api_url=world.api.url).ensure_fork(world.api.base_commit)
+    git, files = world.api.git, dict(base.FILES)
+    files.update({"README.md": ("100644", b"# calc, upstream\n"), "src/more.py": ("100644", b"x = 1\n")})
+    head = git.commit_files(files, [world.api.base_commit], "upstream moves on")
+    git.refs["main"] = head
+    fork = world.api.fork_of(FORK)
+    if fork_edit:
+        mine = dict(base.FILES) | {path: ("100644", data) for path, data in fork_edit.items()}
+        fork.refs["main"] = git.commit_files(mine, [world.api.base_commit], "the fork's own commit")
+    world.api.fork_reads_network = False
+    _rebase_job(world, head)
+    slept: list[float] = []
+    world.slept = slept
+    reporter._get_deps().repos = TrackerRepos(
+        tokens={"github": lambda: TOKEN}, api_urls={"github": world.api.url}, sleep=slept.append
+    )
+    return head, fork.refs["main"]
+
+
+def test_a_stale_fork_is_synced_and_the_draft_holds_exactly_the_change(world: SimpleNamespace) -> None:
+    head, _ = _stale_fork(world)
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert pull["head"]["repo"]["full_name"] == FORK and pull["draft"]
+    assert world.api.branch_changes(pull["head"]["ref"], base=head) == {"src/calc.py": ("100644", base.NEW)}
+    assert world.api.git.commits[pull["head"]["sha"]].parents == (head,)
+    [sync] = world.api.calls("POST", rf"/repos/{FORK}/merge-upstream")
+    assert json.loads(sync["body"]) == {"branch": "main"}
+    assert world.api.fork_of(FORK).refs["main"] == head  # fast-forwarded, no merge commit
+    assert world.slept == [] and world.api.base_branches() == {"main"} and _writes_to_base(world) == []
+
+
+def test_a_fork_with_commits_of_its_own_is_merged_never_reset(world: SimpleNamespace) -> None:
+    head, own = _stale_fork(world, {"NOTES.md": b"the bot's notes\n"})
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    [pull] = world.api.pulls
+    assert world.api.branch_changes(pull["head"]["ref"], base=head) == {"src/calc.py": ("100644", base.NEW)}
+    merge = world.api.git.commits[world.api.fork_of(FORK).refs["main"]]
+    assert merge.parents == (own, head)  # GitHub's sync merged; the fork's own commit is kept
+    assert world.api.branch_files("main")["README.md"] == (  # this repository's main, unchanged
+        "100644",
+        b"# calc, upstream\n",
+    )
+
+
+def test_a_diverged_fork_that_conflicts_fails_the_job_once_with_a_clear_code(
+    world: SimpleNamespace, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, own = _stale_fork(world, {"README.md": b"# calc, the bot's edition\n"})
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}  # final: not retried
+    assert world.api.pulls == [] and set(world.api.fork_of(FORK).refs) == {"main"}
+    assert world.api.fork_of(FORK).refs["main"] == own  # left as it was: never reset, never forced
+    assert len(world.api.calls("POST", rf"/repos/{FORK}/merge-upstream")) == 1
+    comment = world.api.comments[world.comment_id]["body"]
+    assert "`fork_out_of_sync`" in comment
+    state = world.jobs.get(base.KEY)
+    assert state is not None and state.error_code == "fork_out_of_sync"
+    detail = [r for r in caplog.records if r.getMessage() == "fix job failed"]
+    assert detail and "Sync fork" in str(detail[0].__dict__.get("detail"))
+    # The same result again finds the job finished: nothing is retried or opened.
+    assert deliver(event(world, 2, "result")) == {"batchItemFailures": []}
+    assert len(world.api.calls("POST", rf"/repos/{FORK}/merge-upstream")) == 1 and world.api.pulls == []
 
 
 def test_the_same_repository_opt_in_marks_the_commit_skip_ci(world: SimpleNamespace, monkeypatch) -> None:
@@ -221,3 +302,39 @@ def test_gitlab_reuses_its_fork(gitlab_world: SimpleNamespace) -> None:
     assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
     assert len(gl.forks) == 1 and len(gl.merge_requests) == 1
     assert len(gl.calls("POST", r"/api/v4/projects/5/fork")) == 1
+
+
+def test_gitlab_a_fork_behind_its_project_needs_no_sync_start_project_starts_from_the_project(
+    gitlab_world: SimpleNamespace,
+) -> None:
+    gl = gitlab_world.api
+    old_fork = GitLabRepo(5, token=lambda: GITLAB_TOKEN, api_url=gl.api_url).ensure_fork()
+    files = {**base.FILES, "README.md": ("100644", b"# calc, upstream\n")}
+    head = gl.base_git.commit_files(files, [gl.base_commit], "the project moves on")
+    gl.base_git.refs["main"] = head
+    gl.fork_reads_network = False  # the fork knows only what its own branches reach
+    gitlab_world.job = gitlab_world.job.model_copy(update={"base_sha": head})
+    gitlab_world.jobs._client.update_item(
+        TableName="idem",
+        Key={"id": {"S": f"reply#{GITLAB_KEY}"}},
+        UpdateExpression="SET job = :j",
+        ExpressionAttributeValues={":j": {"S": gitlab_world.job.model_dump_json()}},
+    )
+    # Without start_project the stale fork cannot start a branch at the project's newer commit ...
+    with pytest.raises(TrackerApiError, match="Invalid start"):
+        old_fork.rest.call(
+            "POST",
+            f"/projects/{old_fork.project_id}/repository/commits",
+            {"branch": "probe", "commit_message": "m", "start_sha": head, "actions": [_readme_action()]},
+        )
+    # ... the reporter's commit names the project to start from, so the merge request holds exactly the change.
+    assert deliver(_gitlab_event(gitlab_world)) == {"batchItemFailures": []}
+    [mr] = gl.merge_requests
+    [(_, (_, fork_git))] = gl.forks.items()
+    assert gl.branch_changes(mr["source_branch"], base=head) == {"src/calc.py": ("100644", base.NEW)}
+    assert fork_git.commits[fork_git.refs[mr["source_branch"]]].parents == (head,)
+    assert fork_git.refs["main"] == gl.base_commit  # the fork's own branch is left behind, untouched
+
+
+def _readme_action() -> dict[str, str]:
+    return {"action": "update", "file_path": "README.md", "content": "x\n"}

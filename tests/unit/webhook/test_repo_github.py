@@ -17,7 +17,15 @@ from runtime.workspace.archive import SnapshotLimits, unpack
 from runtime.workspace.baseline import Baseline
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
 from webhook.errors import TrackerApiError
-from webhook.repo import ChangeConflict, ChangeRequest, GitHubRepo, PatchRefused, apply_patch, branch_name
+from webhook.repo import (
+    ChangeConflict,
+    ChangeRequest,
+    ForkOutOfSync,
+    GitHubRepo,
+    PatchRefused,
+    apply_patch,
+    branch_name,
+)
 
 TOKEN = "ghp_repo_token_123"
 FILES = {
@@ -250,3 +258,45 @@ def test_the_standin_serves_the_blob_it_was_given_in_base64(api: GitHubRepoApi) 
         {"content": base64.b64encode(data).decode(), "encoding": "base64"},
     )
     assert api.git.objects[blob["sha"]] == ("blob", data)
+
+
+# ---- an existing fork behind the repository (the reporter's side: test_fix_fork.py)
+def _moved_on(api: GitHubRepoApi) -> str:
+    """The bot's fork made at the first commit, then the repository's main moved on; returns the new head."""
+    _repo(api).ensure_fork(api.base_commit)
+    head = api.git.commit_files({**FILES, "old.txt": ("100644", b"newer\n")}, [api.base_commit], "moves on")
+    api.git.refs["main"] = head
+    return head
+
+
+def test_a_fork_that_reads_its_network_is_used_without_a_sync(api: GitHubRepoApi) -> None:
+    # GitHub's practice: the fork answers for the network's commits, so nothing is synced or written to it.
+    head = _moved_on(api)
+    fork = _repo(api).ensure_fork(head, "main")
+    assert fork.repository == "agentkit-bot/app" and api.calls("POST", r"/repos/.*/merge-upstream") == []
+    assert api.fork_of("agentkit-bot/app").refs["main"] == api.base_commit
+
+
+def test_a_sync_refused_for_another_reason_is_final(api: GitHubRepoApi) -> None:
+    head = _moved_on(api)
+    api.fork_reads_network = False
+    api.fork_of("agentkit-bot/app").refs["release"] = api.base_commit  # a branch upstream does not have
+    with pytest.raises(ForkOutOfSync, match=r"syncing its branch 'release' failed \(422") as caught:
+        _repo(api).ensure_fork(head, "release")
+    assert caught.value.code == "fork_out_of_sync"
+    assert len(api.calls("POST", r"/repos/agentkit-bot/app/merge-upstream")) == 1
+
+
+def test_a_fork_without_the_branch_to_sync_is_final_and_one_still_being_made_is_retried(
+    api: GitHubRepoApi,
+) -> None:
+    head = _moved_on(api)
+    api.fork_reads_network = False
+    with pytest.raises(ForkOutOfSync, match="has no branch 'fix-7' to sync"):
+        _repo(api).ensure_fork(head, "fix-7")  # e.g. a pull request's branch made here after the fork
+    assert api.calls("POST", r"/repos/.*/merge-upstream") == []
+    api.forks.clear()
+    api.fork_delay_requests = 1_000  # a new fork that GitHub is still making: retried, nothing final
+    with pytest.raises(TrackerApiError, match="does not hold commit") as caught:
+        _repo(api).ensure_fork(head, "main", polls=3)
+    assert caught.value.retryable and api.calls("POST", r"/repos/.*/merge-upstream") == []
