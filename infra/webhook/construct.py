@@ -411,6 +411,7 @@ class IssueWebhook(Construct):
         description: str,
         environment: dict[str, str],
         ephemeral_storage: cdk.Size | None = None,
+        memory_size: int = 256,
     ) -> lambda_.Function:
         """A function with its own log group and role (no AWSLambdaBasicExecutionRole) and active tracing."""
         log_group = logs.LogGroup(
@@ -454,7 +455,7 @@ class IssueWebhook(Construct):
             layers=[base.layer],
             role=role,
             timeout=timeout,
-            memory_size=256,
+            memory_size=memory_size,
             ephemeral_storage_size=ephemeral_storage,
             log_group=log_group,
             description=description,

@@ -48,6 +48,15 @@ if TYPE_CHECKING:
 #: The reporter edits a comment and opens a pull request per result: a few API calls, well under this. The job
 #: events queue's visibility timeout is six times it (``infra/job_events.py``'s ``consumer_timeout``).
 REPORTER_TIMEOUT = CONSUMER_TIMEOUT
+#: The reporter's peak memory for the largest patch the runtime sends (``AGENTKIT_WORKSPACE_MAX_PATCH_BYTES``, 20 MiB),
+#: measured by ``benchmarks/fix_scale.py --files 5000 --mb 46 --changed 1000 --rewrite``: 222 MiB with the reporter's
+#: own imports (72 MiB, boto3 included) for a 19.4 MiB patch rewriting 1,000 files on GitHub — the patch text, its
+#: parsed lines, the files' old and new bytes and the commit's JSON. The repository itself adds a few MiB whatever its
+#: size (the reporter keeps the bytes of the files its patch reads only).
+REPORTER_PEAK_MIB = 222
+#: Half again over that peak for what the benchmark does not hold (GitLab's base64 actions, the Lambda runtime's own
+#: client): Lambda's 256 MiB would leave 34 MiB.
+REPORTER_MEMORY_MIB = 512
 #: How long a result being reported blocks its duplicate (reporter/``webhook.fix.jobs`` ``JOB_LEASE_SECONDS``): longer than a
 #: reporter can run.
 JOB_LEASE_SECONDS = 300
@@ -75,6 +84,12 @@ def snapshot_spool_storage(limits: SnapshotLimits = DEFAULT_LIMITS) -> cdk.Size:
     caps), with half again to spare; never below Lambda's default of 512 MiB."""
     need = limits.max_download_bytes + limits.max_unpacked_bytes + limits.max_archive_bytes
     return cdk.Size.mebibytes(max(512, math.ceil(need * 1.5 / (1024 * 1024))))
+
+
+def archive_spool_storage(limits: SnapshotLimits = DEFAULT_LIMITS) -> cdk.Size:
+    """The reporter's ``/tmp``: the tracker's archive as downloaded (it reads its patch's files from there,
+    ``webhook/repo/snapshot.py``'s ``read_view``), half again to spare; never below Lambda's default of 512 MiB."""
+    return cdk.Size.mebibytes(max(512, math.ceil(limits.max_download_bytes * 1.5 / (1024 * 1024))))
 
 
 def fix_environment(checked: Checked, workspaces: WorkspaceBucket | None) -> dict[str, str]:
@@ -148,6 +163,8 @@ def add_fix_jobs(
         timeout=REPORTER_TIMEOUT,
         description="Issue webhook reporter: fix job progress and results onto the issue, the draft pull request",
         environment=environment,
+        ephemeral_storage=archive_spool_storage(),
+        memory_size=REPORTER_MEMORY_MIB,
     )
     hook.reporter.add_event_source(
         event_sources.SqsEventSource(job_events_queue, batch_size=1, report_batch_item_failures=True)

@@ -240,3 +240,23 @@ def test_the_worker_has_ephemeral_storage_for_a_streamed_snapshot_and_its_deadli
     lifetime = runtime["LifecycleConfiguration"]["MaxLifetime"]
     # How long one issue's active-fix marker may hold: the job deadline.
     assert int(worker["Environment"]["Variables"]["JOB_DEADLINE_SECONDS"]) == lifetime + 1800
+
+
+def test_the_reporter_has_ephemeral_storage_for_the_archive_it_reads_its_patchs_files_from(
+    optional: Synth,
+) -> None:
+    """The reporter spools the tracker's archive in /tmp (it keeps only the patch's files in memory)."""
+    from webhook.repo import DEFAULT_LIMITS
+
+    _, reporter = function(optional, "webhook.reporter.handler")
+    assert reporter["EphemeralStorage"]["Size"] * 1024 * 1024 >= 1.5 * DEFAULT_LIMITS.max_download_bytes
+
+
+def test_the_reporter_has_memory_for_the_largest_patch_half_again(optional: Synth) -> None:
+    """benchmarks/fix_scale.py --rewrite measured the reporter's peak with a patch near the runtime's cap."""
+    from infra.webhook.fix import REPORTER_PEAK_MIB
+
+    _, reporter = function(optional, "webhook.reporter.handler")
+    assert reporter["MemorySize"] >= 1.5 * REPORTER_PEAK_MIB
+    _, worker = function(optional, "webhook.worker.handler")
+    assert worker["MemorySize"] == 256  # the others keep theirs

@@ -27,10 +27,12 @@ from webhook.repo import (
     GitHubRepo,
     GitLabRepo,
     SnapshotLimits,
-    apply_patch,
+    apply_parsed,
     branch_name,
+    parse_patch,
 )
-from webhook.repo.change import BranchIn
+from webhook.repo.change import MAX_CHANGED_FILES, BranchIn
+from webhook.repo.errors import TooManyChangedFiles
 from webhook.trackers import AgentTask, IssueTracker
 from webhook.trackers.base import enabled_tracker
 from webhook.trackers.targets import PrMode, RepoTarget
@@ -103,8 +105,9 @@ class TrackerRepos:
         sleep: Callable[[float], None] = time.sleep,
         spool_dir: str | None = None,
     ) -> None:
-        """``spool_dir``: where the worker's snapshots are downloaded, checked and written (default: the
-        system's temporary directory, ``/tmp`` — a Lambda's ephemeral storage)."""
+        """``spool_dir``: where the worker's snapshots are downloaded, checked and written, and where the
+        reporter downloads the archive it reads its patch's files from (default: the system's temporary
+        directory, ``/tmp`` — a Lambda's ephemeral storage)."""
         self.spool_dir = spool_dir
         self.allow_protected = (
             allow_protected  # protected-path classes a patch may change (PATCH_ALLOW_PROTECTED)
@@ -190,9 +193,17 @@ class TrackerRepos:
         Raises ``repo`` errors (``PatchRefused``, ``ChangeConflict``, ``SnapshotError``) and
         ``TrackerApiError``."""
         repo = self.repo(job.target_tracker, job.target_repository, job.target_project_id)
-        # The file view only: the reporter sends no snapshot, so it writes (and holds) none.
-        snap = repo.fetch_snapshot(job.base_sha, limits=self.limits, archive=False)
-        changes = apply_patch(snap.files, patch, allow_protected=self.allow_protected)
+        # The patch is read first, so only the files it reads keep their bytes: the archive is spooled to
+        # spool_dir (/tmp) and read past entry by entry, every entry checked as the worker checks it, and memory
+        # holds names and modes plus what the patch touches, whatever the repository's size.
+        parsed = parse_patch(patch)
+        if len(parsed.reads) > MAX_CHANGED_FILES:  # each is changed or copied: bounded before any download
+            raise TooManyChangedFiles(
+                f"the patch modifies, deletes, renames or copies {len(parsed.reads)} files of the repository; "
+                f"one change may touch at most {MAX_CHANGED_FILES}"
+            )
+        view = repo.fetch_view(job.base_sha, reads=parsed.reads, limits=self.limits, spool_dir=self.spool_dir)
+        changes = apply_parsed(view, parsed, allow_protected=self.allow_protected)
         if not changes:
             return None
         label = job.issue_ref.lstrip("#")

@@ -1,8 +1,9 @@
 """The file view of a snapshot and the changes a patch makes to it; the path rules both obey.
 
 A file view maps a clean relative POSIX path to a :class:`FileEntry` (bytes and git mode: ``100644``,
-``100755`` or ``120000`` for a symbolic link, whose bytes are its target). :class:`FileChange` is one
-change to commit: ``create``, ``update`` or ``delete``.
+``100755`` or ``120000`` for a symbolic link, whose bytes are its target). :class:`SparseView` is the view
+the reporter applies a patch to: every entry's name and mode, but the bytes of links and of the files the
+patch reads only. :class:`FileChange` is one change to commit: ``create``, ``update`` or ``delete``.
 
 The path rules are the runtime's (``runtime/workspace/archive.py`` for snapshot entries, and the runtime's
 withholding rules in ``runtime/workspace/baseline.py`` for patches): this Lambda ships without the runtime
@@ -16,9 +17,9 @@ import fnmatch
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 MODE_FILE = "100644"
 MODE_EXECUTABLE = "100755"
@@ -84,6 +85,69 @@ class FileChange:
     content: bytes | None = None
     mode: str | None = None
     old_mode: str | None = None
+
+
+class Lookup(Protocol):
+    """What :func:`resolve_link` reads of a view: an entry by its path (a :class:`Mapping` is one)."""
+
+    def __getitem__(self, path: str, /) -> FileEntry: ...
+
+    def get(self, path: str, /) -> FileEntry | None: ...
+
+
+class NotRead(LookupError):
+    """A regular file's bytes were asked of a :class:`SparseView` that did not keep them (a bug: the patch's
+    reads are what is kept)."""
+
+
+class SparseView:
+    """A snapshot's file view holding every entry's name and mode, and the bytes only of symbolic links and
+    of the regular files in ``kept`` (``None``: all of them).
+
+    :meth:`get` answers for every entry (a regular file not kept has empty bytes there: enough for names,
+    modes and link resolution); :meth:`read` is the strict read a patch's old side needs and raises
+    :class:`NotRead` for a file whose bytes were not kept, so a missing read fails loudly, never as an empty
+    file. ``dirs`` holds at least every directory with an entry below it (more is allowed: an archive's
+    empty directory entries).
+    """
+
+    def __init__(
+        self, entries: Mapping[str, FileEntry], dirs: Collection[str], kept: Collection[str] | None
+    ) -> None:
+        self._entries, self._dirs, self._kept = entries, dirs, kept
+
+    @classmethod
+    def of(cls, files: Mapping[str, FileEntry]) -> SparseView:
+        """A whole in-memory view (every file's bytes kept)."""
+        dirs = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
+        return cls(files, dirs, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._entries
+
+    def get(self, path: str, /) -> FileEntry | None:
+        return self._entries.get(path)
+
+    def __getitem__(self, path: str, /) -> FileEntry:
+        return self._entries[path]
+
+    def read(self, path: str) -> FileEntry | None:
+        """The entry at ``path`` with its bytes (``None`` when there is none). Raises :class:`NotRead`."""
+        entry = self._entries.get(path)
+        if entry is None or entry.mode == MODE_SYMLINK or self._kept is None or path in self._kept:
+            return entry
+        raise NotRead(f"the bytes of {path!r} were not kept from the snapshot")
+
+    def entries_below(self, path: str) -> int:
+        """How many files and links lie below the directory ``path`` (0 when it is none). Scans the names
+        when ``path`` may be a directory: asked only for a patch that puts a file where a directory was."""
+        if path not in self._dirs:
+            return 0
+        prefix = path + "/"
+        return sum(1 for name in self._entries if name.startswith(prefix))
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -157,7 +221,7 @@ def link_stays_inside(path: str, target: str) -> bool:
     return not any(is_git_alias(part) for part in resolved.split("/"))
 
 
-def resolve_link(files: Mapping[str, FileEntry], name: str, depth: int = 0) -> str | None:
+def resolve_link(files: Lookup, name: str, depth: int = 0) -> str | None:
     """Where the link ``name`` leads inside ``files`` following other links, or ``None``: outside the tree,
     into ``.git`` (or an alias of it), an absolute target, or a loop.
 

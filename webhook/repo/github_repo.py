@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -47,7 +47,7 @@ from .change import (
     is_text,
 )
 from .errors import ChangeConflict, ForkOutOfSync
-from .files import FileChange
+from .files import FileChange, SparseView
 from .hosted import HostedRepo
 from .rest import quote
 from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
@@ -156,6 +156,20 @@ class GitHubRepo(HostedRepo):
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )
+
+    def fetch_view(
+        self,
+        ref: str,
+        *,
+        reads: Collection[str],
+        limits: SnapshotLimits = DEFAULT_LIMITS,
+        spool_dir: str | None = None,
+    ) -> SparseView:
+        """The file view of ``ref`` that a patch reading ``reads`` is applied to (the reporter): the same
+        archive and checks as :meth:`fetch_snapshot`, the bytes of ``reads`` kept only
+        (:meth:`.hosted.HostedRepo._view`)."""
+        sha, _ = self.resolve(ref)
+        return self._view(f"{self._base}/tarball/{sha}", sha, reads=reads, limits=limits, spool_dir=spool_dir)
 
     # ---- the fork
     def ensure_fork(

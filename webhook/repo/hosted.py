@@ -2,7 +2,8 @@
 
 A REST client whose token is read on every call (a rotated secret is picked up) and refused when empty, the
 repository's description read once per client (``default_branch``, its web URL), and the snapshot archive of
-one commit: downloaded within the size limit, repacked, and checked to be of that commit. Raises
+one commit: downloaded within the size limit, repacked (or read into the file view a patch needs), and
+checked to be of that commit. Raises
 :class:`webhook.errors.TrackerConfigError` (empty token), :class:`webhook.errors.TrackerApiError`,
 :class:`repo.errors.SnapshotTooLarge` and :class:`repo.errors.SnapshotError`.
 """
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any, ClassVar
 
 from webhook.errors import TrackerApiError, TrackerConfigError
 
 from .errors import SnapshotError, SnapshotTooLarge
+from .files import SparseView
 from .rest import Rest
-from .snapshot import Repacked, SnapshotLimits, repack, repack_file
+from .snapshot import Repacked, SnapshotLimits, read_view, repack, repack_file
 
 
 class HostedRepo:
@@ -98,9 +100,32 @@ class HostedRepo:
             repacked = Repacked(archive=b"", files={}, comment=written.comment)
         else:
             repacked = repack(self._download(path, query, limits), limits=limits, archive=archive)
-        if repacked.comment is not None and repacked.comment != sha:
-            raise SnapshotError(f"{self.service} sent the archive of {repacked.comment}, not of commit {sha}")
+        self._check_commit(repacked.comment, sha)
         return repacked
+
+    def _view(
+        self,
+        path: str,
+        sha: str,
+        *,
+        reads: Collection[str],
+        limits: SnapshotLimits,
+        query: Mapping[str, str] | None = None,
+        spool_dir: str | None = None,
+    ) -> SparseView:
+        """The archive at ``path`` (of commit ``sha``) as the file view a patch reading ``reads`` needs: downloaded
+        to a spool file in ``spool_dir`` (removed on return) and read from there by :func:`.snapshot.read_view`,
+        so neither the archive nor the files the patch does not read are held in memory."""
+        with tempfile.TemporaryFile(dir=spool_dir) as download:
+            self._download(path, query, limits, sink=download)
+            download.seek(0)
+            view, comment = read_view(download, reads=reads, limits=limits)
+        self._check_commit(comment, sha)
+        return view
+
+    def _check_commit(self, comment: str | None, sha: str) -> None:
+        if comment is not None and comment != sha:
+            raise SnapshotError(f"{self.service} sent the archive of {comment}, not of commit {sha}")
 
     def _download(
         self,

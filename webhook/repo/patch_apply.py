@@ -20,6 +20,10 @@ or link; ``Binary files ... differ`` without data; anything that is not a ``diff
 changes (:mod:`repo.protected_paths`: CI configuration, composite actions, CODEOWNERS, ``.gitmodules``, new
 executable bits, agent configuration) raise :class:`repo.errors.ProtectedPathRefused` (``patch_refused: <class>``)
 unless their class is in ``allow_protected``.
+
+The patch is read first (:func:`parse_patch`), so the files it reads (:attr:`ParsedPatch.reads`) are known before
+the snapshot is: the reporter keeps those files' bytes only (:class:`.files.SparseView`), and the applied patch
+is an overlay of the paths it touches on that view, never a copy of the whole tree.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from . import gitbinary, protected_paths
 from .errors import PatchRefused, ProtectedPathRefused
@@ -36,6 +41,7 @@ from .files import (
     MODE_SYMLINK,
     FileChange,
     FileEntry,
+    SparseView,
     clean_path,
     git_blob_sha,
     is_sensitive_name,
@@ -75,6 +81,27 @@ class _FilePatch:
     binary: tuple[str, int, list[str]] | None = None  # ("literal" | "delta", size, lines)
 
 
+@dataclass(frozen=True)
+class ParsedPatch:
+    """A patch read and checked for form, not yet applied (:func:`parse_patch`)."""
+
+    sections: tuple[_FilePatch, ...]
+
+    @cached_property
+    def reads(self) -> frozenset[str]:
+        """The paths whose bytes applying the patch reads from the snapshot: each section's old side (what it
+        modifies, deletes, renames or copies). A path the patch creates needs no bytes, only its absence."""
+        return frozenset(s.old_path for s in self.sections if s.old_path is not None)
+
+
+def parse_patch(patch: str, *, max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> ParsedPatch:
+    """``patch`` read into its sections. Raises :class:`PatchRefused` for a patch over ``max_patch_bytes`` or
+    not in git's format."""
+    if len(patch.encode("utf-8", "surrogatepass")) > max_patch_bytes:
+        raise PatchRefused(f"the patch is over {max_patch_bytes} bytes")
+    return ParsedPatch(tuple(_parse(patch)))
+
+
 def apply_patch(
     files: Mapping[str, FileEntry],
     patch: str,
@@ -88,16 +115,82 @@ def apply_patch(
     ``files`` is not modified. Raises :class:`PatchRefused` (nothing applied) naming the file and the reason, and
     :class:`ProtectedPathRefused` for protected changes outside ``allow_protected``.
     """
-    if len(patch.encode("utf-8", "surrogatepass")) > max_patch_bytes:
-        raise PatchRefused(f"the patch is over {max_patch_bytes} bytes")
-    sections = _parse(patch)
-    tree = dict(files)
-    for section in sections:
+    parsed = parse_patch(patch, max_patch_bytes=max_patch_bytes)
+    return apply_parsed(
+        SparseView.of(files), parsed, max_file_bytes=max_file_bytes, allow_protected=allow_protected
+    )
+
+
+def apply_parsed(
+    view: SparseView,
+    parsed: ParsedPatch,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    allow_protected: frozenset[str] = frozenset(),
+) -> list[FileChange]:
+    """:func:`apply_patch` on a view that holds at least the bytes of ``parsed.reads``. Raises as it."""
+    tree = _Tree(view)
+    for section in parsed.sections:
         _apply_one(tree, section, max_file_bytes)
-    changes = _diff_views(files, tree)
+    changes = tree.changes()
     _check_tree(tree, changes)
     _check_protected(changes, allow_protected)
     return changes
+
+
+class _Tree:
+    """The snapshot with the sections applied so far: ``base`` as it came, each path a section touched in
+    :attr:`changed` (``None``: deleted). Memory grows with what the patch touches, not with the tree."""
+
+    def __init__(self, base: SparseView) -> None:
+        self.base = base
+        self.changed: dict[str, FileEntry | None] = {}
+
+    def get(self, path: str, /) -> FileEntry | None:
+        """The entry at ``path`` now, for names, modes and links (:meth:`.files.SparseView.get`)."""
+        return self.changed[path] if path in self.changed else self.base.get(path)
+
+    def __getitem__(self, path: str, /) -> FileEntry:
+        entry = self.get(path)
+        if entry is None:
+            raise KeyError(path)
+        return entry
+
+    def __contains__(self, path: str) -> bool:
+        return self.get(path) is not None
+
+    def read(self, path: str) -> FileEntry | None:
+        """The entry at ``path`` now, with its bytes (:meth:`.files.SparseView.read`)."""
+        return self.changed[path] if path in self.changed else self.base.read(path)
+
+    def put(self, path: str, entry: FileEntry | None) -> None:
+        self.changed[path] = entry
+
+    def is_dir(self, path: str) -> bool:
+        """Whether a file or link lies below ``path`` now."""
+        prefix = path + "/"
+        if any(entry is not None and p.startswith(prefix) for p, entry in self.changed.items()):
+            return True
+        gone = sum(
+            1
+            for p, entry in self.changed.items()
+            if entry is None and p.startswith(prefix) and p in self.base
+        )
+        return self.base.entries_below(path) > gone
+
+    def changes(self) -> list[FileChange]:
+        """What differs from ``base``, sorted by path."""
+        out = []
+        for path in sorted(self.changed):
+            old, new = self.base.read(path), self.changed[path]
+            if new is None:
+                if old is not None:
+                    out.append(FileChange(path, "delete", old_mode=old.mode))
+            elif old is None:
+                out.append(FileChange(path, "create", new.data, new.mode))
+            elif old != new:
+                out.append(FileChange(path, "update", new.data, new.mode, old.mode))
+        return out
 
 
 def _check_protected(changes: list[FileChange], allow: frozenset[str]) -> None:
@@ -351,12 +444,12 @@ def _checked(path: str) -> str:
     return path
 
 
-def _apply_one(tree: dict[str, FileEntry], s: _FilePatch, max_file_bytes: int) -> None:
+def _apply_one(tree: _Tree, s: _FilePatch, max_file_bytes: int) -> None:
     old_path = _checked(s.old_path) if s.old_path is not None else None
     new_path = _checked(s.new_path) if s.new_path is not None else None
     old = None
     if old_path is not None:
-        old = tree.get(old_path)
+        old = tree.read(old_path)
         if old is None:
             raise PatchRefused(f"the patch changes {old_path!r}, which is not in the snapshot")
         if s.old_mode is not None and s.old_mode != old.mode:
@@ -370,7 +463,7 @@ def _apply_one(tree: dict[str, FileEntry], s: _FilePatch, max_file_bytes: int) -
         if data:
             raise PatchRefused(f"the patch deletes {old_path!r} but its hunks leave content in it")
         assert old_path is not None
-        del tree[old_path]
+        tree.put(old_path, None)
         return
     base = old.data if old is not None else b""
     data = _content(s, base, max_file_bytes)
@@ -384,8 +477,8 @@ def _apply_one(tree: dict[str, FileEntry], s: _FilePatch, max_file_bytes: int) -
             raise PatchRefused(f"the link {new_path!r} has a target that is not UTF-8") from None
     if s.kind == "rename":
         assert old_path is not None
-        del tree[old_path]
-    tree[new_path] = FileEntry(data, mode)
+        tree.put(old_path, None)
+    tree.put(new_path, FileEntry(data, mode))
 
 
 def _content(s: _FilePatch, base: bytes, max_file_bytes: int) -> bytes:
@@ -426,22 +519,8 @@ def _content(s: _FilePatch, base: bytes, max_file_bytes: int) -> bytes:
     return data
 
 
-def _diff_views(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[FileChange]:
-    changes = []
-    for path in sorted(set(before) | set(after)):
-        old, new = before.get(path), after.get(path)
-        if new is None:
-            changes.append(FileChange(path, "delete", old_mode=old.mode if old else None))
-        elif old is None:
-            changes.append(FileChange(path, "create", new.data, new.mode))
-        elif old != new:
-            changes.append(FileChange(path, "update", new.data, new.mode, old.mode))
-    return changes
-
-
-def _check_tree(tree: Mapping[str, FileEntry], changes: list[FileChange]) -> None:
+def _check_tree(tree: _Tree, changes: list[FileChange]) -> None:
     """No new path below a file or link, none above another file, no link leaving the tree."""
-    dirs = {"/".join(p.split("/")[:i]) for p in tree for i in range(1, p.count("/") + 1)}
     for change in changes:
         if change.action == "delete":
             continue
@@ -450,7 +529,7 @@ def _check_tree(tree: Mapping[str, FileEntry], changes: list[FileChange]) -> Non
             prefix = "/".join(parts[:i])
             if prefix in tree:
                 raise PatchRefused(f"the patch puts {change.path!r} below the file or link {prefix!r}")
-        if change.path in dirs:
+        if tree.is_dir(change.path):
             raise PatchRefused(f"the patch makes {change.path!r} a file, but it is a directory")
         if change.mode == MODE_SYMLINK and resolve_link(tree, change.path) is None:
             raise PatchRefused(

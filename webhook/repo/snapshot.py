@@ -9,9 +9,10 @@ only (modes ``0644``/``0755``, owner 0, time 0, so the same tree gives the same 
 
 The archive comes from the tracker, but the repository's content is anyone's who can push to it: names,
 links and sizes are checked before anything is kept, and the decompressed stream is bounded, so a gzip
-bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. :func:`repack` works in memory (the reporter, which
-needs the file view); :func:`repack_file` reads from and writes to files, spooling the contents to disk, so
-the worker's memory holds names and modes only, whatever the repository's size.
+bomb stops at :attr:`SnapshotLimits.max_unpacked_bytes`. :func:`repack` works in memory; :func:`repack_file`
+reads from and writes to files, spooling the contents to disk, so the worker's memory holds names and modes
+only, whatever the repository's size; :func:`read_view` checks an archive read from a file the same way and
+keeps the bytes of the files a patch reads only (the reporter's :class:`.files.SparseView`).
 
 Raises :class:`repo.errors.SnapshotError` or :class:`repo.errors.SnapshotTooLarge` naming the entry.
 """
@@ -24,7 +25,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -34,6 +35,7 @@ from .files import (
     MODE_FILE,
     MODE_SYMLINK,
     FileEntry,
+    SparseView,
     clean_path,
     link_stays_inside,
     resolve_link,
@@ -52,8 +54,10 @@ class SnapshotLimits:
 
     ``max_archive_bytes`` is the repacked snapshot's size: keep it at or under the runtime's
     ``AGENTKIT_WORKSPACE_MAX_BYTES`` (20 MiB by default), or the runtime refuses it. ``max_download_bytes``
-    bounds the tracker's archive as downloaded; ``max_unpacked_bytes`` what it unpacks to (the reporter holds
-    it in memory: keep it well under its memory size; the worker spools it to disk, :func:`repack_file`); ``max_files`` and ``max_file_bytes`` as the runtime's.
+    bounds the tracker's archive as downloaded (the worker and the reporter spool it to ``/tmp``);
+    ``max_unpacked_bytes`` what it unpacks to (the worker spools the contents to disk, :func:`repack_file`; the
+    reporter reads past all but the files its patch reads, :func:`read_view`); ``max_files`` and
+    ``max_file_bytes`` as the runtime's.
     """
 
     max_download_bytes: int = 40 * MIB
@@ -174,6 +178,19 @@ def repack_file(
     return RepackedFile(size=size, comment=comment)
 
 
+def read_view(
+    source: IO[bytes], *, reads: Collection[str], limits: SnapshotLimits = DEFAULT_LIMITS
+) -> tuple[SparseView, str | None]:
+    """The file view a patch needs of the tracker's tar.gz read from ``source`` (a spool file), and the pax
+    ``comment``: every entry checked as :func:`repack` checks it (the same refusals), every name and mode and
+    every link's target kept, but the bytes of the regular files named in ``reads`` only — the others are read
+    past without being held, so memory grows with the number of entries, not with the repository's size.
+    Raises as :func:`repack`."""
+    reader = _Reader(limits, keep=frozenset(reads))
+    comment = _read(source, reader, limits)
+    return SparseView(reader.files, reader.dirs, reader.kept), comment
+
+
 def write_snapshot(files: Mapping[str, FileEntry]) -> bytes:
     """The runtime's snapshot format for ``files``: a tar.gz of regular files and links, sorted, owner 0,
     time 0 (the same files give the same bytes)."""
@@ -226,13 +243,23 @@ class _Bounded(io.RawIOBase):
         return chunk
 
 
+#: The entry of a regular file whose bytes :func:`read_view` did not keep (see :meth:`.files.SparseView.read`).
+_UNREAD = {MODE_FILE: FileEntry(b"", MODE_FILE), MODE_EXECUTABLE: FileEntry(b"", MODE_EXECUTABLE)}
+
+
 class _Reader:
     """Checks entries one by one and keeps files and links, paths relative to the archive's top directory."""
 
-    def __init__(self, limits: SnapshotLimits, *, spool: IO[bytes] | None = None) -> None:
-        """With ``spool`` (a file) regular files' contents are appended there and kept as (offset, size)."""
+    def __init__(
+        self, limits: SnapshotLimits, *, spool: IO[bytes] | None = None, keep: Collection[str] | None = None
+    ) -> None:
+        """With ``spool`` (a file) regular files' contents are appended there and kept as (offset, size). With
+        ``keep`` only the regular files it names keep their contents (listed in :attr:`kept`); the others are
+        recorded by name and mode and their data is never read out of the stream."""
         self.limits = limits
         self.spool = spool
+        self.keep = keep
+        self.kept: set[str] = set()
         self.offsets: dict[str, tuple[int, int]] = {}
         self.top: str | None = None
         self.count = 0
@@ -278,8 +305,15 @@ class _Reader:
                 raise SnapshotTooLarge(
                     f"the repository archive unpacks to more than {self.limits.max_unpacked_bytes} bytes"
                 )
-            source = tar.extractfile(member)
             mode = MODE_EXECUTABLE if member.mode & 0o111 else MODE_FILE
+            if self.keep is not None and name not in self.keep:
+                # Not read: tarfile skips the data when it moves to the next member (still decompressed, and
+                # so still counted against the unpacked budget). One shared entry per mode: nothing per file.
+                self.files[name] = _UNREAD[mode]
+                return
+            source = tar.extractfile(member)
+            if self.keep is not None:
+                self.kept.add(name)
             if self.spool is None:
                 self.files[name] = FileEntry(source.read() if source is not None else b"", mode)
                 return

@@ -3,15 +3,25 @@ and git itself produce on real trees, and hostile patches it must refuse whole."
 
 from __future__ import annotations
 
+import io
 import os
 import random
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.unit.webhook.repo_trees import git_diff, runtime_patch
-from webhook.repo import FileEntry, PatchRefused, apply_patch
-from webhook.repo.files import MODE_SYMLINK
+from webhook.repo import (
+    FileChange,
+    FileEntry,
+    PatchRefused,
+    apply_parsed,
+    apply_patch,
+    parse_patch,
+    read_view,
+)
+from webhook.repo.files import MODE_EXECUTABLE, MODE_SYMLINK
 from webhook.repo.protected_paths import NAMES
 
 BASE: dict[str, bytes | str] = {
@@ -28,9 +38,33 @@ BASE: dict[str, bytes | str] = {
 }
 
 
+def _archive(view: dict[str, FileEntry]) -> bytes:
+    """``view`` as a tracker's archive: a tar.gz with every entry below one top-level directory."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for path, entry in view.items():
+            info = tarfile.TarInfo(f"top/{path}")
+            if entry.mode == MODE_SYMLINK:
+                info.type, info.linkname = tarfile.SYMTYPE, entry.data.decode()
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(entry.data), 0o755 if entry.mode == MODE_EXECUTABLE else 0o644
+                tar.addfile(info, io.BytesIO(entry.data))
+    return raw.getvalue()
+
+
+def _reporters_changes(before: dict[str, FileEntry], patch: str) -> list[FileChange]:
+    """The reporter's way: the patch read first, the archive read keeping the bytes of its reads only."""
+    parsed = parse_patch(patch)
+    view, _ = read_view(io.BytesIO(_archive(before)), reads=parsed.reads)
+    return apply_parsed(view, parsed, allow_protected=frozenset(NAMES))
+
+
 def _applied(before: dict[str, FileEntry], patch: str) -> dict[str, FileEntry]:
     after = dict(before)
-    for change in apply_patch(before, patch, allow_protected=frozenset(NAMES)):
+    changes = apply_patch(before, patch, allow_protected=frozenset(NAMES))
+    assert _reporters_changes(before, patch) == changes  # the same change from the partial view
+    for change in changes:
         if change.action == "delete":
             del after[change.path]
         else:
@@ -206,6 +240,27 @@ def test_writing_below_a_file_or_link_and_creating_what_exists_are_refused() -> 
     )
     with pytest.raises(PatchRefused, match="not in the snapshot"):
         apply_patch(view, missing)
+
+
+def test_a_file_may_replace_a_directory_only_once_everything_below_it_is_gone() -> None:
+    view = {"d/a": FileEntry(b"a\n"), "d/b": FileEntry(b"b\n"), "e": FileEntry(b"e\n")}
+    create = "diff --git a/d b/d\nnew file mode 100644\n--- /dev/null\n+++ b/d\n@@ -0,0 +1 @@\n+d\n"
+
+    def delete(path: str) -> str:
+        line = view[path].data.decode()
+        return f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n-{line}"
+
+    for way in (lambda p: apply_patch(view, p), lambda p: _reporters_changes(view, p)):
+        with pytest.raises(PatchRefused, match="makes 'd' a file, but it is a directory"):
+            way(create + delete("d/a"))
+        changes = way(create + delete("d/a") + delete("d/b"))
+        assert [(c.path, c.action) for c in changes] == [
+            ("d", "create"),
+            ("d/a", "delete"),
+            ("d/b", "delete"),
+        ]
+        with pytest.raises(PatchRefused, match="below the file or link 'e'"):
+            way("diff --git a/e/x b/e/x\nnew file mode 100644\n--- /dev/null\n+++ b/e/x\n@@ -0,0 +1 @@\n+x\n")
 
 
 def test_a_delete_that_leaves_content_and_a_gitlink_are_refused() -> None:

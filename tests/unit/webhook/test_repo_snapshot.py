@@ -15,8 +15,16 @@ import pytest
 from runtime.workspace.archive import SnapshotLimits as RuntimeLimits
 from runtime.workspace.archive import unpack
 from tests.unit.webhook.repo_trees import git, view_of, write_tree
-from webhook.repo import DEFAULT_LIMITS, SnapshotError, SnapshotLimits, SnapshotTooLarge, repack, repack_file
-from webhook.repo.files import MODE_EXECUTABLE, MODE_SYMLINK
+from webhook.repo import (
+    DEFAULT_LIMITS,
+    SnapshotError,
+    SnapshotLimits,
+    SnapshotTooLarge,
+    read_view,
+    repack,
+    repack_file,
+)
+from webhook.repo.files import MODE_EXECUTABLE, MODE_SYMLINK, NotRead
 
 RUNTIME = RuntimeLimits(
     max_archive_bytes=20 << 20, max_unpacked_bytes=200 << 20, max_files=50_000, max_file_bytes=25 << 20
@@ -104,15 +112,42 @@ def test_a_streamed_repack_refuses_a_snapshot_over_the_runtime_cap(tmp_path: Pat
         streamed(tarball, limits=SnapshotLimits(max_archive_bytes=100))
 
 
+def test_the_reporters_view_keeps_every_name_and_mode_and_the_bytes_it_was_asked_for_only(
+    tmp_path: Path,
+) -> None:
+    tarball, sha, work = _git_archive(tmp_path)
+    whole = repack(tarball).files
+    view, comment = read_view(io.BytesIO(tarball), reads={"src/app.py", "not/there"})
+    assert comment == sha and len(view) == len(whole) == len(view_of(work))
+    for path, entry in whole.items():
+        assert view.get(path) is not None and view[path].mode == entry.mode
+    assert view.read("src/app.py") == whole["src/app.py"]
+    assert view.read("docs/app-link.py") == whole["docs/app-link.py"]  # links keep their target
+    assert view.read("absent") is None and view.get("absent") is None
+    with pytest.raises(NotRead, match="'bin'"):
+        view.read("bin")  # never an empty file in place of bytes that were not kept
+    assert view.entries_below("ü") == 1 and view.entries_below("src/app.py") == 0
+
+
+def _viewed(tarball: bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> None:
+    """:func:`read_view` (the reporter's path), keeping no file's bytes."""
+    read_view(io.BytesIO(tarball), reads=(), limits=limits)
+
+
 def _both(tarball: bytes, limits: SnapshotLimits = DEFAULT_LIMITS) -> None:
-    """The in-memory and the streamed repack refuse ``tarball`` alike (``pytest.raises`` around the call)."""
+    """The in-memory and the streamed repack, and the reporter's view, refuse ``tarball`` alike
+    (``pytest.raises`` around the call)."""
     errors = []
-    for way in (lambda: repack(tarball, limits=limits), lambda: streamed(tarball, limits=limits)):
+    for way in (
+        lambda: repack(tarball, limits=limits),
+        lambda: streamed(tarball, limits=limits),
+        lambda: _viewed(tarball, limits=limits),
+    ):
         try:
             way()
         except SnapshotError as exc:
             errors.append((type(exc), str(exc)))
-    assert len(errors) == 2 and errors[0] == errors[1], errors
+    assert len(errors) == 3 and errors[0] == errors[1] == errors[2], errors
     raise errors[0][0](errors[0][1])
 
 
