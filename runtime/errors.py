@@ -158,6 +158,14 @@ class ApprovalExpired(AgentKitError):
     http_status = 410
 
 
+class ApprovalWithdrawn(AgentKitError):
+    """The approval was withdrawn unanswered (``{"withdraw": ...}``: the job that waited for it was stopped) and can
+    no longer be answered (HTTP 410); the agent asks again if a later turn still needs the call."""
+
+    code = "approval_withdrawn"
+    http_status = 410
+
+
 class BudgetExceeded(AgentKitError):
     """A turn, invocation or session budget is exhausted (HTTP 402)."""
 
