@@ -135,8 +135,8 @@ class JobResultTooLarge(AgentKitError):
 
 
 class ApprovalNotFound(AgentKitError):
-    """An ``approve`` / ``deny`` names an approval this session does not have (HTTP 404): another session's id, a
-    typo, or one removed long after it was decided. Approvals are bound to their session."""
+    """An ``approve`` / ``deny`` / ``withdraw`` names an approval this session does not have (HTTP 404): another
+    session's id, a typo, or one removed long after it was decided. Approvals are bound to their session."""
 
     code = "approval_not_found"
     http_status = 404
