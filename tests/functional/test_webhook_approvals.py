@@ -310,9 +310,13 @@ def test_with_fix_jobs_turned_off_an_approval_is_refused_and_a_denial_ends_the_j
     assert "Fix jobs are turned off" in refusal and f"/agent deny {approval_id}" in refusal
     assert paused_job(world)["status"]["S"] == "awaiting_approval"
     assert card["body"].startswith("**Waiting for approval.**")
-    # A denial still ends the job, without a turn: the agent going on could still end in a pull request.
+    # A denial still ends the job, without a turn: the agent going on could still end in a pull request. The
+    # runtime's request is withdrawn (an invocation that starts no turn), so an approval sent there runs nothing.
     answer(world, f"/agent deny {approval_id} not now", 202)
-    assert len(world.plane.calls) == calls and len(replies(world)) == 1
+    [withdraw] = world.plane.calls[calls:]
+    assert list(json.loads(withdraw["body"])) == ["withdraw", "stream"] and withdraw["status"] == 200
+    calls += 1
+    assert len(replies(world)) == 1
     item = paused_job(world)
     assert (item["status"]["S"], item["error_code"]["S"]) == ("done", "fix_jobs_off")
     decision = json.loads(item["approval_decision"]["S"])
@@ -320,9 +324,11 @@ def test_with_fix_jobs_turned_off_an_approval_is_refused_and_a_denial_ends_the_j
     assert card["body"].startswith("Denied by `@dave`") and "the job ended" in card["body"]
     assert items(world)["reply#approvals#pending"]["pending"]["M"] == {}
     assert "job_key" not in items(world)[f"reply#active#{session}"]  # the issue is free again
-    # Answered once: a later approval finds nothing to run.
+    # Answered once: a later approval finds nothing to run, on the issue or on the runtime.
     answer(world, f"/agent approve {approval_id} {EDIT}", 203, login="erin")
     assert len(world.plane.calls) == calls and not world.github.pulls
+    approved = direct(world, {"approve": {"id": approval_id, "note": EDIT}, "stream": False})
+    assert (approved.status, approved.body["code"]) == (410, "approval_withdrawn"), approved.body
 
 
 def test_with_fix_jobs_turned_off_stop_still_ends_a_waiting_job(

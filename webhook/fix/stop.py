@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from webhook.fix.approvals import withdraw_on_runtime
 from webhook.fix.jobs import AWAITING, DONE, JOB, RELEASED, REPORTING, STOPPED, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
 from webhook.fix.worker import IssueRef, ProgressComments
@@ -227,25 +228,12 @@ class Stopper:
 
     def _withdraw(self, task: AgentTask, state: JobState, log_ctx: dict[str, Any]) -> None:
         """Withdraw the stopped job's approval on the runtime; never raises (module docstring, step 2)."""
-        approval_id = str((state.approval or {}).get("id", ""))
-        if self.invoker is None or not approval_id:
-            return
-        try:
-            outcome = self.invoker.withdraw(
-                session_id=task.runtime_session_id,
-                approval_id=approval_id,
-                by=f"{task.tracker}:{task.author}",
+        if self.invoker is not None and state.approval:
+            withdraw_on_runtime(
+                self.invoker,
+                task,
+                str(state.approval.get("id", "")),
                 reason="the fix job waiting for it was stopped with /agent stop on the issue",
-                actor=task.actor,
+                logger=self.logger,
+                log_ctx=log_ctx,
             )
-        except Exception as exc:  # the stop goes on: the runtime's expiry of the request is the backstop
-            self.logger.warning(
-                "stop: the approval could not be withdrawn on the runtime; it stays pending there until it expires",
-                extra={**log_ctx, "approval_id": approval_id, "error": f"{type(exc).__name__}: {exc}"[:500]},
-            )
-            return
-        extra = {**log_ctx, "approval_id": approval_id, "outcome": outcome}
-        if outcome == "withdrawn":
-            self.logger.info("stop: approval withdrawn on the runtime", extra=extra)
-        else:  # http_409: answered there first; http_410: expired; http_404: the runtime has no such request
-            self.logger.warning("stop: the runtime refused to withdraw the approval", extra=extra)
