@@ -428,10 +428,10 @@ class AgentObservability(Construct):
         # Tool calls that waited for a person (runtime.approvals; docs/approvals.md).
         self.dashboard.add_widgets(
             cw.GraphWidget(
-                title="Approvals per hour: requested, approved, denied, expired",
+                title="Approvals per hour: requested, approved, denied, expired, withdrawn",
                 left=[
                     self._total(name, "Sum", HOUR, name)
-                    for name in ("ApprovalsRequested", "Approved", "Denied", "Expired")
+                    for name in ("ApprovalsRequested", "Approved", "Denied", "Expired", "Withdrawn")
                 ],
                 width=12,
             ),

@@ -135,8 +135,8 @@ class JobResultTooLarge(AgentKitError):
 
 
 class ApprovalNotFound(AgentKitError):
-    """An ``approve`` / ``deny`` names an approval this session does not have (HTTP 404): another session's id, a
-    typo, or one removed long after it was decided. Approvals are bound to their session."""
+    """An ``approve`` / ``deny`` / ``withdraw`` names an approval this session does not have (HTTP 404): another
+    session's id, a typo, or one removed long after it was decided. Approvals are bound to their session."""
 
     code = "approval_not_found"
     http_status = 404
@@ -155,6 +155,14 @@ class ApprovalExpired(AgentKitError):
     agent asks again if it still needs the call."""
 
     code = "approval_expired"
+    http_status = 410
+
+
+class ApprovalWithdrawn(AgentKitError):
+    """The approval was withdrawn unanswered (``{"withdraw": ...}``: the job that waited for it was stopped) and can
+    no longer be answered (HTTP 410); the agent asks again if a later turn still needs the call."""
+
+    code = "approval_withdrawn"
     http_status = 410
 
 

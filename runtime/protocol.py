@@ -4,11 +4,15 @@ Request body (``POST /invocations``)::
 
     {"prompt": str, "stream": bool = true, "max_turns": int?, "max_budget_usd": float?, "metadata": {str: str}?,
      "workspace": {"tar_gz_b64": str} | {"s3_uri": str}?, "async": bool = false, "job": {"id": str, "context": {}}?,
-     "approve": {"id": str, "by": str?, "note": str?}?, "deny": {"id": str, "by": str?, "reason": str?}?}
+     "approve": {"id": str, "by": str?, "note": str?}?, "deny": {"id": str, "by": str?, "reason": str?}?,
+     "withdraw": {"id": str, "by": str?, "reason": str?}?}
 
-Exactly one of ``prompt``, ``approve`` and ``deny``: an answer to a tool call waiting for approval
+Exactly one of ``prompt``, ``approve``, ``deny`` and ``withdraw``: an answer to a tool call waiting for approval
 (:mod:`runtime.approvals`, docs/approvals.md) starts the session's next turn itself. A turn stopped by such a call
-ends with a ``result`` whose ``subtype`` is ``awaiting_approval`` and whose ``approval`` is the request's card.
+ends with a ``result`` whose ``subtype`` is ``awaiting_approval`` and whose ``approval`` is the request's card. A
+``withdraw`` takes a waiting request back unanswered and starts no turn: the reply is one JSON object
+(:class:`WithdrawnReply`) whatever ``stream`` says, and the turn fields (``async``, ``job``, ``workspace``,
+``max_turns``, ``max_budget_usd``, ``metadata``) are refused with it.
 
 Unknown fields are rejected. ``workspace`` is a snapshot of a repository's working tree (a base64 tar.gz archive,
 at most ``AGENTKIT_WORKSPACE_MAX_BYTES`` before encoding, or one uploaded under ``AGENTKIT_WORKSPACE_S3_URI``): the
@@ -160,6 +164,25 @@ class JsonReply(ResultEvent):
     tool_events: list[ToolEvent]
 
 
+class Withdrawal(TypedDict):
+    """Who took a request back, when (epoch s) and why, as the request's record keeps it."""
+
+    at: float
+    by: str | None
+    reason: str | None
+
+
+class WithdrawnReply(TypedDict):
+    """The reply to a ``withdraw`` (HTTP 200, JSON, no turn ran): the request's card, now ``withdrawn``, and the
+    withdrawal. A repeated withdraw answers the same (the first withdrawal's who, when and why)."""
+
+    type: Literal["approval_withdrawn"]
+    session_id: str
+    claude_session_id: str
+    approval: ApprovalCard
+    withdrawn: Withdrawal
+
+
 @dataclass(frozen=True)
 class Failure:
     """How a failed turn ends inside the runtime: the error event a client gets, and the HTTP status of a
@@ -288,6 +311,21 @@ class DenySpec(BaseModel):
     reason: str | None = Field(default=None, min_length=1, max_length=2000)
 
 
+class WithdrawSpec(BaseModel):
+    """The request's ``withdraw``: the waiting approval to take back unanswered (its job was stopped), who took it
+    back and why (for the record). No turn starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(pattern=APPROVAL_ID_RE)
+    by: str | None = Field(default=None, min_length=1, max_length=256)
+    reason: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
+#: The body fields that shape a turn: refused with a ``withdraw``, which starts none.
+TURN_FIELDS = ("max_turns", "max_budget_usd", "metadata", "workspace", "async_", "job")
+
+
 class InvocationRequest(BaseModel):
     """A validated invocation body."""
 
@@ -296,6 +334,7 @@ class InvocationRequest(BaseModel):
     prompt: str | None = Field(default=None, min_length=1)
     approve: ApproveSpec | None = None
     deny: DenySpec | None = None
+    withdraw: WithdrawSpec | None = None
     stream: bool = True
     max_turns: int | None = Field(default=None, gt=0)
     max_budget_usd: float | None = Field(default=None, gt=0)
@@ -307,17 +346,28 @@ class InvocationRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_of_prompt_approve_deny(self) -> InvocationRequest:
-        given = [name for name in ("prompt", "approve", "deny") if getattr(self, name) is not None]
+        given = [
+            name for name in ("prompt", "approve", "deny", "withdraw") if getattr(self, name) is not None
+        ]
         if not given:
             raise ValueError(
                 '\'prompt\' is required (or, to answer a tool call waiting for approval, "approve" or "deny")'
             )
         if len(given) > 1:
             raise ValueError(
-                f'give exactly one of "prompt", "approve" and "deny" (got {", ".join(given)}): a prompt starts a '
-                'turn; {"approve": {"id": "apv-…"}} or {"deny": {"id": "apv-…", "reason": "…"}} answers a tool call '
-                "waiting for approval and starts the turn that follows"
+                f'give exactly one of "prompt", "approve", "deny" and "withdraw" (got {", ".join(given)}): a prompt '
+                'starts a turn; {"approve": {"id": "apv-…"}} or {"deny": {"id": "apv-…", "reason": "…"}} answers a '
+                'tool call waiting for approval and starts the turn that follows; {"withdraw": {"id": "apv-…"}} '
+                "takes a waiting request back and starts nothing"
             )
+        if self.withdraw is not None:
+            turn = [f for f in TURN_FIELDS if f in self.model_fields_set]
+            if turn:
+                names = ", ".join("async" if f == "async_" else f for f in turn)
+                raise ValueError(
+                    f'"withdraw" starts no turn, so it takes no {names}: send {{"withdraw": {{"id": "apv-…", '
+                    '"by": "…", "reason": "…"}}'
+                )
         return self
 
     @model_validator(mode="after")
@@ -393,8 +443,10 @@ def _explain(exc: ValidationError) -> str:
             problems.append(f"unknown field '{loc}' (allowed in workspace: tar_gz_b64, s3_uri)")
         elif error["type"] == "extra_forbidden" and loc.startswith("job."):
             problems.append(f"unknown field '{loc}' (allowed in job: id, context)")
-        elif error["type"] == "extra_forbidden" and loc.startswith(("approve.", "deny.")):
-            problems.append(f"unknown field '{loc}' (allowed: id, by, and note in approve or reason in deny)")
+        elif error["type"] == "extra_forbidden" and loc.startswith(("approve.", "deny.", "withdraw.")):
+            problems.append(
+                f"unknown field '{loc}' (allowed: id, by, and note in approve or reason in deny and withdraw)"
+            )
         elif error["type"] == "string_pattern_mismatch" and loc.endswith(".id"):
             problems.append(
                 f"'{loc}' is not an approval id (apv- and 20 hex digits, as the awaiting result gave it)"
@@ -402,7 +454,7 @@ def _explain(exc: ValidationError) -> str:
         elif error["type"] == "extra_forbidden":
             problems.append(
                 f"unknown field '{loc}' (allowed: prompt, stream, max_turns, max_budget_usd, metadata, workspace, "
-                "async, job, approve, deny)"
+                "async, job, approve, deny, withdraw)"
             )
         elif loc == "body" and error["type"] == "value_error":
             problems.append(str(error["msg"]).removeprefix("Value error, "))

@@ -312,3 +312,60 @@ class AgentRuntimeInvoker:
                 request_id=request_id,
             )
         return dataclasses.replace(reply, request_id=request_id)
+
+    def withdraw(
+        self, *, session_id: str, approval_id: str, by: str, reason: str, actor: str | None = None
+    ) -> str:
+        """Take the waiting approval ``approval_id`` of ``session_id`` back on the runtime (``{"withdraw": ...}``,
+        docs/approvals.md): no turn runs, so unlike :meth:`invoke` nothing is paid for and the call may be repeated
+        (the runtime answers a repeat as the first). ``actor``: the one the session's turns were invoked with (it is
+        part of the runtime's session key).
+
+        Returns ``"withdrawn"``, or the runtime's error code when it refused (``http_404``: no such approval,
+        ``http_409``: answered already, ``http_410``: expired or withdrawn before; AgentCore relays only the
+        status). Raises ``TransientInvokeError`` (429 / 503) and botocore errors, as :meth:`invoke` does."""
+        kwargs: dict[str, Any] = {
+            "agentRuntimeArn": self.runtime_arn,
+            "runtimeSessionId": session_id,
+            "contentType": "application/json",
+            "accept": "application/json",
+            "payload": json.dumps(
+                {"withdraw": {"id": approval_id, "by": by[:256], "reason": reason[:2000]}, "stream": False}
+            ).encode(),
+        }
+        if self.qualifier:
+            kwargs["qualifier"] = self.qualifier
+        if actor:
+            kwargs["runtimeUserId"] = actor
+        attempt = 0
+        while True:
+            token = _current_actor.set(actor)
+            try:
+                response = self._client.invoke_agent_runtime(**kwargs)
+                break
+            except ClientError as exc:
+                err = exc.response.get("Error", {})
+                code, message = str(err.get("Code", "")), str(err.get("Message", ""))
+                if code in THROTTLE_CODES and attempt < self.throttle_retries:
+                    self._sleep(random.uniform(0, min(8.0, 2.0**attempt)))
+                    attempt += 1
+                    continue
+                relayed = code == "RuntimeClientError" or (
+                    code == "ValidationException" and runtime_status(message) is not None
+                )
+                if not relayed:
+                    raise
+                refused = runtime_client_error_code(message)
+                if refused in TRANSIENT_RUNTIME_CODES or runtime_status(message) in (429, 503):
+                    raise TransientInvokeError(f"runtime answered {refused}: {message}") from None
+                return refused
+            finally:
+                _current_actor.reset(token)
+        stream = response["response"]
+        try:
+            doc = json.loads(stream.read())
+        finally:
+            stream.close()
+        if not isinstance(doc, dict) or doc.get("type") != "approval_withdrawn":
+            raise RuntimeReplyError(f"unexpected reply to a withdraw: {str(doc)[:200]!r}")
+        return str((doc.get("approval") or {}).get("status") or "withdrawn")

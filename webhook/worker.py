@@ -193,6 +193,7 @@ def deps_from_env() -> WorkerDeps:
         metrics=metrics,
         logger=logger,
         lease_seconds=lease,
+        invoker=invoker,  # withdraws a stopped job's approval on the runtime
     )
     fx.stop_session = stopper.stop_session  # a stop that arrives while the worker invokes the runtime
     gate = FixGate(

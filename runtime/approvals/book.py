@@ -17,7 +17,7 @@ import asyncio
 from typing import Any, Protocol
 
 from runtime.approvals.records import ApprovalRecord
-from runtime.errors import ApprovalExpired, ApprovalNotFound, ApprovalNotPending
+from runtime.errors import ApprovalExpired, ApprovalNotFound, ApprovalNotPending, ApprovalWithdrawn
 
 #: Decided records kept per session (the newest); pending and approved ones are never dropped.
 MAX_DECIDED = 100
@@ -111,7 +111,15 @@ class ApprovalBook:
 
     @staticmethod
     def check_pending(record: ApprovalRecord, now: float) -> None:
-        """Raises :class:`ApprovalExpired` / :class:`ApprovalNotPending` unless ``record`` can be answered now."""
+        """Raises :class:`ApprovalExpired` / :class:`ApprovalWithdrawn` / :class:`ApprovalNotPending` unless
+        ``record`` can be answered now."""
+        if record.status == "withdrawn":
+            by = f" by {record.decided_by}" if record.decided_by else ""
+            why = f" ({record.reason})" if record.reason else ""
+            raise ApprovalWithdrawn(
+                f"approval {record.id} was withdrawn{by}{why}: it can no longer be answered; the agent asks again "
+                "if a later turn still needs the call"
+            )
         if record.status == "expired" or (record.status == "pending" and record.expired(now)):
             raise ApprovalExpired(
                 f"approval {record.id} expired at {record.expires_at:.0f} (epoch s) without an answer; the agent "

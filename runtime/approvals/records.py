@@ -2,7 +2,7 @@
 
 A record is bound to its session, its tool and a hash of its exact input (:func:`input_hash`): an approval lets
 exactly that call through, once. Status moves ``pending`` → ``approved`` → ``used``, or ``pending`` → ``denied`` /
-``expired``; nothing moves back.
+``expired`` / ``withdrawn`` (taken back unanswered: the job that waited was stopped); nothing moves back.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypedDict
 
-Status = Literal["pending", "approved", "denied", "expired", "used"]
-STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "expired", "used")
+Status = Literal["pending", "approved", "denied", "expired", "used", "withdrawn"]
+STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "expired", "used", "withdrawn")
 #: Approval ids: ``apv-`` and 20 hex digits (80 random bits), also valid as a job id and in a tracker comment.
 ID_PREFIX = "apv-"
 

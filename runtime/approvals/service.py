@@ -9,9 +9,11 @@
   a timeout, and nothing lives only in this process.
 - :meth:`Approvals.answer` takes an ``approve`` / ``deny`` from an invocation: it checks and records the answer and
   returns the prompt of the turn that follows (approved: make exactly that call now; denied: go on without it).
+- :meth:`Approvals.withdraw` takes a ``withdraw`` from an invocation: a pending request is taken back unanswered
+  (the job that waited for it was stopped), so no later answer can let its call run; no turn starts.
 
-Every request, answer, use and expiry is a metric (``ApprovalsRequested``, ``Approved``, ``Denied``, ``Expired``,
-``ApprovalDecisionSeconds``) and a span on the session (:meth:`runtime.observe.observer.Observer.approval`).
+Every request, answer, use, expiry and withdrawal is a metric (``ApprovalsRequested``, ``Approved``, ``Denied``,
+``Expired``, ``Withdrawn``, ``ApprovalDecisionSeconds``) and a span on the session (:meth:`runtime.observe.observer.Observer.approval`).
 Environment variables: none read here. IAM: what :mod:`runtime.approvals.book` needs.
 """
 
@@ -33,7 +35,7 @@ from runtime.approvals.rules import ApprovalRules, held_paths, named_paths
 
 logger = logging.getLogger(__name__)
 
-Event = Literal["requested", "approved", "denied", "expired", "used"]
+Event = Literal["requested", "approved", "denied", "expired", "used", "withdrawn"]
 #: Most books kept in memory (one per session seen by this process); the oldest is re-read from the store.
 MAX_BOOKS = 4096
 
@@ -240,6 +242,48 @@ class Approvals:
         self._sink.approval(record.status, record, wait_s=now - record.created_at)  # type: ignore[arg-type]
         await self._unlisted([record])
         return record, follow_up_prompt(record)
+
+    async def withdraw(
+        self, claude_session_id: str, approval_id: str, *, by: str | None, reason: str | None
+    ) -> ApprovalRecord:
+        """Take the pending request ``approval_id`` back unanswered: it can no longer be approved or denied
+        (:class:`ApprovalWithdrawn`), it leaves the pending index, and who, when and why are recorded. A request
+        withdrawn before is returned as it is (nothing is recorded twice), so a retried withdraw answers the same.
+
+        Raises:
+            ApprovalNotFound: the session has no such approval.
+            ApprovalExpired: it expired (recorded as such now if it had not been).
+            ApprovalNotPending: it was answered (or used) already: withdrawing cannot take an answer back.
+            SessionStoreError: the withdrawal could not be stored (the request stays pending).
+        """
+        book = self.book(claude_session_id)
+        async with book.lock:
+            record = await book.get(approval_id)
+            if record.status == "withdrawn":
+                return record
+            now = self._clock()
+            expired = await book.expire_due(now)
+            if expired:
+                await book.save()
+                self._tell(expired)
+            book.check_pending(record, now)
+            record.status = "withdrawn"
+            record.decided_at, record.decided_by, record.reason = now, by, reason
+            record.history.append({"status": "withdrawn", "at": round(now, 3), "by": by})
+            try:
+                await book.save()
+            except BaseException:
+                record.status, record.decided_at, record.decided_by, record.reason = (
+                    "pending",
+                    None,
+                    None,
+                    None,
+                )
+                record.history.pop()
+                raise
+        self._sink.approval("withdrawn", record)
+        await self._unlisted([record])
+        return record
 
     async def undo(self, claude_session_id: str, approval_id: str) -> None:
         """Put an answer back to pending when the turn it was to start could not be queued (a busy session): the

@@ -47,6 +47,7 @@ from runtime.protocol import (
     ResultEvent,
     ToolEvent,
     TurnItem,
+    WithdrawnReply,
     error_event,
     max_body_bytes,
     parse_body,
@@ -219,6 +220,8 @@ class Runtime:
                 else None
             )
             key = claude_session_id(call.session_id, call.actor)
+            if call.request.withdraw is not None:  # starts no turn: answered here, whatever "stream" says
+                return await self._withdraw(services, call, key)
             prompt = call.request.prompt
             if (
                 prompt is None
@@ -274,6 +277,27 @@ class Runtime:
         if call.request.stream:
             return events
         return await _collect(events)
+
+    async def _withdraw(self, services: Services, call: Invocation, key: str) -> Response:
+        """A ``withdraw``: the pending request is taken back unanswered (:meth:`runtime.approvals.Approvals.withdraw`)
+        and the reply is its new state; no turn starts, so the session's turns are neither waited for nor queued."""
+        spec = call.request.withdraw
+        assert spec is not None
+        if services.approvals is None:
+            raise ConfigurationError("this runtime does not take approvals")
+        record = await services.approvals.withdraw(key, spec.id, by=spec.by, reason=spec.reason)
+        reply: WithdrawnReply = {
+            "type": "approval_withdrawn",
+            "session_id": call.session_id,
+            "claude_session_id": key,
+            "approval": record.card(),
+            "withdrawn": {
+                "at": round(record.decided_at or 0.0, 3),
+                "by": record.decided_by,
+                "reason": record.reason,
+            },
+        }
+        return SafeJSONResponse(reply)
 
     async def _services(self) -> Services:
         try:

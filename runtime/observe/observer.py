@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from runtime.approvals.records import ApprovalRecord
 
 logger = logging.getLogger(__name__)
+#: Approval events made by a person (or a stopped job's front end), whose ``by`` is recorded.
+DECIDED = ("approved", "denied", "withdrawn")
 
 
 class ObservedSession(Protocol):
@@ -261,8 +263,9 @@ class Observer:
         )
 
     def approval(self, event: str, record: ApprovalRecord, *, wait_s: float | None = None) -> None:
-        """A tool call's approval was requested, approved, denied, used or expired (:mod:`runtime.approvals`): a
-        log line, a span on the session and, except for ``used``, a metric (with the time to decision for an answer).
+        """A tool call's approval was requested, approved, denied, used, expired or withdrawn
+        (:mod:`runtime.approvals`): a log line, a span on the session and, except for ``used``, a metric (with the
+        time to decision for an answer).
         Never raises."""
         try:
             logger.info(
@@ -272,20 +275,21 @@ class Observer:
                 record.session_id or record.claude_session_id,
                 record.tool,
                 record.rule,
-                f", by {record.decided_by}" if event in ("approved", "denied") and record.decided_by else "",
+                f", by {record.decided_by}" if event in DECIDED and record.decided_by else "",
             )
             props = {
                 "session_id": record.session_id or None,
                 "approval_id": record.id,
                 "rule": record.rule,
                 "job_id": record.job_id,
-                "by": record.decided_by if event in ("approved", "denied") else None,
+                "by": record.decided_by if event in DECIDED else None,
             }
             name = {
                 "requested": "ApprovalsRequested",
                 "approved": "Approved",
                 "denied": "Denied",
                 "expired": "Expired",
+                "withdrawn": "Withdrawn",
             }.get(event)
             if name is not None:
                 self.metrics.record_event(name, dimensions={"Tool": record.tool}, properties=props)

@@ -109,7 +109,7 @@ class Tracing:
             yield span
 
     def approval_event(self, event: str, attributes: Mapping[str, Any]) -> None:
-        """Span ``approval.<event>`` (requested, approved, denied, expired, used) with the session's ``session.id``,
+        """Span ``approval.<event>`` (requested, approved, denied, expired, used, withdrawn) with the session's ``session.id``,
         so it groups with the session's other spans; ended at once (the wait itself spans processes)."""
         with self._span(f"approval.{event}", {"agentkit.approval.event": event, **attributes}):
             pass

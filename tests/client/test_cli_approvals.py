@@ -160,3 +160,38 @@ def test_the_pending_list_follows_every_page() -> None:
         stub.assert_no_pending_responses()
     assert code == 0, err.getvalue()
     assert [c["id"] for c in json.loads(out.getvalue())["pending"]] == [card["id"], later["id"]]
+
+
+def test_stop_withdraws_the_waiting_approvals_first(runtime: tuple[RuntimeServer, str], moto: str) -> None:
+    srv, memory_id = runtime
+    url = f"http://127.0.0.1:{srv.port}"
+    sid = session_id("cli-ap-stop")
+    assert agentkit(["invoke", "--local", url, "--session", sid, "history [bash:git log -1]"])[0] == 5
+    [card] = _pending(memory_id, moto)
+
+    code, out, err = agentkit(
+        ["sessions", "stop", sid, "--withdraw", card["id"], "--local", url, "--output", "json"]
+    )
+
+    assert code == 0, err
+    reply = json.loads(out)
+    assert reply["stopped"] is True and reply["withdrawn"] == [{"id": card["id"], "status": "withdrawn"}]
+    assert _pending(memory_id, moto) == []  # off the deployment's list
+    code, _, err = agentkit(["approve", sid, card["id"], "--local", url])
+    assert code == 2 and "approval_withdrawn" in err  # nobody can approve it after the stop
+    # again: the session is not running and the approval is withdrawn already: both are the state asked for
+    code, out, err = agentkit(["sessions", "stop", sid, "--withdraw", card["id"], "--local", url])
+    assert code == 0 and "was not running" in out, err
+
+
+def test_stop_still_stops_when_a_withdraw_is_refused(runtime: tuple[RuntimeServer, str]) -> None:
+    srv, _ = runtime
+    url = f"http://127.0.0.1:{srv.port}"
+    sid = session_id("cli-ap-stop-bad")
+    assert agentkit(["invoke", "--local", url, "--session", sid, "hello"])[0] == 0
+    unknown = "apv-" + "0" * 20
+    code, out, err = agentkit(["sessions", "stop", sid, "--withdraw", unknown, "--local", url])
+    assert code == 2 and "stopped session" in out
+    assert "was not withdrawn" in err and "approval_not_found" in err
+    code, _, err = agentkit(["sessions", "stop", sid, "--withdraw", "42", "--local", url])
+    assert code == 2 and "not an approval id" in err

@@ -464,6 +464,56 @@ def test_sessions_stop_on_a_session_that_is_not_running_exits_0(capsys: pytest.C
     assert data["detail"] == "Session not found" and data["runtime_arn"] == ARN
 
 
+def test_sessions_stop_withdraws_first_and_stops_even_when_a_withdraw_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The withdraws go first (an invocation would start a stopped session again); an expired one (410) counts as
+    done, another refusal is reported after the stop."""
+    gone, unknown = "apv-" + "1" * 20, "apv-" + "2" * 20
+    client = _agentcore()
+    with Stubber(client) as stub:
+        for approval_id, status in ((gone, 410), (unknown, 404)):
+            stub.add_client_error(
+                "invoke_agent_runtime",
+                "RuntimeClientError",
+                f"Received error ({status}) from runtime. Please check your CloudWatch logs",
+                424,
+                expected_params={
+                    "agentRuntimeArn": ARN,
+                    "runtimeSessionId": SESSION,
+                    "payload": json.dumps(
+                        {
+                            "stream": False,
+                            "withdraw": {
+                                "id": approval_id,
+                                "reason": "the session was stopped with agentkit sessions stop",
+                                "by": "ci",
+                            },
+                        }
+                    ).encode(),
+                    "contentType": "application/json",
+                    "accept": "application/json",
+                },
+            )
+        stub.add_response(
+            "stop_runtime_session",
+            {"runtimeSessionId": SESSION, "statusCode": 200},
+            {"agentRuntimeArn": ARN, "runtimeSessionId": SESSION},
+        )
+        argv = ["sessions", "stop", SESSION, "--runtime-arn", ARN, "--withdraw", gone, "--withdraw", unknown]
+        argv += ["--by", "ci", "--output", "json"]
+        assert main(argv, client_factory=Factory(bedrock_agentcore=client)) == 2
+        stub.assert_no_pending_responses()
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["stopped"] is True
+    assert data["withdrawn"] == [
+        {"id": gone, "status": "gone", "code": "http_410"},
+        {"id": unknown, "status": "refused", "code": "http_404"},
+    ]
+    assert "was not withdrawn" in captured.err and "HTTP 404" in captured.err
+
+
 def _stack(cfn: Any, name: str, outputs: dict[str, dict[str, Any]]) -> None:
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))

@@ -12,8 +12,9 @@ only the session store (SQLite, AgentCore Memory's stand-in) and the AWS APIs ou
   pull request must hold both the earlier change and exactly the approved one.
 - A denial: the reason reaches the model, the denied call never runs, the agent goes on, and the job ends with no
   pull request and a comment saying so.
-- ``/agent stop`` while the job waits: ``StopRuntimeSession`` closes the session on the runtime (its CLI ends), and
-  a later approval is refused on the issue without reaching the runtime.
+- ``/agent stop`` while the job waits: the request is withdrawn in the session store and ``StopRuntimeSession``
+  closes the session on the runtime (its CLI ends); a later approval is refused on the issue without reaching the
+  runtime, and one sent straight to the runtime is refused there (``410 approval_withdrawn``).
 """
 
 from __future__ import annotations
@@ -253,4 +254,13 @@ def test_stop_while_waiting_releases_the_runtime_session_and_a_later_approval_is
     assert len(world.plane.calls) == calls  # nothing reached the runtime
     [_, refusal] = world.github.comments.values()
     assert "was stopped" in refusal["body"]
+    # The stop withdrew the request in the session store: an approval sent past the webhook, straight to the
+    # runtime as the issue's actor (what `agentkit approve` would do), is refused there as well and runs nothing.
+    session = world.plane.calls[0]["session"]
+    direct = world.runtime.invoke(
+        session=session,
+        body=json.dumps({"approve": {"id": approval_id}, "stream": False}).encode(),
+        headers=world.plane.identity[session],
+    )
+    assert (direct.status, direct.body["code"]) == (410, "approval_withdrawn"), direct.body
     assert world.bedrock.pending == 0 and len(world.bedrock.model_requests) == 1 and not world.github.pulls

@@ -209,3 +209,94 @@ def test_a_new_process_answers_a_request_the_killed_one_stored(tmp_path: Path) -
     (ran,) = _tool_results(body)
     assert ran["ok"] is True and ran["summary"] == "ran: git log -1"
     assert again.status == 409
+
+
+def _withdraw(server: RuntimeServer, sid: str, spec: dict[str, Any], **extra: Any) -> Any:
+    return server.invoke(session=sid, body=json.dumps({"withdraw": spec, **extra}).encode())
+
+
+def test_a_withdrawn_request_is_refused_to_every_answer_and_starts_no_turn(
+    server: RuntimeServer, tmp_path: Path
+) -> None:
+    sid = session_id("ap-withdraw")
+    card = _pause(server, sid)["approval"]
+    turns = len([e for e in read_log(tmp_path / "fake.log") if e["event"] == "turn"])
+
+    # "stream" (true by default) does not matter: nothing streams, the reply is the record's new state
+    reply = _withdraw(server, sid, {"id": card["id"], "by": "github:dave", "reason": "the job was stopped"})
+
+    assert reply.status == 200 and reply.headers["content-type"].startswith("application/json"), reply.body
+    body = reply.body
+    assert body["type"] == "approval_withdrawn" and body["session_id"] == sid
+    assert body["approval"] == {**card, "status": "withdrawn"}
+    assert body["withdrawn"]["by"] == "github:dave" and body["withdrawn"]["reason"] == "the job was stopped"
+    assert body["withdrawn"]["at"] >= card["created_at"]
+    assert len([e for e in read_log(tmp_path / "fake.log") if e["event"] == "turn"]) == turns  # no turn ran
+    for kind in ("approve", "deny"):
+        refused = _answer(
+            server, sid, kind, {"id": card["id"], "note" if kind == "approve" else "reason": "x"}
+        )
+        assert refused.status == 410 and refused.body["code"] == "approval_withdrawn", refused.body
+        assert "withdrawn by github:dave" in refused.body["message"]
+    # idempotent: the same answer again, the first withdrawal's record
+    again = _withdraw(server, sid, {"id": card["id"], "by": "someone-else"}, stream=False)
+    assert (again.status, again.body) == (200, body)
+    (withdrawn,) = _events(tmp_path, "Withdrawn")
+    assert withdrawn["Tool"] == "Bash" and withdrawn["approval_id"] == card["id"]
+    assert withdrawn["by"] == "github:dave"
+    assert not _events(tmp_path, "Approved") and not _events(tmp_path, "Denied")
+    # the session goes on: the call asks for a new approval, the withdrawn one never lets it through
+    repeat = _pause(server, sid)
+    assert repeat["approval"]["id"] != card["id"]
+
+
+def test_a_withdrawn_request_stays_withdrawn_for_a_new_process(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    sid = session_id("ap-withdraw-restart")
+    first = fake_cli_server(tmp_path, "claude-a", **env).start()
+    card = _pause(first, sid)["approval"]
+    assert _withdraw(first, sid, {"id": card["id"]}).status == 200
+    first.kill()
+    with fake_cli_server(tmp_path, "claude-b", **env) as second:
+        refused = _answer(second, sid, "approve", {"id": card["id"]})
+        again = _withdraw(second, sid, {"id": card["id"]})
+    assert refused.status == 410 and refused.body["code"] == "approval_withdrawn"
+    assert again.status == 200 and again.body["approval"]["status"] == "withdrawn"
+
+
+def test_bad_withdrawals_are_refused_and_change_nothing(server: RuntimeServer, tmp_path: Path) -> None:
+    sid = session_id("ap-withdraw-bad")
+    card = _pause(server, sid)["approval"]
+    unknown = _withdraw(server, sid, {"id": "apv-" + "0" * 20})
+    assert unknown.status == 404 and unknown.body["code"] == "approval_not_found"
+    other = _withdraw(server, session_id("ap-withdraw-other"), {"id": card["id"]})
+    assert other.status == 404 and other.body["code"] == "approval_not_found"
+    bad_id = _withdraw(server, sid, {"id": "42"})
+    assert bad_id.status == 400 and "not an approval id" in bad_id.body["message"]
+    extra = _withdraw(server, sid, {"id": card["id"], "note": "x"})
+    assert extra.status == 400 and "withdraw.note" in extra.body["message"]
+    both = _withdraw(server, sid, {"id": card["id"]}, prompt="hi")
+    assert both.status == 400 and "exactly one of" in both.body["message"]
+    turn = _withdraw(server, sid, {"id": card["id"]}, max_turns=2, workspace={"s3_uri": "s3://b/k"})
+    assert turn.status == 400 and "starts no turn" in turn.body["message"], turn.body
+    assert "max_turns" in turn.body["message"] and "workspace" in turn.body["message"]
+    assert not _events(tmp_path, "Withdrawn")
+    # none of these touched the request: it is still waiting, and an approval lets its call run
+    body = _result(_answer(server, sid, "approve", {"id": card["id"], "note": "[bash:git log -1]"}))
+    (ran,) = _tool_results(body)
+    assert ran["ok"] is True and ran["summary"] == "ran: git log -1"
+    # an answered (used) request cannot be withdrawn
+    used = _withdraw(server, sid, {"id": card["id"]})
+    assert used.status == 409 and used.body["code"] == "approval_not_pending"
+
+
+def test_an_expired_request_cannot_be_withdrawn(tmp_path: Path) -> None:
+    rules = {**RULES, "expiry_hours": 0.0003}  # about a second
+    with fake_cli_server(tmp_path, **_env(tmp_path, rules=rules)) as srv:
+        sid = session_id("ap-withdraw-expiry")
+        card = _pause(srv, sid)["approval"]
+        while time.time() < card["expires_at"]:
+            time.sleep(0.1)
+        reply = _withdraw(srv, sid, {"id": card["id"]})
+    assert reply.status == 410 and reply.body["code"] == "approval_expired"
+    assert not _events(tmp_path, "Withdrawn")

@@ -255,16 +255,40 @@ def test_an_outsider_a_reader_an_unknown_id_and_a_malformed_answer_start_nothing
     assert paused_job(world)["status"]["S"] == "awaiting_approval"
 
 
+def direct(world: SimpleNamespace, body: dict[str, Any]) -> Any:
+    """``body`` sent straight to the runtime on the issue's session, as the issue's actor (the identity headers the
+    data plane forwarded with the job): what ``agentkit approve`` or an InvokeAgentRuntime of its own would do,
+    past the webhook's checks."""
+    session = world.plane.calls[0]["session"]
+    return world.runtime.invoke(
+        session=session, body=json.dumps(body).encode(), headers=world.plane.identity[session]
+    )
+
+
 def test_stop_while_waiting_ends_the_job_and_refuses_a_later_approval(world: SimpleNamespace) -> None:
     approval_id, card = pause(world)
     answer(world, "/agent stop", 151)
     assert card["body"].startswith("Stopped by `@dave`")
     assert paused_job(world)["status"]["S"] == "stopped"
+    # The stop withdrew the request on the runtime (an invocation that starts no turn), then stopped the session.
+    withdraw = world.plane.calls[-1]
+    assert json.loads(withdraw["body"])["withdraw"]["id"] == approval_id and withdraw["status"] == 200
+    assert withdraw["session"] == world.plane.calls[0]["session"] == world.plane.stops[-1]["session"]
     calls = len(world.plane.calls)
     answer(world, f"/agent approve {approval_id} {EDIT}", 152, login="erin")
     assert len(world.plane.calls) == calls
     [refusal] = replies(world)
     assert "was stopped" in refusal and card["body"].startswith("Stopped by")
+    # Past the webhook, straight to the runtime: its record is withdrawn, so the approval is refused there too.
+    approved = direct(world, {"approve": {"id": approval_id, "note": EDIT}, "stream": False})
+    assert (approved.status, approved.body["code"]) == (410, "approval_withdrawn"), approved.body
+    record = direct(world, {"withdraw": {"id": approval_id}})  # a repeat answers the first withdrawal
+    assert record.status == 200 and record.body["approval"]["status"] == "withdrawn"
+    assert (
+        record.body["withdrawn"]["by"] == "github:dave"
+        and "/agent stop" in record.body["withdrawn"]["reason"]
+    )
+    assert not world.github.pulls
 
 
 def turn_fix_jobs_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -286,9 +310,13 @@ def test_with_fix_jobs_turned_off_an_approval_is_refused_and_a_denial_ends_the_j
     assert "Fix jobs are turned off" in refusal and f"/agent deny {approval_id}" in refusal
     assert paused_job(world)["status"]["S"] == "awaiting_approval"
     assert card["body"].startswith("**Waiting for approval.**")
-    # A denial still ends the job, without a turn: the agent going on could still end in a pull request.
+    # A denial still ends the job, without a turn: the agent going on could still end in a pull request. The
+    # runtime's request is withdrawn (an invocation that starts no turn), so an approval sent there runs nothing.
     answer(world, f"/agent deny {approval_id} not now", 202)
-    assert len(world.plane.calls) == calls and len(replies(world)) == 1
+    [withdraw] = world.plane.calls[calls:]
+    assert list(json.loads(withdraw["body"])) == ["withdraw", "stream"] and withdraw["status"] == 200
+    calls += 1
+    assert len(replies(world)) == 1
     item = paused_job(world)
     assert (item["status"]["S"], item["error_code"]["S"]) == ("done", "fix_jobs_off")
     decision = json.loads(item["approval_decision"]["S"])
@@ -296,9 +324,11 @@ def test_with_fix_jobs_turned_off_an_approval_is_refused_and_a_denial_ends_the_j
     assert card["body"].startswith("Denied by `@dave`") and "the job ended" in card["body"]
     assert items(world)["reply#approvals#pending"]["pending"]["M"] == {}
     assert "job_key" not in items(world)[f"reply#active#{session}"]  # the issue is free again
-    # Answered once: a later approval finds nothing to run.
+    # Answered once: a later approval finds nothing to run, on the issue or on the runtime.
     answer(world, f"/agent approve {approval_id} {EDIT}", 203, login="erin")
     assert len(world.plane.calls) == calls and not world.github.pulls
+    approved = direct(world, {"approve": {"id": approval_id, "note": EDIT}, "stream": False})
+    assert (approved.status, approved.body["code"]) == (410, "approval_withdrawn"), approved.body
 
 
 def test_with_fix_jobs_turned_off_stop_still_ends_a_waiting_job(

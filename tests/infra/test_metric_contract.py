@@ -99,7 +99,7 @@ def drive(sink: Any) -> None:
         created_at=0.0,
         expires_at=1.0,
     )
-    for event in ("requested", "approved", "denied", "expired"):
+    for event in ("requested", "approved", "denied", "expired", "withdrawn"):
         facade.approval(event, record, wait_s=5.0 if event in ("approved", "denied") else None)
 
 

@@ -12,7 +12,13 @@ import pytest
 from runtime.agent.definition import AgentDefinitionSpec
 from runtime.approvals import Answer, ApprovalRecord, ApprovalRules, Approvals, TurnBinding, input_hash
 from runtime.approvals.rules import glob_match, held_paths, named_paths, rules_from
-from runtime.errors import ApprovalExpired, ApprovalNotFound, ApprovalNotPending, ConfigurationError
+from runtime.errors import (
+    ApprovalExpired,
+    ApprovalNotFound,
+    ApprovalNotPending,
+    ApprovalWithdrawn,
+    ConfigurationError,
+)
 
 SID = "claude-session-1"
 WS = "/work/repo"
@@ -400,6 +406,78 @@ def test_undo_puts_an_unused_answer_back() -> None:
     assert run(approvals.check("Bash", PUSH, claude_session_id=SID)) is None
     run(approvals.undo(SID, record.id))  # used: stays used
     assert record.status == "used"
+
+
+class Index:
+    """The pending index (runtime.approvals.index) in memory."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, str] = {}
+
+    async def add(self, record: ApprovalRecord) -> str | None:
+        self.entries[f"ev-{record.id}"] = record.id
+        return f"ev-{record.id}"
+
+    async def remove(self, entry_id: str) -> None:
+        del self.entries[entry_id]
+
+
+def test_a_withdrawn_request_can_no_longer_be_answered_and_leaves_the_index() -> None:
+    store, index, sink, clock = StateStore(), Index(), Sink(), Clock()
+    approvals = Approvals(
+        ApprovalRules(bash_programs=("git",)), store=store, sink=sink, clock=clock, index=index
+    )
+    record = run(approvals.check("Bash", PUSH, claude_session_id=SID))
+    assert list(index.entries.values()) == [record.id]
+    clock.now += 30
+    withdrawn = run(approvals.withdraw(SID, record.id, by="github:dave", reason="the job was stopped"))
+    assert withdrawn is record and record.status == "withdrawn"
+    assert (record.decided_at, record.decided_by, record.reason) == (
+        clock.now,
+        "github:dave",
+        "the job was stopped",
+    )
+    assert index.entries == {} and run(approvals.pending(SID)) == []
+    (stored,) = store.states[SID + ".approvals"]["approvals"]
+    assert stored["status"] == "withdrawn" and stored["history"][-1]["by"] == "github:dave"
+    assert sink.events[-1] == ("withdrawn", record.id, None)
+    for approved in (True, False):
+        with pytest.raises(ApprovalWithdrawn, match="withdrawn by github:dave"):
+            run(approvals.answer(SID, Answer(record.id, approved=approved)))
+    # a new process reads it withdrawn too; withdrawing again answers the same and records nothing more
+    again, sink2, clock2 = make(store=store)
+    clock2.now = clock.now + 60
+    same = run(again.withdraw(SID, record.id, by="someone-else", reason=None))
+    assert (same.status, same.decided_by, same.decided_at) == ("withdrawn", "github:dave", clock.now)
+    assert sink2.events == []
+    with pytest.raises(ApprovalWithdrawn):
+        run(again.answer(SID, Answer(record.id, approved=True)))
+    # the same call asks again (a new request), it is not let through
+    fresh = run(again.check("Bash", PUSH, claude_session_id=SID))
+    assert fresh is not None and fresh.id != record.id
+
+
+def test_withdrawing_what_cannot_be_withdrawn_changes_nothing() -> None:
+    store = StateStore()
+    approvals, sink, clock = make(store=store)
+    with pytest.raises(ApprovalNotFound):
+        run(approvals.withdraw(SID, "apv-" + "0" * 20, by=None, reason=None))
+    answered = run(approvals.check("Bash", PUSH, claude_session_id=SID))
+    run(approvals.answer(SID, Answer(answered.id, approved=True)))
+    with pytest.raises(ApprovalNotPending):
+        run(approvals.withdraw(SID, answered.id, by=None, reason=None))
+    assert answered.status == "approved"
+    waiting = run(approvals.check("Bash", {"command": "git fetch"}, claude_session_id=SID))
+    store.fail = True  # not stored: not withdrawn
+    with pytest.raises(RuntimeError):
+        run(approvals.withdraw(SID, waiting.id, by="x", reason=None))
+    assert waiting.status == "pending" and waiting.decided_by is None
+    store.fail = False
+    clock.now = waiting.expires_at
+    with pytest.raises(ApprovalExpired):
+        run(approvals.withdraw(SID, waiting.id, by=None, reason=None))
+    assert waiting.status == "expired"
+    assert "withdrawn" not in [e for e, _, _ in sink.events]
 
 
 def test_without_rules_nothing_is_read_or_stored() -> None:

@@ -23,7 +23,8 @@ Refused, with a short comment and nothing started: an unknown id (not the issue'
 after the first (``approval_used``: the continuation's item exists), a job stopped (``/agent stop`` while
 waiting) or expired, a commenter who is not a writer, the requester under the two-person rule, and an approval
 while fix jobs are turned off (``FIX_JOBS=off``: resuming would be a fix turn); a denial then ends the job without
-resuming the agent (``done``, ``error_code`` ``fix_jobs_off``).
+resuming the agent (``done``, ``error_code`` ``fix_jobs_off``) and withdraws the request on the runtime
+(:func:`withdraw_on_runtime`), so no approval sent there directly can run the call either.
 
 **Expiry**: past the card's ``expires_at`` the job moves to ``expired`` and the progress comment says so, either
 when an answer arrives (it is refused) or when the sweeper's scheduled run (:mod:`webhook.sweeper`, every 15
@@ -332,6 +333,14 @@ class Approver:
             },
         )
         if ends:
+            withdraw_on_runtime(
+                self.invoker,
+                task,
+                approval_id,
+                reason="denied on the issue while fix jobs are turned off",
+                logger=self.logger,
+                log_ctx={"tracker": task.tracker, "issue": task.issue_number, "job": paused.key},
+            )
             reason = f" Reason: {_inline(rest, 500)}" if rest else ""
             self._edit(
                 paused,
@@ -523,6 +532,42 @@ class Approver:
         return self.comments.post(
             IssueRef.of_task(task), tracker.format_reply(refused.text, footer=footer)
         ).url
+
+
+def withdraw_on_runtime(
+    invoker: AgentRuntimeInvoker,
+    task: AgentTask,
+    approval_id: str,
+    *,
+    reason: str,
+    logger: Any,
+    log_ctx: Mapping[str, Any],
+) -> None:
+    """Withdraw ``approval_id`` on the runtime session of ``task``'s issue (:meth:`AgentRuntimeInvoker.withdraw`, as
+    the issue's actor, by ``<tracker>:<login>``), for a job that ended on the issue while its request waited: a
+    stop, or a denial with fix jobs turned off. Never raises: a failure is logged, and the runtime's own expiry of
+    the request is the backstop (an answer on the issue is refused by the job's state either way)."""
+    if not approval_id:
+        return
+    ctx = {**log_ctx, "approval_id": approval_id}
+    try:
+        outcome = invoker.withdraw(
+            session_id=task.runtime_session_id,
+            approval_id=approval_id,
+            by=f"{task.tracker}:{task.author}",
+            reason=reason,
+            actor=task.actor,
+        )
+    except Exception as exc:
+        logger.warning(
+            "the approval could not be withdrawn on the runtime; it stays pending there until it expires",
+            extra={**ctx, "error": f"{type(exc).__name__}: {exc}"[:500]},
+        )
+        return
+    if outcome == "withdrawn":
+        logger.info("approval withdrawn on the runtime", extra={**ctx, "outcome": outcome})
+    else:  # http_409: answered there first; http_410: expired; http_404: the runtime has no such request
+        logger.warning("the runtime refused to withdraw the approval", extra={**ctx, "outcome": outcome})
 
 
 # --------------------------------------------------------------------------- expiry

@@ -7,10 +7,16 @@ The stop task (its own idempotency key: the signed comment's body hash) is claim
    ``stopped`` with a
    conditional write, recording who stopped it; the cost so far is the last progress event's. Done first,
    so a result the runtime still sends finds ``stopped`` and the reporter opens no pull request;
-2. ``bedrock-agentcore`` ``StopRuntimeSession`` on the issue's runtime session (:class:`session_stop.SessionStopper`).
+2. a job waiting for an approval: its request is withdrawn on the runtime (``{"withdraw": ...}`` through
+   ``InvokeAgentRuntime``, :meth:`invoker.AgentRuntimeInvoker.withdraw`), so no answer sent to the runtime directly
+   (``agentkit approve``) can run the call after the stop. Before the session is stopped: the withdraw is an
+   invocation of the session, which would start it again. Its failure is logged and does not keep the job from
+   stopping: the runtime's own expiry of the request is the backstop, and a redelivered stop withdraws again (the
+   runtime answers a repeated withdraw as the first);
+3. ``bedrock-agentcore`` ``StopRuntimeSession`` on the issue's runtime session (:class:`session_stop.SessionStopper`).
    ``ResourceNotFoundException`` means the session is gone already: the state asked for. Another error fails
    the record (SQS retries it; the retry finds its own stop recorded and calls again);
-3. the progress comment says "stopped" with the cost so far.
+4. the progress comment says "stopped" with the cost so far.
 
 A fix the worker is still starting (claimed, fetching its snapshot or waiting for the runtime's 202) is not a
 job yet: the stop is recorded on its claim (:meth:`fix_jobs.JobStore.request_stop`) and the worker, which
@@ -21,7 +27,8 @@ one side acts: a claim that became a job meanwhile is stopped here as in 1-3.
 Nothing running (no job or claim, or it finished, was stopped already, or is being reported): one short comment
 says so. Either way the stop task's reply is stored and marked posted, so it answers once.
 
-IAM: ``bedrock-agentcore:StopRuntimeSession`` on the runtime ARN and ``<arn>/runtime-endpoint/<name>``.
+IAM: ``bedrock-agentcore:StopRuntimeSession`` on the runtime ARN and ``<arn>/runtime-endpoint/<name>`` (and the
+worker's ``InvokeAgentRuntime`` / ``InvokeAgentRuntimeForUser`` for the withdraw).
 """
 
 from __future__ import annotations
@@ -30,10 +37,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from webhook.fix.approvals import withdraw_on_runtime
 from webhook.fix.jobs import AWAITING, DONE, JOB, RELEASED, REPORTING, STOPPED, JobState, JobStore
 from webhook.fix.jobs import RUNNING as CLAIMED
 from webhook.fix.worker import IssueRef, ProgressComments
-from webhook.invoker import TransientInvokeError
+from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError
 from webhook.replies import ANSWERED, POSTED, RUNNING, ReplyStore, StoredReply
 from webhook.repo import branch_name
 from webhook.session_stop import NOT_FOUND, SessionStopper
@@ -57,7 +65,8 @@ NOTHING_TEXT = "Nothing to stop: no agent run is in progress on this issue."
 
 class Stopper:
     """Runs stop tasks: ``client`` is a ``bedrock-agentcore`` client (standard retries: stopping is
-    idempotent), ``runtime_arn`` / ``qualifier`` the runtime the worker invokes."""
+    idempotent), ``runtime_arn`` / ``qualifier`` the runtime the worker invokes; ``invoker`` (the worker's)
+    withdraws a waiting job's approval on the runtime (None: not withdrawn, it expires there)."""
 
     def __init__(
         self,
@@ -73,8 +82,10 @@ class Stopper:
         logger: Any,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
+        invoker: AgentRuntimeInvoker | None = None,
     ) -> None:
         self.stop_session = SessionStopper(client=client, runtime_arn=runtime_arn, qualifier=qualifier)
+        self.invoker = invoker
         self.jobs = jobs
         self.replies = replies
         self.comments = comments
@@ -187,6 +198,8 @@ class Stopper:
             ours
             or (state.status in (JOB, AWAITING) and self.jobs.stop(job_key, by=task.author, stop_key=key))
         ):
+            if state.approval and not state.approval_decision:  # it was waiting: no answer may run it now
+                self._withdraw(task, state, log_ctx)
             # Raises: the record is retried and finds its own stop recorded.
             self.stop_session(task.runtime_session_id)
             after = self.jobs.get(job_key) or state
@@ -212,3 +225,15 @@ class Stopper:
             )
             return after.progress_comment_url
         return None
+
+    def _withdraw(self, task: AgentTask, state: JobState, log_ctx: dict[str, Any]) -> None:
+        """Withdraw the stopped job's approval on the runtime; never raises (module docstring, step 2)."""
+        if self.invoker is not None and state.approval:
+            withdraw_on_runtime(
+                self.invoker,
+                task,
+                str(state.approval.get("id", "")),
+                reason="the fix job waiting for it was stopped with /agent stop on the issue",
+                logger=self.logger,
+                log_ctx=log_ctx,
+            )

@@ -54,6 +54,8 @@ EVENT_METRICS: tuple[str, ...] = (
     "SessionStoreDeadLetters",
     "SessionStoreErrors",
     "SessionStoreLateWrites",
+    # a waiting request taken back unanswered (its job was stopped); not a column of the approvals report
+    "Withdrawn",
 )
 
 # AgentCore Memory usage the runtime counts (one event document per billed call, property ClaudeSessionId)

@@ -15,8 +15,8 @@ Metric set (namespace from ``AGENTKIT_METRICS_NAMESPACE``, default ``AgentCoreCl
   job's result SQS did not take at once: it waits in the outbox, :mod:`runtime.jobs.service`),
   JobResultsDeadLettered (a job's result SQS refused for good), JobsInterrupted (a job an earlier process accepted
   and did not finish, reported ``interrupted``); for tool calls that wait for a person (:mod:`runtime.approvals`),
-  dimension ``Tool``: ApprovalsRequested, Approved, Denied, Expired and ApprovalDecisionSeconds (Seconds: from the
-  request to its answer).
+  dimension ``Tool``: ApprovalsRequested, Approved, Denied, Expired, Withdrawn (taken back unanswered: its job was
+  stopped) and ApprovalDecisionSeconds (Seconds: from the request to its answer).
 
 Dimensions are restricted to the low-cardinality names in :data:`DIMENSIONS`; session id, caller, Claude
 session id and the SDK's own cost go in as EMF properties (``emf``) or log fields (``cloudwatch``), never

@@ -44,6 +44,7 @@ EVENTS = frozenset(
         "SessionStoreDeadLetters",
         "SessionStoreErrors",
         "SessionStoreLateWrites",
+        "Withdrawn",
     }
 )
 

@@ -4,15 +4,25 @@ botocore Stubber for StopRuntimeSession, the GitHub stand-in for comments)."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
+from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, RUNTIME_ARN, TOKEN, agentcore_client, sqs_event, task_json
+from tests.unit.webhook.support import (
+    CTX,
+    GITHUB_REPOSITORY_ID,
+    RUNTIME_ARN,
+    TOKEN,
+    agentcore_client,
+    sqs_event,
+    task_json,
+)
 from webhook import trackers, worker
 from webhook.fix.jobs import STOPPED, FixJob, JobStore
 from webhook.fix.repos import TrackerComments
@@ -149,3 +159,112 @@ def test_a_stop_after_a_failed_pull_request_call_names_the_branch_it_may_have_le
     assert (
         "may have pushed the branch `agent/issue-7-" in comment["body"] and "left in place" in comment["body"]
     )
+
+
+APPROVAL_ID = "apv-" + "a" * 20
+
+
+@pytest.fixture
+def waiting(setup: SimpleNamespace) -> SimpleNamespace:
+    """The job of ``setup`` waiting for an approval, and a Stopper that withdraws it through the worker's invoker
+    (on the same stubbed client, so the Stubber checks the order of the two calls)."""
+    assert setup.jobs.begin_report(JOB_KEY, lease_seconds=60)
+    approval = {"id": APPROVAL_ID, "tool": "Edit", "expires_at": 4_000_000_000.0, "requester": "carol"}
+    assert setup.jobs.await_approval(JOB_KEY, approval, cost_usd=0.02, hold_seconds=3600)
+    stopper = worker._get_deps().stopper
+    assert stopper is not None
+    stopper.invoker = worker.AgentRuntimeInvoker(
+        client=setup.stub.client, runtime_arn=RUNTIME_ARN, qualifier="dev", actor_header="X-Actor"
+    )
+    return setup
+
+
+def expect_withdraw(setup: SimpleNamespace, *, error: str | None = None) -> None:
+    """One InvokeAgentRuntime with the withdraw of the waiting job's approval, as the issue's actor."""
+    params = {
+        "agentRuntimeArn": RUNTIME_ARN,
+        "runtimeSessionId": setup.session,
+        "qualifier": "dev",
+        "runtimeUserId": f"github:{GITHUB_REPOSITORY_ID}",
+        "contentType": "application/json",
+        "accept": "application/json",
+        "payload": json.dumps(
+            {
+                "withdraw": {
+                    "id": APPROVAL_ID,
+                    "by": "github:bob",
+                    "reason": "the fix job waiting for it was stopped with /agent stop on the issue",
+                },
+                "stream": False,
+            }
+        ).encode(),
+    }
+    if error:
+        setup.stub.add_client_error(
+            "invoke_agent_runtime",
+            service_error_code="RuntimeClientError",
+            service_message=f"Received error ({error}) from runtime. Please check your CloudWatch logs",
+            http_status_code=424,
+            expected_params=params,
+        )
+        return
+    doc = {"type": "approval_withdrawn", "approval": {"id": APPROVAL_ID, "status": "withdrawn"}}
+    data = json.dumps(doc).encode()
+    setup.stub.add_response(
+        "invoke_agent_runtime",
+        {
+            "response": StreamingBody(io.BytesIO(data), len(data)),
+            "contentType": "application/json",
+            "statusCode": 200,
+        },
+        expected_params=params,
+    )
+
+
+def test_a_stop_of_a_waiting_job_withdraws_its_approval_before_it_stops_the_session(
+    waiting: SimpleNamespace,
+) -> None:
+    expect_withdraw(
+        waiting
+    )  # first: the withdraw is an invocation, which would start a stopped session again
+    expect_stop(waiting, error="AccessDeniedException")
+    expect_withdraw(waiting)  # the redelivery finds its own stop recorded and withdraws again (idempotent)
+    expect_stop(waiting)
+    with waiting.stub:
+        assert worker.handler(sqs_event(waiting.body), CTX) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
+        assert waiting.jobs.get(JOB_KEY).status == STOPPED
+        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}  # answered: nothing
+        waiting.stub.assert_no_pending_responses()
+    [comment] = waiting.api.comments.values()
+    assert comment["edits"] == 1 and comment["body"].startswith("Stopped by `@bob`")
+
+
+@pytest.mark.parametrize("error", ["503", "500"])
+def test_a_failed_withdraw_does_not_keep_the_job_from_stopping(
+    waiting: SimpleNamespace, error: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    expect_withdraw(waiting, error=error)  # 503: transient (raised), 500: refused (a code): both only logged
+    expect_stop(waiting)
+    with waiting.stub:
+        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}
+        waiting.stub.assert_no_pending_responses()
+    assert waiting.jobs.get(JOB_KEY).status == STOPPED
+    [comment] = waiting.api.comments.values()
+    assert comment["body"].startswith("Stopped by `@bob`")
+    assert any("withdraw" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_a_stop_of_a_running_job_withdraws_nothing(setup: SimpleNamespace) -> None:
+    stopper = worker._get_deps().stopper
+    assert stopper is not None
+    stopper.invoker = worker.AgentRuntimeInvoker(
+        client=setup.stub.client, runtime_arn=RUNTIME_ARN, qualifier="dev"
+    )
+    expect_stop(setup)  # the Stubber refuses any InvokeAgentRuntime
+    with setup.stub:
+        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        setup.stub.assert_no_pending_responses()
+    assert setup.jobs.get(JOB_KEY).status == STOPPED
