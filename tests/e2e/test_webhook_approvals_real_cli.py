@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from harness.runtime_server import real_cli_job_server
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import ACTOR_HEADER, LAMBDA_CONTEXT, sqs_event
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
 from tests.functional.fix_flow import (
@@ -41,7 +41,8 @@ from tests.functional.fix_flow import (
     run_worker,
 )
 from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, gitlab_note, paused_job
-from tests.unit.webhook.support import CTX, call, reporter, sqs_event
+from tests.unit.webhook.support import call
+from webhook import reporter
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -154,7 +155,8 @@ def test_a_fix_waits_for_a_maintainers_approval_and_then_runs_exactly_the_approv
     [card] = tracker.comments(world)
     [approval_id] = set(re.findall(r"apv-[0-9a-f]{20}", card))
     assert "Bash" in card and "python3 -c *" in card and "a - b" in card
-    assert reporter.handler(sqs_event(paused), CTX) == {"batchItemFailures": []}  # delivered twice: once
+    # delivered twice: once
+    assert reporter.handler(sqs_event(paused), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(tracker.comments(world)) == 1 and not tracker.opened(world)
     assert json.loads(paused_job(world)["approval"]["S"])["input_hash"].startswith("sha256:")
 

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.runtime_server import RuntimeServer
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import ACTOR_HEADER, LAMBDA_CONTEXT, sqs_event
 from standins import BedrockStandIn, Reply, ToolUse
 from tests.functional.fix_flow import (
     TOKENS,
@@ -41,7 +41,8 @@ from tests.functional.fix_flow import (
     pump_events,
     run_worker,
 )
-from tests.unit.webhook.support import CTX, call, fixture, gitlab_event, reporter, sqs_event
+from tests.unit.webhook.support import call, fixture, gitlab_event
+from webhook import reporter
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -248,7 +249,8 @@ def test_github_comment_fixes_the_test_in_the_sandbox_and_opens_one_draft_pull_r
     assert comment["edits"] >= 1 and not comment["body"].startswith("Working on it")
     assert pull["html_url"] in comment["body"] and "cost $" in comment["body"]
     assert "Fixed add()" in comment["body"]
-    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}  # delivered twice: once
+    # delivered twice: once
+    assert reporter.handler(sqs_event(result), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(world.github.pulls) == 1
     item = job_item(world, "gh-")
     assert item["status"]["S"] == "done" and item["pr_url"]["S"] == pull["html_url"]

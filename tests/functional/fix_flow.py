@@ -26,6 +26,7 @@ from harness.gitlab_repo_api import GitLabRepoApi
 from harness.runtime_server import RuntimeServer
 from harness.tracker_apis import GitLabApi, JiraApi
 from harness.webhook_scene import (
+    LAMBDA_CONTEXT,
     aws_clients,
     create_job_resources,
     deliver_events,
@@ -33,7 +34,6 @@ from harness.webhook_scene import (
     lambda_environment,
 )
 from tests.unit.webhook.support import (
-    CTX,
     GITHUB_REPOSITORY_ID,
     GITLAB_MEMBERS,
     GITLAB_SECRET,
@@ -46,12 +46,9 @@ from tests.unit.webhook.support import (
     fresh_jira,
     github_event,
     jira_event,
-    receiver,
-    reporter,
     tracker_env,
-    wiring,
-    worker,
 )
+from webhook import receiver, reporter, wiring, worker
 from webhook.settings import ENV
 from webhook.trackers import jira_auth_header
 
@@ -175,14 +172,14 @@ def fix_world(
 
 def run_worker(world: SimpleNamespace) -> None:
     """One worker invocation per queued task (as Lambda with batch size 1); every record must succeed."""
-    deliver_tasks(world.aws.sqs, world.tasks, worker.handler, CTX)
+    deliver_tasks(world.aws.sqs, world.tasks, worker.handler, LAMBDA_CONTEXT)
 
 
 def pump_events(world: SimpleNamespace, *, until: str, timeout: float = 30.0) -> list[tuple[str, str]]:
     """Feed the events queue to the reporter (one record per invocation, deleted once handled, as Lambda does)
     until an event of kind ``until`` was handled. Returns the ``(kind, body)`` of each, in order."""
     return deliver_events(
-        world.aws.sqs, world.events, reporter.handler, until=until, timeout=timeout, context=CTX
+        world.aws.sqs, world.events, reporter.handler, until=until, timeout=timeout, context=LAMBDA_CONTEXT
     )
 
 

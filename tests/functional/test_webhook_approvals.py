@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from harness.runtime_server import fake_cli_server
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import ACTOR_HEADER, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT as CTX
 from tests.functional.fix_flow import (
     assert_no_token_reached_the_runtime,
     fix_world,
@@ -32,17 +33,8 @@ from tests.functional.fix_flow import (
     run_worker,
 )
 from tests.functional.test_webhook_fix import AGENT, EDIT, FILES, FIXED
-from tests.unit.webhook.support import (
-    CTX,
-    call,
-    fixture,
-    github_event,
-    gitlab_event,
-    reporter,
-    sqs_event,
-    worker,
-)
-from webhook import sweeper
+from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
+from webhook import reporter, sweeper, worker
 from webhook.settings import ENV
 
 pytestmark = [

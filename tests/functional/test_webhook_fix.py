@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from harness.runtime_server import fake_cli_server
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import ACTOR_HEADER, LAMBDA_CONTEXT, sqs_event
 from tests.functional.fix_flow import (
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
@@ -38,16 +38,8 @@ from tests.functional.fix_flow import (
     pump_events,
     run_worker,
 )
-from tests.unit.webhook.support import (
-    CTX,
-    call,
-    fixture,
-    github_event,
-    gitlab_event,
-    reporter,
-    sqs_event,
-    worker,
-)
+from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
+from webhook import reporter, worker
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -120,7 +112,7 @@ def test_github_comment_becomes_one_draft_pull_request_with_exactly_the_change(
     [reported] = world.github.comments.values()
     edits = reported["edits"]
     # SQS delivers the result again (at least once): nothing more happens.
-    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}
+    assert reporter.handler(sqs_event(result), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [pull] = world.github.pulls
     assert pull["draft"] is True and pull["base"]["ref"] == "main"
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
@@ -171,7 +163,7 @@ def test_stop_mid_run_opens_nothing_and_a_second_stop_answers_once(world: Simple
     out = world.aws.sqs.receive_message(QueueUrl=world.tasks)
     [msg] = out["Messages"]
     for _ in range(2):
-        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     nothing = [c for c in world.github.comments.values() if c["body"].startswith("Nothing to stop")]
     assert len(nothing) == 1 and len(world.plane.stops) == 1
     assert_no_token_reached_the_runtime(world)
@@ -200,9 +192,12 @@ def test_a_worker_that_died_after_the_runtime_accepted_is_taken_over_without_a_s
     event, raw = github_comment(f"/agent fix the add function {EDIT} [slow:1500]", 301)
     assert call(event)[0] == 202
     [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert job_item(world, "gh-")["status"]["S"] == "running"  # what the dead worker left
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}  # SQS's redelivery
+    # SQS's redelivery
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     first, again = world.plane.calls
     assert first["status"] == again["status"] == 202
     assert json.loads(again["body"])["job"] == json.loads(first["body"])["job"]

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from harness.tracker_apis import GitLabApi, JiraApi
+from harness.webhook_scene import LAMBDA_CONTEXT, RUNTIME_ARN, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     RESULT,
-    RUNTIME_ARN,
     TOKEN,
     call,
     fixture,
@@ -23,7 +22,6 @@ from tests.unit.webhook.support import (
     gitlab_event,
     jira_event,
     queued,
-    sqs_event,
 )
 from webhook import trackers, worker
 
@@ -56,10 +54,10 @@ def deliver_once_and_again(aws: SimpleNamespace, event: dict[str, Any], body: by
     """Receive, run the worker on the queued task twice (SQS redelivery); returns the task."""
     assert call(event)[1]["status"] == "queued"
     [msg] = queued(aws)
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     item = stored_item(aws, hashlib.sha256(body).hexdigest())
     assert item["status"]["S"] == "posted"
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     return json.loads(msg["Body"])
 
 

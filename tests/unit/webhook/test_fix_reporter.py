@@ -12,7 +12,8 @@ import boto3
 import pytest
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from tests.unit.webhook.support import JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines
 from webhook import reporter, trackers
 from webhook.fix.config import FixSettings
 from webhook.fix.jobs import DONE, FixJob, JobStore
@@ -113,7 +114,7 @@ def event(world: SimpleNamespace, seq: int, kind: str, **fields: Any) -> str:
 
 
 def deliver(body: str) -> dict[str, Any]:
-    return dict(reporter.handler(sqs_event(body), CTX))
+    return dict(reporter.handler(sqs_event(body), LAMBDA_CONTEXT))
 
 
 @pytest.fixture(autouse=True)

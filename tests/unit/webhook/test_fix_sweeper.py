@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, TOKEN, emf_lines, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from tests.unit.webhook.support import TOKEN, emf_lines
 from webhook import reporter, sweeper, trackers
 from webhook.fix.approvals import Sweeper as ApprovalExpiry
 from webhook.fix.config import FixSettings
@@ -136,7 +137,7 @@ def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]
 
 
 def sweep() -> dict[str, Any]:
-    return sweeper.handler({"source": "aws.events"}, CTX)
+    return sweeper.handler({"source": "aws.events"}, LAMBDA_CONTEXT)
 
 
 def deliver_result(world: SimpleNamespace, key: str, doc: FixJob, *, patch: str = "") -> dict[str, Any]:
@@ -158,7 +159,7 @@ def deliver_result(world: SimpleNamespace, key: str, doc: FixJob, *, patch: str 
             },
         }
     )
-    return dict(reporter.handler(sqs_event(body), CTX))
+    return dict(reporter.handler(sqs_event(body), LAMBDA_CONTEXT))
 
 
 LATE = b"late\n"
@@ -284,7 +285,7 @@ class SweepBetweenReadAndTake(JobStore):
     world: SimpleNamespace
 
     def begin_report(self, key: str, *, lease_seconds: float) -> bool:
-        assert sweeper.handler({}, CTX)["timed_out"] == 1
+        assert sweeper.handler({}, LAMBDA_CONTEXT)["timed_out"] == 1
         return super().begin_report(key, lease_seconds=lease_seconds)
 
 
@@ -450,7 +451,7 @@ def test_a_job_waiting_past_its_deadline_keeps_its_issue_until_the_approval_expi
             "approval": card,
         },
     }
-    assert reporter.handler(sqs_event(json.dumps(event)), CTX) == {"batchItemFailures": []}
+    assert reporter.handler(sqs_event(json.dumps(event)), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert world.jobs.get(KEY).status == "awaiting_approval"
     world.clock.now = T0 + 2 * DEADLINE  # the marker's own deadline passed; the fix still waits
     assert not world.jobs.take_active(doc.session_id, "other", **hold)
