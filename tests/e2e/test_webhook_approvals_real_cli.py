@@ -15,28 +15,22 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from harness.runtime_server import real_cli_job_server
-from harness.webhook_scene import ACTOR_HEADER, LAMBDA_CONTEXT, sqs_event
-from standins import BedrockStandIn, Reply, ToolUse
-from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from standins import Reply
+from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, bash, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     JIRA_ACCOUNTS,
     adf_text,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
     jira_comment,
-    job_queues,
     pump_events,
     run_worker,
 )
@@ -52,41 +46,14 @@ pytestmark = [
 
 @pytest.fixture
 def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    root = Path(tempfile.mkdtemp(prefix="ak-approve-real-", dir="/tmp"))
-    root.chmod(0o755)
-    agent = root / "agent.json"
-    agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
-    queues = job_queues(moto_endpoint)
-    with BedrockStandIn() as bedrock:
-        runtime = real_cli_job_server(
-            root,
-            "vm",
-            bedrock_url=bedrock.url,
-            model=MODEL,
-            agent_file=agent,
-            events_queue=queues[3],
-            moto=moto_endpoint,
-            AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-            AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
-        )
-        try:
-            with fix_world(
-                moto=moto_endpoint,
-                queues=queues,
-                runtime=runtime,
-                files=FILES,
-                tmp=root,
-                monkeypatch=monkeypatch,
-            ) as world:
-                world.github.permissions.update(PERMISSIONS)
-                world.bedrock, world.root = bedrock, root
-                yield world
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
+    with real_cli_fix_world(
+        moto_endpoint,
+        monkeypatch,
+        prefix="ak-approve-real-",
+        AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
+    ) as world:
+        world.github.permissions.update(PERMISSIONS)
+        yield world
 
 
 EDIT_COMMAND = "python3 -c " + shlex.quote(FIX)

@@ -25,16 +25,18 @@ import pytest
 from harness.adf_check import adf_errors
 from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.functional.fix_flow import (
+    EDIT,
+    FIXED,
     JIRA_ACCOUNTS,
     adf_text,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
     jira_comment,
+    make_world,
     pump_events,
     run_worker,
 )
-from tests.functional.test_webhook_approvals import items, make_world, paused_job, pump_result
-from tests.functional.test_webhook_fix import EDIT, FIXED
+from tests.functional.test_webhook_approvals import items, paused_job, pump_result
 from tests.unit.webhook.support import call
 from webhook import reporter
 

@@ -26,15 +26,16 @@ from typing import Any
 
 import pytest
 
-from harness.runtime_server import fake_cli_server
-from harness.webhook_scene import ACTOR_HEADER, LAMBDA_CONTEXT, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.functional.fix_flow import (
+    EDIT,
+    FILES,
+    FIXED,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
     job_item,
-    job_queues,
+    make_world,
     pump_events,
     run_worker,
 )
@@ -45,22 +46,6 @@ pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
 ]
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
-FILES = {
-    "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
-    "tests/test_calc.py": (
-        "100644",
-        b"from src.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-    ),
-    "README.md": ("100644", b"# calc\n"),
-}
-EDIT = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_string": "a + b"}]'
-FIXED = ("100644", b"def add(a, b):\n    return a + b\n")
 
 
 @pytest.fixture(autouse=True)
@@ -73,19 +58,7 @@ def _lambdas_never_log_a_token(
 
 @pytest.fixture
 def world(tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    queues = job_queues(moto_server)  # new ones per test: the moto server lives for the whole session
-    (tmp_path / "agent.json").write_text(json.dumps(AGENT))
-    runtime = fake_cli_server(
-        tmp_path,
-        AGENTKIT_AGENT_FILE=str(tmp_path / "agent.json"),
-        AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-        AGENTKIT_JOB_EVENTS_QUEUE_URL=queues[3],
-        AGENTKIT_JOB_PROGRESS_SECONDS="0.2",
-        AWS_ENDPOINT_URL_SQS=moto_server,
-    )
-    with fix_world(
-        moto=moto_server, queues=queues, runtime=runtime, files=FILES, tmp=tmp_path, monkeypatch=monkeypatch
-    ) as world:
+    with make_world(tmp_path, moto_server, monkeypatch) as world:
         yield world
 
 
