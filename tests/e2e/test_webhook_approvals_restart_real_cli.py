@@ -33,7 +33,8 @@ import pytest
 from harness.procmem import descendants
 from harness.runtime_server import RuntimeServer
 from standins import Reply
-from tests.e2e.webhook_real_cli import FILES, FIX, FIXED, TEST_COMMAND, bash, real_cli_fix_world, tool_results
+from tests.e2e.real_cli_scene import bash
+from tests.e2e.webhook_real_cli import FILES, FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     assert_no_token_reached_the_runtime,
     github_comment,

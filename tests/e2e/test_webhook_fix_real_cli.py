@@ -28,15 +28,8 @@ import pytest
 
 from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from standins import Reply
-from tests.e2e.webhook_real_cli import (
-    DEVELOPER_AGENT,
-    FIX,
-    FIXED,
-    TEST_COMMAND,
-    bash,
-    real_cli_fix_world,
-    tool_results,
-)
+from tests.e2e.real_cli_scene import DEVELOPER_AGENT, bash
+from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     TOKENS,
     assert_lambdas_never_logged_a_token,

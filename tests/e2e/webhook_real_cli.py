@@ -4,7 +4,8 @@
 data-plane stand-in → runtime job → events queue → reporter → tracker stand-ins, every AWS API on a moto server)
 around ``python -m runtime`` with the SDK's bundled CLI and the OS sandbox as the runtime decides it
 (:func:`harness.runtime_server.real_cli_job_server`), against the Bedrock stand-in. The repository it serves is
-:data:`FILES`, whose test fails until :data:`FIX` runs; the scripted model's calls are :func:`bash` commands.
+:data:`FILES`, whose test fails until :data:`FIX` runs; the scripted model's calls are
+:func:`tests.e2e.real_cli_scene.bash` commands.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ import pytest
 
 from harness.runtime_server import RuntimeServer, real_cli_job_server
 from harness.webhook_scene import ACTOR_HEADER
-from standins import BedrockStandIn, ToolUse
+from standins import BedrockStandIn
+from tests.e2e.real_cli_scene import DEVELOPER_AGENT, MODEL
 from tests.functional.fix_flow import fix_world, job_queues
 
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 FILES = {
     "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
     "tests/__init__.py": ("100644", b""),
@@ -41,17 +42,6 @@ FIXED = ("100644", b"def add(a, b):\n    return a + b\n")
 # under /root; pytest is not installed there, unittest is.
 TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
 FIX = "import pathlib; p = pathlib.Path('src/calc.py'); p.write_text(p.read_text().replace('a - b', 'a + b'))"
-#: The agent of every scene: the ``developer`` profile (host-side Edit/Write off: files change through sandboxed
-#: commands) with read-only tools and Bash.
-DEVELOPER_AGENT: Mapping[str, Any] = {
-    "profile": "developer",
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
-}
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    """The model's ``Bash`` call running ``command``."""
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
 
 
 def tool_results(world: SimpleNamespace) -> dict[str, tuple[str, bool]]:
