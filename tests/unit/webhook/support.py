@@ -27,7 +27,9 @@ from harness.webhook_scene import (
     sign,
 )
 from webhook import prompts, receiver, replies, settings, trackers, wiring, worker
+from webhook.fix.jobs import FixJob, JobStore
 from webhook.settings import ENV
+from webhook.trackers.base import IssueTracker, ReplyRef
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
 SECRET = "s3cr3t-webhook"
@@ -174,6 +176,48 @@ def task_json(
         idempotency_key=key,
         html_url="https://gitlab.example.com/g/p/-/issues/7" if tracker == "gitlab" else "",
     ).model_dump_json()
+
+
+def fix_job(**update: Any) -> FixJob:
+    """A fix job for GitHub issue #7 of octo/kit (the fixtures' repository), its change proposed on that repository
+    from ``main``; ``update`` replaces fields."""
+    doc = FixJob(
+        tracker="github",
+        repository="octo/kit",
+        scope_id=str(GITHUB_REPOSITORY_ID),
+        issue_number=7,
+        issue_id="7",
+        issue_ref="#7",
+        title="add is wrong",
+        session_id="gh-" + "e" * 64,
+        target_tracker="github",
+        target_repository="octo/kit",
+        base_branch="main",
+        base_sha="0" * 40,
+        pr_base="main",
+    )
+    return doc.model_copy(update=update)
+
+
+def start_fix_job(jobs: JobStore, tracker: IssueTracker, key: str, doc: FixJob) -> tuple[FixJob, ReplyRef]:
+    """Record ``doc`` under ``key`` as the worker leaves a job it started: its progress comment posted on the issue
+    through ``tracker`` (the comment's id kept in the job), the job claimed and started. Returns the job as recorded
+    and the comment."""
+    task = trackers.AgentTask.model_validate(
+        {
+            **doc.model_dump(include={"tracker", "repository", "scope_id", "issue_number", "issue_id"}),
+            "title": "",
+            "author": "x",
+            "delivery_id": key[:8],
+            "event": "e",
+        }
+    )
+    progress = tracker.post_reply(task, "Working on it…")
+    doc = doc.model_copy(update={"comment_id": str(progress.id)})
+    assert jobs.claim(key)
+    claim = jobs.get(key)
+    assert claim is not None and jobs.started(key, doc, claimed_at=claim.stored_at)
+    return doc, progress
 
 
 def emf_lines(text: str) -> list[dict[str, Any]]:

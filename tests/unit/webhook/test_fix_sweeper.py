@@ -14,7 +14,7 @@ import pytest
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
-from tests.unit.webhook.support import TOKEN, emf_lines
+from tests.unit.webhook.support import TOKEN, emf_lines, fix_job, start_fix_job
 from webhook import reporter, sweeper, trackers
 from webhook.fix.approvals import Sweeper as ApprovalExpiry
 from webhook.fix.config import FixSettings
@@ -46,45 +46,13 @@ def api() -> Iterator[GitHubRepoApi]:
 
 
 def job_doc(api: GitHubRepoApi, **update: Any) -> FixJob:
-    doc = FixJob(
-        tracker="github",
-        repository="octo/kit",
-        scope_id="186853002",
-        issue_number=7,
-        issue_id="7",
-        issue_ref="#7",
-        title="fix it",
-        session_id="gh-" + "e" * 64,
-        target_tracker="github",
-        target_repository="octo/kit",
-        base_branch="main",
-        base_sha=api.base_commit,
-        pr_base="main",
-    )
-    return doc.model_copy(update=update)
+    """A job on the stand-in's first commit."""
+    return fix_job(**{"base_sha": api.base_commit, **update})
 
 
 def start_job(world: SimpleNamespace, key: str) -> FixJob:
     """A job as the worker leaves it: claimed, progress comment posted, started at the clock's time."""
-    progress = world.adapter.post_reply(
-        trackers.AgentTask.model_validate(
-            {
-                "repository": "octo/kit",
-                "scope_id": "186853002",
-                "issue_number": 7,
-                "issue_id": "7",
-                "title": "",
-                "author": "x",
-                "delivery_id": key[:8],
-                "event": "e",
-            }
-        ),
-        "Working on it…",
-    )
-    doc = job_doc(world.api, comment_id=str(progress.id))
-    assert world.jobs.claim(key)
-    claim = world.jobs.get(key)
-    assert claim is not None and world.jobs.started(key, doc, claimed_at=claim.stored_at)
+    doc, progress = start_fix_job(world.jobs, world.adapter, key, job_doc(world.api))
     world.comment_ids[key] = progress.id
     return doc
 
