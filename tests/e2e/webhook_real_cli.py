@@ -11,8 +11,6 @@ around ``python -m runtime`` with the SDK's bundled CLI and the OS sandbox as th
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harness.cli_user import reachable_tmp
 from harness.runtime_server import RuntimeServer, real_cli_job_server
 from harness.webhook_scene import ACTOR_HEADER
 from standins import BedrockStandIn
@@ -67,13 +66,10 @@ def real_cli_fix_world(
     """The world of :func:`tests.functional.fix_flow.fix_world` serving :data:`FILES`, its runtime on microVM
     ``vm`` (``world.microvm(name)`` makes another, not started); ``env`` is added to the runtime's environment.
 
-    Everything lives under a new directory ``world.root`` (``/tmp/<prefix>…``, removed afterwards): under /tmp and
-    traversable, since pytest's tmp dirs are private to their user and a root runtime runs its CLI as an
-    unprivileged user. ``agent(root)`` is what the agent file holds (it may make directories under ``root`` that
+    Everything lives under a new directory ``world.root`` (``/tmp/<prefix>…``, removed afterwards) that every user
+    may enter (:func:`harness.cli_user.reachable_tmp`): a root runtime runs its CLI as an unprivileged user. ``agent(root)`` is what the agent file holds (it may make directories under ``root`` that
     it names). The world also has ``bedrock`` (the stand-in the model's replies are queued on)."""
-    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    try:
-        root.chmod(0o755)
+    with reachable_tmp(prefix) as root:
         agent_file = root / "agent.json"
         agent_file.write_text(json.dumps(agent(root)))
         queues = job_queues(moto)
@@ -102,5 +98,3 @@ def real_cli_fix_world(
             ) as world:
                 world.bedrock, world.root, world.microvm = bedrock, root, microvm
                 yield world
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
