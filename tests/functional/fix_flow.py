@@ -4,9 +4,9 @@
 DynamoDB table and the webhook's secrets, the AgentCore data-plane stand-in in front of the runtime (it checks
 SigV4), the GitHub and GitLab repository stand-ins holding ``files``, GitLab's members API, and the three Lambdas
 (receiver, worker, reporter) configured from the environment as in Lambda. :func:`make_world` is that world around
-the runtime with the fake CLI (the functional tests' scene: :data:`AGENT`, the repository :data:`FILES`, the
-scripted :data:`EDIT` that fixes it). The helpers drive it: one worker invocation per queued task, the reporter fed
-from the events queue, and the checks that no tracker token reached the runtime's side.
+the runtime with the fake CLI (the functional tests' scene: ``harness.runtime_server.EDITING_AGENT``, the repository
+:data:`FILES`, the scripted :data:`EDIT` that fixes it). The helpers drive it: one worker invocation per queued task,
+the reporter fed from the events queue, and the checks that no tracker token reached the runtime's side.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from harness.agentcore_dataplane import AgentCoreDataPlane
 from harness.github_repo_api import GitHubRepoApi
 from harness.gitlab_repo_api import GitLabRepoApi
-from harness.runtime_server import RuntimeServer, fake_cli_server
+from harness.runtime_server import EDITING_AGENT, RuntimeServer, fake_cli_server
 from harness.tracker_apis import GitLabApi, JiraApi
 from harness.webhook_scene import (
     ACTOR_HEADER,
@@ -89,13 +89,6 @@ JIRA_MAPPING = {
     }
 }
 
-#: The fake-CLI scene's agent: host-side Write/Edit allowed (the fake CLI's scripted edits use them).
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 #: The repository the fake-CLI scene serves, its scripted fix (a fake-CLI directive in the prompt) and the result.
 FILES = {
     "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
@@ -197,11 +190,11 @@ def make_world(
     monkeypatch: pytest.MonkeyPatch,
     approvals: Mapping[str, Any] | None = None,
 ) -> AbstractContextManager[SimpleNamespace]:
-    """:func:`fix_world` around the runtime with the fake CLI and :data:`AGENT`, serving :data:`FILES`, its job
-    events on new queues (the moto server lives for the whole session); ``approvals``: its
+    """:func:`fix_world` around the runtime with the fake CLI and ``EDITING_AGENT``, serving :data:`FILES`, its
+    job events on new queues (the moto server lives for the whole session); ``approvals``: its
     ``AGENTKIT_APPROVALS``."""
     queues = job_queues(moto_server)
-    (tmp_path / "agent.json").write_text(json.dumps(AGENT))
+    (tmp_path / "agent.json").write_text(json.dumps(EDITING_AGENT))
     runtime = fake_cli_server(
         tmp_path,
         AGENTKIT_AGENT_FILE=str(tmp_path / "agent.json"),
