@@ -2,7 +2,10 @@
 will run (:func:`runtime.guard.cli_reach.reachable_cli`) and a workspace made the way the tests make theirs (a
 ``0755`` directory under the system temp directory). ``tests/conftest.py`` says it once, at the start of the
 session, with the fix: otherwise every test that runs a command fails with an unrelated-looking assert, because the
-runtime switches command tools off ("Bash is disabled for this session")."""
+runtime switches command tools off ("Bash is disabled for this session").
+
+:func:`reachable_tmp` makes such a directory: the tests put what the CLI user must reach (workspaces, state dirs,
+a CLI) under it, since pytest's own tmp dirs are private to the user running the tests."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from runtime.guard.confine import UNPRIVILEGED_UID
@@ -18,6 +23,17 @@ FIX = (
     "clone the kit under a directory every user may enter (e.g. /srv/kit, not under /root or a 0700 directory), "
     "or `chmod o+x` each parent directory of the checkout and of {tmp}, or run the tests as a non-root user"
 )
+
+
+@contextmanager
+def reachable_tmp(prefix: str, base: str = "/tmp") -> Iterator[Path]:
+    """A new directory ``base/<prefix>…`` every user may enter (``0755``), removed with its contents afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    try:
+        root.chmod(0o755)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def cli_user_problem(cli: str | None = None, temp_base: str | None = None) -> str | None:
@@ -38,9 +54,7 @@ def cli_user_problem(cli: str | None = None, temp_base: str | None = None) -> st
         bundled = bundled_cli()
         cli = reachable_cli(bundled) if bundled else None
     base = temp_base or tempfile.gettempdir()
-    workspace = Path(tempfile.mkdtemp(prefix="ak-reach-probe-", dir=base))
-    try:
-        workspace.chmod(0o755)
+    with reachable_tmp("ak-reach-probe-", base) as workspace:
         uid = str(UNPRIVILEGED_UID)
         for what, argv in (
             (f"the CLI {cli}", ["/bin/sh", "-c", 'test -x "$1"', "sh", str(cli)]),
@@ -59,6 +73,4 @@ def cli_user_problem(cli: str | None = None, temp_base: str | None = None) -> st
                     "the runtime would switch command tools off and every test that runs a command would fail. "
                     "Fix: " + FIX.format(tmp=base)
                 )
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
     return None

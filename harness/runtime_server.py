@@ -211,6 +211,16 @@ class RuntimeServer:
             conn.close()
 
 
+#: An agent definition with Write and Edit on (the default definition is read-only), as a customised one can: the
+#: fake CLI's scripted ``[tool:Edit …]`` and ``[tool:Write …]`` calls change the session's workspace with them.
+EDITING_AGENT = {
+    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
+    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
+    "disallowed_tools": ["WebFetch", "WebSearch"],
+    "include_sample_tools": False,
+}
+
+
 def fake_cli_server(tmp: Path, config_dir: str | None = None, **env: str) -> RuntimeServer:
     """A runtime that spawns the fake CLI (its log in ``tmp/fake.log``), with its state under ``tmp/state``.
 

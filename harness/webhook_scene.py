@@ -6,7 +6,10 @@ AgentCore data-plane stand-in (it checks SigV4) sits in front of the real runtim
 the GitHub repository stand-in holds the repository and receives the comments and the pull request.
 
 - :func:`sign`, :func:`function_url_event`, :func:`sqs_event`, :func:`issue_comment_delivery`: what GitHub,
-  Lambda's Function URL and Lambda's SQS event source hand the three handlers;
+  Lambda's Function URL and Lambda's SQS event source hand the three handlers (:data:`LAMBDA_CONTEXT` is
+  their context);
+- :func:`aws_client` / :func:`aws_clients` / :func:`agentcore_client`: boto3 clients with the test keys,
+  pointed at a stand-in;
 - :class:`FunctionUrl`: a loopback HTTP endpoint that turns a POST into a Function URL event for a handler and
   its answer back into HTTP, so a delivery is really POSTed (headers, body, status);
 - :func:`create_job_resources`: the table, queues and secrets the construct creates, on the moto server;
@@ -50,7 +53,8 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def sign(body: bytes, secret: str) -> str:
-    """GitHub's ``X-Hub-Signature-256`` value: HMAC-SHA256 of the raw body with the webhook secret."""
+    """``sha256=`` and the hex HMAC-SHA256 of the raw body with the webhook secret: GitHub's
+    ``X-Hub-Signature-256`` value, and Jira Cloud's ``X-Hub-Signature`` (admin webhook with a secret)."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
@@ -113,9 +117,10 @@ def issue_comment_delivery(
 
 
 def function_url_event(
-    body: bytes, *, headers: Mapping[str, str], path: str = "/", method: str = "POST"
+    body: bytes, *, headers: Mapping[str, str], path: str = "/", method: str = "POST", b64: bool = True
 ) -> dict[str, Any]:
-    """A Lambda Function URL event (payload format 2.0); header names lower-cased, as Lambda delivers them."""
+    """A Lambda Function URL event (payload format 2.0); header names lower-cased, as Lambda delivers them.
+    ``b64=False``: the body as text (``isBase64Encoded`` false), as Lambda passes a text content type."""
     return {
         "version": "2.0",
         "rawPath": path,
@@ -138,8 +143,8 @@ def function_url_event(
             "time": "01/Jan/2026:00:00:00 +0000",
             "timeEpoch": 0,
         },
-        "body": base64.b64encode(body).decode(),
-        "isBase64Encoded": True,
+        "body": base64.b64encode(body).decode() if b64 else body.decode("utf-8", errors="replace"),
+        "isBase64Encoded": b64,
     }
 
 
@@ -189,16 +194,28 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
     }
 
 
+def aws_client(service: str, endpoint: str | None = None, *, config: Any = None) -> Any:
+    """A boto3 client for ``service`` with the test keys, on ``endpoint`` (a stand-in or moto server; ``None``:
+    the service's own endpoint, for a ``Stubber`` or ``mock_aws``)."""
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=config,
+    )
+
+
 def aws_clients(endpoint: str) -> SimpleNamespace:
     """SQS, DynamoDB and Secrets Manager clients on ``endpoint`` (a moto server)."""
-    args = {
-        "region_name": REGION,
-        "endpoint_url": endpoint,
-        "aws_access_key_id": "testing",
-        "aws_secret_access_key": "testing",
-    }
-    sqs, ddb, sm = (boto3.client(name, **args) for name in ("sqs", "dynamodb", "secretsmanager"))  # type: ignore[call-overload]
+    sqs, ddb, sm = (aws_client(name, endpoint) for name in ("sqs", "dynamodb", "secretsmanager"))
     return SimpleNamespace(sqs=sqs, ddb=ddb, sm=sm)
+
+
+def agentcore_client(endpoint: str | None = None, *, config: Any = None) -> Any:
+    """A ``bedrock-agentcore`` data-plane client with the test keys (see :func:`aws_client`)."""
+    return aws_client("bedrock-agentcore", endpoint, config=config)
 
 
 def create_job_resources(aws: SimpleNamespace, secrets: Mapping[str, str]) -> SimpleNamespace:

@@ -19,18 +19,11 @@ from typing import Any
 import pytest
 
 from agentkit.cli import main
-from harness.runtime_server import RuntimeServer, fake_cli_server
+from harness.runtime_server import EDITING_AGENT, RuntimeServer, fake_cli_server
 from harness.sse_runtime import Reply, SseRuntimeStandIn, sse
 from runtime.identity import claude_session_id
 
 pytestmark = pytest.mark.timeout(120)
-
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -66,7 +59,7 @@ def files_of(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeServer]:
     tmp = tmp_path_factory.mktemp("cli-workspace")
-    (tmp / "agent.json").write_text(json.dumps(AGENT))
+    (tmp / "agent.json").write_text(json.dumps(EDITING_AGENT))
     srv = fake_cli_server(tmp, AGENTKIT_AGENT_FILE=str(tmp / "agent.json"), AGENTKIT_SANDBOX="off").start()
     srv.tmp = tmp  # type: ignore[attr-defined]
     yield srv

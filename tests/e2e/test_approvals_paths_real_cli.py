@@ -13,11 +13,7 @@ against the Bedrock stand-in (only the model is scripted).
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +23,10 @@ import pytest
 from harness.archives import b64, tar_gz
 from harness.runtime_server import RuntimeServer, session_id
 from runtime.identity import claude_session_id
-from standins import BedrockStandIn, Reply, ToolUse
+from standins import BedrockStandIn, Reply
+from tests.e2e.real_cli_scene import DEVELOPER_AGENT, bash, python_read_paths, sandboxed_runtime
 
 pytestmark = pytest.mark.timeout(300)
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 FILES = {"infra/main.tf": b'region = "a"\n', "src/app.py": b"x = 1\n"}
 #: Writes under the rule and fixes src/app.py; the paths are inside a Python string, not shell words.
 SNEAK = (
@@ -41,51 +37,12 @@ SNEAK = (
 
 @pytest.fixture
 def scene() -> Iterator[dict[str, Any]]:
-    # Under /tmp and traversable: a root runtime runs its CLI as an unprivileged user in its own mount namespace.
-    root = Path(tempfile.mkdtemp(prefix="ak-ap-paths-real-", dir="/tmp"))
-    root.chmod(0o755)
-    venv = Path(os.path.realpath(sys.prefix))
-    agent = root / "agent.json"
-    agent.write_text(
-        json.dumps(
-            {
-                "profile": "developer",
-                "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
-                "sandbox_read_paths": sorted(
-                    {str(venv), os.path.realpath(sys.base_prefix)}
-                    | {
-                        os.path.realpath(p)
-                        for p in sys.path
-                        if p.endswith("site-packages") and os.path.isdir(p)
-                    }
-                ),
-            }
-        )
-    )
-    with BedrockStandIn() as bedrock:
-        server = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_SANDBOX": "required",
-                "AGENTKIT_TURN_TIMEOUT": "200",
-                "AGENTKIT_APPROVALS": json.dumps({"paths": ["infra/**"]}),
-                "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
-        ).start()
-        try:
-            yield {"root": root, "bedrock": bedrock, "server": server}
-        finally:
-            server.stop()
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
+    with sandboxed_runtime(
+        "ak-ap-paths-real-",
+        {**DEVELOPER_AGENT, "sandbox_read_paths": python_read_paths()},
+        AGENTKIT_APPROVALS=json.dumps({"paths": ["infra/**"]}),
+    ) as scene:
+        yield scene
 
 
 def result(reply: Any) -> dict[str, Any]:

@@ -20,9 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,9 +30,9 @@ from harness.archives import Entry, b64, tar_gz
 from harness.runtime_server import RuntimeServer, session_id
 from runtime.identity import claude_session_id
 from standins import BedrockStandIn, Reply, ToolUse
+from tests.e2e.real_cli_scene import sandboxed_runtime
 
 pytestmark = pytest.mark.timeout(400)
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 SNAPSHOT: list[Entry | tuple[str, bytes]] = [
     ("src/calc.py", b"def add(a, b):\n    return a - b\n"),
     (".gitlab-ci.yml", b"test:\n  script: make test\n"),
@@ -67,31 +64,10 @@ ATTACKS = {
 
 @pytest.fixture(scope="module")
 def scene() -> Iterator[dict[str, Any]]:
-    # Under /tmp and traversable: a root runtime runs its CLI as uid 10001, which must reach the workspace.
-    root = Path(tempfile.mkdtemp(prefix="ak-patch-attacks-", dir="/tmp"))
-    root.chmod(0o755)
-    agent = root / "agent.json"
-    agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Bash"]}))
-    with BedrockStandIn() as bedrock:
-        server = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_SANDBOX": "required",
-                # the turn's own limit; git's time comes out of what is left of it
-                "AGENTKIT_TURN_TIMEOUT": "150",
-                "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
-        ).start()
-        try:
-            yield {"root": root, "bedrock": bedrock, "server": server}
-        finally:
-            server.stop()
-            shutil.rmtree(root, ignore_errors=True)
+    agent = {"profile": "developer", "builtin_tools": ["Bash"]}
+    # AGENTKIT_TURN_TIMEOUT: the turn's own limit; git's time comes out of what is left of it
+    with sandboxed_runtime("ak-patch-attacks-", agent, AGENTKIT_TURN_TIMEOUT="150") as scene:
+        yield scene
 
 
 def test_a_hijacked_model_cannot_get_protected_or_poisoned_files_into_the_patch(

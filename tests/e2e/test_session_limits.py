@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,11 +27,12 @@ from typing import Any
 
 import pytest
 
+from harness.cli_user import reachable_tmp
 from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
 from standins.replies import ToolUse
+from tests.e2e.real_cli_scene import confined_env
 
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 LIMIT_MB = 1024
 CAP_MB = 2048
 ROOT = os.geteuid() == 0
@@ -68,36 +67,17 @@ class Scene:
 
 @pytest.fixture
 def scene() -> Iterator[Scene]:
-    with BedrockStandIn() as bedrock:
-        root = Path(tempfile.mkdtemp(prefix="ak-limits-", dir="/tmp"))
-        os.chmod(root, 0o755)
-        workspace, home, state = root / "ws", root / "home", root / "state"
-        for path in (workspace, home):
-            path.mkdir()
-        (workspace / "hog.py").write_text(HOG)
-        agent = root / "agent.json"
-        agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Bash"]}))
+    with BedrockStandIn() as bedrock, reachable_tmp("ak-limits-") as root:
         emf = root / "metrics.emf"
-        env = {
-            "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-            "AGENTKIT_MODEL": MODEL,
-            "AGENTKIT_STATE_DIR": str(state),
-            "AGENTKIT_WORKSPACE": str(workspace),
-            "AGENTKIT_SESSION_STORE": f"sqlite:///{state / 'sessions.db'}",
-            "CLAUDE_CONFIG_DIR": str(state / "claude"),
-            "AGENTKIT_AGENT_FILE": str(agent),
-            "AGENTKIT_TURN_TIMEOUT": "200",
-            "AGENTKIT_SANDBOX": "required",
-            "AGENTKIT_SESSION_MEMORY_MB": str(LIMIT_MB),
-            "AGENTKIT_METRICS": "emf",
-            "AGENTKIT_EMF_FILE": str(emf),
-            "HOME": str(home),
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-        }
-        try:
-            yield Scene(root, bedrock, env, emf)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        env = confined_env(
+            root,
+            bedrock.url,
+            AGENTKIT_SESSION_MEMORY_MB=str(LIMIT_MB),
+            AGENTKIT_METRICS="emf",
+            AGENTKIT_EMF_FILE=str(emf),
+        )
+        (root / "ws" / "hog.py").write_text(HOG)
+        yield Scene(root, bedrock, env, emf)
 
 
 def bash(command: str) -> tuple[str, dict[str, Any]]:

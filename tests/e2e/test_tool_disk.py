@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +24,12 @@ from typing import Any
 import pytest
 
 from harness.archives import b64, tar_gz
+from harness.cli_user import reachable_tmp
 from harness.runtime_server import RuntimeServer, session_id
 from standins import BedrockStandIn, Reply
 from standins.replies import ToolUse
+from tests.e2e.real_cli_scene import confined_env
 
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 DISK_MB = 32
 CAP_MB = 64
 ROOT = os.geteuid() == 0
@@ -70,33 +69,10 @@ class Scene:
 
 @pytest.fixture
 def scene() -> Iterator[Scene]:
-    with BedrockStandIn() as bedrock:
-        root = Path(tempfile.mkdtemp(prefix="ak-disk-", dir="/tmp"))
-        os.chmod(root, 0o755)
-        workspace, home, state = root / "ws", root / "home", root / "state"
-        for path in (workspace, home):
-            path.mkdir()
-        (workspace / "fill.py").write_text(FILL)
-        agent = root / "agent.json"
-        agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Bash"]}))
-        env = {
-            "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-            "AGENTKIT_MODEL": MODEL,
-            "AGENTKIT_STATE_DIR": str(state),
-            "AGENTKIT_WORKSPACE": str(workspace),
-            "AGENTKIT_SESSION_STORE": f"sqlite:///{state / 'sessions.db'}",
-            "CLAUDE_CONFIG_DIR": str(state / "claude"),
-            "AGENTKIT_AGENT_FILE": str(agent),
-            "AGENTKIT_TURN_TIMEOUT": "200",
-            "AGENTKIT_SANDBOX": "required",
-            "AGENTKIT_TOOL_DISK_MB": str(DISK_MB),
-            "HOME": str(home),
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-        }
-        try:
-            yield Scene(root, state, workspace, bedrock, env)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    with BedrockStandIn() as bedrock, reachable_tmp("ak-disk-") as root:
+        env = confined_env(root, bedrock.url, AGENTKIT_TOOL_DISK_MB=str(DISK_MB))
+        (root / "ws" / "fill.py").write_text(FILL)
+        yield Scene(root, root / "state", root / "ws", bedrock, env)
 
 
 def start(scene: Scene, name: str) -> RuntimeServer:

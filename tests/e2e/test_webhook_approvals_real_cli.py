@@ -15,33 +15,29 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from harness.runtime_server import real_cli_job_server
-from harness.webhook_scene import ACTOR_HEADER
-from standins import BedrockStandIn, Reply, ToolUse
-from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from standins import Reply
+from tests.e2e.real_cli_scene import bash
+from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     JIRA_ACCOUNTS,
     adf_text,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
     jira_comment,
-    job_queues,
     pump_events,
     run_worker,
 )
 from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, gitlab_note, paused_job
-from tests.unit.webhook.support import CTX, call, reporter, sqs_event
+from tests.unit.webhook.support import call
+from webhook import reporter
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -51,41 +47,14 @@ pytestmark = [
 
 @pytest.fixture
 def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    root = Path(tempfile.mkdtemp(prefix="ak-approve-real-", dir="/tmp"))
-    root.chmod(0o755)
-    agent = root / "agent.json"
-    agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
-    queues = job_queues(moto_endpoint)
-    with BedrockStandIn() as bedrock:
-        runtime = real_cli_job_server(
-            root,
-            "vm",
-            bedrock_url=bedrock.url,
-            model=MODEL,
-            agent_file=agent,
-            events_queue=queues[3],
-            moto=moto_endpoint,
-            AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-            AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
-        )
-        try:
-            with fix_world(
-                moto=moto_endpoint,
-                queues=queues,
-                runtime=runtime,
-                files=FILES,
-                tmp=root,
-                monkeypatch=monkeypatch,
-            ) as world:
-                world.github.permissions.update(PERMISSIONS)
-                world.bedrock, world.root = bedrock, root
-                yield world
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
+    with real_cli_fix_world(
+        moto_endpoint,
+        monkeypatch,
+        prefix="ak-approve-real-",
+        AGENTKIT_APPROVALS=json.dumps({"bash_patterns": ["python3 -c *"]}),
+    ) as world:
+        world.github.permissions.update(PERMISSIONS)
+        yield world
 
 
 EDIT_COMMAND = "python3 -c " + shlex.quote(FIX)
@@ -154,7 +123,8 @@ def test_a_fix_waits_for_a_maintainers_approval_and_then_runs_exactly_the_approv
     [card] = tracker.comments(world)
     [approval_id] = set(re.findall(r"apv-[0-9a-f]{20}", card))
     assert "Bash" in card and "python3 -c *" in card and "a - b" in card
-    assert reporter.handler(sqs_event(paused), CTX) == {"batchItemFailures": []}  # delivered twice: once
+    # delivered twice: once
+    assert reporter.handler(sqs_event(paused), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(tracker.comments(world)) == 1 and not tracker.opened(world)
     assert json.loads(paused_job(world)["approval"]["S"])["input_hash"].startswith("sha256:")
 

@@ -23,7 +23,6 @@ import json
 import re
 import shlex
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,15 +32,13 @@ from typing import Any
 import pytest
 
 from harness.procmem import descendants
-from harness.runtime_server import RuntimeServer, real_cli_job_server
-from harness.webhook_scene import ACTOR_HEADER
-from standins import BedrockStandIn, Reply, ToolUse
-from tests.e2e.test_webhook_fix_real_cli import FILES, FIX, FIXED, MODEL, TEST_COMMAND, tool_results
+from harness.runtime_server import RuntimeServer
+from standins import Reply
+from tests.e2e.real_cli_scene import bash
+from tests.e2e.webhook_real_cli import FILES, FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
-    job_queues,
     pump_events,
     run_worker,
 )
@@ -62,44 +59,15 @@ NOTED = ("100644", b"# calc\n\nadd() adds.\n")
 
 @pytest.fixture
 def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    root = Path(tempfile.mkdtemp(prefix="ak-approve-vm-", dir="/tmp"))
-    root.chmod(0o755)
-    agent = root / "agent.json"
-    agent.write_text(json.dumps({"profile": "developer", "builtin_tools": ["Read", "Glob", "Grep", "Bash"]}))
-    queues = job_queues(moto_endpoint)
-    with BedrockStandIn() as bedrock:
-
-        def microvm(name: str) -> RuntimeServer:
-            return real_cli_job_server(
-                root,
-                name,
-                bedrock_url=bedrock.url,
-                model=MODEL,
-                agent_file=agent,
-                events_queue=queues[3],
-                moto=moto_endpoint,
-                AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-                AGENTKIT_APPROVALS=json.dumps(APPROVALS),
-            )
-
-        try:
-            with fix_world(
-                moto=moto_endpoint,
-                queues=queues,
-                runtime=microvm("vm-a"),
-                files=FILES,
-                tmp=root,
-                monkeypatch=monkeypatch,
-            ) as world:
-                world.github.permissions.update(PERMISSIONS)
-                world.bedrock, world.root, world.microvm = bedrock, root, microvm
-                yield world
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
+    with real_cli_fix_world(
+        moto_endpoint,
+        monkeypatch,
+        prefix="ak-approve-vm-",
+        vm="vm-a",
+        AGENTKIT_APPROVALS=json.dumps(APPROVALS),
+    ) as world:
+        world.github.permissions.update(PERMISSIONS)
+        yield world
 
 
 def result_of(world: SimpleNamespace) -> dict[str, Any]:

@@ -19,50 +19,33 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from harness.runtime_server import RuntimeServer
-from harness.webhook_scene import ACTOR_HEADER
-from standins import BedrockStandIn, Reply, ToolUse
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from standins import Reply
+from tests.e2e.real_cli_scene import DEVELOPER_AGENT, bash
+from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     TOKENS,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
     job_item,
-    job_queues,
     pump_events,
     run_worker,
 )
-from tests.unit.webhook.support import CTX, call, fixture, gitlab_event, reporter, sqs_event
+from tests.unit.webhook.support import call, fixture, gitlab_event
+from webhook import reporter
 
 pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
 ]
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-FILES = {
-    "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
-    "tests/__init__.py": ("100644", b""),
-    "tests/test_calc.py": (
-        "100644",
-        b"import unittest\n\nfrom src.calc import add\n\n\n"
-        b"class AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-    ),
-    "README.md": ("100644", b"# calc\n"),
-}
-FIXED = ("100644", b"def add(a, b):\n    return a + b\n")
-# The system interpreter: a root runtime runs its CLI as an unprivileged user, who may not reach a virtualenv
-# under /root; pytest is not installed there, unittest is.
-TEST_COMMAND = "python3 -m unittest discover -s tests -t ."
-FIX = "import pathlib; p = pathlib.Path('src/calc.py'); p.write_text(p.read_text().replace('a - b', 'a + b'))"
 ROOT = os.geteuid() == 0
 
 
@@ -91,65 +74,31 @@ def _lambdas_never_log_a_token(
     assert_lambdas_never_logged_a_token(capfd, caplog)
 
 
-@pytest.fixture
-def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    # Under /tmp and traversable (pytest's tmp dirs are private to their user): a root runtime runs its CLI as an
-    # unprivileged user in its own mount namespace, with the session's workspace bound over the configured one.
-    root = Path(tempfile.mkdtemp(prefix="ak-fix-real-", dir="/tmp"))
-    root.chmod(0o755)
+def agent_reading_outside(root: Path) -> dict[str, Any]:
+    """The developer agent, with ``root/outside`` made readable in the sandbox (a toolchain directory would be):
+    its commands see it, and only the sandbox's read-only mount can refuse them a write there."""
     outside = root / "outside"
     outside.mkdir()
     outside.chmod(0o777)  # only the sandbox can stop the agent's user writing here
-    agent = root / "agent.json"
-    # ``outside`` is made readable in the sandbox (a toolchain directory would be): its commands see it, and
-    # only the sandbox's read-only mount can refuse them a write there.
-    agent.write_text(
-        json.dumps(
-            {
-                "profile": "developer",
-                "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
-                "sandbox_read_paths": [str(outside)],
-            }
-        )
-    )
-    queues = job_queues(moto_endpoint)
-    with BedrockStandIn() as bedrock:
-        runtime = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_TURN_TIMEOUT": "120",
-                "AGENTKIT_ACTOR_HEADER": ACTOR_HEADER,
-                "AGENTKIT_JOB_EVENTS_QUEUE_URL": queues[3],
-                "AGENTKIT_JOB_PROGRESS_SECONDS": "0.2",
-                "AWS_ENDPOINT_URL_SQS": moto_endpoint,
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
-        )
-        assert "AGENTKIT_SANDBOX" not in runtime.env  # the runtime's own default decides
-        try:
-            with fix_world(
-                moto=moto_endpoint,
-                queues=queues,
-                runtime=runtime,
-                files=FILES,
-                tmp=root,
-                monkeypatch=monkeypatch,
-            ) as world:
-                world.bedrock, world.root, world.outside = bedrock, root, outside
-                yield world
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    return {**DEVELOPER_AGENT, "sandbox_read_paths": [str(outside)]}
+
+
+@pytest.fixture
+def world(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+    with real_cli_fix_world(
+        moto_endpoint, monkeypatch, prefix="ak-fix-real-", agent=agent_reading_outside
+    ) as world:
+        assert "AGENTKIT_SANDBOX" not in world.runtime.env  # the runtime's own default decides
+        world.outside = world.root / "outside"
+        yield world
+
+
+def state_dir(world: SimpleNamespace) -> Path:
+    """The runtime's state directory (on its microVM): the sessions' workspaces are under it."""
+    return Path(world.runtime.env["AGENTKIT_STATE_DIR"])
 
 
 def script_the_model(world: SimpleNamespace) -> None:
-    def bash(command: str, tool_id: str) -> ToolUse:
-        return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
-
     world.bedrock.enqueue(
         Reply.message(bash(TEST_COMMAND, "toolu_fix_red"), bash(probe(escapes(world)), "toolu_fix_where")),
         Reply.message(bash("python3 -c " + shlex.quote(FIX), "toolu_fix_edit")),
@@ -163,22 +112,12 @@ def escapes(world: SimpleNamespace) -> list[Path]:
     the usual temporary directories."""
     tag = world.root.name
     return [
-        world.root / "state" / "escaped",
+        state_dir(world) / "escaped",
         world.outside / "escaped",
         Path("/tmp") / f"{tag}-escaped",
         Path("/var/tmp") / f"{tag}-escaped",
         Path("/dev/shm") / f"{tag}-escaped",
     ]
-
-
-def tool_results(world: SimpleNamespace) -> dict[str, tuple[str, bool]]:
-    """Every tool result the CLI sent the model: ``{tool_use_id: (text, is_error)}``."""
-    out: dict[str, tuple[str, bool]] = {}
-    for tool_id, block in world.bedrock.tool_results().items():
-        content = block.get("content")
-        text = content if isinstance(content, str) else json.dumps(content)
-        out[tool_id] = (text, bool(block.get("is_error")))
-    return out
 
 
 def assert_the_test_failed_then_passed_in_the_sandbox(world: SimpleNamespace) -> None:
@@ -197,7 +136,7 @@ def assert_the_test_failed_then_passed_in_the_sandbox(world: SimpleNamespace) ->
     # Elsewhere the sandbox hides the host behind an empty tmpfs: whatever the command saw, nothing reached the host.
     assert sorted(where["wrote"]) == sorted(map(str, escapes(world)))
     assert not [path for path in escapes(world) if path.exists()]
-    state = world.root / "state"
+    state = state_dir(world)
     if ROOT:  # the CLI runs as the unprivileged user, at the configured workspace path with the session's bound over
         assert where["cwd"] == str(state / "workspace") and where["uid"] == 10001, where
         assert not (state / "workspace" / "src").exists()  # the host's configured workspace stays untouched
@@ -248,7 +187,8 @@ def test_github_comment_fixes_the_test_in_the_sandbox_and_opens_one_draft_pull_r
     assert comment["edits"] >= 1 and not comment["body"].startswith("Working on it")
     assert pull["html_url"] in comment["body"] and "cost $" in comment["body"]
     assert "Fixed add()" in comment["body"]
-    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}  # delivered twice: once
+    # delivered twice: once
+    assert reporter.handler(sqs_event(result), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(world.github.pulls) == 1
     item = job_item(world, "gh-")
     assert item["status"]["S"] == "done" and item["pr_url"]["S"] == pull["html_url"]

@@ -15,9 +15,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,59 +24,18 @@ import pytest
 from harness.archives import b64, tar_gz
 from harness.runtime_server import RuntimeServer, session_id
 from runtime.identity import claude_session_id
-from standins import BedrockStandIn, Reply, ToolUse
+from standins import BedrockStandIn, Reply
+from tests.e2e.real_cli_scene import DEVELOPER_AGENT, bash, python_read_paths, sandboxed_runtime
 
 pytestmark = pytest.mark.timeout(300)
-MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 @pytest.fixture(scope="module")
 def scene() -> Iterator[dict[str, Any]]:
-    # Under /tmp and traversable (pytest's tmp dirs are private to their user): a root runtime runs its CLI as an
-    # unprivileged user in its own mount namespace, with the session's workspace bound over the configured one.
-    root = Path(tempfile.mkdtemp(prefix="ak-ws-real-", dir="/tmp"))
-    root.chmod(0o755)
-    venv = Path(os.path.realpath(sys.prefix))
-    agent = root / "agent.json"
-    agent.write_text(
-        json.dumps(
-            {
-                "profile": "developer",
-                "builtin_tools": ["Read", "Glob", "Grep", "Bash"],
-                "sandbox_read_paths": sorted(
-                    {str(venv), os.path.realpath(sys.base_prefix)}
-                    | {
-                        os.path.realpath(p)
-                        for p in sys.path
-                        if p.endswith("site-packages") and os.path.isdir(p)
-                    }
-                ),
-            }
-        )
-    )
-    with BedrockStandIn() as bedrock:
-        server = RuntimeServer(
-            env={
-                "AGENTKIT_BEDROCK_ENDPOINT": bedrock.url,
-                "AGENTKIT_MODEL": MODEL,
-                "AGENTKIT_STATE_DIR": str(root / "state"),
-                "AGENTKIT_SESSION_STORE": f"sqlite:///{root / 'sessions.db'}",
-                "AGENTKIT_AGENT_FILE": str(agent),
-                "AGENTKIT_SANDBOX": "required",
-                "AGENTKIT_TURN_TIMEOUT": "200",
-                "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
-            },
-            log_path=root / "server.log",
-        ).start()
-        try:
-            yield {"root": root, "bedrock": bedrock, "server": server}
-        finally:
-            server.stop()
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def bash(command: str, tool_id: str) -> ToolUse:
-    return ToolUse("Bash", {"command": command, "description": "work"}, id=tool_id)
+    with sandboxed_runtime(
+        "ak-ws-real-", {**DEVELOPER_AGENT, "sandbox_read_paths": python_read_paths()}
+    ) as scene:
+        yield scene
 
 
 def test_real_cli_fixes_a_snapshot_and_ignores_its_agent_configuration(scene: dict[str, Any]) -> None:

@@ -3,16 +3,17 @@
 :func:`fix_world` stands up everything around a given runtime: a moto server's SQS queues (tasks, job events),
 DynamoDB table and the webhook's secrets, the AgentCore data-plane stand-in in front of the runtime (it checks
 SigV4), the GitHub and GitLab repository stand-ins holding ``files``, GitLab's members API, and the three Lambdas
-(receiver, worker, reporter) configured from the environment as in Lambda. The helpers drive it: one worker
-invocation per queued task, the reporter fed from the events queue, and the checks that no tracker token reached
-the runtime's side.
+(receiver, worker, reporter) configured from the environment as in Lambda. :func:`make_world` is that world around
+the runtime with the fake CLI (the functional tests' scene: ``harness.runtime_server.EDITING_AGENT``, the repository
+:data:`FILES`, the scripted :data:`EDIT` that fixes it). The helpers drive it: one worker invocation per queued task,
+the reporter fed from the events queue, and the checks that no tracker token reached the runtime's side.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,9 +24,11 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from harness.agentcore_dataplane import AgentCoreDataPlane
 from harness.github_repo_api import GitHubRepoApi
 from harness.gitlab_repo_api import GitLabRepoApi
-from harness.runtime_server import RuntimeServer
+from harness.runtime_server import EDITING_AGENT, RuntimeServer, fake_cli_server
 from harness.tracker_apis import GitLabApi, JiraApi
 from harness.webhook_scene import (
+    ACTOR_HEADER,
+    LAMBDA_CONTEXT,
     aws_clients,
     create_job_resources,
     deliver_events,
@@ -33,7 +36,6 @@ from harness.webhook_scene import (
     lambda_environment,
 )
 from tests.unit.webhook.support import (
-    CTX,
     GITHUB_REPOSITORY_ID,
     GITLAB_MEMBERS,
     GITLAB_SECRET,
@@ -46,12 +48,9 @@ from tests.unit.webhook.support import (
     fresh_jira,
     github_event,
     jira_event,
-    receiver,
-    reporter,
     tracker_env,
-    wiring,
-    worker,
 )
+from webhook import receiver, reporter, wiring, worker
 from webhook.settings import ENV
 from webhook.trackers import jira_auth_header
 
@@ -89,6 +88,18 @@ JIRA_MAPPING = {
         "fix_group": JIRA_FIX_GROUP,
     }
 }
+
+#: The repository the fake-CLI scene serves, its scripted fix (a fake-CLI directive in the prompt) and the result.
+FILES = {
+    "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
+    "tests/test_calc.py": (
+        "100644",
+        b"from src.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    ),
+    "README.md": ("100644", b"# calc\n"),
+}
+EDIT = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_string": "a + b"}]'
+FIXED = ("100644", b"def add(a, b):\n    return a + b\n")
 
 
 def job_queues(moto: str) -> tuple[SimpleNamespace, str, str, str]:
@@ -173,16 +184,41 @@ def fix_world(
             reporter.configure(None)
 
 
+def make_world(
+    tmp_path: Path,
+    moto_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    approvals: Mapping[str, Any] | None = None,
+) -> AbstractContextManager[SimpleNamespace]:
+    """:func:`fix_world` around the runtime with the fake CLI and ``EDITING_AGENT``, serving :data:`FILES`, its
+    job events on new queues (the moto server lives for the whole session); ``approvals``: its
+    ``AGENTKIT_APPROVALS``."""
+    queues = job_queues(moto_server)
+    (tmp_path / "agent.json").write_text(json.dumps(EDITING_AGENT))
+    runtime = fake_cli_server(
+        tmp_path,
+        AGENTKIT_AGENT_FILE=str(tmp_path / "agent.json"),
+        AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
+        AGENTKIT_JOB_EVENTS_QUEUE_URL=queues[3],
+        AGENTKIT_JOB_PROGRESS_SECONDS="0.2",
+        AWS_ENDPOINT_URL_SQS=moto_server,
+        **({} if approvals is None else {"AGENTKIT_APPROVALS": json.dumps(approvals)}),
+    )
+    return fix_world(
+        moto=moto_server, queues=queues, runtime=runtime, files=FILES, tmp=tmp_path, monkeypatch=monkeypatch
+    )
+
+
 def run_worker(world: SimpleNamespace) -> None:
     """One worker invocation per queued task (as Lambda with batch size 1); every record must succeed."""
-    deliver_tasks(world.aws.sqs, world.tasks, worker.handler, CTX)
+    deliver_tasks(world.aws.sqs, world.tasks, worker.handler, LAMBDA_CONTEXT)
 
 
 def pump_events(world: SimpleNamespace, *, until: str, timeout: float = 30.0) -> list[tuple[str, str]]:
     """Feed the events queue to the reporter (one record per invocation, deleted once handled, as Lambda does)
     until an event of kind ``until`` was handled. Returns the ``(kind, body)`` of each, in order."""
     return deliver_events(
-        world.aws.sqs, world.events, reporter.handler, until=until, timeout=timeout, context=CTX
+        world.aws.sqs, world.events, reporter.handler, until=until, timeout=timeout, context=LAMBDA_CONTEXT
     )
 
 

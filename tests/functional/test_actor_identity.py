@@ -19,9 +19,9 @@ from botocore.exceptions import ClientError
 
 from harness.agentcore_dataplane import WORKLOAD_TOKEN, AgentCoreDataPlane
 from harness.runtime_server import RuntimeServer, fake_cli_server, session_id
+from harness.webhook_scene import RUNTIME_ARN, agentcore_client
 from runtime.identity import claude_session_id
-from tests.unit.webhook.support import RUNTIME_ARN, agentcore_client
-from tests.unit.webhook.support import invoker as webhook_invoker
+from webhook import invoker as webhook_invoker
 
 pytestmark = pytest.mark.timeout(120)
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"

@@ -17,17 +17,10 @@ from typing import Any
 import pytest
 
 from harness.archives import Entry, b64, tar_gz
-from harness.runtime_server import fake_cli_server, session_id
+from harness.runtime_server import EDITING_AGENT, fake_cli_server, session_id
 
 pytestmark = pytest.mark.timeout(120)
 
-#: Write and Edit on (the default definition is read-only), as a customised agent definition can do.
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 SNAPSHOT = [
     Entry("infra/main.tf", b'region = "a"\n'),
     Entry("src/app.py", b"x = 1\n"),
@@ -45,7 +38,7 @@ def result(reply: Any) -> dict[str, Any]:
 
 
 def test_a_change_under_a_path_rule_that_no_approved_call_made_stays_out_of_the_patch(tmp_path: Path) -> None:
-    (tmp_path / "agent.json").write_text(json.dumps(AGENT))
+    (tmp_path / "agent.json").write_text(json.dumps(EDITING_AGENT))
     env = {
         "AGENTKIT_AGENT_FILE": str(tmp_path / "agent.json"),
         "AGENTKIT_SANDBOX": "off",

@@ -21,6 +21,7 @@ import pytest
 from harness.archives import tar_gz
 from harness.flaky_proxy import FlakyProxy
 from harness.runtime_server import (
+    EDITING_AGENT,
     SESSION_HEADER,
     RuntimeServer,
     fake_cli_server,
@@ -31,12 +32,6 @@ from harness.runtime_server import (
 
 pytestmark = pytest.mark.timeout(120)
 
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 BUCKET = "kit-jobs"
 CONTEXT = {"tracker": "github", "issue": 7, "comment_id": 123456}
 
@@ -60,7 +55,7 @@ def queue(aws: dict[str, Any]) -> str:
 
 
 def job_server(tmp: Path, queue_url: str, endpoint: str, **env: str) -> RuntimeServer:
-    (tmp / "agent.json").write_text(json.dumps(AGENT))
+    (tmp / "agent.json").write_text(json.dumps(EDITING_AGENT))
     return fake_cli_server(
         tmp,
         AGENTKIT_AGENT_FILE=str(tmp / "agent.json"),

@@ -10,14 +10,11 @@ spool; AWS credentials come from a container-credentials endpoint on loopback th
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,54 +23,17 @@ import boto3
 import pytest
 
 from harness.cli import write_fake_cli
+from harness.container_credentials import ContainerCredentials
 from harness.runtime_server import ROOT, RuntimeServer, free_port, session_id
 from tests.functional.conftest import create_memory
 
 pytestmark = pytest.mark.timeout(120)
 
 
-class CredentialEndpoint:
-    """The container credentials endpoint botocore reads (``AWS_CONTAINER_CREDENTIALS_FULL_URI``), counting calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-        endpoint = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                endpoint.calls.append(time.time())
-                expires = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
-                body = json.dumps(
-                    {
-                        "AccessKeyId": f"ASIA{len(endpoint.calls):016d}",
-                        "SecretAccessKey": "restored-secret",
-                        "Token": "restored-token",
-                        "Expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/creds"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def credentials() -> Iterator[CredentialEndpoint]:
-    endpoint = CredentialEndpoint()
-    yield endpoint
-    endpoint.close()
+def credentials() -> Iterator[ContainerCredentials]:
+    with ContainerCredentials() as endpoint:
+        yield endpoint
 
 
 def _seed_transcript(moto_server: str, memory_id: str, workspace: Path, claude_session: str) -> None:
@@ -107,7 +67,7 @@ def _fake_log(path: Path) -> list[dict]:
 
 
 def test_two_restores_of_one_initialised_runtime_share_no_per_session_value(
-    tmp_path: Path, moto_server: str, credentials: CredentialEndpoint
+    tmp_path: Path, moto_server: str, credentials: ContainerCredentials
 ) -> None:
     from runtime.identity import claude_session_id
 
@@ -131,7 +91,7 @@ def test_two_restores_of_one_initialised_runtime_share_no_per_session_value(
             "AGENTKIT_STORE_WRITE_BEHIND": "1",  # every write journaled: the journal's name is observable
             "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": moto_server,
             "AWS_REGION": "us-east-1",
-            "AWS_CONTAINER_CREDENTIALS_FULL_URI": credentials.url,
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI": credentials.full_uri,
             "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
             "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
             "AWS_EC2_METADATA_DISABLED": "true",

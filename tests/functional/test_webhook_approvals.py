@@ -21,28 +21,19 @@ from typing import Any
 
 import pytest
 
-from harness.runtime_server import fake_cli_server
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import LAMBDA_CONTEXT as CTX
+from harness.webhook_scene import sqs_event
 from tests.functional.fix_flow import (
+    EDIT,
+    FIXED,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
-    job_queues,
+    make_world,
     pump_events,
     run_worker,
 )
-from tests.functional.test_webhook_fix import AGENT, EDIT, FILES, FIXED
-from tests.unit.webhook.support import (
-    CTX,
-    call,
-    fixture,
-    github_event,
-    gitlab_event,
-    reporter,
-    sqs_event,
-    worker,
-)
-from webhook import sweeper
+from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
+from webhook import reporter, sweeper, worker
 from webhook.settings import ENV
 
 pytestmark = [
@@ -50,25 +41,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
 ]
 APPROVAL = re.compile(r"apv-[0-9a-f]{20}")
-
-
-def make_world(
-    tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch, approvals: dict[str, Any]
-) -> Any:
-    queues = job_queues(moto_server)
-    (tmp_path / "agent.json").write_text(json.dumps(AGENT))
-    runtime = fake_cli_server(
-        tmp_path,
-        AGENTKIT_AGENT_FILE=str(tmp_path / "agent.json"),
-        AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-        AGENTKIT_JOB_EVENTS_QUEUE_URL=queues[3],
-        AGENTKIT_JOB_PROGRESS_SECONDS="0.2",
-        AGENTKIT_APPROVALS=json.dumps(approvals),
-        AWS_ENDPOINT_URL_SQS=moto_server,
-    )
-    return fix_world(
-        moto=moto_server, queues=queues, runtime=runtime, files=FILES, tmp=tmp_path, monkeypatch=monkeypatch
-    )
 
 
 #: What GitHub answers for each commenter's permission on octo/kit (the worker asks it before an answer counts).

@@ -23,18 +23,22 @@ from typing import Any
 import pytest
 
 from harness.adf_check import adf_errors
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.functional.fix_flow import (
+    EDIT,
+    FIXED,
     JIRA_ACCOUNTS,
     adf_text,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
     jira_comment,
+    make_world,
     pump_events,
     run_worker,
 )
-from tests.functional.test_webhook_approvals import items, make_world, paused_job, pump_result
-from tests.functional.test_webhook_fix import EDIT, FIXED
-from tests.unit.webhook.support import CTX, call, reporter, sqs_event
+from tests.functional.test_webhook_approvals import items, paused_job, pump_result
+from tests.unit.webhook.support import call
+from webhook import reporter
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -102,7 +106,7 @@ def pause(world: SimpleNamespace) -> tuple[str, dict[str, Any]]:
     [approval_id] = set(APPROVAL.findall(adf_text(card["body"])))
     edits = card.get("edits", 0)
     # SQS delivering the paused result again edits nothing and posts nothing.
-    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}
+    assert reporter.handler(sqs_event(result), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert card.get("edits", 0) == edits and len(world.jira.replies) == 1
     return approval_id, card
 

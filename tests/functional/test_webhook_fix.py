@@ -26,49 +26,26 @@ from typing import Any
 
 import pytest
 
-from harness.runtime_server import fake_cli_server
-from harness.webhook_scene import ACTOR_HEADER
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.functional.fix_flow import (
+    EDIT,
+    FILES,
+    FIXED,
     assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
-    fix_world,
     github_comment,
     job_item,
-    job_queues,
+    make_world,
     pump_events,
     run_worker,
 )
-from tests.unit.webhook.support import (
-    CTX,
-    call,
-    fixture,
-    github_event,
-    gitlab_event,
-    reporter,
-    sqs_event,
-    worker,
-)
+from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
+from webhook import reporter, worker
 
 pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
 ]
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
-FILES = {
-    "src/calc.py": ("100644", b"def add(a, b):\n    return a - b\n"),
-    "tests/test_calc.py": (
-        "100644",
-        b"from src.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
-    ),
-    "README.md": ("100644", b"# calc\n"),
-}
-EDIT = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_string": "a + b"}]'
-FIXED = ("100644", b"def add(a, b):\n    return a + b\n")
 
 
 @pytest.fixture(autouse=True)
@@ -81,19 +58,7 @@ def _lambdas_never_log_a_token(
 
 @pytest.fixture
 def world(tmp_path: Path, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    queues = job_queues(moto_server)  # new ones per test: the moto server lives for the whole session
-    (tmp_path / "agent.json").write_text(json.dumps(AGENT))
-    runtime = fake_cli_server(
-        tmp_path,
-        AGENTKIT_AGENT_FILE=str(tmp_path / "agent.json"),
-        AGENTKIT_ACTOR_HEADER=ACTOR_HEADER,
-        AGENTKIT_JOB_EVENTS_QUEUE_URL=queues[3],
-        AGENTKIT_JOB_PROGRESS_SECONDS="0.2",
-        AWS_ENDPOINT_URL_SQS=moto_server,
-    )
-    with fix_world(
-        moto=moto_server, queues=queues, runtime=runtime, files=FILES, tmp=tmp_path, monkeypatch=monkeypatch
-    ) as world:
+    with make_world(tmp_path, moto_server, monkeypatch) as world:
         yield world
 
 
@@ -120,7 +85,7 @@ def test_github_comment_becomes_one_draft_pull_request_with_exactly_the_change(
     [reported] = world.github.comments.values()
     edits = reported["edits"]
     # SQS delivers the result again (at least once): nothing more happens.
-    assert reporter.handler(sqs_event(result), CTX) == {"batchItemFailures": []}
+    assert reporter.handler(sqs_event(result), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [pull] = world.github.pulls
     assert pull["draft"] is True and pull["base"]["ref"] == "main"
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
@@ -171,7 +136,7 @@ def test_stop_mid_run_opens_nothing_and_a_second_stop_answers_once(world: Simple
     out = world.aws.sqs.receive_message(QueueUrl=world.tasks)
     [msg] = out["Messages"]
     for _ in range(2):
-        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     nothing = [c for c in world.github.comments.values() if c["body"].startswith("Nothing to stop")]
     assert len(nothing) == 1 and len(world.plane.stops) == 1
     assert_no_token_reached_the_runtime(world)
@@ -200,9 +165,12 @@ def test_a_worker_that_died_after_the_runtime_accepted_is_taken_over_without_a_s
     event, raw = github_comment(f"/agent fix the add function {EDIT} [slow:1500]", 301)
     assert call(event)[0] == 202
     [msg] = world.aws.sqs.receive_message(QueueUrl=world.tasks)["Messages"]
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert job_item(world, "gh-")["status"]["S"] == "running"  # what the dead worker left
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}  # SQS's redelivery
+    # SQS's redelivery
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     first, again = world.plane.calls
     assert first["status"] == again["status"] == 202
     assert json.loads(again["body"])["job"] == json.loads(first["body"])["job"]

@@ -23,26 +23,20 @@ from harness.agentcore_dataplane import AgentCoreDataPlane
 from harness.cli import write_fake_cli
 from harness.runtime_server import RuntimeServer
 from harness.tracker_apis import GitLabApi, JiraApi
+from harness.webhook_scene import LAMBDA_CONTEXT, REGION, RUNTIME_ARN, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     GITLAB_MEMBERS,
     GITLAB_TOKEN,
     JIRA_TOKEN,
-    REGION,
-    RUNTIME_ARN,
     call,
     create_webhook_resources,
     fixture,
     fresh_jira,
     gitlab_event,
-    invoker,
     jira_event,
-    receiver,
-    sqs_event,
     tracker_env,
-    trackers,
-    worker,
 )
+from webhook import invoker, receiver, trackers, worker
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -114,7 +108,7 @@ def _world(
 def run_queued(world: SimpleNamespace) -> None:
     out = world.sqs.receive_message(QueueUrl=world.queue_url, MaxNumberOfMessages=10)
     for msg in out.get("Messages", []):
-        assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
 
 
 def test_signed_gitlab_note_is_answered_by_the_runtime(world: SimpleNamespace) -> None:

@@ -14,18 +14,11 @@ from typing import Any
 import pytest
 
 from harness.archives import Entry, b64, tar_gz
-from harness.runtime_server import RuntimeServer, fake_cli_server, read_log, session_id
+from harness.runtime_server import EDITING_AGENT, RuntimeServer, fake_cli_server, read_log, session_id
 from runtime.identity import claude_session_id
 
 pytestmark = pytest.mark.timeout(120)
 
-#: Write and Edit on (the default definition is read-only), as a customised agent definition can do.
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 ORIGINAL = {
     "README.md": b"# calc\n",
     "src/calc.py": b"def add(a, b):\n    return a - b\n",
@@ -40,7 +33,7 @@ FIX = (
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("workspace")
-    (tmp / "agent.json").write_text(json.dumps(AGENT))
+    (tmp / "agent.json").write_text(json.dumps(EDITING_AGENT))
     srv = fake_cli_server(
         tmp,
         AGENTKIT_AGENT_FILE=str(tmp / "agent.json"),

@@ -15,18 +15,19 @@ from typing import Any
 import pytest
 
 from harness.archives import b64, tar_gz
-from harness.runtime_server import SESSION_HEADER, RuntimeServer, fake_cli_server, read_log, session_id
+from harness.runtime_server import (
+    EDITING_AGENT,
+    SESSION_HEADER,
+    RuntimeServer,
+    fake_cli_server,
+    read_log,
+    session_id,
+)
 from runtime.identity import claude_session_id
 
 pytestmark = pytest.mark.timeout(120)
 
 RETENTION_S = 4.0
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 ORIGINAL = {"src/calc.py": b"def add(a, b):\n    return a - b\n"}
 FIX = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_string": "a + b"}]'
 
@@ -34,7 +35,7 @@ FIX = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_strin
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("retention")
-    (tmp / "agent.json").write_text(json.dumps(AGENT))
+    (tmp / "agent.json").write_text(json.dumps(EDITING_AGENT))
     srv = fake_cli_server(
         tmp,
         AGENTKIT_AGENT_FILE=str(tmp / "agent.json"),

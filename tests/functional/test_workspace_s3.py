@@ -13,17 +13,11 @@ import boto3
 import pytest
 
 from harness.archives import tar_gz
-from harness.runtime_server import RuntimeServer, fake_cli_server, session_id
+from harness.runtime_server import EDITING_AGENT, RuntimeServer, fake_cli_server, session_id
 
 pytestmark = pytest.mark.timeout(120)
 
 BUCKET = "kit-workspaces"
-AGENT = {
-    "builtin_tools": ["Read", "Glob", "Grep", "Bash", "Write", "Edit"],
-    "allowed_tools": ["Read", "Glob", "Grep", "Write", "Edit"],
-    "disallowed_tools": ["WebFetch", "WebSearch"],
-    "include_sample_tools": False,
-}
 FILES = {"src/calc.py": b"def add(a, b):\n    return a - b\n"}
 FIX = '[tool:Edit {"file_path": "src/calc.py", "old_string": "a - b", "new_string": "a + b"}]'
 
@@ -44,7 +38,7 @@ def s3(moto_server: str) -> Any:
 @pytest.fixture(scope="module")
 def server(moto_server: str, s3: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeServer]:
     tmp = tmp_path_factory.mktemp("workspace-s3")
-    (tmp / "agent.json").write_text(json.dumps(AGENT))
+    (tmp / "agent.json").write_text(json.dumps(EDITING_AGENT))
     srv = fake_cli_server(
         tmp,
         AGENTKIT_AGENT_FILE=str(tmp / "agent.json"),

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.cli_user import reachable_tmp
 from runtime.guard.cli_reach import reachable_by_others, reachable_cli
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a root runtime runs its CLI as another user")
@@ -20,10 +20,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a root runtime r
 @pytest.fixture
 def world() -> Iterator[Path]:
     """A directory everyone may enter (pytest's own tmp_path is under a 0700 directory)."""
-    root = Path(tempfile.mkdtemp(prefix="ak-reach-", dir="/tmp"))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with reachable_tmp("ak-reach-") as root:
+        yield root
 
 
 def _make_cli(directory: Path) -> Path:

@@ -4,24 +4,20 @@ cannot reach the CLI or a test workspace is told so once, with the fix."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.cli_user import cli_user_problem
+from harness.cli_user import cli_user_problem, reachable_tmp
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a root run drops its CLI to another user")
 
 
 @pytest.fixture
 def world() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="ak-cli-user-", dir="/tmp"))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with reachable_tmp("ak-cli-user-") as root:
+        yield root
 
 
 def _cli(directory: Path) -> Path:

@@ -5,36 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from runtime.http.loop_bridge import LoopStream, start_on
 
 
-@pytest.fixture
-def worker() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield loop
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    loop.close()
-
-
-def test_an_answer_comes_back_as_it_is_and_runs_on_the_other_loop(worker: asyncio.AbstractEventLoop) -> None:
+def test_an_answer_comes_back_as_it_is_and_runs_on_the_other_loop(
+    worker_loop: asyncio.AbstractEventLoop,
+) -> None:
     async def answer() -> tuple[str, asyncio.AbstractEventLoop]:
         return "done", asyncio.get_running_loop()
 
     async def main() -> None:
-        value, ran_on = await start_on(worker, answer)
-        assert value == "done" and ran_on is worker
+        value, ran_on = await start_on(worker_loop, answer)
+        assert value == "done" and ran_on is worker_loop
 
     asyncio.run(main())
 
 
-def test_a_stream_delivers_every_item_in_order_then_ends(worker: asyncio.AbstractEventLoop) -> None:
+def test_a_stream_delivers_every_item_in_order_then_ends(worker_loop: asyncio.AbstractEventLoop) -> None:
     seen_on: list[asyncio.AbstractEventLoop] = []
 
     async def items() -> AsyncIterator[int]:
@@ -46,15 +37,15 @@ def test_a_stream_delivers_every_item_in_order_then_ends(worker: asyncio.Abstrac
         return items()
 
     async def main() -> list[int]:
-        stream = await start_on(worker, start)
+        stream = await start_on(worker_loop, start)
         assert isinstance(stream, LoopStream)
         return [i async for i in stream]
 
     assert asyncio.run(main()) == list(range(50))
-    assert set(seen_on) == {worker}
+    assert set(seen_on) == {worker_loop}
 
 
-def test_errors_before_and_during_the_stream_reach_the_reader(worker: asyncio.AbstractEventLoop) -> None:
+def test_errors_before_and_during_the_stream_reach_the_reader(worker_loop: asyncio.AbstractEventLoop) -> None:
     async def refuse() -> AsyncIterator[int]:
         raise LookupError("no such session")
 
@@ -67,8 +58,8 @@ def test_errors_before_and_during_the_stream_reach_the_reader(worker: asyncio.Ab
 
     async def main() -> list[int]:
         with pytest.raises(LookupError, match="no such session"):
-            await start_on(worker, refuse)
-        stream = await start_on(worker, start)
+            await start_on(worker_loop, refuse)
+        stream = await start_on(worker_loop, start)
         assert isinstance(stream, LoopStream)
         got = []
         with pytest.raises(RuntimeError, match="the source broke"):
@@ -79,7 +70,7 @@ def test_errors_before_and_during_the_stream_reach_the_reader(worker: asyncio.Ab
     assert asyncio.run(main()) == [1]
 
 
-def test_cancel_stops_the_producer_and_closes_its_source(worker: asyncio.AbstractEventLoop) -> None:
+def test_cancel_stops_the_producer_and_closes_its_source(worker_loop: asyncio.AbstractEventLoop) -> None:
     closed = threading.Event()
 
     async def endless() -> AsyncIterator[int]:
@@ -96,7 +87,7 @@ def test_cancel_stops_the_producer_and_closes_its_source(worker: asyncio.Abstrac
         return endless()
 
     async def main() -> None:
-        stream = await start_on(worker, start)
+        stream = await start_on(worker_loop, start)
         assert isinstance(stream, LoopStream)
         assert await anext(stream) == 0
         stream.cancel()

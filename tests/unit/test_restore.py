@@ -4,17 +4,14 @@ tests/functional/test_snapshot_restore.py."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import http.server
-import json
 import random
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.container_credentials import ContainerCredentials
 from runtime import aws
 from runtime.process import restore
 
@@ -71,65 +68,32 @@ def test_check_refreshes_once_and_runs_hooks_in_order_past_a_failing_one() -> No
     assert restore.instance_id() != before
 
 
-class CredentialEndpoint:
-    def __init__(self) -> None:
-        self.calls = 0
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.calls += 1
-                body = json.dumps(
-                    {
-                        "AccessKeyId": f"ASIAFETCH{outer.calls:011d}",
-                        "SecretAccessKey": "s",
-                        "Token": "t",
-                        "Expiration": (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).strftime(
-                            "%Y-%m-%dT%H:%M:%SZ"
-                        ),
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/creds"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def container_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[CredentialEndpoint]:
-    endpoint = CredentialEndpoint()
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", endpoint.url)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    yield endpoint
-    endpoint.server.shutdown()
-    endpoint.server.server_close()
+def container_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ContainerCredentials]:
+    with ContainerCredentials() as endpoint:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", endpoint.full_uri)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        yield endpoint
 
 
 def test_aws_clients_resolve_credentials_on_first_use_and_again_after_a_refresh(
-    container_credentials: CredentialEndpoint,
+    container_credentials: ContainerCredentials,
 ) -> None:
     aws.warm()  # start-up work: service models only
     client = aws.agentcore_client("us-east-1")
     session = aws.session("us-east-1")
-    assert container_credentials.calls == 0  # nothing resolved before the snapshot
+    assert len(container_credentials.calls) == 0  # nothing resolved before the snapshot
     first = client._request_signer._credentials.access_key
     signing = session.get_credentials().access_key
-    assert container_credentials.calls == 2
+    assert len(container_credentials.calls) == 2
     restore.refresh()
     assert client._request_signer._credentials.access_key not in (first, signing)
     assert session.get_credentials().access_key != signing
-    assert container_credentials.calls == 4
+    assert len(container_credentials.calls) == 4
     assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": aws.MAX_ATTEMPTS}
 
 

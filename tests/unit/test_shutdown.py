@@ -5,23 +5,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from runtime.process.shutdown import EarlyClose
-
-
-@pytest.fixture
-def worker_loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield loop
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    loop.close()
 
 
 def test_the_close_runs_once_on_the_owning_loop(worker_loop: asyncio.AbstractEventLoop) -> None:

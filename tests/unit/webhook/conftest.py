@@ -19,13 +19,12 @@ from moto import mock_aws
 
 from harness.loopback import send_reply
 from harness.tracker_apis import GitLabApi, JiraApi
+from harness.webhook_scene import REGION, RUNTIME_ARN
 from tests.unit.webhook.support import (
     GITLAB_MEMBERS,
     GITLAB_TOKEN,
     JIRA_TOKEN,
-    REGION,
     RESULT,
-    RUNTIME_ARN,
     SECRET_NAMES,
     configure_receiver,
     create_webhook_resources,

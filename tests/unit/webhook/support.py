@@ -1,4 +1,6 @@
-"""Shared helpers for the webhook tests: signing, Function URL events, SQS events, fixtures on disk."""
+"""Shared helpers for the webhook tests: the trackers' secrets and settings, their deliveries as Function URL
+events, fixtures on disk, the worker's dependencies. What every webhook scene shares (signing, the Lambda
+context, SQS events, AWS clients) is in :mod:`harness.webhook_scene`."""
 
 from __future__ import annotations
 
@@ -12,16 +14,24 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from webhook import invoker, prompts, receiver, replies, reporter, settings, trackers, wiring, worker
+from harness.webhook_scene import (
+    LAMBDA_CONTEXT,
+    RUNTIME_ARN,
+    agentcore_client,
+    function_url_event,
+    github_now,
+    sign,
+)
+from webhook import prompts, receiver, replies, settings, trackers, wiring, worker
+from webhook.fix.jobs import FixJob, JobStore
 from webhook.settings import ENV
+from webhook.trackers.base import IssueTracker, ReplyRef
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhook"
-REGION = "us-east-1"
 SECRET = "s3cr3t-webhook"
 TOKEN = "ghp_test_token"
 GITLAB_SECRET = "gl-webhook-token-123"
@@ -30,15 +40,6 @@ JIRA_SECRET = "jira-webhook-secret-456"
 JIRA_TOKEN = json.dumps({"email": "bot@example.com", "api_token": "atl-token"})
 JIRA_SITE = "https://example.atlassian.net"
 JIRA_BOT = "5b10a2844c20165700ede21g"
-RUNTIME_ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_rt-AbCdEf1234"
-CTX = SimpleNamespace(
-    function_name="receiver",
-    function_version="$LATEST",
-    memory_limit_in_mb=256,
-    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:receiver",
-    aws_request_id="req-1",
-    get_remaining_time_in_millis=lambda: 30_000,
-)
 RESULT = {
     "session_id": "x",
     "claude_session_id": "y",
@@ -61,21 +62,6 @@ def fixture(tracker: str, name: str) -> dict[str, Any]:
             if part in payload:
                 payload[part]["updated_at"] = github_now()
     return payload
-
-
-def github_now(offset_seconds: float = 0) -> str:
-    """An ISO-8601 UTC timestamp as GitHub writes them (``2026-11-25T10:00:00Z``)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset_seconds))
-
-
-def sign(body: bytes, secret: str = SECRET) -> str:
-    """GitHub's ``X-Hub-Signature-256`` value."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def jira_sign(body: bytes, secret: str = JIRA_SECRET) -> str:
-    """Jira Cloud's ``X-Hub-Signature`` value (admin webhook with a secret)."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def standard_webhook_headers(
@@ -105,33 +91,10 @@ def url_event(
     b64: bool = False,
     method: str = "POST",
 ) -> dict[str, Any]:
-    """A Lambda Function URL event (payload format 2.0)."""
+    """A Function URL event (:func:`harness.webhook_scene.function_url_event`) with a content type and a user
+    agent; the body as text unless ``b64``."""
     all_headers = {"content-type": content_type, "user-agent": "test-agent", **(headers or {})}
-    return {
-        "version": "2.0",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": all_headers,
-        "requestContext": {
-            "accountId": "anonymous",
-            "apiId": "abc",
-            "domainName": "abc.lambda-url.us-east-1.on.aws",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "192.0.2.1",
-                "userAgent": "x",
-            },
-            "requestId": "r",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "01/Jan/2026:00:00:00 +0000",
-            "timeEpoch": 0,
-        },
-        "body": base64.b64encode(body).decode() if b64 else body.decode("utf-8", errors="replace"),
-        "isBase64Encoded": b64,
-    }
+    return function_url_event(body, headers=all_headers, path=path, method=method, b64=b64)
 
 
 def github_event(
@@ -149,7 +112,7 @@ def github_event(
     if delivery is not None:
         headers["x-github-delivery"] = delivery
     if signature == "auto":
-        headers["x-hub-signature-256"] = sign(body)
+        headers["x-hub-signature-256"] = sign(body, SECRET)
     elif signature is not None:
         headers["x-hub-signature-256"] = signature
     return url_event(body, headers=headers, path=path, **kwargs)
@@ -171,34 +134,15 @@ def jira_event(
 ) -> dict[str, Any]:
     hdrs = {"x-atlassian-webhook-identifier": "jira-d-1", **headers}
     if signature == "auto":
-        hdrs["x-hub-signature"] = jira_sign(body)
+        hdrs["x-hub-signature"] = sign(body, JIRA_SECRET)
     elif signature is not None:
         hdrs["x-hub-signature"] = signature
     return url_event(body, headers=hdrs, path="/jira", content_type=content_type)
 
 
 def call(event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    out = receiver.handler(event, CTX)
+    out = receiver.handler(event, LAMBDA_CONTEXT)
     return out["statusCode"], json.loads(out["body"])
-
-
-def sqs_event(*bodies: str) -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": f"m-{i}",
-                "receiptHandle": f"rh-{i}",
-                "body": body,
-                "attributes": {"ApproximateReceiveCount": "1"},
-                "messageAttributes": {},
-                "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:tasks",
-                "awsRegion": REGION,
-            }
-            for i, body in enumerate(bodies)
-        ]
-    }
 
 
 def task_json(
@@ -232,6 +176,48 @@ def task_json(
         idempotency_key=key,
         html_url="https://gitlab.example.com/g/p/-/issues/7" if tracker == "gitlab" else "",
     ).model_dump_json()
+
+
+def fix_job(**update: Any) -> FixJob:
+    """A fix job for GitHub issue #7 of octo/kit (the fixtures' repository), its change proposed on that repository
+    from ``main``; ``update`` replaces fields."""
+    doc = FixJob(
+        tracker="github",
+        repository="octo/kit",
+        scope_id=str(GITHUB_REPOSITORY_ID),
+        issue_number=7,
+        issue_id="7",
+        issue_ref="#7",
+        title="add is wrong",
+        session_id="gh-" + "e" * 64,
+        target_tracker="github",
+        target_repository="octo/kit",
+        base_branch="main",
+        base_sha="0" * 40,
+        pr_base="main",
+    )
+    return doc.model_copy(update=update)
+
+
+def start_fix_job(jobs: JobStore, tracker: IssueTracker, key: str, doc: FixJob) -> tuple[FixJob, ReplyRef]:
+    """Record ``doc`` under ``key`` as the worker leaves a job it started: its progress comment posted on the issue
+    through ``tracker`` (the comment's id kept in the job), the job claimed and started. Returns the job as recorded
+    and the comment."""
+    task = trackers.AgentTask.model_validate(
+        {
+            **doc.model_dump(include={"tracker", "repository", "scope_id", "issue_number", "issue_id"}),
+            "title": "",
+            "author": "x",
+            "delivery_id": key[:8],
+            "event": "e",
+        }
+    )
+    progress = tracker.post_reply(task, "Working on it…")
+    doc = doc.model_copy(update={"comment_id": str(progress.id)})
+    assert jobs.claim(key)
+    claim = jobs.get(key)
+    assert claim is not None and jobs.started(key, doc, claimed_at=claim.stored_at)
+    return doc, progress
 
 
 def emf_lines(text: str) -> list[dict[str, Any]]:
@@ -318,17 +304,6 @@ def idempotency_items(aws: SimpleNamespace) -> int:
 
 
 # --------------------------------------------------------------------------- worker helpers
-def agentcore_client(endpoint: str | None = None, *, config: Any = None) -> Any:
-    return boto3.client(
-        "bedrock-agentcore",
-        region_name=REGION,
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=config,
-    )
-
-
 def worker_client(endpoint: str, *, read_timeout: float = 30) -> Any:
     """A client built exactly as the worker builds it (one attempt), pointed at a stand-in."""
     return agentcore_client(endpoint, config=worker.agentcore_client_config(read_timeout=read_timeout))
@@ -417,7 +392,3 @@ def stub_one_turn(stub: Stubber, number: int = 7) -> None:
             ).encode(),
         },
     )
-
-
-#: The Lambda modules, for test packages outside this one (whose imports ruff sorts before ours).
-LAMBDA_MODULES = (invoker, receiver, replies, reporter, trackers, wiring, worker)

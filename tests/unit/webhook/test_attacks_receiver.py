@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from harness.tracker_apis import GitLabApi
+from harness.webhook_scene import github_now
 from tests.unit.webhook.support import (
     GITHUB_REPOSITORY_ID,
     GITLAB_PROJECT_ID,
@@ -27,7 +28,6 @@ from tests.unit.webhook.support import (
     fixture,
     fresh_jira,
     github_event,
-    github_now,
     gitlab_event,
     idempotency_items,
     jira_event,

@@ -17,8 +17,8 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from harness.adf_check import adf_errors
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     RESULT,
     call,
     fixture,
@@ -28,7 +28,6 @@ from tests.unit.webhook.support import (
     jira_event,
     queued,
     runtime_client_error,
-    sqs_event,
 )
 from webhook import worker
 
@@ -63,7 +62,7 @@ def test_gitlab_reply_cannot_run_quick_actions_or_ping_everyone(
 ) -> None:
     answer(pipeline, "Done.\n/close\n/label ~wontfix\n/confidential\n@all please look\n```\n/assign @me\n```")
     body = receive_one(aws, gitlab_event(json.dumps(fixture("gitlab", "note_on_issue")).encode()))
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [note] = gitlab_api.replies
     # GitLab runs a quick action on any line starting with "/<command>" (its extractor's ^\/ pattern).
     assert not re.search(r"^/", note["body"], re.MULTILINE), note["body"]
@@ -82,7 +81,7 @@ def test_github_reply_pings_nobody_loads_nothing_and_shows_link_targets(
         "Sign in at [https://github.com/login](https://evil.example/login).\n"
         "Mail me@example.com; see `@octocat` in code.",
     )
-    assert worker.handler(sqs_event(receive_one(aws, github_comment_event())), CTX) == {
+    assert worker.handler(sqs_event(receive_one(aws, github_comment_event())), LAMBDA_CONTEXT) == {
         "batchItemFailures": []
     }
     [comment] = posted(pipeline)
@@ -138,7 +137,7 @@ def test_unreadable_2xx_reply_is_posted_as_an_error_and_never_rerun(
         else:
             pipeline.runtime.default = (200, "application/json", b'{"text": "cut here')
         for _ in range(3):  # the delivery and two SQS redeliveries
-            assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+            assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         calls = cut.calls if kind == "cut off" else len(pipeline.runtime.requests)
     assert calls == 1
     [comment] = posted(pipeline)
@@ -171,7 +170,7 @@ def test_concurrent_duplicate_deliveries_run_the_turn_once(
         thread.join(10)
     assert sorted(outcomes) == ["ok", "retry later"]
     # SQS redelivers the refused duplicate later: the reply is posted already, nothing runs.
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(pipeline.runtime.requests) == 1 and len(posted(pipeline)) == 1
 
 
@@ -189,7 +188,7 @@ def test_claim_whose_worker_died_gets_a_note_not_a_second_turn(
             "stored_at": {"N": str(int(time.time()) - 1200)},
         },
     )
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert pipeline.runtime.requests == []
     [comment] = posted(pipeline)
     assert "`turn_interrupted`" in comment
@@ -205,7 +204,7 @@ def test_unsigned_delivery_id_never_reaches_the_issue(
     status, _, payload, extra = runtime_client_error("Received error (500) from runtime.", request_id="")
     extra["headers"].pop("x-amzn-requestid")
     pipeline.runtime.default = (status, "application/json", payload, extra)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [comment] = posted(pipeline)
     assert "evil" not in comment and "everyone" not in comment and "`agent_error`" in comment
 
@@ -219,7 +218,9 @@ def test_jira_reply_with_a_nested_quote_is_posted_as_valid_adf(
     aws: SimpleNamespace, pipeline: SimpleNamespace
 ) -> None:
     answer(pipeline, "> You wrote:\n> > the export is slow\n> and it is.\n\nFixed.")
-    assert worker.handler(sqs_event(receive_one(aws, jira_comment_event())), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(receive_one(aws, jira_comment_event())), LAMBDA_CONTEXT) == {
+        "batchItemFailures": []
+    }
     [reply] = pipeline.jira.replies
     assert adf_errors(reply["body"]) == []
     assert "the export is slow" in json.dumps(reply["body"])
@@ -230,7 +231,9 @@ def test_jira_refusing_the_converted_reply_gets_plain_paragraphs(
 ) -> None:
     answer(pipeline, "# Title\n\n- a **b**")
     pipeline.jira.script = [(400, {"errorMessages": ["INVALID_INPUT"]})]
-    assert worker.handler(sqs_event(receive_one(aws, jira_comment_event())), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(receive_one(aws, jira_comment_event())), LAMBDA_CONTEXT) == {
+        "batchItemFailures": []
+    }
     [reply] = pipeline.jira.replies
     kinds = {node["type"] for node in reply["body"]["content"]}
     assert kinds == {"paragraph"} and "- a **b**" in json.dumps(reply["body"])

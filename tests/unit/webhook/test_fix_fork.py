@@ -13,7 +13,7 @@ import pytest
 
 from harness.gitlab_repo_api import GitLabRepoApi
 from tests.unit.webhook import test_fix_reporter as base
-from tests.unit.webhook.support import GITLAB_TOKEN, TOKEN
+from tests.unit.webhook.support import GITLAB_TOKEN, TOKEN, fix_job, start_fix_job
 from webhook import reporter, trackers
 from webhook.fix.config import FixSettings, fix_settings
 from webhook.fix.jobs import JobStore
@@ -215,19 +215,7 @@ def gitlab_world(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
             trackers.TrackerOptions(token=lambda: GITLAB_TOKEN, api_url=gl.api_url), project_ids="5"
         )
         jobs = JobStore(client=aws.ddb, table_name="idem")
-        task = trackers.AgentTask(
-            tracker="gitlab",
-            repository="g/p",
-            issue_number=3,
-            scope_id="5",
-            issue_id="3",
-            title="",
-            author="x",
-            delivery_id="d",
-            event="e",
-        )
-        progress = adapter.post_reply(task, "Working on it…")
-        doc = base.job(
+        job = fix_job(
             tracker="gitlab",
             repository="g/p",
             scope_id="5",
@@ -239,11 +227,8 @@ def gitlab_world(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
             target_repository="g/p",
             target_project_id="5",
             base_sha=gl.base_commit,
-            comment_id=str(progress.id),
         )
-        assert jobs.claim(GITLAB_KEY)
-        claim = jobs.get(GITLAB_KEY)
-        assert claim is not None and jobs.started(GITLAB_KEY, doc, claimed_at=claim.stored_at)
+        doc, _ = start_fix_job(jobs, adapter, GITLAB_KEY, job)
         slept: list[float] = []
         reporter.configure(
             reporter.ReporterDeps(

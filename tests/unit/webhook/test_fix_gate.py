@@ -13,18 +13,16 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
+from harness.webhook_scene import LAMBDA_CONTEXT, REGION, sqs_event
 from tests.unit.webhook import test_fix_worker as base
 from tests.unit.webhook.support import (
-    CTX,
     JIRA_SITE,
-    REGION,
     call,
     configure_receiver,
     fixture,
     github_event,
     gitlab_event,
     queued,
-    sqs_event,
     task_json,
 )
 from webhook import worker
@@ -77,7 +75,7 @@ def test_a_commenter_or_labeler_without_write_permission_starts_no_fix(
     gated(setup)
     setup.api.permissions["octocat"] = role
     body, key = task()
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.runtime.requests == [] and setup.jobs.get(key) is None
     [reply] = replies(setup)
     assert "Only people with write access" in reply
@@ -89,7 +87,7 @@ def test_a_writer_starts_one(setup: SimpleNamespace, role: str) -> None:
     setup.api.permissions["octocat"] = role
     body, key = task()
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1 and setup.jobs.get(key).status == "job"
 
 
@@ -98,9 +96,9 @@ def test_a_reader_cannot_stop_a_fix(setup: SimpleNamespace) -> None:
     setup.api.permissions.update(octocat="write", lurker="read")
     body, key = task()
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     stop, _ = task(author="lurker", intent="stop")
-    assert worker.handler(sqs_event(stop), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(stop), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(key).status == "job"
     assert any("may stop a fix" in r for r in replies(setup))
 
@@ -110,9 +108,9 @@ def test_a_second_fix_on_the_same_issue_is_refused_while_one_runs(setup: SimpleN
     setup.api.permissions["octocat"] = "write"
     first, key = task(delivery="a")
     accept(setup, key)
-    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(first), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     second, other = task(delivery="b")
-    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(second), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1 and setup.jobs.get(other) is None
     assert any("A fix is already running" in r and "/agent stop" in r for r in replies(setup))
 
@@ -125,7 +123,7 @@ def test_fixes_are_rate_limited_per_person_and_counted_once_per_task(setup: Simp
         body, key = task(number)
         accept(setup, key)
         for _ in range(2):  # a redelivery is not counted again
-            assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+            assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         started.append(setup.jobs.get(key))
     assert [s is not None for s in started] == [True, True, False]
     assert any("Too many fixes this hour for you" in r for r in replies(setup))
@@ -135,7 +133,7 @@ def test_fix_jobs_switched_off_refuse_with_a_clear_reply(setup: SimpleNamespace)
     gated(setup, gate_settings({"FIX_JOBS": "off"}))
     setup.api.permissions["octocat"] = "admin"
     body, key = task()
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.runtime.requests == [] and setup.jobs.get(key) is None
     assert any("Fix jobs are turned off" in r for r in replies(setup))
     with pytest.raises(TrackerConfigError):
@@ -172,7 +170,7 @@ def test_a_jira_mapping_hands_the_repository_only_to_its_allow_list(
     setup.jira.groups[author] = groups
     body, key = _jira_fix(author)
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert (setup.jobs.get(key) is not None) is allowed
     if not allowed:
         assert "mapping names" in json.dumps(setup.jira.replies)
@@ -205,7 +203,7 @@ def test_a_triager_labelling_an_outsiders_issue_agent_fix_starts_nothing(
     assert (status, doc["status"]) == (202, "queued")
     [message] = queued(aws)
     assert json.loads(message["Body"])["author"] == "bob"  # the label's sender, not the issue's author
-    assert worker.handler(sqs_event(message["Body"]), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(message["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.runtime.requests == []
     assert any("@bob" in r and "write access" in r for r in replies(setup))
 
@@ -216,12 +214,12 @@ def test_a_job_waiting_for_approval_is_the_issues_running_fix(setup: SimpleNames
     setup.api.permissions["octocat"] = "write"
     first, key = task(delivery="a")
     accept(setup, key)
-    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(first), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.begin_report(key, lease_seconds=60)
     approval = {"id": "apv-0123456789abcdef0123", "tool": "Edit", "expires_at": 4_000_000_000.0}
     assert setup.jobs.await_approval(key, approval, cost_usd=0.01, hold_seconds=3600)
     second, other = task(delivery="b")
-    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(second), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1 and setup.jobs.get(other) is None
     assert any("A fix is already running" in r for r in replies(setup))
 
@@ -289,12 +287,12 @@ def test_after_the_active_fix_ends_a_new_one_is_accepted(setup: SimpleNamespace)
     setup.api.permissions["octocat"] = "write"
     first, a = task(delivery="a")
     accept(setup, a)
-    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(first), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.begin_report(a, lease_seconds=60)
     assert setup.jobs.finish(a, pr_url="https://example.test/pr/1")  # the reporter's final write
     second, b = task(delivery="b")
     accept(setup, b)
-    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(second), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(b).status == "job" and len(setup.runtime.requests) == 2
     assert not any("A fix is already running" in r for r in replies(setup))
 
@@ -305,7 +303,7 @@ def test_a_stale_marker_whose_job_ended_is_taken_over(setup: SimpleNamespace) ->
     setup.api.permissions["octocat"] = "write"
     first, a = task(delivery="a")
     accept(setup, a)
-    assert worker.handler(sqs_event(first), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(first), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     session = AgentTask.model_validate_json(first).runtime_session_id
     ddb = boto3.client("dynamodb", region_name=REGION)
     marker = {"id": {"S": f"reply#active#{session}"}}
@@ -315,6 +313,6 @@ def test_a_stale_marker_whose_job_ended_is_taken_over(setup: SimpleNamespace) ->
     ddb.put_item(TableName="idem", Item=held)  # the stale marker, as if its release never happened
     second, b = task(delivery="b")
     accept(setup, b)
-    assert worker.handler(sqs_event(second), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(second), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(b).status == "job"
     assert ddb.get_item(TableName="idem", Key=marker, ConsistentRead=True)["Item"]["job_key"]["S"] == b

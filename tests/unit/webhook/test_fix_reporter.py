@@ -12,10 +12,11 @@ import boto3
 import pytest
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from tests.unit.webhook.support import JIRA_SITE, JIRA_TOKEN, TOKEN, emf_lines, fix_job, start_fix_job
 from webhook import reporter, trackers
 from webhook.fix.config import FixSettings
-from webhook.fix.jobs import DONE, FixJob, JobStore
+from webhook.fix.jobs import DONE, JobStore
 from webhook.fix.repos import TrackerComments, TrackerRepos
 from webhook.repo import git_blob_sha
 from webhook.trackers.targets import RepoTarget
@@ -43,22 +44,7 @@ def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]
     adapter = trackers.GitHubTracker(trackers.TrackerOptions(token=lambda: TOKEN, api_url=api.url))
     jobs = JobStore(client=aws.ddb, table_name="idem")
     comments = TrackerComments({"github": adapter})
-    progress = adapter.post_reply(
-        trackers.AgentTask.model_validate(
-            {
-                **job().model_dump(include={"repository", "scope_id", "issue_number", "issue_id"}),
-                "title": "",
-                "author": "x",
-                "delivery_id": "d",
-                "event": "e",
-            }
-        ),
-        "Working on it…",
-    )
-    doc = job(comment_id=str(progress.id))
-    assert jobs.claim(KEY)
-    claim = jobs.get(KEY)
-    assert claim is not None and jobs.started(KEY, doc, claimed_at=claim.stored_at)
+    doc, progress = start_fix_job(jobs, adapter, KEY, fix_job())
     reporter.configure(
         reporter.ReporterDeps(
             jobs=jobs,
@@ -70,25 +56,6 @@ def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]
     )
     yield SimpleNamespace(api=api, jobs=jobs, job=doc, comment_id=progress.id)
     reporter.configure(None)
-
-
-def job(**update: Any) -> FixJob:
-    doc = FixJob(
-        tracker="github",
-        repository="octo/kit",
-        scope_id="186853002",
-        issue_number=7,
-        issue_id="7",
-        issue_ref="#7",
-        title="add is wrong",
-        session_id="gh-" + "e" * 64,
-        target_tracker="github",
-        target_repository="octo/kit",
-        base_branch="main",
-        base_sha="0" * 40,
-        pr_base="main",
-    )
-    return doc.model_copy(update=update)
 
 
 def event(world: SimpleNamespace, seq: int, kind: str, **fields: Any) -> str:
@@ -113,7 +80,7 @@ def event(world: SimpleNamespace, seq: int, kind: str, **fields: Any) -> str:
 
 
 def deliver(body: str) -> dict[str, Any]:
-    return dict(reporter.handler(sqs_event(body), CTX))
+    return dict(reporter.handler(sqs_event(body), LAMBDA_CONTEXT))
 
 
 @pytest.fixture(autouse=True)

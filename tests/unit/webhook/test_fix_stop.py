@@ -14,15 +14,8 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import (
-    CTX,
-    GITHUB_REPOSITORY_ID,
-    RUNTIME_ARN,
-    TOKEN,
-    agentcore_client,
-    sqs_event,
-    task_json,
-)
+from harness.webhook_scene import LAMBDA_CONTEXT, RUNTIME_ARN, agentcore_client, sqs_event
+from tests.unit.webhook.support import GITHUB_REPOSITORY_ID, TOKEN, task_json
 from webhook import trackers, worker
 from webhook.fix.jobs import STOPPED, FixJob, JobStore
 from webhook.fix.repos import TrackerComments
@@ -105,7 +98,7 @@ def test_a_stop_of_a_session_already_gone_still_stops_the_job_once(setup: Simple
     expect_stop(setup, error="ResourceNotFoundException")
     with setup.stub:
         for _ in range(2):  # delivered twice: the second does nothing (the Stubber has no second answer)
-            assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+            assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         setup.stub.assert_no_pending_responses()
     state = setup.jobs.get(JOB_KEY)
     assert state.status == STOPPED and state.stopped_by == "bob"
@@ -118,11 +111,11 @@ def test_a_failed_stop_call_is_retried_and_finishes_its_own_stop(setup: SimpleNa
     expect_stop(setup, error="AccessDeniedException")
     expect_stop(setup)
     with setup.stub:
-        assert worker.handler(sqs_event(setup.body), CTX) == {
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
         assert setup.jobs.get(JOB_KEY).status == STOPPED  # recorded first: a late result opens nothing
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         setup.stub.assert_no_pending_responses()
     [comment] = setup.api.comments.values()
     assert comment["edits"] == 1 and comment["body"].startswith("Stopped by")
@@ -131,7 +124,7 @@ def test_a_failed_stop_call_is_retried_and_finishes_its_own_stop(setup: SimpleNa
 def test_a_stop_while_the_result_is_being_reported_says_it_is_too_late(setup: SimpleNamespace) -> None:
     assert setup.jobs.begin_report(JOB_KEY, lease_seconds=300)  # the reporter is opening the pull request
     with setup.stub:  # no StopRuntimeSession: the agent has finished
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(JOB_KEY).status == "reporting"
     answer = [c["body"] for c in setup.api.comments.values()][-1]
     assert answer.startswith("Too late to stop") and "Nothing to stop" not in answer
@@ -141,7 +134,7 @@ def test_a_stop_after_the_fix_finished_links_its_pull_request(setup: SimpleNames
     assert setup.jobs.begin_report(JOB_KEY, lease_seconds=300)
     assert setup.jobs.finish(JOB_KEY, pr_url="https://github.example/octo/kit/pull/3")
     with setup.stub:
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     answer = [c["body"] for c in setup.api.comments.values()][-1]
     assert "the fix has finished already: https://github.example/octo/kit/pull/3" in answer
 
@@ -153,7 +146,7 @@ def test_a_stop_after_a_failed_pull_request_call_names_the_branch_it_may_have_le
     setup.jobs.unreport(JOB_KEY)  # the pull request call failed after the branch was pushed; retried later
     expect_stop(setup)
     with setup.stub:
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [comment] = setup.api.comments.values()
     assert setup.jobs.get(JOB_KEY).status == STOPPED
     assert (
@@ -231,12 +224,14 @@ def test_a_stop_of_a_waiting_job_withdraws_its_approval_before_it_stops_the_sess
     expect_withdraw(waiting)  # the redelivery finds its own stop recorded and withdraws again (idempotent)
     expect_stop(waiting)
     with waiting.stub:
-        assert worker.handler(sqs_event(waiting.body), CTX) == {
+        assert worker.handler(sqs_event(waiting.body), LAMBDA_CONTEXT) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
         assert waiting.jobs.get(JOB_KEY).status == STOPPED
-        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}
-        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}  # answered: nothing
+        assert worker.handler(sqs_event(waiting.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(waiting.body), LAMBDA_CONTEXT) == {
+            "batchItemFailures": []
+        }  # answered: nothing
         waiting.stub.assert_no_pending_responses()
     [comment] = waiting.api.comments.values()
     assert comment["edits"] == 1 and comment["body"].startswith("Stopped by `@bob`")
@@ -249,7 +244,7 @@ def test_a_failed_withdraw_does_not_keep_the_job_from_stopping(
     expect_withdraw(waiting, error=error)  # 503: transient (raised), 500: refused (a code): both only logged
     expect_stop(waiting)
     with waiting.stub:
-        assert worker.handler(sqs_event(waiting.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(waiting.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         waiting.stub.assert_no_pending_responses()
     assert waiting.jobs.get(JOB_KEY).status == STOPPED
     [comment] = waiting.api.comments.values()
@@ -265,6 +260,6 @@ def test_a_stop_of_a_running_job_withdraws_nothing(setup: SimpleNamespace) -> No
     )
     expect_stop(setup)  # the Stubber refuses any InvokeAgentRuntime
     with setup.stub:
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         setup.stub.assert_no_pending_responses()
     assert setup.jobs.get(JOB_KEY).status == STOPPED

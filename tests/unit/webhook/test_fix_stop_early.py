@@ -17,17 +17,8 @@ import pytest
 from botocore.stub import Stubber
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import (
-    CTX,
-    RUNTIME_ARN,
-    TOKEN,
-    agentcore_client,
-    runtime_client_error,
-    sqs_event,
-    task_json,
-    worker_client,
-    worker_deps,
-)
+from harness.webhook_scene import LAMBDA_CONTEXT, RUNTIME_ARN, agentcore_client, sqs_event
+from tests.unit.webhook.support import TOKEN, runtime_client_error, task_json, worker_client, worker_deps
 from tests.unit.webhook.test_fix_worker import FILES, accept, fix_task
 from webhook import trackers, worker
 from webhook.fix.config import FixSettings
@@ -132,7 +123,7 @@ def redeliver_both(setup: SimpleNamespace) -> None:
     before = [dict(c) for c in setup.api.comments.values()]
     with setup.stub:
         for body in (setup.body, setup.stop_body):
-            assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+            assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert [dict(c) for c in setup.api.comments.values()] == before
 
 
@@ -143,7 +134,7 @@ def test_a_stop_while_the_snapshot_is_fetched_keeps_the_job_from_starting(
     fx = setup.deps.fix.fx
     monkeypatch.setattr(fx.repos, "fetch", then(fx.repos.fetch, setup.stop))
     with setup.stub:  # no StopRuntimeSession answer queued: the job never reached the runtime, none is called
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert not setup.runtime.requests
     assert_one_stopped_comment(setup, "Stopped by `@bob` before the agent started. Cost so far: $0.0000.")
     redeliver_both(setup)
@@ -158,7 +149,7 @@ def test_a_stop_while_the_runtime_is_invoked_stops_the_accepted_job_at_once(
     monkeypatch.setattr(invoker, "invoke", then(invoker.invoke, setup.stop))
     expect_stop(setup)
     with setup.stub:
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         setup.stub.assert_no_pending_responses()  # exactly one StopRuntimeSession
     assert len(setup.runtime.requests) == 1
     assert_one_stopped_comment(setup, "Stopped by `@bob` while the agent was starting. Cost so far: n/a.")
@@ -167,15 +158,17 @@ def test_a_stop_while_the_runtime_is_invoked_stops_the_accepted_job_at_once(
 
 def test_a_stop_between_two_attempts_keeps_the_retry_from_starting(setup: SimpleNamespace) -> None:
     setup.runtime.script = [runtime_client_error("Received error (429) from runtime. Please check your logs")]
-    assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert setup.jobs.get(setup.key).status == RELEASED  # waiting for SQS to retry it
     # The first attempt prepared the job and invoked the runtime: the worker cannot know for sure that nothing
     # runs there, so honouring the stop includes one StopRuntimeSession of the session.
     expect_stop(setup)
     with setup.stub:
-        assert worker.handler(sqs_event(setup.stop_body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.stop_body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         accept(setup, setup.key)
-        assert worker.handler(sqs_event(setup.body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(setup.body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         setup.stub.assert_no_pending_responses()
     assert len(setup.runtime.requests) == 1  # the retry invoked nothing
     assert_one_stopped_comment(setup, "Stopped by `@bob` while the agent was starting.")

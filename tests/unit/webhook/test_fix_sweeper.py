@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import CTX, TOKEN, emf_lines, sqs_event
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
+from tests.unit.webhook.support import TOKEN, emf_lines, fix_job, start_fix_job
 from webhook import reporter, sweeper, trackers
 from webhook.fix.approvals import Sweeper as ApprovalExpiry
 from webhook.fix.config import FixSettings
@@ -45,45 +46,13 @@ def api() -> Iterator[GitHubRepoApi]:
 
 
 def job_doc(api: GitHubRepoApi, **update: Any) -> FixJob:
-    doc = FixJob(
-        tracker="github",
-        repository="octo/kit",
-        scope_id="186853002",
-        issue_number=7,
-        issue_id="7",
-        issue_ref="#7",
-        title="fix it",
-        session_id="gh-" + "e" * 64,
-        target_tracker="github",
-        target_repository="octo/kit",
-        base_branch="main",
-        base_sha=api.base_commit,
-        pr_base="main",
-    )
-    return doc.model_copy(update=update)
+    """A job on the stand-in's first commit."""
+    return fix_job(**{"base_sha": api.base_commit, **update})
 
 
 def start_job(world: SimpleNamespace, key: str) -> FixJob:
     """A job as the worker leaves it: claimed, progress comment posted, started at the clock's time."""
-    progress = world.adapter.post_reply(
-        trackers.AgentTask.model_validate(
-            {
-                "repository": "octo/kit",
-                "scope_id": "186853002",
-                "issue_number": 7,
-                "issue_id": "7",
-                "title": "",
-                "author": "x",
-                "delivery_id": key[:8],
-                "event": "e",
-            }
-        ),
-        "Working on it…",
-    )
-    doc = job_doc(world.api, comment_id=str(progress.id))
-    assert world.jobs.claim(key)
-    claim = world.jobs.get(key)
-    assert claim is not None and world.jobs.started(key, doc, claimed_at=claim.stored_at)
+    doc, progress = start_fix_job(world.jobs, world.adapter, key, job_doc(world.api))
     world.comment_ids[key] = progress.id
     return doc
 
@@ -136,7 +105,7 @@ def world(aws: SimpleNamespace, api: GitHubRepoApi) -> Iterator[SimpleNamespace]
 
 
 def sweep() -> dict[str, Any]:
-    return sweeper.handler({"source": "aws.events"}, CTX)
+    return sweeper.handler({"source": "aws.events"}, LAMBDA_CONTEXT)
 
 
 def deliver_result(world: SimpleNamespace, key: str, doc: FixJob, *, patch: str = "") -> dict[str, Any]:
@@ -158,7 +127,7 @@ def deliver_result(world: SimpleNamespace, key: str, doc: FixJob, *, patch: str 
             },
         }
     )
-    return dict(reporter.handler(sqs_event(body), CTX))
+    return dict(reporter.handler(sqs_event(body), LAMBDA_CONTEXT))
 
 
 LATE = b"late\n"
@@ -284,7 +253,7 @@ class SweepBetweenReadAndTake(JobStore):
     world: SimpleNamespace
 
     def begin_report(self, key: str, *, lease_seconds: float) -> bool:
-        assert sweeper.handler({}, CTX)["timed_out"] == 1
+        assert sweeper.handler({}, LAMBDA_CONTEXT)["timed_out"] == 1
         return super().begin_report(key, lease_seconds=lease_seconds)
 
 
@@ -450,7 +419,7 @@ def test_a_job_waiting_past_its_deadline_keeps_its_issue_until_the_approval_expi
             "approval": card,
         },
     }
-    assert reporter.handler(sqs_event(json.dumps(event)), CTX) == {"batchItemFailures": []}
+    assert reporter.handler(sqs_event(json.dumps(event)), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert world.jobs.get(KEY).status == "awaiting_approval"
     world.clock.now = T0 + 2 * DEADLINE  # the marker's own deadline passed; the fix still waits
     assert not world.jobs.take_active(doc.session_id, "other", **hold)

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
+from harness.webhook_scene import REGION
 from tests.unit.webhook import test_fix_reporter as base
-from tests.unit.webhook.support import REGION, TOKEN
+from tests.unit.webhook.support import TOKEN
 from webhook import reporter
 from webhook.fix.repos import TrackerRepos
 from webhook.repo import SnapshotLimits

@@ -16,14 +16,13 @@ import pytest
 
 from harness.github_repo_api import GitHubRepoApi
 from harness.tracker_apis import JiraApi
+from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     JIRA_SITE,
     JIRA_TOKEN,
     TOKEN,
     emf_lines,
     runtime_client_error,
-    sqs_event,
     task_json,
     worker_client,
     worker_deps,
@@ -88,7 +87,7 @@ def test_a_fix_task_posts_one_comment_and_starts_one_job(setup: SimpleNamespace)
     body, key = fix_task()
     accept(setup, key)
     for _ in range(2):  # SQS delivers it twice: one job, one comment
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [invocation] = setup.runtime.requests
     sent = json.loads(invocation["body"])
     assert sent["async"] is True and sent["job"]["id"] == key and sent["stream"] is False
@@ -104,10 +103,12 @@ def test_a_fix_task_posts_one_comment_and_starts_one_job(setup: SimpleNamespace)
 def test_a_busy_session_is_retried_with_the_same_progress_comment(setup: SimpleNamespace) -> None:
     body, key = fix_task()
     setup.runtime.script = [runtime_client_error("Received error (429) from runtime. Please check your logs")]
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert setup.jobs.get(key).status == "released"
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 2 and setup.jobs.get(key).status == JOB
     [comment] = setup.api.comments.values()  # not a second "working…" comment
     assert comment["edits"] == 0
@@ -117,7 +118,7 @@ def test_a_refused_job_becomes_a_short_error_and_is_not_retried(setup: SimpleNam
     body, key = fix_task()
     setup.runtime.script = [runtime_client_error("Received error (400) from runtime. Please check your logs")]
     for _ in range(2):
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 1
     [comment] = setup.api.comments.values()
     assert "(`invalid_request`)" in comment["body"] and comment["edits"] == 1
@@ -126,7 +127,7 @@ def test_a_refused_job_becomes_a_short_error_and_is_not_retried(setup: SimpleNam
 
 def test_a_jira_issue_without_a_mapped_repository_says_so(setup: SimpleNamespace) -> None:
     body, key = fix_task(9, tracker="jira", repository="SP")
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert not setup.runtime.requests
     [reply] = setup.jira.replies
     assert reply["issue"] == "SP-9" and "no_repository_mapped" in json.dumps(reply["body"])
@@ -136,7 +137,7 @@ def test_a_jira_issue_without_a_mapped_repository_says_so(setup: SimpleNamespace
 def test_a_jira_issue_of_a_mapped_project_works_on_its_repository(setup: SimpleNamespace) -> None:
     body, key = fix_task(3, tracker="jira", repository="OPS")
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     context = json.loads(setup.runtime.requests[0]["body"])["job"]["context"]
     assert (context["tracker"], context["target_tracker"], context["target_repository"]) == (
         "jira",
@@ -153,7 +154,9 @@ def test_without_fix_support_the_task_fails_instead_of_answering(
     body, _ = fix_task()
     deps = worker._get_deps()
     monkeypatch.setattr(deps, "fix", None)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert not setup.runtime.requests
 
 
@@ -171,7 +174,7 @@ def test_a_snapshot_over_the_inline_cap_goes_through_the_workspace_bucket(
     )
     body, key = fix_task()
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     workspace = json.loads(setup.runtime.requests[0]["body"])["workspace"]
     assert workspace == {"s3_uri": f"s3://kit-ws/dev/jobs/{key}/workspace.tar.gz"}
     archive = s3.get_object(Bucket="kit-ws", Key=f"dev/jobs/{key}/workspace.tar.gz")["Body"].read()
@@ -187,13 +190,13 @@ def test_the_snapshot_is_streamed_through_spool_files_that_are_gone_afterwards(
     monkeypatch.setattr(fx.repos, "spool_dir", str(tmp_path))
     body, key = fix_task()
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     sent = base64.b64decode(json.loads(setup.runtime.requests[0]["body"])["workspace"]["tar_gz_b64"])
     base = fx.repos.repo("github", "octo/kit").fetch_snapshot(setup.api.base_commit)  # type: ignore[union-attr]
     assert sent == base.archive and list(tmp_path.iterdir()) == []
     other, other_key = fix_task(8)
     setup.runtime.script = [runtime_client_error("Received error (400) from runtime. Please check your logs")]
-    assert worker.handler(sqs_event(other), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(other), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(other_key).error_code == "invalid_request" and list(tmp_path.iterdir()) == []
 
 
@@ -212,17 +215,21 @@ def test_a_worker_that_died_after_the_202_is_taken_over_with_the_same_job(
         raise WorkerDied
 
     monkeypatch.setattr(setup.jobs, "started", died)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert setup.jobs.get(key).status == "running"  # the claim the dead worker left
     monkeypatch.undo()
     # Meanwhile the default branch moved on: the retry still sends the job the runtime may already have.
     api = setup.api
     api.git.refs["main"] = api.git.commit_files({"new.txt": ("100644", b"x\n")}, [api.base_commit], "later")
     # Within the lease the task is still being started: retried later, nothing sent.
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(setup.runtime.requests) == 1
     monkeypatch.setattr(fx, "clock", lambda: time.time() + 901)  # the lease (900 s) is over
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     first, again = (json.loads(r["body"]) for r in setup.runtime.requests)
     assert again["job"] == first["job"] and again["job"]["id"] == key  # the runtime accepts it idempotently
     assert again["workspace"] == first["workspace"]  # the same snapshot (of the first base commit)
@@ -231,7 +238,8 @@ def test_a_worker_that_died_after_the_202_is_taken_over_with_the_same_job(
     assert state.status == JOB and state.job.model_dump() == first["job"]["context"]
     [comment] = setup.api.comments.values()  # the one progress comment, untouched
     assert comment["edits"] == 0 and str(comment["id"]) == state.progress_comment_id
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}  # recorded once: nothing more
+    # recorded once: nothing more
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(setup.runtime.requests) == 2
 
 
@@ -247,10 +255,12 @@ def test_a_worker_that_died_before_it_invoked_is_taken_over_and_starts_the_job_o
 
     monkeypatch.setattr(fx.repos, "fetch", died)  # while fetching the snapshot
     monkeypatch.setattr(setup.jobs, "release", lambda key: None)  # a dead worker releases nothing
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     monkeypatch.undo()
     monkeypatch.setattr(fx, "clock", lambda: time.time() + 901)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [invocation] = setup.runtime.requests
     assert json.loads(invocation["body"])["job"]["id"] == key
     assert setup.jobs.get(key).status == JOB
@@ -268,7 +278,7 @@ def pr_fix_task(number: int) -> tuple[str, str]:
 def test_a_fix_on_a_pull_request_from_a_fork_is_refused_with_a_clear_comment(setup: SimpleNamespace) -> None:
     setup.api.open_pull_request("patch-1", dict(FILES), number=12, fork="mallory/kit")
     body, key = pr_fix_task(12)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert not setup.runtime.requests and not setup.api.codeload_requests  # nothing fetched, nothing sent
     [comment] = setup.api.comments.values()
     assert comment["issue"] == 12 and "(`fork_pull_request`)" in comment["body"]
@@ -281,7 +291,7 @@ def test_a_fix_on_a_pull_request_works_on_its_head(setup: SimpleNamespace) -> No
     pull = setup.api.open_pull_request("feature", head_files, number=12)
     body, key = pr_fix_task(12)
     accept(setup, key)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     context = json.loads(setup.runtime.requests[0]["body"])["job"]["context"]
     assert context["base_sha"] == pull["head"]["sha"] != setup.api.base_commit
     assert (context["base_branch"], context["pr_base"], context["pull_request"]) == (
@@ -310,11 +320,11 @@ def test_a_job_started_by_a_delivery_that_took_the_claim_over_is_counted_once(
             nested.append(True)
             with monkeypatch.context() as later:
                 later.setattr(fx, "clock", lambda: time.time() + 901)
-                assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+                assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         return bool(real_started(*args, **kwargs))
 
     monkeypatch.setattr(setup.jobs, "started", slow_started)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(key).status == JOB and len(setup.runtime.requests) == 2
     assert started_counts(capsys.readouterr().out) == 1
 
@@ -331,6 +341,6 @@ def test_a_job_the_reporter_recorded_first_is_not_counted_again_by_the_worker(
         return bool(real_started(k, job, claimed_at=claimed_at))
 
     monkeypatch.setattr(setup.jobs, "started", reporter_first)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert setup.jobs.get(key).status == JOB
     assert started_counts(capsys.readouterr().out) == 0  # the reporter's write counted it (test_fix_reporter)

@@ -13,18 +13,8 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 from harness.github_repo_api import GitHubRepoApi
-from tests.unit.webhook.support import (
-    CTX,
-    RESULT,
-    RUNTIME_ARN,
-    TOKEN,
-    call,
-    fixture,
-    github_event,
-    gitlab_event,
-    queued,
-    sqs_event,
-)
+from harness.webhook_scene import LAMBDA_CONTEXT, RUNTIME_ARN, sqs_event
+from tests.unit.webhook.support import RESULT, TOKEN, call, fixture, github_event, gitlab_event, queued
 from webhook import receiver, wiring, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -148,7 +138,7 @@ def test_a_comment_github_created_behind_a_502_is_posted_once(
     assert call(github_event(body, event="issue_comment", path="/github"))[1]["status"] == "queued"
     [msg] = queued(aws)
     github_repo.post_comment_lost_answers.append(502)
-    assert worker.handler(sqs_event(msg["Body"]), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(msg["Body"]), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     [comment] = github_repo.comments.values()
     assert comment["body"].startswith("Pin the base image to arm64.")
     item = aws.ddb.get_item(TableName="idem", Key={"id": {"S": "reply#" + hashlib.sha256(body).hexdigest()}})

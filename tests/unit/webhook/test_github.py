@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
+from harness.webhook_scene import github_now, sign
 from tests.unit.webhook.support import (
     GITHUB_REPOSITORY_ID,
+    SECRET,
     call,
     configure_receiver,
     fixture,
     github_event,
-    github_now,
     idempotency_items,
     queued,
-    sign,
 )
 from webhook import trackers
 
@@ -138,7 +138,7 @@ def test_replay_of_a_delivery_enqueues_once(aws: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize(
     "signature",
-    [None, "sha256=" + "0" * 64, sign(b"other body"), "sha1=abc", sign(b"x", secret="wrong")],
+    [None, "sha256=" + "0" * 64, sign(b"other body", SECRET), "sha1=abc", sign(b"x", "wrong")],
     ids=["missing", "zeros", "other-body", "wrong-algo", "wrong-secret"],
 )
 def test_bad_or_missing_signature_is_401_and_touches_nothing(
@@ -162,7 +162,7 @@ def test_missing_github_headers_is_400(aws: SimpleNamespace, missing: str) -> No
 
 def test_truncated_body_with_original_signature_is_401(aws: SimpleNamespace) -> None:
     body = json.dumps(labeled_payload()).encode()
-    event = github_event(body[: len(body) // 2], signature=sign(body))
+    event = github_event(body[: len(body) // 2], signature=sign(body, SECRET))
     assert call(event)[0] == 401
 
 
@@ -312,7 +312,7 @@ def test_empty_webhook_secret_is_a_500_not_an_accept(aws: SimpleNamespace) -> No
     aws.sm.put_secret_value(SecretId="agentkit/github-webhook-secret", SecretString="  ")
     configure_receiver(aws, aws.tracker_env)
     body = json.dumps(labeled_payload()).encode()
-    assert call(github_event(body, signature=sign(body, secret="  ")))[0] == 500
+    assert call(github_event(body, signature=sign(body, "  ")))[0] == 500
     assert queued(aws) == []
 
 

@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
+from harness.webhook_scene import sign
 from tests.unit.webhook.support import (
     JIRA_BOT,
+    JIRA_SECRET,
     call,
     configure_receiver,
     fixture,
     fresh_jira,
     idempotency_items,
     jira_event,
-    jira_sign,
     queued,
 )
 from webhook import trackers
@@ -159,7 +160,7 @@ def test_comments_that_never_trigger(aws: SimpleNamespace, payload: Any, reason:
 
 @pytest.mark.parametrize(
     "signature",
-    [None, "", "sha256=" + "0" * 64, jira_sign(b"other"), jira_sign(b"x", secret="wrong"), "sha1=abc"],
+    [None, "", "sha256=" + "0" * 64, sign(b"other", JIRA_SECRET), sign(b"x", "wrong"), "sha1=abc"],
     ids=["unsigned", "empty", "zeros", "other-body", "wrong-secret", "wrong-method"],
 )
 def test_unsigned_or_badly_signed_calls_are_401_and_touch_nothing(
@@ -173,7 +174,7 @@ def test_unsigned_or_badly_signed_calls_are_401_and_touch_nothing(
 def test_signature_over_a_modified_body_is_refused(aws: SimpleNamespace) -> None:
     body = encode(comment())
     forged = body.replace(b"why is the export slow", b"delete every branch!!!")
-    assert call(jira_event(forged, signature=jira_sign(body)))[0] == 401
+    assert call(jira_event(forged, signature=sign(body, JIRA_SECRET)))[0] == 401
 
 
 @pytest.mark.parametrize("age_s", [8 * 24 * 3600, -3600], ids=["older-than-ttl", "future"])
@@ -208,7 +209,7 @@ def test_blank_secret_is_a_500(aws: SimpleNamespace) -> None:
     aws.sm.put_secret_value(SecretId="agentkit/jira-webhook-secret", SecretString=" ")
     configure_receiver(aws, aws.tracker_env)
     body = encode(comment())
-    assert call(jira_event(body, signature=jira_sign(body, secret=" ")))[0] == 500
+    assert call(jira_event(body, signature=sign(body, " ")))[0] == 500
 
 
 @pytest.mark.parametrize(

@@ -19,17 +19,9 @@ import boto3
 import pytest
 
 from harness.tracker_apis import GitLabApi
+from harness.webhook_scene import RUNTIME_ARN
 from tests.unit.webhook.support import GITLAB_MEMBERS as MEMBERS
-from tests.unit.webhook.support import (
-    GITLAB_TOKEN,
-    RUNTIME_ARN,
-    SECRET_NAMES,
-    TOKEN,
-    call,
-    fixture,
-    gitlab_event,
-    queued,
-)
+from tests.unit.webhook.support import GITLAB_TOKEN, SECRET_NAMES, TOKEN, call, fixture, gitlab_event, queued
 from webhook import receiver, reporter, sweeper, worker
 from webhook.settings import ENV
 

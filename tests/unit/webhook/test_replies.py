@@ -13,17 +13,8 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 
-from tests.unit.webhook.support import (
-    CTX,
-    REGION,
-    RESULT,
-    agentcore_client,
-    sqs_event,
-    stub_one_turn,
-    task_json,
-    worker_client,
-    worker_deps,
-)
+from harness.webhook_scene import LAMBDA_CONTEXT, REGION, agentcore_client, sqs_event
+from tests.unit.webhook.support import RESULT, stub_one_turn, task_json, worker_client, worker_deps
 from webhook import replies, settings, trackers, worker
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -62,14 +53,16 @@ def test_failed_post_is_reposted_from_the_store_without_a_second_turn(
     github.script = [(422, "application/json", {"message": "Validation Failed"})]
     body = task_json(key=KEY)
     with stub:
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+            "batchItemFailures": [{"itemIdentifier": "m-0"}]
+        }
         stub.assert_no_pending_responses()
         item = stored_item(aws, KEY)
         assert item["status"]["S"] == "answered" and item["cost_usd"]["N"] == "0.0123"
         # SQS redelivers the record: the stored reply is posted, the runtime is not called.
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         # The Stubber has no response left: any invoke fails the record, as this unstored task shows.
-        assert worker.handler(sqs_event(task_json(8, key="k-other")), CTX) == {
+        assert worker.handler(sqs_event(task_json(8, key="k-other")), LAMBDA_CONTEXT) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
     first, second = (json.loads(r["body"])["body"] for r in github.requests)
@@ -86,8 +79,8 @@ def test_redelivery_after_a_successful_post_does_nothing(aws: SimpleNamespace, g
     worker.configure(worker_deps(client, github.url, store=reply_store(aws)))
     body = task_json()  # no idempotency_key: the key falls back to the SQS body's hash
     with stub:
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
-        assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         stub.assert_no_pending_responses()
     assert len(github.requests) == 1
     item = stored_item(aws, "sqs-" + hashlib.sha256(body.encode()).hexdigest())
@@ -106,7 +99,7 @@ def test_reply_is_posted_when_dynamodb_cannot_store_it(
     stub_one_turn(stub)
     worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
     with stub:
-        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {"batchItemFailures": []}
+        assert worker.handler(sqs_event(task_json(key=KEY)), LAMBDA_CONTEXT) == {"batchItemFailures": []}
         stub.assert_no_pending_responses()
     [post] = github.requests
     assert json.loads(post["body"])["body"].startswith("Pin the base image to arm64.")
@@ -128,7 +121,7 @@ def test_reply_neither_stored_nor_posted_is_logged_in_full(
     worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
     github.script = [(422, "application/json", {"message": "Validation Failed"})]
     with stub:
-        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {
+        assert worker.handler(sqs_event(task_json(key=KEY)), LAMBDA_CONTEXT) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
     [lost] = [r for r in caplog.records if r.getMessage().startswith("reply neither stored nor posted")]
@@ -144,7 +137,7 @@ def test_failed_lookup_fails_the_record_before_any_turn(aws: SimpleNamespace, gi
     stub = Stubber(client)  # no responses: an invoke would fail differently (and be a paid turn)
     worker.configure(worker_deps(client, github.url, store=reply_store(aws, ddb)))
     with stub:
-        assert worker.handler(sqs_event(task_json(key=KEY)), CTX) == {
+        assert worker.handler(sqs_event(task_json(key=KEY)), LAMBDA_CONTEXT) == {
             "batchItemFailures": [{"itemIdentifier": "m-0"}]
         }
     assert github.requests == []
@@ -161,9 +154,9 @@ def test_unconfirmed_post_is_not_reposted_on_redelivery(
     deps = worker_deps(worker_client(runtime.url), github.url, http_timeout=0.3, store=reply_store(aws))
     worker.configure(deps)
     body = task_json(key=KEY)
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert stored_item(aws, KEY)["status"]["S"] == "unconfirmed"
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(runtime.requests) == 1 and len(github.requests) == 1
 
 

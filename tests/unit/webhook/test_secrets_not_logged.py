@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from harness.webhook_scene import LAMBDA_CONTEXT, agentcore_client, sign, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     GITLAB_SECRET,
     GITLAB_TOKEN,
     JIRA_SECRET,
@@ -22,14 +22,10 @@ from tests.unit.webhook.support import (
     RESULT,
     SECRET,
     TOKEN,
-    agentcore_client,
     call,
     github_event,
     gitlab_event,
     jira_event,
-    jira_sign,
-    sign,
-    sqs_event,
     task_json,
     worker_deps,
 )
@@ -61,20 +57,22 @@ def test_the_webhook_lambdas_never_log_a_secret_or_a_token(
     jr = json.dumps(comment()).encode()
     statuses = [
         call(github_event(gh, delivery="d-ok"))[0],
-        call(github_event(gh, delivery="d-bad", signature=sign(gh, secret="wrong")))[0],
+        call(github_event(gh, delivery="d-bad", signature=sign(gh, "wrong")))[0],
         call(github_event(gh[:-5], delivery="d-cut"))[0],
         call(gitlab_event(gl))[0],
         call(gitlab_event(gl, token=GITLAB_SECRET + "x"))[0],
         call(jira_event(jr))[0],
-        call(jira_event(jr, signature=jira_sign(jr, secret="wrong")))[0],
+        call(jira_event(jr, signature=sign(jr, "wrong")))[0],
     ]
     assert statuses == [202, 401, 400, 202, 401, 202, 401]
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json(comment="/agent why?")), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json(comment="/agent why?")), LAMBDA_CONTEXT) == {
+        "batchItemFailures": []
+    }
     failing = stand_in((401, "application/json", {"message": "Bad credentials"}))
     worker.configure(worker_deps(agentcore_client(runtime.url), failing.url))
-    out = worker.handler(sqs_event(task_json(number=8, comment="/agent again")), CTX)
+    out = worker.handler(sqs_event(task_json(number=8, comment="/agent again")), LAMBDA_CONTEXT)
     assert out["batchItemFailures"]  # the failed post is reported for SQS to retry
     assert any(r["headers"].get("Authorization") == f"Bearer {TOKEN}" for r in github.requests)  # really used
     captured = capfd.readouterr()

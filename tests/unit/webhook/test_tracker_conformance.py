@@ -24,6 +24,7 @@ import pytest
 from agentkit.doctor import secrets as doctor_secrets
 from harness.github_repo_api import GitHubRepoApi
 from harness.tracker_apis import GitLabApi, JiraApi
+from harness.webhook_scene import sign
 from tests.unit.webhook.support import (
     GITLAB_TOKEN,
     JIRA_BOT,
@@ -35,9 +36,7 @@ from tests.unit.webhook.support import (
     gitlab_event,
     idempotency_items,
     jira_event,
-    jira_sign,
     queued,
-    sign,
     task_json,
 )
 from tests.unit.webhook.test_github import comment_payload
@@ -85,9 +84,7 @@ TRACKERS: dict[str, Tracker] = {
     "jira": Tracker(
         comment=lambda text: jira_comment(text),
         own_comment=lambda text: jira_comment(text, accountId=JIRA_BOT),
-        event=lambda body, good: (
-            jira_event(body) if good else jira_event(body, signature=jira_sign(body, "nope"))
-        ),
+        event=lambda body, good: jira_event(body) if good else jira_event(body, signature=sign(body, "nope")),
         quote=lambda text: "{quote}" + text + "{quote} was in the template",
     ),
 }

@@ -15,17 +15,14 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
+from harness.webhook_scene import LAMBDA_CONTEXT, RUNTIME_ARN, agentcore_client, sqs_event
 from tests.unit.webhook.support import (
-    CTX,
     GITHUB_REPOSITORY_ID,
     GITLAB_PROJECT_ID,
     RESULT,
-    RUNTIME_ARN,
     TOKEN,
-    agentcore_client,
     emf_lines,
     runtime_client_error,
-    sqs_event,
     stub_one_turn,
     task_json,
     worker_client,
@@ -39,7 +36,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 def test_worker_invokes_runtime_and_posts_comment(stand_in: Any, github: Any) -> None:
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url))
-    out = worker.handler(sqs_event(task_json(comment="/agent why?")), CTX)
+    out = worker.handler(sqs_event(task_json(comment="/agent why?")), LAMBDA_CONTEXT)
     assert out == {"batchItemFailures": []}
 
     [inv] = runtime.requests
@@ -74,7 +71,7 @@ def test_failing_invoke_is_a_partial_batch_failure(github: Any) -> None:
     sleeps: list[float] = []
     worker.configure(worker_deps(client, github.url, sleeps=sleeps))
     with stub:
-        out = worker.handler(sqs_event(task_json(7), task_json(8)), CTX)
+        out = worker.handler(sqs_event(task_json(7), task_json(8)), LAMBDA_CONTEXT)
         stub.assert_no_pending_responses()
     assert out == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert [r["path"] for r in github.requests] == ["/repos/octo/kit/issues/8/comments"]
@@ -91,7 +88,7 @@ def test_agent_error_reply_is_posted_not_retried(stand_in: Any, github: Any) -> 
         )
     )
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url, qualifier=None))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert "qualifier" not in runtime.requests[0]["path"] and len(runtime.requests) == 1
     comment = json.loads(github.requests[0]["body"])["body"]
     assert "`budget_exceeded`" in comment and "rid-200" in comment
@@ -107,7 +104,7 @@ LEAKY = (
 def test_runtime_client_error_posts_a_short_generic_comment(stand_in: Any, github: Any) -> None:
     runtime = stand_in(runtime_client_error(LEAKY))
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(runtime.requests) == 1
     [post] = github.requests
     comment = json.loads(post["body"])["body"]
@@ -125,7 +122,9 @@ def test_busy_session_is_left_to_sqs(stand_in: Any, github: Any) -> None:
         )
     )
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(runtime.requests) == 1 and github.requests == []
 
 
@@ -146,7 +145,9 @@ def test_worker_client_never_retries_the_paid_call(
     client = worker_client(runtime.url)
     assert client.meta.config.retries == {"total_max_attempts": 1, "mode": "standard"}
     worker.configure(worker_deps(client, github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(runtime.requests) == 1 and github.requests == []
 
 
@@ -161,20 +162,24 @@ def test_throttling_is_retried_in_a_bounded_loop(stand_in: Any, github: Any) -> 
     runtime.script = [throttled, throttled]
     sleeps: list[float] = []
     worker.configure(worker_deps(worker_client(runtime.url), github.url, sleeps=sleeps))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(runtime.requests) == 3 and len(sleeps) == 2 and len(github.requests) == 1
     # Bounded: with no retries allowed, one throttle fails the record after one request.
     runtime.requests.clear()
     runtime.script = [throttled]
     worker.configure(worker_deps(worker_client(runtime.url), github.url, throttle_retries=0))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(runtime.requests) == 1
 
 
 def test_read_timeout_is_final_and_not_retried(stand_in: Any, github: Any) -> None:
     runtime = stand_in((200, "application/json", RESULT, {"delay": 1.0}))
     worker.configure(worker_deps(worker_client(runtime.url, read_timeout=0.3), github.url))
-    assert worker.handler(sqs_event(task_json(delivery="d-slow")), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json(delivery="d-slow")), LAMBDA_CONTEXT) == {
+        "batchItemFailures": []
+    }
     assert len(runtime.requests) == 1
     comment = json.loads(github.requests[0]["body"])["body"]
     # The reference is the AgentCore request id or the signed body's hash, never the unsigned delivery id.
@@ -194,7 +199,7 @@ def test_comment_post_is_not_retried_after_a_read_timeout(stand_in: Any, github:
     github.script = [(201, "application/json", {"id": 1}, {"delay": 1.0})]
     worker.configure(worker_deps(worker_client(runtime.url), github.url, http_timeout=0.3))
     # GitHub may have posted it: no second POST, and the record is not failed (no SQS re-run either).
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(github.requests) == 1 and len(runtime.requests) == 1
 
 
@@ -220,18 +225,20 @@ def test_github_5xx_is_retried_in_process_4xx_fails_the_record(stand_in: Any, gi
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url))
     github.script = [(502, "application/json", {"message": "bad gateway"})] * 2
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     assert len(github.requests) == 3
     github.requests.clear()
     github.script = [(404, "application/json", {"message": "Not Found"})]
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(github.requests) == 1
 
 
 def test_malformed_message_fails_only_that_record(stand_in: Any, github: Any) -> None:
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(agentcore_client(runtime.url), github.url))
-    out = worker.handler(sqs_event("{not json", task_json()), CTX)
+    out = worker.handler(sqs_event("{not json", task_json()), LAMBDA_CONTEXT)
     assert out == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
     assert len(github.requests) == 1
 
@@ -255,7 +262,9 @@ def test_busy_or_unavailable_container_goes_back_to_the_queue(
     """Only the status is relayed: 429 (session busy) and 503 (shutting down) are retried by SQS."""
     runtime = stand_in(runtime_client_error(DOCUMENTED.format(status=status)))
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert len(runtime.requests) == 1 and github.requests == []
 
 
@@ -266,7 +275,7 @@ def test_busy_or_unavailable_container_goes_back_to_the_queue(
 def test_other_container_errors_get_a_short_reply(stand_in: Any, github: Any, status: int, code: str) -> None:
     runtime = stand_in(runtime_client_error(DOCUMENTED.format(status=status), request_id="rid-9"))
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     comment = json.loads(github.requests[0]["body"])["body"]
     assert comment.startswith(worker.error_comment(code, "rid-9")) and "CloudWatch" not in comment
 
@@ -280,7 +289,9 @@ def test_status_in_a_validation_exception_is_read_too(stand_in: Any, github: Any
     )
     runtime = stand_in(error)
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
-    assert worker.handler(sqs_event(task_json()), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(task_json()), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert github.requests == []
 
 
@@ -289,7 +300,7 @@ def test_gitlab_task_is_answered_with_a_note(stand_in: Any, github: Any, gitlab_
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(worker_client(runtime.url), github.url, gitlab_url=gitlab_api.api_url))
     body = task_json(tracker="gitlab", repository="gitlab-org/gitlab-test", comment="/agent why?")
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     headers = {k.lower(): v for k, v in runtime.requests[0]["headers"].items()}
     expected = "gitlab-" + hashlib.sha256(f"{GITLAB_PROJECT_ID}#7".encode()).hexdigest()
     assert headers["x-amzn-bedrock-agentcore-runtime-session-id"] == expected
@@ -313,7 +324,7 @@ def test_jira_task_is_answered_with_a_valid_adf_comment(stand_in: Any, github: A
     runtime = stand_in((200, "application/json", answer))
     worker.configure(worker_deps(worker_client(runtime.url), github.url, jira_url=jira_api.url))
     body = task_json(9, comment="/agent why?", tracker="jira", repository="SP")
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     prompt = json.loads(runtime.requests[0]["body"])["prompt"]
     assert "issue SP-9 in the jira project SP" in prompt
     [comment] = jira_api.replies
@@ -331,14 +342,18 @@ def test_jira_rejecting_the_comment_fails_the_record(stand_in: Any, github: Any,
     jira_api.script = [(400, {"errorMessages": ["bad"]}), (400, {"errorMessages": ["bad"]})]
     worker.configure(worker_deps(worker_client(runtime.url), github.url, jira_url=jira_api.url))
     body = task_json(9, tracker="jira", repository="SP")
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
 
 
 def test_task_of_a_tracker_not_set_up_fails_before_any_turn(stand_in: Any, github: Any) -> None:
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(worker_client(runtime.url), github.url))
     body = task_json(tracker="jira", repository="SP")
-    assert worker.handler(sqs_event(body), CTX) == {"batchItemFailures": [{"itemIdentifier": "m-0"}]}
+    assert worker.handler(sqs_event(body), LAMBDA_CONTEXT) == {
+        "batchItemFailures": [{"itemIdentifier": "m-0"}]
+    }
     assert runtime.requests == [] and worker.failure_kind(trackers.TrackerConfigError("x")) == "permanent"
 
 
@@ -348,7 +363,7 @@ def test_worker_metrics_carry_the_tracker_dimension(
     runtime = stand_in((200, "application/json", RESULT))
     worker.configure(worker_deps(worker_client(runtime.url), github.url, gitlab_url=gitlab_api.api_url))
     gitlab_task = task_json(tracker="gitlab", repository="gitlab-org/gitlab-test")
-    assert worker.handler(sqs_event(task_json(), gitlab_task), CTX) == {"batchItemFailures": []}
+    assert worker.handler(sqs_event(task_json(), gitlab_task), LAMBDA_CONTEXT) == {"batchItemFailures": []}
     docs = emf_lines(capsys.readouterr().out)
     seen = {
         (name["Name"], doc["Tracker"])
