@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 
 from infra.functions.runtime_mmds import index
 
-RUNTIME = {
+RUNTIME: dict[str, Any] = {
     "agentRuntimeArn": "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentkit_dev-abc",
     "agentRuntimeName": "agentkit_dev",
     "agentRuntimeId": "agentkit_dev-abc",
