@@ -151,6 +151,8 @@ def _invoice_server(calls: list[dict[str, Any]], *, fail: bool = False) -> Any:
     return create_sdk_mcp_server("billing", tools=[invoice])
 
 
+# The SDK warns that an allowed_tools entry shadows can_use_tool: that shadowing is what this test checks.
+@pytest.mark.filterwarnings("ignore::claude_agent_sdk.types.CanUseToolShadowedWarning")
 def test_sdk_mcp_tool_call_pre_allowed_skips_can_use_tool(env: dict[str, Any]) -> None:
     calls: list[dict[str, Any]] = []
     asked: list[str] = []
