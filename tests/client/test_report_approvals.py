@@ -1,6 +1,6 @@
-"""``agentkit report``'s approvals panel: requests, approvals, denials, expiries and the mean time to an answer per
-tool, from the runtime's own metrics code (:meth:`runtime.observe.observer.Observer.approval`) through an EMF file
-(local) and through CloudWatch (moto)."""
+"""``agentkit report``'s approvals panel: requests, approvals, denials, expiries, withdrawals and the mean time to an
+answer per tool, from the runtime's own metrics code (:meth:`runtime.observe.observer.Observer.approval`) through an
+EMF file (local) and through CloudWatch (moto)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def _record(n: int, tool: str) -> ApprovalRecord:
 
 
 def _events(metrics: BaseMetrics) -> None:
-    """Bash: 3 requests, 2 approved (after 60 and 180 s), 1 expired; WebFetch: 1 request, denied after 30 s."""
+    """Bash: 3 requests, 2 approved (after 60 and 180 s), 1 expired; WebFetch: 2 requests, 1 denied after 30 s and
+    1 withdrawn (its job was stopped: not an answer, so not in the mean)."""
     observer = Observer(metrics=metrics, model=MODEL)
     for n in range(3):
         observer.approval("requested", _record(n, "Bash"))
@@ -53,13 +54,26 @@ def _events(metrics: BaseMetrics) -> None:
     observer.approval("expired", _record(2, "Bash"))
     observer.approval("requested", _record(3, "WebFetch"))
     observer.approval("denied", _record(3, "WebFetch"), wait_s=30)
+    observer.approval("requested", _record(4, "WebFetch"))
+    observer.approval("withdrawn", _record(4, "WebFetch"))
 
 
 def _check(summary: dict[str, Any]) -> None:
     bash, fetch = summary["approvals"]["Bash"], summary["approvals"]["WebFetch"]
-    assert (bash["requested"], bash["approved"], bash["denied"], bash["expired"]) == (3, 2, 0, 1)
+    assert (bash["requested"], bash["approved"], bash["denied"], bash["expired"], bash["withdrawn"]) == (
+        3,
+        2,
+        0,
+        1,
+        0,
+    )
     assert bash["mean_decision_s"] == pytest.approx(120)
-    assert (fetch["requested"], fetch["denied"], fetch["mean_decision_s"]) == (1, 1, pytest.approx(30))
+    assert (fetch["requested"], fetch["denied"], fetch["withdrawn"], fetch["mean_decision_s"]) == (
+        2,
+        1,
+        1,
+        pytest.approx(30),
+    )
 
 
 def test_local_report_counts_approvals_per_tool(tmp_path: Path) -> None:
@@ -76,6 +90,8 @@ def test_local_report_counts_approvals_per_tool(tmp_path: Path) -> None:
     _check(json.loads(out.getvalue()))
     html = out_html.read_text()
     assert _figure(html, "expired:Bash") == 1 and _figure(html, "mean_decision_s:Bash") == pytest.approx(120)
+    assert _figure(html, "withdrawn:WebFetch") == 1 and _figure(html, "withdrawn:Bash") == 0
+    assert "<th class='n'>withdrawn</th>" in html
     assert "2 min" in html
 
 
@@ -102,7 +118,7 @@ def test_deployed_report_reads_approvals_from_cloudwatch(tmp_path: Path) -> None
         await sink.close()
 
     asyncio.run(write())
-    out = io.StringIO()
+    out, out_html = io.StringIO(), tmp_path / "r.html"
     code = main(
         [
             "report",
@@ -111,7 +127,7 @@ def test_deployed_report_reads_approvals_from_cloudwatch(tmp_path: Path) -> None
             "--days",
             "1",
             "--out",
-            str(tmp_path / "r.html"),
+            str(out_html),
             "--output",
             "json",
         ],
@@ -121,3 +137,4 @@ def test_deployed_report_reads_approvals_from_cloudwatch(tmp_path: Path) -> None
     )
     assert code == 0
     _check(json.loads(out.getvalue()))
+    assert _figure(out_html.read_text(), "withdrawn:WebFetch") == 1

@@ -146,7 +146,8 @@ def test_a_paused_jira_fix_shows_the_card_once_and_another_mapped_account_approv
     resumed = world.plane.calls[-1]
     sent = json.loads(resumed["body"])
     assert "prompt" not in sent and sent["approve"]["id"] == approval_id
-    assert sent["approve"]["by"] == f"jira:{JIRA_ACCOUNTS['noah'][1]}"
+    # Who approved, as the runtime records it: the display name and the immutable account id.
+    assert sent["approve"]["by"] == f"jira:{JIRA_ACCOUNTS['noah'][1]} ({JIRA_ACCOUNTS['noah'][0]})"
     assert sent["job"]["id"] == approval_id and sent["async"] is True
     assert resumed["session"] == world.plane.calls[0]["session"] and resumed["status"] == 202
     assert adf_text(card["body"]).startswith(f"Approved by @{JIRA_ACCOUNTS['noah'][1]}")
@@ -181,7 +182,8 @@ def test_a_member_of_the_mapped_group_approves(world: SimpleNamespace) -> None:
     # Her groups were asked of Jira, by her account id.
     asked = [r["path"] for r in world.jira.requests if r["path"].startswith("/rest/api/3/user/groups")]
     assert asked == [f"/rest/api/3/user/groups?accountId={olga.replace(':', '%3A')}"]
-    assert json.loads(world.plane.calls[-1]["body"])["approve"]["by"] == f"jira:{JIRA_ACCOUNTS['olga'][1]}"
+    name, account = JIRA_ACCOUNTS["olga"][1], JIRA_ACCOUNTS["olga"][0]
+    assert json.loads(world.plane.calls[-1]["body"])["approve"]["by"] == f"jira:{name} ({account})"
     pump_result(world, approval_id)
     [pull] = world.github.pulls
     assert world.github.branch_changes(pull["head"]["ref"]) == {"src/calc.py": FIXED}
@@ -215,7 +217,11 @@ def test_a_requester_who_renamed_themselves_is_still_the_requester_and_a_namesak
     # noah, another account that happens to show the requester's name, may answer.
     answer(world, f"/agent approve {approval_id} {EDIT}", 20126, account="noah", name=JIRA_ACCOUNTS["mia"][1])
     assert len(world.plane.calls) == calls + 1
-    assert json.loads(world.plane.calls[-1]["body"])["approve"]["id"] == approval_id
+    sent = json.loads(world.plane.calls[-1]["body"])["approve"]
+    assert sent["id"] == approval_id
+    # The runtime's record of who approved names noah's account, not the requester whose name he shows.
+    mia, noah = JIRA_ACCOUNTS["mia"][0], JIRA_ACCOUNTS["noah"][0]
+    assert sent["by"] == f"jira:{JIRA_ACCOUNTS['mia'][1]} ({noah})" and mia not in sent["by"]
     job = json.loads(paused_job(world)["job"]["S"])
     assert job["author_id"] == JIRA_ACCOUNTS["mia"][0]
 
@@ -248,7 +254,7 @@ def test_a_denial_reaches_the_agent_and_no_pull_request_opens(world: SimpleNames
     sent = json.loads(world.plane.calls[-1]["body"])
     assert sent["deny"] == {
         "id": approval_id,
-        "by": f"jira:{JIRA_ACCOUNTS['noah'][1]}",
+        "by": f"jira:{JIRA_ACCOUNTS['noah'][1]} ({JIRA_ACCOUNTS['noah'][0]})",
         "reason": "not on a Friday",
     }
     assert adf_text(card["body"]).startswith(f"Denied by @{JIRA_ACCOUNTS['noah'][1]}")

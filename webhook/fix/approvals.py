@@ -194,6 +194,23 @@ def is_requester(task: AgentTask, job: FixJob) -> bool:
     return task.author.casefold() == job.author.casefold()
 
 
+#: The most of ``by`` the webhook records and sends (the runtime takes up to 256 characters, runtime/protocol.py).
+BY_MAX = 200
+
+
+def answerer(task: AgentTask) -> str:
+    """Who answered (or stopped), as the runtime records it in ``by``: ``<tracker>:<name> (<id>)`` where the tracker
+    gives an immutable id (Jira ``accountId``, GitLab user id), so the runtime's audit trail, spans and
+    ``agentkit sessions`` tell two people with one display name apart, and know someone who renamed themselves;
+    otherwise ``<tracker>:<login>`` (a GitHub login is unique). The name is shortened so the id always fits in
+    :data:`BY_MAX` characters."""
+    if not task.author_id:
+        return f"{task.tracker}:{task.author}"[:BY_MAX]
+    suffix = f" ({task.author_id})"
+    name = task.author[: max(0, BY_MAX - len(task.tracker) - 1 - len(suffix))]
+    return f"{task.tracker}:{name}{suffix}" if name else f"{task.tracker}:{task.author_id}"
+
+
 @dataclass(frozen=True)
 class Refused:
     code: str
@@ -302,9 +319,10 @@ class Approver:
         outcome = "approved" if verb == "approve" else "denied"
         decision = {
             "outcome": outcome,
-            "by": f"{task.tracker}:{task.author}"[:200],
+            "by": answerer(task),
             # The answerer's immutable id (Jira accountId, GitLab user id): a display name alone does not say who.
             "by_id": task.author_id,
+            "name": task.author,  # for the card's "Approved by @<name>"
             "at": now,
             "reason": rest,
             "key": key,
@@ -455,7 +473,8 @@ class Approver:
                 raise TransientInvokeError("the claim of this answer was taken over")
             # Said before the runtime is asked, so the continuation's own result (which the reporter writes into
             # this comment) always comes after it.
-            who = str(decision["by"]).split(":", 1)[-1]
+            # A decision recorded before "name" existed carries it in "by" only.
+            who = str(decision.get("name") or str(decision["by"]).split(":", 1)[-1])
             if approved:
                 text = (
                     f"Approved by @{who}: the tool call `{approval.get('tool')}` (input hash"
@@ -544,7 +563,7 @@ def withdraw_on_runtime(
     log_ctx: Mapping[str, Any],
 ) -> None:
     """Withdraw ``approval_id`` on the runtime session of ``task``'s issue (:meth:`AgentRuntimeInvoker.withdraw`, as
-    the issue's actor, by ``<tracker>:<login>``), for a job that ended on the issue while its request waited: a
+    the issue's actor, by :func:`answerer`), for a job that ended on the issue while its request waited: a
     stop, or a denial with fix jobs turned off. Never raises: a failure is logged, and the runtime's own expiry of
     the request is the backstop (an answer on the issue is refused by the job's state either way)."""
     if not approval_id:
@@ -554,7 +573,7 @@ def withdraw_on_runtime(
         outcome = invoker.withdraw(
             session_id=task.runtime_session_id,
             approval_id=approval_id,
-            by=f"{task.tracker}:{task.author}",
+            by=answerer(task),
             reason=reason,
             actor=task.actor,
         )

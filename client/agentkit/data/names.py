@@ -27,12 +27,14 @@ TOOL_METRICS: tuple[str, ...] = (TOOL_CALLS, TOOL_ERRORS, TOOL_LATENCY, TOOL_DEN
 
 # events, dimensions [Agent, <one of Model/Tool/ErrorCode>] and [Agent]
 INVOCATION_ERRORS = "InvocationErrors"  # dimension ErrorCode: the error code the caller got
-# tool calls waiting for a person (dimension Tool); ApprovalDecisionSeconds: request → answer, unit Seconds
+# tool calls waiting for a person (dimension Tool); Withdrawn: a waiting request taken back unanswered (its job
+# was stopped); ApprovalDecisionSeconds: request → answer, unit Seconds
 APPROVAL_METRICS: tuple[str, ...] = (
     "ApprovalsRequested",
     "Approved",
     "Denied",
     "Expired",
+    "Withdrawn",
     "ApprovalDecisionSeconds",
 )
 EVENT_METRICS: tuple[str, ...] = (
@@ -54,8 +56,6 @@ EVENT_METRICS: tuple[str, ...] = (
     "SessionStoreDeadLetters",
     "SessionStoreErrors",
     "SessionStoreLateWrites",
-    # a waiting request taken back unanswered (its job was stopped); not a column of the approvals report
-    "Withdrawn",
 )
 
 # AgentCore Memory usage the runtime counts (one event document per billed call, property ClaudeSessionId)

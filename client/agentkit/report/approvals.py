@@ -1,9 +1,10 @@
-"""Tool calls that waited for a person's approval, per tool: requested, approved, denied, expired, and the mean time
-from request to answer.
+"""Tool calls that waited for a person's approval, per tool: requested, approved, denied, expired, withdrawn, and the
+mean time from request to answer.
 
 The runtime counts them as events with the dimension ``Tool`` (``ApprovalsRequested``, ``Approved``, ``Denied``,
-``Expired``; ``ApprovalDecisionSeconds`` is the time to each answer, unit Seconds; docs/approvals.md). Read from EMF
-documents (a local run) or CloudWatch (a deployed agent); none in the window leaves :class:`Approvals` empty.
+``Expired``, ``Withdrawn`` (taken back unanswered: its job was stopped); ``ApprovalDecisionSeconds`` is the time to
+each answer, unit Seconds; docs/approvals.md). Read from EMF documents (a local run) or CloudWatch (a deployed
+agent); none in the window leaves :class:`Approvals` empty.
 
 IAM actions: ``cloudwatch:ListMetrics``, ``cloudwatch:GetMetricData``.
 """
@@ -24,7 +25,7 @@ from agentkit.data.emf import Sample
 METRICS: dict[str, str] = dict(
     zip(
         names.APPROVAL_METRICS,
-        ("requested", "approved", "denied", "expired", "decision_seconds"),
+        ("requested", "approved", "denied", "expired", "withdrawn", "decision_seconds"),
         strict=True,
     )
 )

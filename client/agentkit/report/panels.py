@@ -95,7 +95,7 @@ def delivery(data: ReportData) -> str:
 
 
 def approvals(data: ReportData) -> str:
-    """Per tool: approval requests, approvals, denials, expiries and the mean time to an answer."""
+    """Per tool: approval requests, approvals, denials, expiries, withdrawals and the mean time to an answer."""
     title = "Approvals: tool calls that waited for a person, by tool"
     tools = data.approvals.tools
     if not tools:
@@ -110,7 +110,7 @@ def approvals(data: ReportData) -> str:
             f"<tr><td>{escape(tool)}</td>"
             + "".join(
                 _cell(f"{key}:{tool}", row[key], f"{row[key]:,.0f}")
-                for key in ("requested", "approved", "denied", "expired")
+                for key in ("requested", "approved", "denied", "expired", "withdrawn")
             )
             + (
                 _cell(f"mean_decision_s:{tool}", mean, _duration(mean))
@@ -121,7 +121,7 @@ def approvals(data: ReportData) -> str:
         )
     return (
         f"<section class='wide'><h2>{title}</h2><table><tr><th>tool</th><th class='n'>requested</th>"
-        "<th class='n'>approved</th><th class='n'>denied</th><th class='n'>expired</th>"
+        "<th class='n'>approved</th><th class='n'>denied</th><th class='n'>expired</th><th class='n'>withdrawn</th>"
         f"<th class='n'>mean time to answer</th></tr>{''.join(rows)}</table></section>"
     )
 
