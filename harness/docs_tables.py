@@ -11,7 +11,8 @@ events, the TypedDicts of :mod:`runtime.protocol`), ``job_events`` (an asynchron
 :mod:`runtime.jobs.protocol`), ``errors`` (every error code, :data:`runtime.errors.ERRORS_BY_CODE`), ``metrics``
 (what :class:`runtime.observe.metrics.base.BaseMetrics` emits), ``prices`` (the price table,
 :data:`runtime.observe.prices.DEFAULT_PRICES`), ``protected_paths`` (what a patch may not change unless allowed,
-:mod:`runtime.workspace.protected_paths`).
+:mod:`runtime.workspace.protected_paths`), ``failure_hints`` (what a failed fix job's comment suggests, by code,
+:data:`webhook.fix.failure_hints.HINTS`).
 """
 
 from __future__ import annotations
@@ -246,6 +247,15 @@ def protected_paths_table() -> str:
     return markdown_table()
 
 
+def failure_hints_table() -> str:
+    """Each code a failed fix job's comment adds a hint to, with the hint (:data:`webhook.fix.failure_hints.HINTS`)."""
+    from webhook.fix.failure_hints import HINTS
+
+    return _table(
+        ("code", "what the comment suggests"), [(f"`{code}`", text) for code, text in HINTS.items()]
+    )
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "protected_paths": protected_paths_table,
     "models": models_table,
@@ -255,6 +265,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "job_events": job_events_table,
     "metrics": metrics_table,
     "prices": prices_table,
+    "failure_hints": failure_hints_table,
 }
 
 
@@ -283,8 +294,8 @@ def render(text: str) -> str:
 
 
 def pages() -> list[Path]:
-    """The docs pages that hold at least one generated block."""
-    return [p for p in sorted((ROOT / "docs").glob("*.md")) if blocks(p.read_text(encoding="utf-8"))]
+    """The docs pages, in docs/ and its folders (docs/webhook/), that hold at least one generated block."""
+    return [p for p in sorted((ROOT / "docs").rglob("*.md")) if blocks(p.read_text(encoding="utf-8"))]
 
 
 def main(argv: list[str] | None = None) -> int:

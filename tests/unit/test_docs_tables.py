@@ -16,6 +16,7 @@ EXPECTED = {
     "http-api.md": {"request", "events", "errors", "job_events"},
     "observability.md": {"metrics", "prices"},
     "security.md": {"protected_paths"},
+    "fix-jobs.md": {"failure_hints"},  # docs/webhook/
 }
 
 
@@ -39,6 +40,16 @@ def test_the_error_table_lists_every_code_with_its_status() -> None:
     rows = docs_tables.blocks(page.read_text(encoding="utf-8"))["errors"].splitlines()[2:]
     documented = {row.split("|")[1].strip().strip("`"): int(row.split("|")[2]) for row in rows}
     assert documented == {code: cls.http_status for code, cls in ERRORS_BY_CODE.items()}
+
+
+def test_the_failure_hints_table_lists_every_hinted_code_with_its_hint() -> None:
+    """Independent of the renderer: docs/webhook/fix-jobs.md has one row per code of HINTS, with its sentence."""
+    from webhook.fix.failure_hints import HINTS
+
+    page = docs_tables.ROOT / "docs" / "webhook" / "fix-jobs.md"
+    rows = docs_tables.blocks(page.read_text(encoding="utf-8"))["failure_hints"].splitlines()[2:]
+    documented = {row.split("|")[1].strip().strip("`"): row.split("|")[2].strip() for row in rows}
+    assert documented == HINTS
 
 
 def test_a_changed_code_makes_the_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 from webhook.errors import TrackerApiError, TrackerConfigError, WebhookError
 from webhook.fix.config import FixSettings
+from webhook.fix.failure_hints import hint
 from webhook.fix.jobs import DONE, JOB, REPORTING, RUNNING, STOPPED, FixJob, JobState, JobStore
 from webhook.invoker import AgentRuntimeInvoker, TransientInvokeError, safe_error_code
 from webhook.prompts import render_fix_prompt
@@ -218,9 +219,14 @@ def workspace_field(fx: FixDeps, fetched: FetchedRepo, key: str) -> dict[str, An
 
 
 def error_text(code: str, reference: str) -> str:
+    """The failed job's comment: its code, the code's fixed hint when it has one (:mod:`webhook.fix.failure_hints`),
+    and a log reference; nothing of the error's message, which is only logged."""
+    shown = safe_error_code(code)
+    what_to_do = hint(shown)
     return (
-        f"The agent could not work on this (`{safe_error_code(code)}`). "
-        f"An admin can check the logs (request id `{reference}`)."
+        f"The agent could not work on this (`{shown}`). "
+        + (f"{what_to_do} " if what_to_do else "")
+        + f"An admin can check the logs (request id `{reference}`)."
     )
 
 

@@ -132,6 +132,8 @@ def test_a_diverged_fork_that_conflicts_fails_the_job_once_with_a_clear_code(
     assert len(world.api.calls("POST", rf"/repos/{FORK}/merge-upstream")) == 1
     comment = world.api.comments[world.comment_id]["body"]
     assert "`fork_out_of_sync`" in comment
+    # what to do, in the kit's fixed words; the error's own message (GitHub's answer) stays in the log
+    assert "whoever owns the fork syncs it or deletes it" in comment and "Sync fork" not in comment
     state = world.jobs.get(base.KEY)
     assert state is not None and state.error_code == "fork_out_of_sync"
     detail = [r for r in caplog.records if r.getMessage() == "fix job failed"]

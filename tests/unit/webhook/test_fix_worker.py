@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from harness.adf_check import adf_errors
 from harness.github_repo_api import GitHubRepoApi
 from harness.tracker_apis import JiraApi
 from harness.webhook_scene import LAMBDA_CONTEXT, sqs_event
@@ -131,6 +132,8 @@ def test_a_jira_issue_without_a_mapped_repository_says_so(setup: SimpleNamespace
     assert not setup.runtime.requests
     [reply] = setup.jira.replies
     assert reply["issue"] == "SP-9" and "no_repository_mapped" in json.dumps(reply["body"])
+    # the hint names the setting to map the project in, and the comment is still valid ADF
+    assert "webhook.jira.repositories" in json.dumps(reply["body"]) and adf_errors(reply["body"]) == []
     assert setup.jobs.get(key).error_code == "no_repository_mapped"
 
 
