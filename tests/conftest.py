@@ -16,6 +16,9 @@ os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 for _name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
     os.environ.pop(_name, None)
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The webhook scene files load tests.functional.fix_flow as a plugin (for its fixture): pytest rewrites a plugin's
+# asserts, which it can do only when told before the module is first imported (else it warns, for every run).
+pytest.register_assert_rewrite("tests.functional.fix_flow")
 
 
 @pytest.fixture

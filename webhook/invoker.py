@@ -236,56 +236,19 @@ class AgentRuntimeInvoker:
         After a 2xx nothing is raised: an unreadable or malformed reply is a final error
         (``reply_unreadable`` / ``malformed_reply``).
         """
-        kwargs: dict[str, Any] = {
-            "agentRuntimeArn": self.runtime_arn,
-            "runtimeSessionId": session_id,
-            "contentType": "application/json",
-            "accept": "application/json",
-            "payload": json.dumps(
-                {**({"prompt": prompt} if prompt is not None else {}), "stream": False, **(extra or {})}
-            ).encode(),
-        }
-        if self.qualifier:
-            kwargs["qualifier"] = self.qualifier
-        if actor:
-            # The supported field for "on behalf of whom" (needs bedrock-agentcore:InvokeAgentRuntimeForUser).
-            # AgentCore hands the container a workload access token for it, not the id itself, so the actor
-            # header still names it; the runtime trusts that header only alongside such a token.
-            kwargs["runtimeUserId"] = actor
-        attempt = 0
-        while True:
-            token = _current_actor.set(actor)
-            try:
-                response = self._client.invoke_agent_runtime(**kwargs)
-                break
-            except ClientError as exc:
-                err = exc.response.get("Error", {})
-                code = str(err.get("Code", ""))
-                if code in THROTTLE_CODES and attempt < self.throttle_retries:
-                    self._sleep(random.uniform(0, min(8.0, 2.0**attempt)))
-                    attempt += 1
-                    continue
-                message = str(err.get("Message", ""))
-                relayed = code == "RuntimeClientError" or (
-                    code == "ValidationException" and runtime_status(message) is not None
-                )
-                if not relayed:
-                    raise
-                reply = RuntimeReply(
-                    error_code=runtime_client_error_code(message),
-                    error_message=message,
-                    request_id=_request_id(exc.response),
-                )
-                if reply.error_code in TRANSIENT_RUNTIME_CODES or runtime_status(message) in (429, 503):
-                    raise TransientInvokeError(f"runtime answered {reply.error_code}: {message}") from None
-                return reply
-            except ReadTimeoutError as exc:
-                # The turn may still be running (and is billed): final, never retried.
-                return RuntimeReply(error_code="timeout", error_message=str(exc))
-            except ConnectionClosedError as exc:
-                return RuntimeReply(error_code="connection_lost", error_message=str(exc))
-            finally:
-                _current_actor.reset(token)
+        try:
+            response = self._send(
+                session_id=session_id,
+                actor=actor,
+                body={**({"prompt": prompt} if prompt is not None else {}), "stream": False, **(extra or {})},
+            )
+        except ReadTimeoutError as exc:
+            # The turn may still be running (and is billed): final, never retried.
+            return RuntimeReply(error_code="timeout", error_message=str(exc))
+        except ConnectionClosedError as exc:
+            return RuntimeReply(error_code="connection_lost", error_message=str(exc))
+        if isinstance(response, RuntimeReply):
+            return response
         # From here on a 2xx arrived: the turn ran and is paid for. Whatever goes wrong reading or
         # parsing its reply is a final error (posted as such), never raised: a raise would make SQS
         # redeliver the task and run the paid turn again.
@@ -324,25 +287,54 @@ class AgentRuntimeInvoker:
         Returns ``"withdrawn"``, or the runtime's error code when it refused (``http_404``: no such approval,
         ``http_409``: answered already, ``http_410``: expired or withdrawn before; AgentCore relays only the
         status). Raises ``TransientInvokeError`` (429 / 503) and botocore errors, as :meth:`invoke` does."""
+        response = self._send(
+            session_id=session_id,
+            actor=actor,
+            body={"withdraw": {"id": approval_id, "by": by[:256], "reason": reason[:2000]}, "stream": False},
+        )
+        if isinstance(response, RuntimeReply):
+            return str(response.error_code)
+        stream = response["response"]
+        try:
+            doc = json.loads(stream.read())
+        finally:
+            stream.close()
+        if not isinstance(doc, dict) or doc.get("type") != "approval_withdrawn":
+            raise RuntimeReplyError(f"unexpected reply to a withdraw: {str(doc)[:200]!r}")
+        return str((doc.get("approval") or {}).get("status") or "withdrawn")
+
+    def _send(
+        self, *, session_id: str, actor: str | None, body: Mapping[str, Any]
+    ) -> dict[str, Any] | RuntimeReply:
+        """One ``InvokeAgentRuntime`` with the JSON ``body``, as ``actor``, retrying only throttling.
+
+        Returns the 2xx response (its ``response`` stream still unread), or, when the runtime refused the call, a
+        :class:`RuntimeReply` with only its error code, message and request id set.
+
+        Raises:
+            TransientInvokeError: the runtime answered 429 or 503: nothing ran.
+            botocore errors: any other ``ClientError`` and every connection or read error, unchanged.
+        """
         kwargs: dict[str, Any] = {
             "agentRuntimeArn": self.runtime_arn,
             "runtimeSessionId": session_id,
             "contentType": "application/json",
             "accept": "application/json",
-            "payload": json.dumps(
-                {"withdraw": {"id": approval_id, "by": by[:256], "reason": reason[:2000]}, "stream": False}
-            ).encode(),
+            "payload": json.dumps(body).encode(),
         }
         if self.qualifier:
             kwargs["qualifier"] = self.qualifier
         if actor:
+            # The supported field for "on behalf of whom" (needs bedrock-agentcore:InvokeAgentRuntimeForUser).
+            # AgentCore hands the container a workload access token for it, not the id itself, so the actor
+            # header still names it; the runtime trusts that header only alongside such a token.
             kwargs["runtimeUserId"] = actor
         attempt = 0
         while True:
             token = _current_actor.set(actor)
             try:
-                response = self._client.invoke_agent_runtime(**kwargs)
-                break
+                response: dict[str, Any] = self._client.invoke_agent_runtime(**kwargs)
+                return response
             except ClientError as exc:
                 err = exc.response.get("Error", {})
                 code, message = str(err.get("Code", "")), str(err.get("Message", ""))
@@ -355,17 +347,13 @@ class AgentRuntimeInvoker:
                 )
                 if not relayed:
                     raise
-                refused = runtime_client_error_code(message)
-                if refused in TRANSIENT_RUNTIME_CODES or runtime_status(message) in (429, 503):
-                    raise TransientInvokeError(f"runtime answered {refused}: {message}") from None
-                return refused
+                reply = RuntimeReply(
+                    error_code=runtime_client_error_code(message),
+                    error_message=message,
+                    request_id=_request_id(exc.response),
+                )
+                if reply.error_code in TRANSIENT_RUNTIME_CODES or runtime_status(message) in (429, 503):
+                    raise TransientInvokeError(f"runtime answered {reply.error_code}: {message}") from None
+                return reply
             finally:
                 _current_actor.reset(token)
-        stream = response["response"]
-        try:
-            doc = json.loads(stream.read())
-        finally:
-            stream.close()
-        if not isinstance(doc, dict) or doc.get("type") != "approval_withdrawn":
-            raise RuntimeReplyError(f"unexpected reply to a withdraw: {str(doc)[:200]!r}")
-        return str((doc.get("approval") or {}).get("status") or "withdrawn")

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 from runtime.approvals.book import ApprovalBook, StateStore
 from runtime.approvals.index import PendingIndex
-from runtime.approvals.records import ApprovalCard, ApprovalRecord, input_hash, new_id
+from runtime.approvals.records import ApprovalCard, ApprovalRecord, Status, input_hash, new_id
 from runtime.approvals.rules import ApprovalRules, held_paths, named_paths
 
 logger = logging.getLogger(__name__)
@@ -219,26 +219,8 @@ class Approvals:
         book = self.book(claude_session_id)
         async with book.lock:
             record = await book.get(answer.approval_id)
-            now = self._clock()
-            expired = await book.expire_due(now)
-            if expired:
-                await book.save()
-                self._tell(expired)
-            book.check_pending(record, now)
-            record.status = "approved" if answer.approved else "denied"
-            record.decided_at, record.decided_by, record.reason = now, answer.by, answer.reason
-            record.history.append({"status": record.status, "at": round(now, 3), "by": answer.by})
-            try:
-                await book.save()
-            except BaseException:
-                record.status, record.decided_at, record.decided_by, record.reason = (
-                    "pending",
-                    None,
-                    None,
-                    None,
-                )
-                record.history.pop()
-                raise
+            status: Status = "approved" if answer.approved else "denied"
+            now = await self._decide(book, record, status, by=answer.by, reason=answer.reason)
         self._sink.approval(record.status, record, wait_s=now - record.created_at)  # type: ignore[arg-type]
         await self._unlisted([record])
         return record, follow_up_prompt(record)
@@ -261,29 +243,46 @@ class Approvals:
             record = await book.get(approval_id)
             if record.status == "withdrawn":
                 return record
-            now = self._clock()
-            expired = await book.expire_due(now)
-            if expired:
-                await book.save()
-                self._tell(expired)
-            book.check_pending(record, now)
-            record.status = "withdrawn"
-            record.decided_at, record.decided_by, record.reason = now, by, reason
-            record.history.append({"status": "withdrawn", "at": round(now, 3), "by": by})
-            try:
-                await book.save()
-            except BaseException:
-                record.status, record.decided_at, record.decided_by, record.reason = (
-                    "pending",
-                    None,
-                    None,
-                    None,
-                )
-                record.history.pop()
-                raise
+            await self._decide(book, record, "withdrawn", by=by, reason=reason)
         self._sink.approval("withdrawn", record)
         await self._unlisted([record])
         return record
+
+    async def _decide(
+        self,
+        book: ApprovalBook,
+        record: ApprovalRecord,
+        status: Status,
+        *,
+        by: str | None,
+        reason: str | None,
+    ) -> float:
+        """Under ``book.lock``: expire what is due, check that ``record`` is still pending and record it as ``status``
+        by ``by`` now, stored before anything is told. Returns now (epoch seconds).
+
+        Raises what :meth:`ApprovalBook.check_pending` raises, and ``SessionStoreError`` when the decision could not
+        be stored (the record is pending again, as it was)."""
+        now = self._clock()
+        expired = await book.expire_due(now)
+        if expired:
+            await book.save()
+            self._tell(expired)
+        book.check_pending(record, now)
+        record.status = status
+        record.decided_at, record.decided_by, record.reason = now, by, reason
+        record.history.append({"status": status, "at": round(now, 3), "by": by})
+        try:
+            await book.save()
+        except BaseException:
+            record.status, record.decided_at, record.decided_by, record.reason = (
+                "pending",
+                None,
+                None,
+                None,
+            )
+            record.history.pop()
+            raise
+        return now
 
     async def undo(self, claude_session_id: str, approval_id: str) -> None:
         """Put an answer back to pending when the turn it was to start could not be queued (a busy session): the

@@ -28,6 +28,7 @@ from tests.e2e.real_cli_scene import bash
 from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
     JIRA_ACCOUNTS,
+    SCENE_MARKS,
     adf_text,
     assert_no_token_reached_the_runtime,
     github_comment,
@@ -39,10 +40,7 @@ from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, git
 from tests.unit.webhook.support import call
 from webhook import reporter
 
-pytestmark = [
-    pytest.mark.timeout(240),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytestmark = [pytest.mark.timeout(240), *SCENE_MARKS]
 
 
 @pytest.fixture

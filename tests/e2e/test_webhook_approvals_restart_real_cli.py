@@ -37,6 +37,7 @@ from standins import Reply
 from tests.e2e.real_cli_scene import bash
 from tests.e2e.webhook_real_cli import FILES, FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
+    SCENE_MARKS,
     assert_no_token_reached_the_runtime,
     github_comment,
     pump_events,
@@ -45,10 +46,7 @@ from tests.functional.fix_flow import (
 from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, paused_job
 from tests.unit.webhook.support import call
 
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytestmark = [pytest.mark.timeout(300), *SCENE_MARKS]
 #: Only commands that write the source wait: the earlier change below is made by one no rule names.
 APPROVALS = {"bash_patterns": ["python3 -c *src/calc.py*"]}
 EDIT_COMMAND = "python3 -c " + shlex.quote(FIX)

@@ -31,8 +31,8 @@ from standins import Reply
 from tests.e2e.real_cli_scene import DEVELOPER_AGENT, bash
 from tests.e2e.webhook_real_cli import FIX, FIXED, TEST_COMMAND, real_cli_fix_world, tool_results
 from tests.functional.fix_flow import (
+    TOKEN_CHECKED_MARKS,
     TOKENS,
-    assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
     github_comment,
     job_item,
@@ -42,10 +42,8 @@ from tests.functional.fix_flow import (
 from tests.unit.webhook.support import call, fixture, gitlab_event
 from webhook import reporter
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytest_plugins = ["tests.functional.fix_flow"]  # the fixture TOKEN_CHECKED_MARKS names
+pytestmark = [pytest.mark.timeout(180), *TOKEN_CHECKED_MARKS]
 ROOT = os.geteuid() == 0
 
 
@@ -64,14 +62,6 @@ def probe(targets: list[Path]) -> str:
         " 'wrote': wrote, 'env': dict(os.environ)}))\n"
     )
     return "python3 -c " + shlex.quote(code)
-
-
-@pytest.fixture(autouse=True)
-def _lambdas_never_log_a_token(
-    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> Iterator[None]:
-    yield
-    assert_lambdas_never_logged_a_token(capfd, caplog)
 
 
 def agent_reading_outside(root: Path) -> dict[str, Any]:

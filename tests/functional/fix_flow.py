@@ -54,6 +54,13 @@ from webhook import receiver, reporter, wiring, worker
 from webhook.settings import ENV
 from webhook.trackers import jira_auth_header
 
+#: The marks of every webhook scene test file (with its own ``pytest.mark.timeout``): the Lambdas' Powertools metrics
+#: warn when an invocation published none, which is expected here.
+SCENE_MARKS = [pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")]
+#: :data:`SCENE_MARKS`, and :func:`lambdas_never_log_a_token` after every test of the file. The fixture is found by
+#: name: such a file registers this module as a plugin (``pytest_plugins = ["tests.functional.fix_flow"]``), else
+#: every test of it errors with "fixture not found" (the check cannot silently go missing).
+TOKEN_CHECKED_MARKS = [*SCENE_MARKS, pytest.mark.usefixtures("lambdas_never_log_a_token")]
 #: What the Jira stand-in expects in ``Authorization`` (the worker's and reporter's Jira token).
 JIRA_AUTHORIZATION = jira_auth_header(JIRA_TOKEN)
 #: Every secret of the trusted side: tracker tokens (Jira's as its API token and as the header it becomes) and the
@@ -310,11 +317,13 @@ def assert_no_token_reached_the_runtime(world: SimpleNamespace, *also: bytes) ->
             assert token.encode() not in blob
 
 
-def assert_lambdas_never_logged_a_token(
+@pytest.fixture
+def lambdas_never_log_a_token(
     capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> None:
-    """The trusted side holds the tokens: its Lambdas' logs (every record with its extra fields, and what they
-    print: EMF) never show one. Call after the test's body (from an autouse fixture)."""
+) -> Iterator[None]:
+    """After the test: the trusted side holds the tokens, and its Lambdas' logs (every record with its extra fields,
+    and what they print: EMF) never show one. Used by the files marked with :data:`TOKEN_CHECKED_MARKS`."""
+    yield
     out = capfd.readouterr()
     logged = [json.dumps(r.__dict__, default=str) for r in caplog.get_records("call")]
     # The worker's records were captured here (a job started, or stopped while it was being started).

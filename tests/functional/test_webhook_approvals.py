@@ -26,6 +26,7 @@ from harness.webhook_scene import sqs_event
 from tests.functional.fix_flow import (
     EDIT,
     FIXED,
+    SCENE_MARKS,
     assert_no_token_reached_the_runtime,
     github_comment,
     make_world,
@@ -36,10 +37,7 @@ from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
 from webhook import reporter, sweeper, worker
 from webhook.settings import ENV
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytestmark = [pytest.mark.timeout(180), *SCENE_MARKS]
 APPROVAL = re.compile(r"apv-[0-9a-f]{20}")
 
 

@@ -28,8 +28,8 @@ from tests.functional.fix_flow import (
     EDIT,
     FIXED,
     JIRA_ACCOUNTS,
+    TOKEN_CHECKED_MARKS,
     adf_text,
-    assert_lambdas_never_logged_a_token,
     assert_no_token_reached_the_runtime,
     jira_comment,
     make_world,
@@ -40,19 +40,9 @@ from tests.functional.test_webhook_approvals import items, paused_job, pump_resu
 from tests.unit.webhook.support import call
 from webhook import reporter
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytest_plugins = ["tests.functional.fix_flow"]  # the fixture TOKEN_CHECKED_MARKS names
+pytestmark = [pytest.mark.timeout(180), *TOKEN_CHECKED_MARKS]
 APPROVAL = re.compile(r"apv-[0-9a-f]{20}")
-
-
-@pytest.fixture(autouse=True)
-def _lambdas_never_log_a_token(
-    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> Iterator[None]:
-    yield
-    assert_lambdas_never_logged_a_token(capfd, caplog)
 
 
 @pytest.fixture

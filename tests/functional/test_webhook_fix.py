@@ -31,7 +31,7 @@ from tests.functional.fix_flow import (
     EDIT,
     FILES,
     FIXED,
-    assert_lambdas_never_logged_a_token,
+    TOKEN_CHECKED_MARKS,
     assert_no_token_reached_the_runtime,
     github_comment,
     job_item,
@@ -42,18 +42,8 @@ from tests.functional.fix_flow import (
 from tests.unit.webhook.support import call, fixture, github_event, gitlab_event
 from webhook import reporter, worker
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
-
-
-@pytest.fixture(autouse=True)
-def _lambdas_never_log_a_token(
-    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> Iterator[None]:
-    yield
-    assert_lambdas_never_logged_a_token(capfd, caplog)
+pytest_plugins = ["tests.functional.fix_flow"]  # the fixture TOKEN_CHECKED_MARKS names
+pytestmark = [pytest.mark.timeout(180), *TOKEN_CHECKED_MARKS]
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from harness.cli import write_fake_cli
 from harness.runtime_server import RuntimeServer
 from harness.tracker_apis import GitLabApi, JiraApi
 from harness.webhook_scene import LAMBDA_CONTEXT, REGION, RUNTIME_ARN, sqs_event
+from tests.functional.fix_flow import SCENE_MARKS
 from tests.unit.webhook.support import (
     GITLAB_MEMBERS,
     GITLAB_TOKEN,
@@ -38,10 +39,7 @@ from tests.unit.webhook.support import (
 )
 from webhook import invoker, receiver, trackers, worker
 
-pytestmark = [
-    pytest.mark.timeout(120),
-    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
-]
+pytestmark = [pytest.mark.timeout(120), *SCENE_MARKS]
 ACTOR_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Actor"
 
 

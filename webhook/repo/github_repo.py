@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -47,7 +47,7 @@ from .change import (
     is_text,
 )
 from .errors import ChangeConflict, ForkOutOfSync
-from .files import FileChange, SparseView
+from .files import FileChange
 from .hosted import HostedRepo
 from .rest import quote
 from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
@@ -132,6 +132,12 @@ class GitHubRepo(HostedRepo):
         doc = self.rest.call("GET", f"{self._base}/commits/{quote(ref, keep_slashes=True)}")
         return str(doc["sha"]), str(doc["commit"]["tree"]["sha"])
 
+    def _commit_id(self, ref: str) -> str:
+        return self.resolve(ref)[0]
+
+    def _archive_path(self, sha: str) -> tuple[str, Mapping[str, str] | None]:
+        return f"{self._base}/tarball/{sha}", None
+
     def fetch_snapshot(
         self,
         ref: str | None = None,
@@ -150,26 +156,10 @@ class GitHubRepo(HostedRepo):
         """
         ref = ref or self.default_branch()
         sha, tree = self.resolve(ref)
-        repacked = self._archive(
-            f"{self._base}/tarball/{sha}", sha, limits=limits, archive=archive, into=into, spool_dir=spool_dir
-        )
+        repacked = self._archive(sha, limits=limits, archive=archive, into=into, spool_dir=spool_dir)
         return Snapshot(
             sha, repacked.archive, repacked.files, ref=ref, tree_sha=tree, archive_comment=repacked.comment
         )
-
-    def fetch_view(
-        self,
-        ref: str,
-        *,
-        reads: Collection[str],
-        limits: SnapshotLimits = DEFAULT_LIMITS,
-        spool_dir: str | None = None,
-    ) -> SparseView:
-        """The file view of ``ref`` that a patch reading ``reads`` is applied to (the reporter): the same
-        archive and checks as :meth:`fetch_snapshot`, the bytes of ``reads`` kept only
-        (:meth:`.hosted.HostedRepo._view`)."""
-        sha, _ = self.resolve(ref)
-        return self._view(f"{self._base}/tarball/{sha}", sha, reads=reads, limits=limits, spool_dir=spool_dir)
 
     # ---- the fork
     def ensure_fork(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -43,7 +43,7 @@ from .change import (
     holds_change,
 )
 from .errors import ChangeConflict, PatchRefused
-from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange, SparseView
+from .files import MODE_EXECUTABLE, MODE_SYMLINK, FileChange
 from .hosted import HostedRepo
 from .rest import quote
 from .snapshot import DEFAULT_LIMITS, Snapshot, SnapshotLimits
@@ -116,6 +116,12 @@ class GitLabRepo(HostedRepo):
         doc = self.rest.call("GET", f"{self._base}/repository/commits/{quote(ref)}")
         return str(doc["id"])
 
+    def _commit_id(self, ref: str) -> str:
+        return self.resolve(ref)
+
+    def _archive_path(self, sha: str) -> tuple[str, Mapping[str, str] | None]:
+        return f"{self._base}/repository/archive.tar.gz", {"sha": sha}
+
     def fetch_snapshot(
         self,
         ref: str | None = None,
@@ -129,36 +135,8 @@ class GitLabRepo(HostedRepo):
         resolved commit id (see :meth:`repo.github_repo.GitHubRepo.fetch_snapshot`)."""
         ref = ref or self.default_branch()
         sha = self.resolve(ref)
-        repacked = self._archive(
-            f"{self._base}/repository/archive.tar.gz",
-            sha,
-            limits=limits,
-            query={"sha": sha},
-            archive=archive,
-            into=into,
-            spool_dir=spool_dir,
-        )
+        repacked = self._archive(sha, limits=limits, archive=archive, into=into, spool_dir=spool_dir)
         return Snapshot(sha, repacked.archive, repacked.files, ref=ref, archive_comment=repacked.comment)
-
-    def fetch_view(
-        self,
-        ref: str,
-        *,
-        reads: Collection[str],
-        limits: SnapshotLimits = DEFAULT_LIMITS,
-        spool_dir: str | None = None,
-    ) -> SparseView:
-        """The file view of ``ref`` that a patch reading ``reads`` is applied to (see
-        :meth:`repo.github_repo.GitHubRepo.fetch_view`)."""
-        sha = self.resolve(ref)
-        return self._view(
-            f"{self._base}/repository/archive.tar.gz",
-            sha,
-            reads=reads,
-            limits=limits,
-            query={"sha": sha},
-            spool_dir=spool_dir,
-        )
 
     # ---- the fork
     def ensure_fork(self, *, polls: int = FORK_POLLS, interval: float = FORK_POLL_SECONDS) -> GitLabRepo:

@@ -20,7 +20,7 @@ from webhook.errors import TrackerApiError, TrackerConfigError
 from .errors import SnapshotError, SnapshotTooLarge
 from .files import SparseView
 from .rest import Rest
-from .snapshot import Repacked, SnapshotLimits, read_view, repack, repack_file
+from .snapshot import DEFAULT_LIMITS, Repacked, SnapshotLimits, read_view, repack, repack_file
 
 
 class HostedRepo:
@@ -75,23 +75,44 @@ class HostedRepo:
     def default_branch(self) -> str:
         return str(self.info()["default_branch"])
 
+    def _commit_id(self, ref: str) -> str:
+        """The commit id of ``ref`` (a branch, tag or commit id)."""
+        raise NotImplementedError
+
+    def _archive_path(self, sha: str) -> tuple[str, Mapping[str, str] | None]:
+        """The API path and query of the tar archive of commit ``sha``."""
+        raise NotImplementedError
+
+    def fetch_view(
+        self,
+        ref: str,
+        *,
+        reads: Collection[str],
+        limits: SnapshotLimits = DEFAULT_LIMITS,
+        spool_dir: str | None = None,
+    ) -> SparseView:
+        """The file view of ``ref`` that a patch reading ``reads`` is applied to (the reporter): the archive of the
+        commit ``ref`` names, with the checks of the subclass's ``fetch_snapshot``, the bytes of ``reads`` kept only
+        (:meth:`_view`)."""
+        sha = self._commit_id(ref)
+        return self._view(sha, reads=reads, limits=limits, spool_dir=spool_dir)
+
     def _archive(
         self,
-        path: str,
         sha: str,
         *,
         limits: SnapshotLimits,
-        query: Mapping[str, str] | None = None,
         archive: bool = True,
         into: IO[bytes] | None = None,
         spool_dir: str | None = None,
     ) -> Repacked:
-        """The archive at ``path`` (of commit ``sha``), repacked; refused when it names another commit (git
-        archive writes the commit id into the tar's comment).
+        """The archive of commit ``sha``, repacked; refused when it names another commit (git archive writes the
+        commit id into the tar's comment).
 
         ``into``: stream instead — the tracker's archive is downloaded to a spool file in ``spool_dir``,
         checked from there and the snapshot written to ``into`` (:func:`.snapshot.repack_file`); the result
         then holds no archive and no files."""
+        path, query = self._archive_path(sha)
         if into is not None:
             with tempfile.TemporaryFile(dir=spool_dir) as download:
                 self._download(path, query, limits, sink=download)
@@ -104,18 +125,12 @@ class HostedRepo:
         return repacked
 
     def _view(
-        self,
-        path: str,
-        sha: str,
-        *,
-        reads: Collection[str],
-        limits: SnapshotLimits,
-        query: Mapping[str, str] | None = None,
-        spool_dir: str | None = None,
+        self, sha: str, *, reads: Collection[str], limits: SnapshotLimits, spool_dir: str | None = None
     ) -> SparseView:
-        """The archive at ``path`` (of commit ``sha``) as the file view a patch reading ``reads`` needs: downloaded
-        to a spool file in ``spool_dir`` (removed on return) and read from there by :func:`.snapshot.read_view`,
-        so neither the archive nor the files the patch does not read are held in memory."""
+        """The archive of commit ``sha`` as the file view a patch reading ``reads`` needs: downloaded to a spool
+        file in ``spool_dir`` (removed on return) and read from there by :func:`.snapshot.read_view`, so neither
+        the archive nor the files the patch does not read are held in memory."""
+        path, query = self._archive_path(sha)
         with tempfile.TemporaryFile(dir=spool_dir) as download:
             self._download(path, query, limits, sink=download)
             download.seek(0)

@@ -62,12 +62,12 @@ def test_an_existing_fork_is_reused(world: SimpleNamespace) -> None:
     assert world.api.base_branches() == {"main"} and _writes_to_base(world) == []
 
 
-def _rebase_job(world: SimpleNamespace, base_sha: str) -> None:
-    """The recorded job now starts from ``base_sha`` (as a job started after the repository moved on)."""
+def _rebase_job(world: SimpleNamespace, base_sha: str, key: str = base.KEY) -> None:
+    """The recorded job ``key`` now starts from ``base_sha`` (as a job started after the repository moved on)."""
     world.job = world.job.model_copy(update={"base_sha": base_sha})
     world.jobs._client.update_item(
         TableName="idem",
-        Key={"id": {"S": f"reply#{base.KEY}"}},
+        Key={"id": {"S": f"reply#{key}"}},
         UpdateExpression="SET job = :j",
         ExpressionAttributeValues={":j": {"S": world.job.model_dump_json()}},
     )
@@ -300,13 +300,7 @@ def test_gitlab_a_fork_behind_its_project_needs_no_sync_start_project_starts_fro
     head = gl.base_git.commit_files(files, [gl.base_commit], "the project moves on")
     gl.base_git.refs["main"] = head
     gl.fork_reads_network = False  # the fork knows only what its own branches reach
-    gitlab_world.job = gitlab_world.job.model_copy(update={"base_sha": head})
-    gitlab_world.jobs._client.update_item(
-        TableName="idem",
-        Key={"id": {"S": f"reply#{GITLAB_KEY}"}},
-        UpdateExpression="SET job = :j",
-        ExpressionAttributeValues={":j": {"S": gitlab_world.job.model_dump_json()}},
-    )
+    _rebase_job(gitlab_world, head, GITLAB_KEY)
     # Without start_project the stale fork cannot start a branch at the project's newer commit ...
     with pytest.raises(TrackerApiError, match="Invalid start"):
         old_fork.rest.call(

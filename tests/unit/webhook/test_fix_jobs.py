@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -367,6 +368,16 @@ def start(jobs: JobStore, key: str, doc: FixJob = JOB_DOC) -> None:
     assert claim is not None and jobs.started(key, doc, claimed_at=claim.stored_at)
 
 
+def answered(jobs: JobStore, paused_key: str, approval_id: str, decision: dict[str, Any]) -> None:
+    """The job ``paused_key`` waiting for ``approval_id`` gets ``decision``, and its continuation (the job keyed by
+    the approval id) is claimed and started as the worker does it, taking the paused job's progress comment over."""
+    assert jobs.decide(paused_key, approval_id=approval_id, decision=decision)
+    assert jobs.claim(approval_id, session_id=SESSION)
+    jobs.remember_progress_comment(approval_id, comment_id="1001", url="u", paused_key=paused_key)
+    claim = jobs.get(approval_id)
+    assert claim is not None and jobs.started(approval_id, JOB_DOC, claimed_at=claim.stored_at)
+
+
 @pytest.mark.parametrize("end", ["expired", "stopped", "continuation_done", "continuation_expired"])
 def test_a_wait_longer_than_the_job_deadline_keeps_the_issue_until_the_fix_ends(
     store: tuple[JobStore, Clock], end: str
@@ -392,11 +403,7 @@ def test_a_wait_longer_than_the_job_deadline_keeps_the_issue_until_the_fix_ends(
         assert jobs.stop(KEY, by="carol", stop_key="s1")
     else:
         answer = {"outcome": "approved", "by": "github:dave", "at": clock.now, "reason": "", "key": "k1"}
-        assert jobs.decide(KEY, approval_id=APPROVAL_ID, decision=answer)
-        assert jobs.claim(APPROVAL_ID, session_id=SESSION)
-        jobs.remember_progress_comment(APPROVAL_ID, comment_id="1001", url="u", paused_key=KEY)
-        claim = jobs.get(APPROVAL_ID)
-        assert claim is not None and jobs.started(APPROVAL_ID, JOB_DOC, claimed_at=claim.stored_at)
+        answered(jobs, KEY, APPROVAL_ID, answer)
         clock.now = t0 + 30 * HOUR  # the continuation runs (past the first approval's expiry)
         assert not jobs.take_active(SESSION, "other", **hold)
         second = "apv-ffffffffffffffffffff"
@@ -408,11 +415,7 @@ def test_a_wait_longer_than_the_job_deadline_keeps_the_issue_until_the_fix_ends(
             assert jobs.decide(APPROVAL_ID, approval_id=second, decision=expiry)
         else:
             answer = {"outcome": "denied", "by": "github:dave", "at": clock.now, "reason": "", "key": "k2"}
-            assert jobs.decide(APPROVAL_ID, approval_id=second, decision=answer)
-            assert jobs.claim(second, session_id=SESSION)
-            jobs.remember_progress_comment(second, comment_id="1001", url="u", paused_key=APPROVAL_ID)
-            claim = jobs.get(second)
-            assert claim is not None and jobs.started(second, JOB_DOC, claimed_at=claim.stored_at)
+            answered(jobs, APPROVAL_ID, second, answer)
             assert not jobs.take_active(SESSION, "other", **hold)
             assert jobs.begin_report(second, lease_seconds=60) and jobs.finish(second)
     assert "job_key" not in marker(jobs, SESSION)  # given up by the final state itself
