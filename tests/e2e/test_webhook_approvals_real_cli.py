@@ -88,7 +88,7 @@ TRACKERS = [
         "gitlab",
         fix=lambda text: gitlab_note(text, 1, "root", "u-1"),
         approve=lambda text: gitlab_note(text, 3, "maint", "u-3"),  # a Maintainer, not the requester
-        approver="gitlab:maint",
+        approver="gitlab:maint (3)",  # the name and the immutable user id
         comments=lambda world: [str(n["body"]) for n in world.gitlab.notes.values()],
         opened=lambda world: [
             (world.gitlab.branch_changes(m["source_branch"]), m["web_url"])
@@ -99,7 +99,7 @@ TRACKERS = [
         "jira",
         fix=lambda text: jira_comment(text, 20101)[0],  # mia, named by the project's mapping
         approve=lambda text: jira_comment(text, 20102, account="noah")[0],  # the mapping's other account
-        approver=f"jira:{JIRA_ACCOUNTS['noah'][1]}",
+        approver=f"jira:{JIRA_ACCOUNTS['noah'][1]} ({JIRA_ACCOUNTS['noah'][0]})",
         comments=lambda world: [adf_text(c["body"]) for c in world.jira.replies],
         opened=_pulls,  # project SP is mapped to the GitHub repository
     ),
