@@ -241,6 +241,20 @@ class AgentTurnRunner:
         if unpacked is not None and request.answers_approval and self.paused_work is not None:
             assert workspaces is not None
             await self.restore_paused_work(session, workspaces, self.paused_work)
+        answered_here = request.answers_approval and workspaces is not None and workspaces.has_snapshot(sid)
+        if answered_here and self.paused_work is not None:
+            await self.spend_paused_work(session, self.paused_work)
+
+    async def spend_paused_work(self, session: WarmSession[CliProcess], paused: PausedWork) -> None:
+        """Mark the kept work of the pause being answered as used: should the session pause again and its work
+        then fail to be stored, an answer on another microVM is refused instead of restoring this older pause's
+        work in its place. A failure is logged: this answer goes on either way."""
+        try:
+            await paused.spend(session.claude_session_id)
+        except Exception:
+            logger.exception(
+                "session %s: could not mark the paused turn's work as used", session.runtime_session_id
+            )
 
     async def restore_paused_work(
         self, session: WarmSession[CliProcess], workspaces: Workspaces, paused: PausedWork

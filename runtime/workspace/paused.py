@@ -20,8 +20,10 @@ Where the paused work cannot be restored on a new microVM, the answer is refused
 (:class:`runtime.errors.PausedWorkLost`) instead of running the approved call on the bare snapshot, which would end
 in a pull request without the work done before the pause: nothing is stored for the session (the store failed at
 the pause, or the session paused under a runtime that did not keep its work), the patch could not be made at the
-pause, it was too large to keep, or it was made against another snapshot than the one sent. A pause with no change
-keeps ``""``, which is restored as nothing. The microVM that paused keeps its workspace and is not affected.
+pause, it was too large to keep, it was made against another snapshot than the one sent, or it was already used
+(every answer marks it so: when the store fails at a later pause, the earlier pause's work is not restored in place
+of the later one's). A pause with no change keeps ``""``, which is restored as nothing. The microVM that paused keeps
+its workspace and is not affected.
 
 Size: the state is one ``blob`` item of one AgentCore Memory event (the store's ``put_state``; its reader takes the
 latest single item, no chunks), and :data:`runtime.session_store.agentcore.ids.MAX_ITEM_BYTES` is what the kit holds
@@ -84,6 +86,13 @@ class PausedWork:
             return None
         return patch
 
+    async def spend(self, claude_session_id: str) -> None:
+        """Record that the kept work was used (its pause was answered where the workspace is, or it was restored):
+        until the session's next pause stores its own, an answer elsewhere is refused rather than given it."""
+        await self.store.put_state(
+            claude_session_id + STATE_SUFFIX, {"v": VERSION, "patch": None, "snapshot": None, "spent": True}
+        )
+
     async def restorable(self, claude_session_id: str, *, snapshot: str | None) -> str | None:
         """The change to apply to ``snapshot`` (a git tree id; None: do not compare) on a microVM without the
         session's workspace; None when nothing is stored for the session.
@@ -97,6 +106,11 @@ class PausedWork:
         if isinstance(state.get("too_large"), int):
             raise paused_work_lost(
                 f"its patch was too large to keep ({state['too_large']:,} bytes, at most {MAX_KEPT_BYTES:,})"
+            )
+        if state.get("spent") is True:
+            raise paused_work_lost(
+                "what is stored is the work of an earlier pause, already answered (the session store failed at "
+                "the latest pause)"
             )
         if not isinstance(patch, str):
             raise paused_work_lost("no patch of it could be made at the pause")

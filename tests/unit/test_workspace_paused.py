@@ -65,6 +65,7 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     await first.prepare(session, answer(workspace_archive=archive))
     assert (tree(tmp_path, "a") / "README.md").read_bytes() == b"# calc\n\nadd() adds.\n"
     assert (tree(tmp_path, "a") / ".env").exists()  # even what no patch carries
+    await first.keep_paused_work(session, 30.0)  # the answered turn pauses again (at another call)
 
     # A new microVM installs the snapshot and applies the kept work; the patch then holds it against the snapshot.
     second, session_b = microvm(tmp_path, "b", store)
@@ -78,6 +79,7 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     assert workspaces is not None
     assert workspaces.changes(SID).changed_files == ["NOTES", "README.md"]
 
+    await first.keep_paused_work(session, 30.0)  # and again
     # Kept work made against another snapshot cannot be applied to this one: the answer is refused, and the
     # snapshot installed for it is forgotten, so answering again here is refused too instead of going on in it.
     third, session_c = microvm(tmp_path, "c", store)
@@ -104,6 +106,7 @@ async def test_an_answer_without_a_snapshot_where_the_workspace_is_missing_is_re
     await first.keep_paused_work(session, 30.0)  # nothing changed yet: an empty patch is kept
     assert await PausedWork(store).load(SID) == ""
     await first.prepare(session, answer())  # where the workspace is, no snapshot is needed
+    await first.keep_paused_work(session, 30.0)  # the answered turn pauses again
 
     second, session_b = microvm(tmp_path, "b", store)
     with pytest.raises(WorkspaceExpired, match="send the snapshot") as refused:
@@ -113,10 +116,14 @@ async def test_an_answer_without_a_snapshot_where_the_workspace_is_missing_is_re
 
 
 class FailingStateStore(SqliteSessionStore):
-    """The SQLite store, refusing to write per-session state (as AgentCore Memory may at the pause)."""
+    """The SQLite store, refusing to write per-session state (as AgentCore Memory may at the pause) while ``failing``."""
+
+    failing = True
 
     async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
-        raise SessionStoreError("state write refused")
+        if self.failing:
+            raise SessionStoreError("state write refused")
+        await super().put_state(session_id, state)
 
 
 async def paused_with_work(
@@ -230,3 +237,17 @@ async def test_a_kept_patch_that_does_not_apply_is_refused(tmp_path: Path) -> No
     assert broken != state["patch"]
     await store.put_state(SID + STATE_SUFFIX, {**state, "patch": broken})
     await refused_on_a_new_microvm(tmp_path, store, "does not apply")
+
+
+async def test_an_earlier_pauses_work_is_not_restored_for_a_later_pause_that_kept_nothing(
+    tmp_path: Path,
+) -> None:
+    store = FailingStateStore(tmp_path / "sessions.db")
+    store.failing = False
+    first, session = await paused_with_work(tmp_path, store, readme=b"# calc\n\nbefore the first pause\n")
+    await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))  # answered where it paused
+    (tree(tmp_path, "a") / "README.md").write_bytes(b"# calc\n\nbefore the second pause\n")
+    store.failing = True
+    await first.keep_paused_work(session, 30.0)  # the second pause: its work could not be stored
+    store.failing = False
+    await refused_on_a_new_microvm(tmp_path, store, "the work of an earlier pause, already answered")
