@@ -72,6 +72,16 @@ class WorkspaceExpired(AgentKitError):
     http_status = 410
 
 
+class PausedWorkLost(AgentKitError):
+    """An answer to a paused call reached a microVM without the session's workspace, where the work the turn had done
+    before it paused cannot be restored (HTTP 410), so it is refused instead of going on without that work; start
+    the job again. The work was not kept (too large, no patch could be made, the session store failed, or the session
+    paused under a runtime version that did not keep it) or was made against another snapshot than the one sent."""
+
+    code = "paused_work_lost"
+    http_status = 410
+
+
 class WorkspaceIncomplete(AgentKitError):
     """The runtime stopped while it was replacing the session's workspace with a new snapshot (HTTP 410): the
     directory holds part of each, so no turn runs on it and no patch is made from it; send the snapshot again with

@@ -51,8 +51,10 @@ from runtime.env import ENV_WORKSPACE_RETENTION_HOURS
 from runtime.errors import (
     AgentProcessError,
     InvalidWorkspace,
+    PausedWorkLost,
     SessionStoreError,
     TurnTimeout,
+    WorkspaceError,
     WorkspaceExpired,
 )
 from runtime.guard import resources
@@ -196,6 +198,8 @@ class AgentTurnRunner:
                 unchanged).
             WorkspaceExpired: the session's snapshot was removed after it went unused, and this turn sends none.
             WorkspaceIncomplete: a process died while it installed the session's snapshot, and this turn sends none.
+            PausedWorkLost: an answer on a microVM without the session's workspace, whose paused work cannot be
+                restored (:meth:`restore_paused_work`).
             WorkspaceError: the snapshot could not be read or recorded.
         """
         workspaces, retention = self.deps.workspaces, self.deps.retention
@@ -213,7 +217,8 @@ class AgentTurnRunner:
         elif workspaces is not None and workspaces.interrupted_install(sid):
             raise workspaces.incomplete()
         elif not keep and request.answers_approval and self.paused_work is not None:
-            if await self.paused_work.load(sid) is not None:
+            # restorable raises PausedWorkLost where sending the snapshot would not bring the paused work back
+            if await self.paused_work.restorable(sid, snapshot=None) is not None:
                 raise WorkspaceExpired(
                     "this session paused with work in a workspace this microVM does not have (the one that paused "
                     "is gone); send the snapshot the session worked on with the answer to restore it"
@@ -235,19 +240,64 @@ class AgentTurnRunner:
             )
         if unpacked is not None and request.answers_approval and self.paused_work is not None:
             assert workspaces is not None
-            patch = await self.paused_work.load(sid, snapshot=workspaces.snapshot_tree(sid))
-            if patch:
-                await asyncio.to_thread(workspaces.apply, sid, patch)
-                logger.info(
-                    "session %s: the paused turn's work restored on this microVM (%d bytes of patch)",
-                    session.runtime_session_id,
-                    len(patch.encode()),
+            await self.restore_paused_work(session, workspaces, self.paused_work)
+        answered_here = request.answers_approval and workspaces is not None and workspaces.has_snapshot(sid)
+        if answered_here and self.paused_work is not None:
+            await self.spend_paused_work(session, self.paused_work)
+
+    async def spend_paused_work(self, session: WarmSession[CliProcess], paused: PausedWork) -> None:
+        """Mark the kept work of the pause being answered as used: should the session pause again and its work
+        then fail to be stored, an answer on another microVM is refused instead of restoring this older pause's
+        work in its place. A failure is logged: this answer goes on either way."""
+        try:
+            await paused.spend(session.claude_session_id)
+        except Exception:
+            logger.exception(
+                "session %s: could not mark the paused turn's work as used", session.runtime_session_id
+            )
+
+    async def restore_paused_work(
+        self, session: WarmSession[CliProcess], workspaces: Workspaces, paused: PausedWork
+    ) -> None:
+        """Apply the work kept at the session's pause to the snapshot just installed for an answer on a microVM
+        that did not have the session's workspace (:mod:`runtime.workspace.paused`).
+
+        Raises: PausedWorkLost: that work is unknown or cannot be applied. The installed snapshot is then forgotten,
+        so a repeated answer here is refused the same way instead of going on in the bare snapshot as if it were the
+        paused workspace.
+        """
+        from runtime.workspace.paused import paused_work_lost
+
+        sid = session.claude_session_id
+        try:
+            patch = await paused.restorable(sid, snapshot=workspaces.snapshot_tree(sid))
+            if patch is None:
+                raise paused_work_lost(
+                    "nothing of it is stored with the session (the session store failed at the pause, or the "
+                    "session paused under a runtime version that did not keep it)"
                 )
+            if patch:
+                try:
+                    await asyncio.to_thread(workspaces.apply, sid, patch)
+                except WorkspaceError as exc:
+                    raise paused_work_lost(
+                        "its patch does not apply to the snapshot sent with the answer"
+                    ) from exc
+        except PausedWorkLost as exc:
+            logger.warning("session %s: %s", session.runtime_session_id, exc.message)
+            await asyncio.to_thread(workspaces.forget, sid)
+            raise
+        if patch:
+            logger.info(
+                "session %s: the paused turn's work restored on this microVM (%d bytes of patch)",
+                session.runtime_session_id,
+                len(patch.encode()),
+            )
 
     async def keep_paused_work(self, session: WarmSession[CliProcess], timeout_s: float) -> None:
         """Keep the workspace's change of a turn paused for approval with the session
-        (:mod:`runtime.workspace.paused`). A failure is logged: the answer still works on this microVM, and
-        one taken elsewhere restores the snapshot without this turn's work (which the patch then lacks)."""
+        (:mod:`runtime.workspace.paused`). A failure is logged: the answer still works on this microVM, and one
+        taken elsewhere is refused (``410 paused_work_lost``) instead of going on without this turn's work."""
         workspaces, paused = self.deps.workspaces, self.paused_work
         if workspaces is None or paused is None or not workspaces.has_snapshot(session.claude_session_id):
             return

@@ -171,6 +171,10 @@ class Baseline:
         tree = self._git("write-tree").decode().strip()
         (self.git_dir / _BASE_FILE).write_text(tree + "\n")
 
+    def forget(self) -> None:
+        """Drop the record of the snapshot (:attr:`recorded` is then False; the work tree is left as it is)."""
+        (self.git_dir / _BASE_FILE).unlink(missing_ok=True)
+
     def apply(self, patch: str) -> None:
         """Apply ``patch`` (one :meth:`changes` made against this same snapshot) to the work tree, not to the
         snapshot: the next :meth:`changes` shows it again. Raises :class:`WorkspaceError` when git cannot."""

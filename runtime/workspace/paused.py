@@ -16,6 +16,22 @@ would wipe. Where it is not (a new microVM), the snapshot is installed and the s
 An answer that sends no snapshot to a microVM without the session's workspace is refused with
 ``410 workspace_expired`` when paused work is stored, instead of running in an empty directory.
 
+Where the paused work cannot be restored on a new microVM, the answer is refused with ``410 paused_work_lost``
+(:class:`runtime.errors.PausedWorkLost`) instead of running the approved call on the bare snapshot, which would end
+in a pull request without the work done before the pause: nothing is stored for the session (the store failed at
+the pause, or the session paused under a runtime that did not keep its work), the patch could not be made at the
+pause, it was too large to keep, it was made against another snapshot than the one sent, or it was already used
+(every answer marks it so: when the store fails at a later pause, the earlier pause's work is not restored in place
+of the later one's). A pause with no change keeps ``""``, which is restored as nothing. The microVM that paused keeps
+its workspace and is not affected.
+
+Size: the state is one ``blob`` item of one AgentCore Memory event (the store's ``put_state``; its reader takes the
+latest single item, no chunks), and :data:`runtime.session_store.agentcore.ids.MAX_ITEM_BYTES` is what the kit holds
+a blob item to. A blob is a ``MemoryDocument`` (a document shape in botocore's ``bedrock-agentcore`` service model,
+protocol ``rest-json``), which botocore's serializer sends inside the body's ``json.dumps``: non-ASCII characters
+escaped to ``\\uXXXX``, so a state is measured as ``json.dumps(state)``. One over :data:`MAX_KEPT_BYTES` keeps no
+patch, only that it was too large (and its size).
+
 What is not carried: paths the patch withholds (secret names, protected paths, links leaving the workspace), which
 never reach a pull request either.
 
@@ -25,10 +41,16 @@ Raises :class:`runtime.errors.SessionStoreError` (from the store). IAM (AgentCor
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
+
+from runtime.errors import PausedWorkLost
+from runtime.session_store.agentcore.ids import MAX_ITEM_BYTES
 
 STATE_SUFFIX = ".paused-work"
 VERSION = 1
+#: The largest kept state, as JSON bytes; the rest of the item (its key and sequence number) fits in what is left.
+MAX_KEPT_BYTES = MAX_ITEM_BYTES - 1_000
 
 
 class StateStore(Protocol):
@@ -47,8 +69,12 @@ class PausedWork:
 
     async def save(self, claude_session_id: str, patch: str | None, *, snapshot: str | None) -> None:
         """Keep ``patch`` (the workspace's change against its snapshot at the pause; ``""``: none; None: it could
-        not be made, so nothing is restored) and ``snapshot``, the git tree id of the snapshot it was made against."""
-        state = {"v": VERSION, "patch": patch, "snapshot": snapshot}
+        not be made, so nothing is restored) and ``snapshot``, the git tree id of the snapshot it was made against.
+        A patch over :data:`MAX_KEPT_BYTES` is not kept: only its size, so an answer elsewhere is refused."""
+        state: dict[str, Any] = {"v": VERSION, "patch": patch, "snapshot": snapshot}
+        size = len(json.dumps(state).encode())
+        if size > MAX_KEPT_BYTES:
+            state = {"v": VERSION, "patch": None, "snapshot": snapshot, "too_large": size}
         await self.store.put_state(claude_session_id + STATE_SUFFIX, state)
 
     async def load(self, claude_session_id: str, *, snapshot: str | None = None) -> str | None:
@@ -59,3 +85,43 @@ class PausedWork:
         if not isinstance(patch, str) or (snapshot is not None and state.get("snapshot") != snapshot):
             return None
         return patch
+
+    async def spend(self, claude_session_id: str) -> None:
+        """Record that the kept work was used (its pause was answered where the workspace is, or it was restored):
+        until the session's next pause stores its own, an answer elsewhere is refused rather than given it."""
+        await self.store.put_state(
+            claude_session_id + STATE_SUFFIX, {"v": VERSION, "patch": None, "snapshot": None, "spent": True}
+        )
+
+    async def restorable(self, claude_session_id: str, *, snapshot: str | None) -> str | None:
+        """The change to apply to ``snapshot`` (a git tree id; None: do not compare) on a microVM without the
+        session's workspace; None when nothing is stored for the session.
+
+        Raises: PausedWorkLost: a state is stored but its change cannot be restored there (see the module).
+        """
+        state = await self.store.get_state(claude_session_id + STATE_SUFFIX)
+        if state is None:
+            return None
+        patch = state.get("patch")
+        if isinstance(state.get("too_large"), int):
+            raise paused_work_lost(
+                f"its patch was too large to keep ({state['too_large']:,} bytes, at most {MAX_KEPT_BYTES:,})"
+            )
+        if state.get("spent") is True:
+            raise paused_work_lost(
+                "what is stored is the work of an earlier pause, already answered (the session store failed at "
+                "the latest pause)"
+            )
+        if not isinstance(patch, str):
+            raise paused_work_lost("no patch of it could be made at the pause")
+        if snapshot is not None and state.get("snapshot") != snapshot:
+            raise paused_work_lost("it was made against another snapshot than the one sent with the answer")
+        return patch
+
+
+def paused_work_lost(why: str) -> PausedWorkLost:
+    """The refusal of an answer whose paused work cannot be restored on this microVM, saying ``why``."""
+    return PausedWorkLost(
+        f"the work the agent did before it paused could not be restored on this microVM: {why}; the answer is "
+        "refused instead of going on without it. Start the job again (the microVM that paused is gone)"
+    )

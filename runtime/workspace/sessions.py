@@ -194,6 +194,12 @@ class Workspaces:
         self.baseline(claude_session_id, view).apply(patch)
         self.on_installed(view.files)
 
+    def forget(self, claude_session_id: str) -> None:
+        """Drop the record of the session's snapshot (:meth:`has_snapshot` is then False), e.g. one installed for an
+        answer whose paused work could not be restored on it: it is not the workspace the session paused in, and a
+        later answer must not go on in it as if it were. Blocking: run it in a thread."""
+        self.baseline(claude_session_id).forget()
+
     def check_s3_uri(self, uri: str) -> None:
         """Raises :class:`InvalidWorkspace` unless ``uri`` may be read (S3 configured, under its location)."""
         if self.s3 is None:

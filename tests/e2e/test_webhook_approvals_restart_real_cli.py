@@ -12,6 +12,9 @@ only the session store (SQLite, AgentCore Memory's stand-in) and the AWS APIs ou
   pull request must hold both the earlier change and exactly the approved one.
 - A denial: the reason reaches the model, the denied call never runs, the agent goes on, and the job ends with no
   pull request and a comment saying so.
+- The microVM is lost and the session store has nothing of the paused work (a runtime that kept none paused it, or
+  the store refused it at the pause): the answer's job ends with ``paused_work_lost`` on the card, before any model
+  call, and no pull request without that work is opened.
 - ``/agent stop`` while the job waits: the request is withdrawn in the session store and ``StopRuntimeSession``
   closes the session on the runtime (its CLI ends); a later approval is refused on the issue without reaching the
   runtime, and one sent straight to the runtime is refused there (``410 approval_withdrawn``).
@@ -23,6 +26,7 @@ import json
 import re
 import shlex
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +47,7 @@ from tests.functional.fix_flow import (
     pump_events,
     run_worker,
 )
-from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, paused_job
+from tests.functional.test_webhook_approvals import PERMISSIONS, comment_by, items, paused_job
 from tests.unit.webhook.support import call
 
 pytestmark = [pytest.mark.timeout(300), *SCENE_MARKS]
@@ -142,6 +146,38 @@ def test_an_approval_after_the_microvm_was_lost_resumes_with_the_work_done_befor
             "sandbox: on (bubblewrap); profile developer" in log and "the paused turn's work restored" in log
         )
         assert_no_token_reached_the_runtime(world)
+    finally:
+        second.stop()
+
+
+def test_an_approval_on_a_new_microvm_without_the_paused_work_ends_the_job_with_paused_work_lost(
+    world: SimpleNamespace,
+) -> None:
+    world.bedrock.enqueue(
+        Reply.message(bash(NOTE_COMMAND, "toolu_note")),
+        Reply.message(bash(EDIT_COMMAND, "toolu_wait")),
+    )
+    approval_id, card = pause(world)
+    # The session paused under a runtime that kept no work with it (or the store refused it at the pause).
+    with sqlite3.connect(world.root / "sessions.db") as db:
+        assert db.execute("DELETE FROM state WHERE session_id LIKE '%.paused-work'").rowcount == 1
+    world.runtime.kill()
+    shutil.rmtree(world.root / "vm-a")
+    second = world.microvm("vm-b").start()
+    try:
+        world.plane.runtime_port, world.runtime = second.port, second
+        world.bedrock.reset()
+        assert call(comment_by(f"/agent approve {approval_id}", 302))[0] == 202
+        run_worker(world)
+        final = result_of(world)
+        # Refused before the turn: no model call, no approved call run on the bare snapshot, no pull request.
+        assert (final["type"], final["code"]) == ("error", "paused_work_lost"), final
+        assert not world.bedrock.model_requests and not world.github.pulls
+        assert "paused_work_lost" in card["body"] and len(world.github.comments) == 1
+        # the answer's job (keyed by the approval id) is done, with the code: nothing is left to retry
+        answered = items(world)[f"reply#{approval_id}"]
+        assert (answered["status"]["S"], answered["error_code"]["S"]) == ("done", "paused_work_lost")
+        assert "could not be restored on this microVM: nothing of it is stored" in second.log_path.read_text()
     finally:
         second.stop()
 

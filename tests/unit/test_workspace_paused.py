@@ -6,6 +6,7 @@ store. The agent's change is made on disk, as a command of the agent would.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ from harness.archives import tar_gz
 from runtime.agent.runner import AgentTurnRunner
 from runtime.approvals import Approvals
 from runtime.approvals.rules import ApprovalRules
-from runtime.errors import WorkspaceExpired
+from runtime.errors import PausedWorkLost, SessionStoreError, WorkspaceExpired
+from runtime.session_store.agentcore.ids import MAX_ITEM_BYTES
 from runtime.session_store.sqlite import SqliteSessionStore
 from runtime.turn_request import TurnRequest
-from runtime.workspace.paused import PausedWork
+from runtime.workspace.paused import MAX_KEPT_BYTES, STATE_SUFFIX, PausedWork
 from tests.unit.test_approvals import Sink
 from tests.unit.test_workspace_runner import SID, make
 
@@ -63,6 +65,7 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     await first.prepare(session, answer(workspace_archive=archive))
     assert (tree(tmp_path, "a") / "README.md").read_bytes() == b"# calc\n\nadd() adds.\n"
     assert (tree(tmp_path, "a") / ".env").exists()  # even what no patch carries
+    await first.keep_paused_work(session, 30.0)  # the answered turn pauses again (at another call)
 
     # A new microVM installs the snapshot and applies the kept work; the patch then holds it against the snapshot.
     second, session_b = microvm(tmp_path, "b", store)
@@ -76,12 +79,20 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     assert workspaces is not None
     assert workspaces.changes(SID).changed_files == ["NOTES", "README.md"]
 
-    # Kept work made against another snapshot is not applied to this one.
+    await first.keep_paused_work(session, 30.0)  # and again
+    # Kept work made against another snapshot cannot be applied to this one: the answer is refused, and the
+    # snapshot installed for it is forgotten, so answering again here is refused too instead of going on in it.
     third, session_c = microvm(tmp_path, "c", store)
     other = tar_gz([*SNAPSHOT, ("LICENSE", b"MIT\n")])
-    await third.prepare(session_c, answer(workspace_archive=other))
-    assert (tree(tmp_path, "c") / "README.md").read_bytes() == b"# calc\n"
-    assert third.deps.workspaces is not None and third.deps.workspaces.changes(SID).changed_files == []
+    for _ in range(2):
+        with pytest.raises(PausedWorkLost, match="another snapshot than the one sent") as refused:
+            await third.prepare(session_c, answer(workspace_archive=other))
+        assert refused.value.http_status == 410 and refused.value.code == "paused_work_lost"
+        assert third.deps.workspaces is not None and not third.deps.workspaces.has_snapshot(SID)
+    with pytest.raises(WorkspaceExpired, match="send the snapshot"):  # the right snapshot would restore it
+        await third.prepare(session_c, answer())
+    await third.prepare(session_c, answer(workspace_archive=archive))
+    assert (tree(tmp_path, "c") / "README.md").read_bytes() == b"# calc\n\nadd() adds.\n"
 
     # A turn that is not an answer (a new fix with its snapshot) starts from the snapshot alone.
     await second.prepare(session_b, TurnRequest(prompt="another fix", workspace_archive=archive))
@@ -95,9 +106,148 @@ async def test_an_answer_without_a_snapshot_where_the_workspace_is_missing_is_re
     await first.keep_paused_work(session, 30.0)  # nothing changed yet: an empty patch is kept
     assert await PausedWork(store).load(SID) == ""
     await first.prepare(session, answer())  # where the workspace is, no snapshot is needed
+    await first.keep_paused_work(session, 30.0)  # the answered turn pauses again
 
     second, session_b = microvm(tmp_path, "b", store)
     with pytest.raises(WorkspaceExpired, match="send the snapshot") as refused:
         await second.prepare(session_b, answer())
     assert refused.value.http_status == 410
     assert not tree(tmp_path, "b").exists()  # nothing ran in an empty directory
+
+
+class FailingStateStore(SqliteSessionStore):
+    """The SQLite store, refusing to write per-session state (as AgentCore Memory may at the pause) while ``failing``."""
+
+    failing = True
+
+    async def put_state(self, session_id: str, state: dict[str, Any]) -> None:
+        if self.failing:
+            raise SessionStoreError("state write refused")
+        await super().put_state(session_id, state)
+
+
+async def paused_with_work(
+    tmp_path: Path, store: SqliteSessionStore, *, readme: bytes
+) -> tuple[AgentTurnRunner, Any]:
+    """Microvm ``a`` worked on the snapshot, changed README.md to ``readme`` and paused (keeping what it can)."""
+    first, session = microvm(tmp_path, "a", store)
+    await first.prepare(session, TurnRequest(prompt="fix it", workspace_archive=tar_gz(SNAPSHOT)))
+    (tree(tmp_path, "a") / "README.md").write_bytes(readme)
+    await first.keep_paused_work(session, 30.0)
+    return first, session
+
+
+async def refused_on_a_new_microvm(tmp_path: Path, store: SqliteSessionStore, match: str) -> None:
+    second, session_b = microvm(tmp_path, "b", store)
+    with pytest.raises(PausedWorkLost, match=match) as refused:
+        await second.prepare(session_b, answer(workspace_archive=tar_gz(SNAPSHOT)))
+    assert refused.value.http_status == 410 and "Start the job again" in refused.value.message
+    assert second.deps.workspaces is not None and not second.deps.workspaces.has_snapshot(SID)
+
+
+async def test_an_answer_on_a_new_microvm_is_refused_when_nothing_was_stored_at_the_pause(
+    tmp_path: Path,
+) -> None:
+    store = FailingStateStore(tmp_path / "sessions.db")
+    first, session = await paused_with_work(tmp_path, store, readme=b"# calc\n\nwork before the pause\n")
+    assert await PausedWork(store).load(SID) is None  # the failure was logged only
+    await refused_on_a_new_microvm(tmp_path, store, "nothing of it is stored")
+    # the microVM that paused still has its workspace and goes on
+    await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))
+    assert (tree(tmp_path, "a") / "README.md").read_bytes() == b"# calc\n\nwork before the pause\n"
+
+
+async def test_an_answer_on_a_new_microvm_is_refused_for_a_session_paused_before_work_was_kept(
+    tmp_path: Path,
+) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    first, session = microvm(tmp_path, "a", store)
+    await first.prepare(session, TurnRequest(prompt="fix it", workspace_archive=tar_gz(SNAPSHOT)))
+    # an older runtime paused here and kept nothing: no state at all for the session
+    await refused_on_a_new_microvm(tmp_path, store, "runtime version that did not keep it")
+
+
+async def test_an_answer_on_a_new_microvm_is_refused_when_no_patch_could_be_made_at_the_pause(
+    tmp_path: Path,
+) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    first, session = microvm(tmp_path, "a", store)
+    assert first.deps.workspaces is not None
+    first.deps.workspaces.max_patch_bytes = 100  # changes() raises PatchTooLarge at the pause
+    await first.prepare(session, TurnRequest(prompt="fix it", workspace_archive=tar_gz(SNAPSHOT)))
+    (tree(tmp_path, "a") / "README.md").write_bytes(b"# calc\n" + b"a longer line of work\n" * 20)
+    await first.keep_paused_work(session, 30.0)
+    assert (await store.get_state(SID + STATE_SUFFIX) or {}).get("patch", "absent") is None
+    await refused_on_a_new_microvm(tmp_path, store, "no patch of it could be made")
+    second, session_b = microvm(
+        tmp_path, "c", store
+    )  # an answer without the snapshot: sending it would not help
+    with pytest.raises(PausedWorkLost, match="no patch of it could be made"):
+        await second.prepare(session_b, answer())
+
+
+async def test_a_paused_patch_over_what_the_store_holds_is_not_kept_and_its_answer_elsewhere_is_refused(
+    tmp_path: Path,
+) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    # Non-ASCII text: JSON escapes each character to six bytes, so the JSON is what is measured, not the patch.
+    big = "".join(f"line {i}: {'é' * 10}\n" for i in range(2000)).encode()
+    first, session = await paused_with_work(tmp_path, store, readme=big)
+    assert len(big) < MAX_KEPT_BYTES < len(json.dumps(big.decode()).encode())
+    state = await store.get_state(SID + STATE_SUFFIX)
+    assert state is not None and state["patch"] is None and state["too_large"] > MAX_KEPT_BYTES
+    assert len(json.dumps(state).encode()) < MAX_ITEM_BYTES
+    await refused_on_a_new_microvm(tmp_path, store, "too large to keep")
+    await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))  # where it paused, it goes on
+    assert (tree(tmp_path, "a") / "README.md").read_bytes() == big
+
+
+async def test_a_paused_patch_within_the_bound_is_kept_and_restored(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    big = "".join(f"line {i}: plain\n" for i in range(MAX_KEPT_BYTES // 40)).encode()
+    await paused_with_work(tmp_path, store, readme=big)
+    state = await store.get_state(SID + STATE_SUFFIX)
+    assert state is not None and len(json.dumps(state).encode()) <= MAX_KEPT_BYTES
+    second, session_b = microvm(tmp_path, "b", store)
+    await second.prepare(session_b, answer(workspace_archive=tar_gz(SNAPSHOT)))
+    assert (tree(tmp_path, "b") / "README.md").read_bytes() == big
+
+
+async def test_a_pause_with_no_change_is_answered_on_a_new_microvm(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    await paused_with_work(tmp_path, store, readme=SNAPSHOT[1][1])
+    assert await PausedWork(store).load(SID) == ""  # known to be empty: nothing to restore, nothing lost
+    second, session_b = microvm(tmp_path, "b", store)
+    await second.prepare(session_b, answer(workspace_archive=tar_gz(SNAPSHOT)))
+    workspaces = second.deps.workspaces
+    assert (
+        workspaces is not None
+        and workspaces.has_snapshot(SID)
+        and workspaces.changes(SID).changed_files == []
+    )
+
+
+async def test_a_kept_patch_that_does_not_apply_is_refused(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    await paused_with_work(tmp_path, store, readme=b"# calc\n\nwork\n")
+    state = await store.get_state(SID + STATE_SUFFIX)
+    assert state is not None
+    # a patch against the same snapshot id that git cannot apply (its context is not in the snapshot)
+    broken = state["patch"].replace("\n # calc\n", "\n # not calc\n")
+    assert broken != state["patch"]
+    await store.put_state(SID + STATE_SUFFIX, {**state, "patch": broken})
+    await refused_on_a_new_microvm(tmp_path, store, "does not apply")
+
+
+async def test_an_earlier_pauses_work_is_not_restored_for_a_later_pause_that_kept_nothing(
+    tmp_path: Path,
+) -> None:
+    store = FailingStateStore(tmp_path / "sessions.db")
+    store.failing = False
+    first, session = await paused_with_work(tmp_path, store, readme=b"# calc\n\nbefore the first pause\n")
+    await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))  # answered where it paused
+    (tree(tmp_path, "a") / "README.md").write_bytes(b"# calc\n\nbefore the second pause\n")
+    store.failing = True
+    await first.keep_paused_work(session, 30.0)  # the second pause: its work could not be stored
+    store.failing = False
+    await refused_on_a_new_microvm(tmp_path, store, "the work of an earlier pause, already answered")
