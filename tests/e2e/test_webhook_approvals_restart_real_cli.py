@@ -174,6 +174,7 @@ def test_an_approval_on_a_new_microvm_without_the_paused_work_ends_the_job_with_
         assert (final["type"], final["code"]) == ("error", "paused_work_lost"), final
         assert not world.bedrock.model_requests and not world.github.pulls
         assert "paused_work_lost" in card["body"] and len(world.github.comments) == 1
+        assert "ask for the fix again" in card["body"]  # what to do, from the kit's own hint table
         # the answer's job (keyed by the approval id) is done, with the code: nothing is left to retry
         answered = items(world)[f"reply#{approval_id}"]
         assert (answered["status"]["S"], answered["error_code"]["S"]) == ("done", "paused_work_lost")

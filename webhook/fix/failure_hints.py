@@ -80,6 +80,10 @@ HINTS: dict[str, str] = {
         "The agent's change is over the runtime's `AGENTKIT_WORKSPACE_MAX_PATCH_BYTES`: ask for a smaller change,"
         " or an admin raises the limit."
     ),
+    "paused_work_lost": (
+        "The approval reached a new microVM, which could not restore the work the agent had done before the"
+        " pause: ask for the fix again."
+    ),
 }
 
 #: Codes of the webhook's own errors that get no hint, and why (a test requires each code one or the other).
