@@ -97,6 +97,19 @@ def workspace_files(world: SimpleNamespace, vm: str, name: str) -> list[Path]:
     return sorted((world.root / vm / "state" / "workspaces").glob(f"*/{name}"))
 
 
+def lose_the_microvm(world: SimpleNamespace) -> RuntimeServer:
+    """The microVM ``vm-a`` is gone: nothing of it is flushed, and its disk goes with it. AgentCore starts the
+    session's next invocation on a new one: an empty state dir and CLI config, another process (on another port
+    here), which the data plane now forwards to. Returns it, started (the caller stops it); the model's script is
+    emptied."""
+    world.runtime.kill()
+    shutil.rmtree(world.root / "vm-a")
+    second = world.microvm("vm-b").start()
+    world.plane.runtime_port, world.runtime = second.port, second
+    world.bedrock.reset()
+    return second
+
+
 def test_an_approval_after_the_microvm_was_lost_resumes_with_the_work_done_before_the_pause(
     world: SimpleNamespace,
 ) -> None:
@@ -110,14 +123,8 @@ def test_an_approval_after_the_microvm_was_lost_resumes_with_the_work_done_befor
     [readme] = workspace_files(world, "vm-a", "README.md")
     assert readme.read_bytes() == NOTED[1]  # the earlier change is in the first microVM's workspace
 
-    # The microVM is gone: nothing of it is flushed, and its disk goes with it. AgentCore starts the session's next
-    # invocation on a new one: an empty state dir and CLI config, another process (on another port here).
-    world.runtime.kill()
-    shutil.rmtree(world.root / "vm-a")
-    second = world.microvm("vm-b").start()
+    second = lose_the_microvm(world)
     try:
-        world.plane.runtime_port, world.runtime = second.port, second
-        world.bedrock.reset()
         world.bedrock.enqueue(
             Reply.message(bash(EDIT_COMMAND, "toolu_approved")),  # exactly the approved call
             Reply.message(bash(TEST_COMMAND, "toolu_green")),
@@ -161,12 +168,8 @@ def test_an_approval_on_a_new_microvm_without_the_paused_work_ends_the_job_with_
     # The session paused under a runtime that kept no work with it (or the store refused it at the pause).
     with sqlite3.connect(world.root / "sessions.db") as db:
         assert db.execute("DELETE FROM state WHERE session_id LIKE '%.paused-work'").rowcount == 1
-    world.runtime.kill()
-    shutil.rmtree(world.root / "vm-a")
-    second = world.microvm("vm-b").start()
+    second = lose_the_microvm(world)
     try:
-        world.plane.runtime_port, world.runtime = second.port, second
-        world.bedrock.reset()
         assert call(comment_by(f"/agent approve {approval_id}", 302))[0] == 202
         run_worker(world)
         final = result_of(world)
