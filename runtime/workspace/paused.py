@@ -25,12 +25,14 @@ pause, it was too large to keep, it was made against another snapshot than the o
 of the later one's). A pause with no change keeps ``""``, which is restored as nothing. The microVM that paused keeps
 its workspace and is not affected.
 
-Size: the state is one ``blob`` item of one AgentCore Memory event (the store's ``put_state``; its reader takes the
-latest single item, no chunks), and :data:`runtime.session_store.agentcore.ids.MAX_ITEM_BYTES` is what the kit holds
-a blob item to. A blob is a ``MemoryDocument`` (a document shape in botocore's ``bedrock-agentcore`` service model,
-protocol ``rest-json``), which botocore's serializer sends inside the body's ``json.dumps``: non-ASCII characters
-escaped to ``\\uXXXX``, so a state is measured as ``json.dumps(state)``. One over :data:`MAX_KEPT_BYTES` keeps no
-patch, only that it was too large (and its size).
+Size: the state is one AgentCore Memory event (the store's ``put_state`` cuts its JSON into blob items of at most
+:data:`runtime.session_store.agentcore.ids.MAX_ITEM_BYTES` each, in one ``CreateEvent`` of at most
+:data:`~runtime.session_store.agentcore.ids.MAX_EVENT_BYTES`), so a restore never sees half of it. A blob is a
+``MemoryDocument`` (a document shape in botocore's ``bedrock-agentcore`` service model, protocol ``rest-json``),
+which botocore's serializer sends inside the body's ``json.dumps``, and the store's chunks are pieces of the
+state's JSON text: a state is measured as that text is sent, ``json.dumps(json.dumps(state))`` (a non-ASCII
+character takes 7 bytes: its ``\\uXXXX`` escape, with the backslash escaped again; a quote takes 4). One over
+:data:`MAX_KEPT_BYTES` keeps no patch, only that it was too large (and its size).
 
 What is not carried: paths the patch withholds (secret names, protected paths, links leaving the workspace), which
 never reach a pull request either.
@@ -45,12 +47,14 @@ import json
 from typing import Any, Protocol
 
 from runtime.errors import PausedWorkLost
-from runtime.session_store.agentcore.ids import MAX_ITEM_BYTES
+from runtime.session_store.agentcore.ids import MAX_EVENT_BYTES
+from runtime.session_store.codec import wire_bytes
 
 STATE_SUFFIX = ".paused-work"
 VERSION = 1
-#: The largest kept state, as JSON bytes; the rest of the item (its key and sequence number) fits in what is left.
-MAX_KEPT_BYTES = MAX_ITEM_BYTES - 1_000
+#: The largest kept state, as its JSON text is sent (:func:`kept_bytes`); what is left of the event holds each chunk
+#: item's own fields (about 80 bytes an item, at most 100 items).
+MAX_KEPT_BYTES = MAX_EVENT_BYTES - 20_000
 
 
 class StateStore(Protocol):
@@ -72,7 +76,7 @@ class PausedWork:
         not be made, so nothing is restored) and ``snapshot``, the git tree id of the snapshot it was made against.
         A patch over :data:`MAX_KEPT_BYTES` is not kept: only its size, so an answer elsewhere is refused."""
         state: dict[str, Any] = {"v": VERSION, "patch": patch, "snapshot": snapshot}
-        size = len(json.dumps(state).encode())
+        size = kept_bytes(state)
         if size > MAX_KEPT_BYTES:
             state = {"v": VERSION, "patch": None, "snapshot": snapshot, "too_large": size}
         await self.store.put_state(claude_session_id + STATE_SUFFIX, state)
@@ -117,6 +121,11 @@ class PausedWork:
         if snapshot is not None and state.get("snapshot") != snapshot:
             raise paused_work_lost("it was made against another snapshot than the one sent with the answer")
         return patch
+
+
+def kept_bytes(state: dict[str, Any]) -> int:
+    """Bytes ``state`` takes in the AgentCore store's request: its JSON text, as botocore sends that text."""
+    return wire_bytes(json.dumps(state))
 
 
 def paused_work_lost(why: str) -> PausedWorkLost:

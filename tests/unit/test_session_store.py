@@ -32,6 +32,7 @@ from runtime.session_store import (
     session_id_for,
     store_from_url,
 )
+from runtime.session_store.agentcore.ids import MAX_EVENT_BYTES, MAX_ITEM_BYTES
 
 _ids = itertools.count()
 KEY: SessionKey = {"project_key": "proj", "session_id": "0b7f2a56-5d1e-5c8f-9a53-1f0c2b9d4e11"}
@@ -287,6 +288,79 @@ def test_state_last_write_wins_and_outlives_the_instance(moto_client: Any, tmp_p
         "events"
     ]
     assert len(left) == 1
+
+
+def sent_state_items(client: Any) -> list[list[dict[str, Any]]]:
+    """The blob items of every CreateEvent ``client`` sends, read from the request body botocore built."""
+    sent: list[list[dict[str, Any]]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        sent.append([p["blob"] for p in json.loads(request.body)["payload"]])
+
+    client.meta.events.register("before-send.bedrock-agentcore.CreateEvent", record)
+    return sent
+
+
+BIG_STATE = {"v": 1, "patch": "".join(f'line {i}: "é" ünïcödé 😀 \\ plain\n' for i in range(6000))}
+
+
+def test_a_state_larger_than_one_item_is_sent_in_chunks_of_one_event_and_read_back(moto_client: Any) -> None:
+    mid = memory_id()
+    sent = sent_state_items(moto_client)
+    text = json.dumps(BIG_STATE)
+    assert 250_000 < len(json.dumps(text)) < 1_000_000  # over one item, within one event, as sent
+    run(AgentCoreMemorySessionStore(mid, client=moto_client).put_state("s1", BIG_STATE))
+    assert len(sent) == 1 and len(sent[0]) > 2  # one CreateEvent: a restore sees all of it or none
+    # Every item within the bound as botocore sent it (the chunk's escapes included), in one event's bound.
+    assert all(len(json.dumps(item)) <= MAX_ITEM_BYTES for item in sent[0])
+    assert sum(len(json.dumps(item)) for item in sent[0]) <= MAX_EVENT_BYTES
+    assert [item["i"] for item in sent[0]] == list(range(len(sent[0])))
+    assert {item["n"] for item in sent[0]} == {len(sent[0])}
+    # A new instance (a new microVM) reads it back, paging the events one at a time.
+    fresh = AgentCoreMemorySessionStore(mid, client=PagingClient(moto_client, page=1), page_size=1)
+    assert run(fresh.get_state("s1")) == BIG_STATE
+
+
+def test_a_state_of_one_item_written_by_an_earlier_version_is_still_read(moto_client: Any) -> None:
+    mid = memory_id()
+    moto_client.create_event(
+        memoryId=mid,
+        actorId="agentkit-state",
+        sessionId=session_id_for("s1"),
+        eventTimestamp=1_700_000_000,
+        payload=[{"blob": {"k": "state", "s": f"{1_700_000_000 * 10**9:020d}", "d": {"cost_usd": 0.5}}}],
+    )
+    store = AgentCoreMemorySessionStore(mid, client=moto_client)
+    assert run(store.get_state("s1")) == {"cost_usd": 0.5}
+    run(store.put_state("s1", BIG_STATE))  # a newer chunked write replaces it (and prunes the old event)
+    assert run(AgentCoreMemorySessionStore(mid, client=moto_client).get_state("s1")) == BIG_STATE
+
+
+def test_a_torn_chunked_state_falls_back_to_the_previous_complete_one(moto_client: Any) -> None:
+    mid = memory_id()
+    run(AgentCoreMemorySessionStore(mid, client=moto_client).put_state("s1", BIG_STATE))
+    newer = f"{(1 << 62):020d}"
+    chunks = ['{"v": 2, ', '"patch": "', 'lost"}']
+    moto_client.create_event(  # a newer write of which one chunk is missing
+        memoryId=mid,
+        actorId="agentkit-state",
+        sessionId=session_id_for("s1"),
+        eventTimestamp=1_700_000_000,
+        payload=[{"blob": {"k": "state", "s": newer, "i": i, "n": 3, "c": chunks[i]}} for i in (0, 2)],
+    )
+    assert run(AgentCoreMemorySessionStore(mid, client=moto_client).get_state("s1")) == BIG_STATE
+
+
+def test_a_state_over_one_event_is_refused_clearly_and_the_stored_one_is_kept(moto_client: Any) -> None:
+    mid = memory_id()
+    store = AgentCoreMemorySessionStore(mid, client=moto_client)
+    run(store.put_state("s1", {"cost_usd": 0.5}))
+    sent = sent_state_items(moto_client)
+    huge = {"patch": "é" * 200_000}  # 1.4 MB as sent: each é is a \\u00e9 escape inside the chunk's string
+    with pytest.raises(SessionStoreError, match="too large for one AgentCore Memory event") as info:
+        run(store.put_state("s1", huge))
+    assert not info.value.retryable and sent == []
+    assert run(AgentCoreMemorySessionStore(mid, client=moto_client).get_state("s1")) == {"cost_usd": 0.5}
 
 
 # ---------------------------------------------------------------------------- SQLite processes

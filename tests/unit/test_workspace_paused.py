@@ -1,27 +1,32 @@
 """The work of a turn paused for approval, kept with the session, and restored where an answer arrives.
 
-Real runner, workspaces (git) and SQLite session store; each "microVM" is a runner with its own state dir and the one
-store. The agent's change is made on disk, as a command of the agent would.
+Real runner, workspaces (git) and SQLite session store (and the AgentCore Memory one on moto, for a large patch); each
+"microVM" is a runner with its own state dir and the one store. The agent's change is made on disk, as a command of
+the agent would.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from harness.archives import tar_gz
 from runtime.agent.runner import AgentTurnRunner
 from runtime.approvals import Approvals
 from runtime.approvals.rules import ApprovalRules
 from runtime.errors import PausedWorkLost, SessionStoreError, WorkspaceExpired
+from runtime.session_store.agentcore import AgentCoreMemorySessionStore
 from runtime.session_store.agentcore.ids import MAX_ITEM_BYTES
 from runtime.session_store.sqlite import SqliteSessionStore
 from runtime.turn_request import TurnRequest
-from runtime.workspace.paused import MAX_KEPT_BYTES, STATE_SUFFIX, PausedWork
+from runtime.workspace.paused import MAX_KEPT_BYTES, STATE_SUFFIX, PausedWork, kept_bytes
 from tests.unit.test_approvals import Sink
 from tests.unit.test_workspace_runner import SID, make
 
@@ -190,25 +195,53 @@ async def test_a_paused_patch_over_what_the_store_holds_is_not_kept_and_its_answ
     tmp_path: Path,
 ) -> None:
     store = SqliteSessionStore(tmp_path / "sessions.db")
-    # Non-ASCII text: JSON escapes each character to six bytes, so the JSON is what is measured, not the patch.
-    big = "".join(f"line {i}: {'é' * 10}\n" for i in range(2000)).encode()
+    # Non-ASCII text: each character is sent as 7 bytes (its JSON escape, escaped again as a string inside the
+    # store's chunk), so what is measured is the state as sent, not the patch.
+    big = "".join(f"line {i}: {'é' * 50}\n" for i in range(3000)).encode()
     first, session = await paused_with_work(tmp_path, store, readme=big)
-    assert len(big) < MAX_KEPT_BYTES < len(json.dumps(big.decode()).encode())
+    assert len(big) < MAX_KEPT_BYTES < kept_bytes({"patch": big.decode()})
     state = await store.get_state(SID + STATE_SUFFIX)
     assert state is not None and state["patch"] is None and state["too_large"] > MAX_KEPT_BYTES
-    assert len(json.dumps(state).encode()) < MAX_ITEM_BYTES
+    assert kept_bytes(state) < MAX_ITEM_BYTES
     await refused_on_a_new_microvm(tmp_path, store, "too large to keep")
     await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))  # where it paused, it goes on
     assert (tree(tmp_path, "a") / "README.md").read_bytes() == big
 
 
-async def test_a_paused_patch_within_the_bound_is_kept_and_restored(tmp_path: Path) -> None:
-    store = SqliteSessionStore(tmp_path / "sessions.db")
+class RecordingMemoryStore(AgentCoreMemorySessionStore):
+    """The AgentCore Memory store on moto, recording each blob item it sends as botocore serialised it."""
+
+    def __init__(self) -> None:
+        client = boto3.client("bedrock-agentcore", region_name="us-east-1")
+        super().__init__("mem-paused0001", client=client)
+        self.sent_items: list[str] = []
+        client.meta.events.register("before-send.bedrock-agentcore.CreateEvent", self._record)
+
+    def _record(self, request: Any, **_: Any) -> None:
+        self.sent_items.extend(json.dumps(p["blob"]) for p in json.loads(request.body)["payload"])
+
+
+@pytest.fixture(params=["sqlite", "agentcore"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The SQLite store, and the AgentCore Memory store on moto (a state there is one event of chunk items)."""
+    if request.param == "sqlite":
+        yield SqliteSessionStore(tmp_path / "sessions.db")
+        return
+    with mock_aws():
+        yield RecordingMemoryStore()
+
+
+async def test_a_paused_patch_within_the_bound_is_kept_and_restored(tmp_path: Path, any_store: Any) -> None:
+    # Lines of about 18 bytes: a patch of several hundred KB, over what one AgentCore Memory item holds.
     big = "".join(f"line {i}: plain\n" for i in range(MAX_KEPT_BYTES // 40)).encode()
-    await paused_with_work(tmp_path, store, readme=big)
-    state = await store.get_state(SID + STATE_SUFFIX)
-    assert state is not None and len(json.dumps(state).encode()) <= MAX_KEPT_BYTES
-    second, session_b = microvm(tmp_path, "b", store)
+    await paused_with_work(tmp_path, any_store, readme=big)
+    state = await any_store.get_state(SID + STATE_SUFFIX)
+    assert state is not None and isinstance(state["patch"], str)
+    assert MAX_ITEM_BYTES < kept_bytes(state) <= MAX_KEPT_BYTES
+    if isinstance(any_store, RecordingMemoryStore):  # the state went as several items, each within the bound
+        assert sum(len(item) for item in any_store.sent_items) > MAX_ITEM_BYTES
+        assert all(len(item) <= MAX_ITEM_BYTES for item in any_store.sent_items)
+    second, session_b = microvm(tmp_path, "b", any_store)
     await second.prepare(session_b, answer(workspace_archive=tar_gz(SNAPSHOT)))
     assert (tree(tmp_path, "b") / "README.md").read_bytes() == big
 

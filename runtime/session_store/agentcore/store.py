@@ -17,7 +17,11 @@ per-session state (``put_state``)   actorId ``agentkit-state``, sessionId ``t-<e
 ==================================  ========================================================================
 
 Per-session state (``get_state`` / ``put_state``: what must outlive a microVM, e.g. the session's cumulative cost)
-is one blob item ``{"k": "state", "s": seq, "d": state}`` per write; the newest ``seq`` wins and older events are
+is one ``CreateEvent`` per write: ``json.dumps(state)`` cut into chunks, one blob item each,
+``{"k": "state", "s": seq, "i": index, "n": count, "c": chunk}``, every item at most 100 KB as botocore sends it and
+1 MB in all (``MAX_EVENT_BYTES``; a larger state raises :class:`runtime.errors.SessionStoreError`). The newest
+``seq`` whose chunks are all there wins (a partial set is skipped for an older complete one); an item
+``{"k": "state", "s": seq, "d": state}`` written by an earlier version of the kit is read too. Older events are
 pruned after a write.
 
 Transcript events carry only ``blob`` payload items (never extracted to long-term memory; ``extractionMode``
@@ -93,6 +97,12 @@ if TYPE_CHECKING:  # importing claude_agent_sdk costs ~1 s: only for type checki
 __all__ = ["AgentCoreMemorySessionStore"]
 
 log = logging.getLogger(__name__)
+
+
+def item_wire_bytes(item: dict[str, Any]) -> int:
+    """Bytes a blob item takes in the request body: botocore's ``rest-json`` serializer sends a document shape
+    inside the body's ``json.dumps`` (default separators, non-ASCII escaped), ``botocore/serialize.py``."""
+    return len(json.dumps(item))
 
 
 class AgentCoreMemorySessionStore:
@@ -499,22 +509,73 @@ class AgentCoreMemorySessionStore:
     # ------------------------------------------------------------------ per-session state (get_state / put_state)
     def _get_state_sync(self, session_id: str) -> dict[str, Any] | None:
         events = self._list_all(STATE_ACTOR_ID, session_id_for(session_id))
-        best: tuple[int, dict[str, Any]] | None = None
         ids: list[str] = []
+        whole: dict[int, dict[str, Any]] = {}  # seq -> a state of one item (written by an earlier version)
+        parts: dict[int, dict[int, str]] = {}  # seq -> index -> chunk
+        counts: dict[int, int] = {}  # seq -> chunks it was cut into
         for event in events:
             ids.append(event["eventId"])
             for payload in event.get("payload") or []:
-                blob = payload.get("blob")
-                if isinstance(blob, dict) and blob.get("k") == "state":
+                blob = payload.get("blob") if isinstance(payload, dict) else None
+                if not isinstance(blob, dict) or blob.get("k") != "state":
+                    continue
+                try:
                     seq = int(blob["s"])
-                    if best is None or seq >= best[0]:
-                        best = (seq, blob["d"])
+                    if "d" in blob:
+                        whole[seq] = blob["d"]
+                    else:
+                        parts.setdefault(seq, {})[int(blob["i"])] = str(blob["c"])
+                        counts[seq] = int(blob["n"])
+                except (KeyError, TypeError, ValueError):
+                    log.warning("ignoring a malformed state item of %s", session_id)
         self._state_events[session_id] = ids
-        return dict(best[1]) if best else None
+        for seq in sorted(set(whole) | set(parts), reverse=True):
+            if seq in whole and isinstance(whole[seq], dict):
+                return dict(whole[seq])
+            chunks = parts.get(seq, {})
+            # A ListEvents page holds whole events, so a set is only short when a write was torn or tampered with:
+            # an older complete state is better than none.
+            if sorted(chunks) != list(range(counts.get(seq, -1))):
+                log.warning(
+                    "ignoring state %s of %s: %d of %s chunks", seq, session_id, len(chunks), counts.get(seq)
+                )
+                continue
+            try:
+                state = json.loads("".join(chunks[i] for i in range(len(chunks))))
+            except ValueError:
+                log.warning("ignoring state %s of %s: its chunks are not JSON", seq, session_id)
+                continue
+            if isinstance(state, dict):
+                return state
+        return None
+
+    def _state_items(self, session_id: str, seq: str, state: dict[str, Any]) -> list[dict[str, Any]]:
+        """``state`` as chunk items of one event, each ≤ the item bound as sent (key, seq and index included).
+
+        Raises SessionStoreError (not retryable): over ``max_event_bytes`` or 100 items."""
+        text = json.dumps(state)
+        count_digits = len(str(MAX_PAYLOAD_ITEMS))
+        # Bytes an item takes besides its chunk's own (quotes included in wire_bytes): measured on the widest
+        # index and count an event can hold, so every item's json.dumps is within self._chunk.
+        overhead = item_wire_bytes(
+            {"k": "state", "s": seq, "i": 10**count_digits, "n": 10**count_digits, "c": ""}
+        ) - wire_bytes("")
+        chunks = split_by_wire_bytes(text, max(14, self._chunk - overhead))
+        items = [{"k": "state", "s": seq, "i": i, "n": len(chunks), "c": c} for i, c in enumerate(chunks)]
+        size = sum(item_wire_bytes(item) for item in items)
+        if len(items) > MAX_PAYLOAD_ITEMS or size > self._event_bytes:
+            raise SessionStoreError(
+                f"the state of session {session_id} is too large for one AgentCore Memory event: {size:,} bytes "
+                f"in {len(items)} items as sent, at most {self._event_bytes:,} bytes and "
+                f"{MAX_PAYLOAD_ITEMS} items",
+                aws_code="StateTooLarge",
+                retryable=False,
+            )
+        return items
 
     def _put_state_sync(self, session_id: str, state: dict[str, Any]) -> None:
         seq = int(self._clock() * 1e9)
-        item = {"k": "state", "s": f"{seq:020d}", "d": state}
+        items = self._state_items(session_id, f"{seq:020d}", state)
         session = session_id_for(session_id)
         token = hashlib.sha256(f"{session}|{seq}".encode()).hexdigest()
         previous = self._state_events.get(session_id, [])
@@ -523,7 +584,7 @@ class AgentCoreMemorySessionStore:
             actorId=STATE_ACTOR_ID,
             sessionId=session,
             eventTimestamp=datetime.fromtimestamp(self._clock(), tz=UTC),
-            payload=[{"blob": item}],
+            payload=[{"blob": item} for item in items],
             extractionMode="SKIP",
             clientToken=token,
         )
