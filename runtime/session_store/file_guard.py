@@ -46,6 +46,10 @@ class Fault:
         return self.kind in ("deleted", "replaced")
 
 
+#: The identity of a database that was no longer at its path when its connection was opened.
+_GONE = (-1, -1)
+
+
 def _stat(path: Path) -> os.stat_result | None:
     try:
         return os.stat(path)
@@ -68,7 +72,14 @@ class FileGuard:
     def opened(self) -> None:
         """Call after (re)opening the connection and after each successful call."""
         st = _stat(self.path)
-        self._db = (st.st_dev, st.st_ino) if st else None
+        if st is not None:
+            self._db = (st.st_dev, st.st_ino)
+        elif self._db is None:
+            # The file the connection opened is already gone from the path (deleted between the open and this
+            # call). Forgetting the identity would disarm the guard for good, and every later write would go to
+            # the unlinked inode; no real file has this identity, so the next check reports the deletion.
+            self._db = _GONE
+        # else: keep the identity, so that the next check() reports the deletion.
         wal = _stat(self.wal)
         if wal is not None:
             self._wal = (wal.st_dev, wal.st_ino)

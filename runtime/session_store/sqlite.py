@@ -123,6 +123,7 @@ class SqliteSessionStore:
                     self._restore_rescued()
                 if self._db is None:
                     self._db = self._open()
+                    self._guard.opened()  # the identity of the file it opened, before anything is written to it
                 yield self._db
                 self._guard.opened()
             except sqlite3.Error as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 from harness.runtime_server import ROOT
 from runtime.session_store import SqliteSessionStore
+from runtime.session_store.file_guard import FileGuard
 from runtime.session_store.spool import SpoolingSessionStore
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
@@ -266,3 +268,24 @@ def test_rescued_rows_stay_in_memory_until_a_restore_succeeds(tmp_path: Path) ->
 
     assert asyncio.run(scenario()) == batch(0, 4)
     assert asyncio.run(reopened(path).load(KEY)) == batch(0, 4)
+
+
+def test_a_database_deleted_before_the_guard_first_looked_is_still_reported(tmp_path: Path) -> None:
+    """The file is deleted between the open of the connection and the guard's first look (a busy machine: the
+    window of the store's first call). The guard must not disarm itself: the next check reports the deletion, so
+    the store rescues what the unlinked file holds instead of writing to it for good."""
+    path = tmp_path / "sessions.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    guard = FileGuard(path)
+    for f in files(path):
+        f.unlink(missing_ok=True)
+    guard.opened()  # what the store calls after the call in which the file went away
+    fault = guard.check()
+    assert fault is not None and fault.kind == "deleted", fault
+    # Another file at the path is not ours either: reported as replaced, not taken for the one the connection has.
+    sqlite3.connect(path).close()
+    fault = guard.check()
+    assert fault is not None and fault.kind == "replaced", fault
+    db.close()
