@@ -241,11 +241,11 @@ class Approver:
         two_person: bool = True,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
-        fx: FixDeps | None = None,
+        fx: FixDeps,
     ) -> None:
         """``fx``: the fix jobs' repositories, to send the paused job's snapshot with the answer (the session's
         workspace lives on the microVM that paused; a new one restores it from this snapshot and the paused
-        work the runtime kept with the session). None: the answer carries none."""
+        work the runtime kept with the session)."""
         self.fx = fx
         self.invoker = invoker
         self.jobs = jobs
@@ -500,9 +500,9 @@ class Approver:
             }
             fetched = None
             try:
-                if self.fx is not None:  # the paused job's base commit, as the job was started with
-                    fetched = self.fx.repos.refetch(job)
-                    extra["workspace"] = workspace_field(self.fx, fetched, approval_id)
+                # the paused job's base commit, as the job was started with
+                fetched = self.fx.repos.refetch(job)
+                extra["workspace"] = workspace_field(self.fx, fetched, approval_id)
                 reply = self.invoker.invoke(
                     prompt=None, session_id=job.session_id, actor=task.actor, extra=extra
                 )

@@ -80,9 +80,9 @@ class Stopper:
         trackers: Mapping[str, IssueTracker],
         metrics: TrackerMetrics,
         logger: Any,
+        invoker: AgentRuntimeInvoker,
         lease_seconds: int = 900,
         clock: Callable[[], float] | None = None,
-        invoker: AgentRuntimeInvoker | None = None,
     ) -> None:
         self.stop_session = SessionStopper(client=client, runtime_arn=runtime_arn, qualifier=qualifier)
         self.invoker = invoker
@@ -228,7 +228,7 @@ class Stopper:
 
     def _withdraw(self, task: AgentTask, state: JobState, log_ctx: dict[str, Any]) -> None:
         """Withdraw the stopped job's approval on the runtime; never raises (module docstring, step 2)."""
-        if self.invoker is not None and state.approval:
+        if state.approval:
             withdraw_on_runtime(
                 self.invoker,
                 task,

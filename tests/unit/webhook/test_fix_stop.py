@@ -70,6 +70,8 @@ def setup(aws: SimpleNamespace) -> Iterator[SimpleNamespace]:
                 trackers={"github": adapter},
                 metrics=TrackerMetrics(service="test"),
                 logger=worker.logger,
+                # on the stubbed client: an InvokeAgentRuntime the test does not expect is refused
+                invoker=worker.AgentRuntimeInvoker(client=client, runtime_arn=RUNTIME_ARN, qualifier="dev"),
             ),
         )
         worker.configure(deps)

@@ -55,6 +55,7 @@ def setup(aws: SimpleNamespace, stand_in: Any) -> Any:
             trackers=adapters,
             metrics=TrackerMetrics(service="test"),
             logger=worker.logger,
+            invoker=deps.invoker,
         )
         deps.fix = FixRunner(
             fx=FixDeps(
