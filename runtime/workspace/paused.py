@@ -81,15 +81,6 @@ class PausedWork:
             state = {"v": VERSION, "patch": None, "snapshot": snapshot, "too_large": size}
         await self.store.put_state(claude_session_id + STATE_SUFFIX, state)
 
-    async def load(self, claude_session_id: str, *, snapshot: str | None = None) -> str | None:
-        """The change kept at the session's last pause; None when none was kept, or (``snapshot`` given) when it was
-        made against another snapshot than ``snapshot`` (applying it there would not give the paused work back)."""
-        state = await self.store.get_state(claude_session_id + STATE_SUFFIX) or {}
-        patch = state.get("patch")
-        if not isinstance(patch, str) or (snapshot is not None and state.get("snapshot") != snapshot):
-            return None
-        return patch
-
     async def spend(self, claude_session_id: str) -> None:
         """Record that the kept work was used (its pause was answered where the workspace is, or it was restored):
         until the session's next pause stores its own, an answer elsewhere is refused rather than given it."""

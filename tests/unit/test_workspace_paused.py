@@ -26,7 +26,7 @@ from runtime.session_store.agentcore import AgentCoreMemorySessionStore
 from runtime.session_store.agentcore.ids import MAX_ITEM_BYTES
 from runtime.session_store.sqlite import SqliteSessionStore
 from runtime.turn_request import TurnRequest
-from runtime.workspace.paused import MAX_KEPT_BYTES, STATE_SUFFIX, PausedWork, kept_bytes
+from runtime.workspace.paused import MAX_KEPT_BYTES, STATE_SUFFIX, kept_bytes
 from tests.unit.test_approvals import Sink
 from tests.unit.test_workspace_runner import SID, make
 
@@ -42,6 +42,14 @@ def microvm(tmp_path: Path, name: str, store: SqliteSessionStore) -> tuple[Agent
     rules = ApprovalRules(bash_programs=("git",))
     deps = replace(runner.deps, session_store=store, approvals=Approvals(rules, store=store, sink=Sink()))
     return AgentTurnRunner(deps), session
+
+
+async def kept_patch(store: Any) -> str | None:
+    """The change the session's last pause kept in ``store``: None when none was kept (nothing stored, or the
+    patch could not be made or was too large to keep)."""
+    state = await store.get_state(SID + STATE_SUFFIX) or {}
+    patch = state.get("patch")
+    return patch if isinstance(patch, str) else None
 
 
 def answer(**snapshot: bytes) -> TurnRequest:
@@ -63,7 +71,7 @@ async def test_the_paused_work_is_kept_where_it_is_and_restored_on_a_new_microvm
     (tree(tmp_path, "a") / "NOTES").write_bytes(b"\x00binary\xff")
     (tree(tmp_path, "a") / ".env").write_bytes(b"TOKEN=local\n")  # a secret name: withheld from every patch
     await first.keep_paused_work(session, 30.0)
-    kept = await PausedWork(store).load(SID)
+    kept = await kept_patch(store)
     assert kept is not None and "+add() adds." in kept and "NOTES" in kept and ".env" not in kept
 
     # The microVM that paused keeps its workspace: the snapshot sent with the answer is not installed over it.
@@ -109,7 +117,7 @@ async def test_an_answer_without_a_snapshot_where_the_workspace_is_missing_is_re
     first, session = microvm(tmp_path, "a", store)
     await first.prepare(session, TurnRequest(prompt="fix it", workspace_archive=tar_gz(SNAPSHOT)))
     await first.keep_paused_work(session, 30.0)  # nothing changed yet: an empty patch is kept
-    assert await PausedWork(store).load(SID) == ""
+    assert await kept_patch(store) == ""
     await first.prepare(session, answer())  # where the workspace is, no snapshot is needed
     await first.keep_paused_work(session, 30.0)  # the answered turn pauses again
 
@@ -155,7 +163,7 @@ async def test_an_answer_on_a_new_microvm_is_refused_when_nothing_was_stored_at_
 ) -> None:
     store = FailingStateStore(tmp_path / "sessions.db")
     first, session = await paused_with_work(tmp_path, store, readme=b"# calc\n\nwork before the pause\n")
-    assert await PausedWork(store).load(SID) is None  # the failure was logged only
+    assert await kept_patch(store) is None  # the failure was logged only
     await refused_on_a_new_microvm(tmp_path, store, "nothing of it is stored")
     # the microVM that paused still has its workspace and goes on
     await first.prepare(session, answer(workspace_archive=tar_gz(SNAPSHOT)))
@@ -249,7 +257,7 @@ async def test_a_paused_patch_within_the_bound_is_kept_and_restored(tmp_path: Pa
 async def test_a_pause_with_no_change_is_answered_on_a_new_microvm(tmp_path: Path) -> None:
     store = SqliteSessionStore(tmp_path / "sessions.db")
     await paused_with_work(tmp_path, store, readme=SNAPSHOT[1][1])
-    assert await PausedWork(store).load(SID) == ""  # known to be empty: nothing to restore, nothing lost
+    assert await kept_patch(store) == ""  # known to be empty: nothing to restore, nothing lost
     second, session_b = microvm(tmp_path, "b", store)
     await second.prepare(session_b, answer(workspace_archive=tar_gz(SNAPSHOT)))
     workspaces = second.deps.workspaces
